@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+// Entry points of the pybind11 module torch_topo._C, one per layer (layer: csrc/bindings).
+#pragma once
+
+#include <torch/python.h>
+
+namespace torch_topo::bindings {
+
+namespace py = pybind11;
+
+/// Exceptions and the topology core: graph, readers, probes, cost model, planner.
+void defTopo(py::module_& m);
+/// The c10d backend "topo" and its Work.
+void defBackend(py::module_& m);
+/// Sequence-parallel and overlap ops.
+void defOps(py::module_& m);
+
+}  // namespace torch_topo::bindings

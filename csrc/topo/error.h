@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// Typed errors of the topology core (layer: csrc/topo, pure C++17). Bindings map each type to a
+// Python exception class, so callers can tell a bad file from a missing library.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace torch_topo::topo {
+
+/// Base of every error the core throws. Message shape:
+/// `<where>: <what>: got <value>, expected <rule>[; <fix>]`.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Malformed input text. The message starts `path:line:col:` like a compiler diagnostic.
+class ParseError : public Error {
+ public:
+  ParseError(const std::string& path, int line, int column, const std::string& what)
+      : Error(format(path, line, column, what)), path_(path), line_(line), column_(column) {}
+  const std::string& path() const { return path_; }
+  int line() const { return line_; }
+  int column() const { return column_; }
+
+ private:
+  static std::string format(const std::string& path, int line, int column,
+                            const std::string& what) {
+    std::ostringstream os;
+    os << path << ":" << line << ":" << column << ": " << what;
+    return os.str();
+  }
+  std::string path_;
+  int line_;
+  int column_;
+};
+
+/// A caller passed a value outside the documented range.
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+
+/// An optional system library (NVML, hwloc) is missing; the message names the fix.
+class Unavailable : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Ranks or sources disagree about something that must be identical.
+class Mismatch : public Error {
+ public:
+  using Error::Error;
+};
+
+namespace detail {
+template <typename... Args>
+std::string concat(const char* file, int line, const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  os << " [" << file << ":" << line << "]";
+  return os.str();
+}
+}  // namespace detail
+
+}  // namespace torch_topo::topo
+
+/// Throws `ExcType` with the streamed message and the source location when `cond` is false.
+#define TOPO_CHECK_T(ExcType, cond, ...)                                                  \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      throw ExcType(::torch_topo::topo::detail::concat(__FILE__, __LINE__, __VA_ARGS__)); \
+    }                                                                                     \
+  } while (0)
+
+#define TOPO_CHECK(cond, ...) TOPO_CHECK_T(::torch_topo::topo::InvalidArgument, cond, __VA_ARGS__)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Creates (once) the Python environment torch-topo builds and tests in, outside the clone so
+# CI runs in fresh clones reuse it, then builds the extension into this checkout.
+# Idempotent: a second run with everything in place only rebuilds what changed.
+set -euo pipefail
+
+TORCH_VERSION="${TORCH_TOPO_TORCH_VERSION:-2.14.1}"
+VENV="${TORCH_TOPO_VENV:-/opt/torch-topo/venv-${TORCH_VERSION}}"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+need_apt=()
+[ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
+[ -f /usr/include/nlohmann/json.hpp ] || need_apt+=(nlohmann-json3-dev)
+[ -f /usr/include/pugixml.hpp ] || need_apt+=(libpugixml-dev)
+command -v cmake >/dev/null || need_apt+=(cmake)
+[ -f /usr/include/hwloc.h ] || need_apt+=(libhwloc-dev)
+command -v ip >/dev/null || need_apt+=(iproute2)
+command -v ninja >/dev/null || need_apt+=(ninja-build)
+if [ "${#need_apt[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "setup_env: missing system packages ${need_apt[*]} and not root; install them first" >&2
+    exit 2
+  fi
+fi
+
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip setuptools wheel
+  "$VENV/bin/pip" install -q "torch==${TORCH_VERSION}" numpy pytest pytest-timeout ninja ruff matplotlib
+fi
+
+cd "$ROOT"
+"$VENV/bin/pip" install -q --no-build-isolation --no-deps -e . >/dev/null
+echo "$VENV"

@@ -1,0 +1,10 @@
+# SPDX-License-Identifier: Apache-2.0
+"""torch-topo: a topology-aware torch.distributed backend ("topo"), topology model, planner and
+sequence-parallel ops. Importing this package registers the "topo" backend."""
+
+import torch  # noqa: F401  (loads libtorch before the extension)
+
+from torch_topo import _C
+from torch_topo.config import TopoConfig
+
+__all__ = ["TopoConfig"]

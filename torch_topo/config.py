@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`TopoConfig`: the options of the "topo" backend.
+
+Pass one as `pg_options` to `torch.distributed.init_process_group(backend="topo", ...)`, or set
+the matching `TORCH_TOPO_*` environment variables (read by `TopoConfig.from_env()`); explicit
+fields win over the environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal
+
+__all__ = ["TopoConfig", "ENV_VARS"]
+
+# Each variable sits beside the field it sets; the README's table is generated from this.
+ENV_VARS: dict[str, str] = {
+    "timeout_s": "TORCH_TOPO_TIMEOUT",
+    "use_topo_aware_collectives": "TORCH_TOPO_AWARE",
+    "hierarchical": "TORCH_TOPO_HIERARCHICAL",
+    "pipeline_chunk_bytes": "TORCH_TOPO_CHUNK_BYTES",
+    "topology_file": "TORCH_TOPO_FILE",
+    "bind_numa": "TORCH_TOPO_BIND_NUMA",
+    "nccl_hints": "TORCH_TOPO_NCCL_HINTS",
+    "debug": "TORCH_TOPO_DEBUG",
+    "play": "TORCH_TOPO_PLAY",
+}
+
+
+def _parse_bool(name: str, text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"{name}: got {text!r}, expected one of 1/0/true/false/yes/no/on/off")
+
+
+@dataclass(kw_only=True, slots=True)
+class TopoConfig:
+    """Options of the "topo" backend. Every field has an environment variable (`ENV_VARS`)."""
+
+    timeout_s: float | None = None
+    """Per-collective timeout in seconds; None keeps the process group's timeout."""
+
+    use_topo_aware_collectives: bool = True
+    """Build topology-derived inner groups and ring orders; False makes "topo" a plain wrapper
+    of Gloo (CPU) and NCCL (CUDA)."""
+
+    hierarchical: Literal["auto", "always", "never"] = "auto"
+    """Hierarchical (intra-host, then inter-host) schedules: chosen by the cost model ("auto"),
+    forced where the group spans several hosts ("always"), or never used."""
+
+    pipeline_chunk_bytes: int = 4 << 20
+    """Chunk size in bytes that pipelines the levels of a hierarchical schedule."""
+
+    topology_file: str | None = None
+    """Pinned topology file (nvidia-smi text, NCCL XML, hwloc XML or torch-topo JSON); wins
+    over the live probe. None falls back to NCCL_TOPO_FILE when that is set."""
+
+    bind_numa: bool = False
+    """Bind each rank to the CPUs nearest its GPU at init, unless the launcher already did."""
+
+    nccl_hints: bool = False
+    """Set NCCL algorithm/protocol hints per group from the cost model (shown by explain())."""
+
+    debug: bool = False
+    """Log every schedule decision to stderr."""
+
+    play: str | None = None
+    """Testing aid, also for users rehearsing a layout: "HOST:GPU[,HOST:GPU...]" indexed by rank
+    (or "HOST:GPU" for this rank alone) makes the rank play a GPU of the pinned topology file
+    on a named host, so multi-host layouts can be exercised on one CPU machine."""
+
+    extra: dict[str, str] = field(default_factory=dict)
+    """Unrecognised TORCH_TOPO_* variables are refused; this holds nothing by default and exists
+    so callers can attach labels that show in explain()."""
+
+    def __post_init__(self) -> None:
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise ValueError(f"TopoConfig.timeout_s: got {self.timeout_s}, expected > 0 or None")
+        if self.hierarchical not in ("auto", "always", "never"):
+            raise ValueError(
+                f"TopoConfig.hierarchical: got {self.hierarchical!r}, "
+                "expected 'auto', 'always' or 'never'"
+            )
+        if self.pipeline_chunk_bytes < 1024:
+            raise ValueError(
+                f"TopoConfig.pipeline_chunk_bytes: got {self.pipeline_chunk_bytes}, "
+                "expected >= 1024"
+            )
+
+    @property
+    def timeout(self) -> timedelta | None:
+        return None if self.timeout_s is None else timedelta(seconds=self.timeout_s)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> TopoConfig:
+        """Reads `TORCH_TOPO_*`; keyword overrides win. Unknown variables raise ValueError."""
+        env = os.environ if environ is None else environ
+        known = set(ENV_VARS.values()) | {"TORCH_TOPO_VENV", "TORCH_TOPO_TORCH_VERSION",
+                                          "TORCH_TOPO_BUILD_CUDA", "TORCH_TOPO_WITH_HWLOC"}
+        unknown = sorted(k for k in env if k.startswith("TORCH_TOPO_") and k not in known)
+        if unknown:
+            raise ValueError(
+                f"TopoConfig.from_env: unknown variable {unknown[0]}, expected one of "
+                + ", ".join(sorted(ENV_VARS.values()))
+            )
+        kwargs: dict[str, object] = {}
+        types = {f.name: f.type for f in dataclasses.fields(cls)}
+        for name, var in ENV_VARS.items():
+            if var not in env or name in overrides:
+                continue
+            text = env[var]
+            kind = types[name]
+            if "bool" in kind:
+                kwargs[name] = _parse_bool(var, text)
+            elif kind.startswith("int"):
+                try:
+                    kwargs[name] = int(text)
+                except ValueError:
+                    raise ValueError(f"{var}: got {text!r}, expected an integer") from None
+            elif kind.startswith("float"):
+                try:
+                    kwargs[name] = float(text)
+                except ValueError:
+                    raise ValueError(f"{var}: got {text!r}, expected a number") from None
+            else:
+                kwargs[name] = text
+        kwargs.update(overrides)
+        return cls(**kwargs)
+
+    def merged_with_env(self) -> TopoConfig:
+        """This config with environment values filling the fields left at their defaults."""
+        defaults = TopoConfig()
+        explicit = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(defaults, f.name)
+        }
+        return TopoConfig.from_env(**explicit)
