@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
+// Python bindings of the overlap layer (layer: csrc/bindings).
+#include "bindings/bindings.h"
+
+namespace torch_topo::bindings {
+
+void defOverlap(py::module_& m) {}
+
+}  // namespace torch_topo::bindings
