@@ -65,6 +65,7 @@ def _extension():
     if _hwloc_enabled():
         define_macros.append(("TORCH_TOPO_WITH_HWLOC", "1"))
         libraries.append("hwloc")
+    libraries.append("pugixml")  # XML readers (libpugixml-dev)
     libraries.append("dl")  # NVML is loaded at run time
     # No -std here: torch picks the standard its headers need (C++20 from 2.10 on); the core
     # itself stays C++17, which CMake enforces.
