@@ -16,6 +16,7 @@
 #include "topo/cpulist.h"
 #include "topo/error.h"
 #include "topo/link_tables.h"
+#include "topo/paths.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -465,6 +466,7 @@ HostTopology HwlocXmlReader::read() {
   if (!matrix && !host_.gpus.empty()) {
     host_.warnings.push_back(path_ + ": no NVLinkBandwidth matrix; GPUs are joined by PCIe only");
   }
+  computePaths(&host_);
   return host_;
 }
 
