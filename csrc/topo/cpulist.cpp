@@ -68,6 +68,15 @@ std::string formatCpulist(const std::set<int>& cpus) {
   return out;
 }
 
+Node makeCpuNode(int numa) {
+  Node cpu;
+  cpu.kind = NodeKind::Cpu;
+  cpu.id = "numa" + std::to_string(numa);
+  cpu.numa_node = numa;
+  cpu.index = numa;
+  return cpu;
+}
+
 std::set<int> parseHwlocBitmap(const std::string& text, const std::string& where) {
   std::set<int> cpus;
   if (text.empty()) return cpus;

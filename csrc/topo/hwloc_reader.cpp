@@ -153,12 +153,7 @@ void HwlocXmlReader::readNumaNodes(const pugi::xml_node& root) {
       fail(obj, e.what());
     }
     host_.numa_nodes.push_back({id, formatCpulist(cpus)});
-    Node cpu;
-    cpu.kind = NodeKind::Cpu;
-    cpu.id = "numa" + std::to_string(id);
-    cpu.numa_node = id;
-    cpu.index = id;
-    numa_cpu_node_[id] = host_.graph.addNode(cpu);
+    numa_cpu_node_[id] = host_.graph.addNode(makeCpuNode(id));
     pugi::xml_node pkg = obj.parent();
     while (pkg && std::string(pkg.attribute("type").as_string()) != "Package") pkg = pkg.parent();
     if (pkg && pkg.attribute("gp_index")) {
@@ -170,7 +165,7 @@ void HwlocXmlReader::readNumaNodes(const pugi::xml_node& root) {
     pugi::xml_node machine = root.child("object");
     std::set<int> cpus = parseHwlocBitmap(machine.attribute("cpuset").as_string(), "cpuset");
     host_.numa_nodes.push_back({0, formatCpulist(cpus)});
-    numa_cpu_node_[0] = host_.graph.addNode({NodeKind::Cpu, "numa0", "", 0, 0});
+    numa_cpu_node_[0] = host_.graph.addNode(makeCpuNode(0));
     host_.warnings.push_back(path_ + ": no NUMANode objects; the machine is taken as one node");
   }
   std::sort(host_.numa_nodes.begin(), host_.numa_nodes.end(),

@@ -10,6 +10,7 @@
 #include <map>
 #include <vector>
 
+#include "topo/cpulist.h"
 #include "topo/link_tables.h"
 
 namespace torch_topo::topo {
@@ -176,12 +177,7 @@ int cpuNodeFor(Graph* graph, int numa) {
   }
   std::vector<int> cpus = graph->nodesOfKind(NodeKind::Cpu);
   if (!cpus.empty()) return cpus.front();
-  Node cpu;
-  cpu.kind = NodeKind::Cpu;
-  cpu.id = "numa0";
-  cpu.numa_node = 0;
-  cpu.index = 0;
-  return graph->addNode(cpu);
+  return graph->addNode(makeCpuNode(0));
 }
 
 }  // namespace

@@ -87,8 +87,7 @@ void readSysfsNumaNodes(const std::string& root, HostTopology* host) {
             [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
   std::vector<int> cpu_nodes;
   for (const NumaNode& numa : host->numa_nodes) {
-    cpu_nodes.push_back(host->graph.addNode(
-        {NodeKind::Cpu, "numa" + std::to_string(numa.id), "", numa.id, numa.id}));
+    cpu_nodes.push_back(host->graph.addNode(makeCpuNode(numa.id)));
   }
   double smp = smpGBps("", "", 0);
   for (size_t a = 0; a < cpu_nodes.size(); ++a) {
@@ -165,8 +164,13 @@ void attachNics(std::vector<Nic> nics, HostTopology* host) {
     Nic& nic = nics[i];
     int node = graph.findNode(NodeKind::Nic, nic.bus_id.empty() ? nic.name : nic.bus_id);
     if (node < 0) {
-      node = graph.addNode({NodeKind::Nic, nic.bus_id.empty() ? nic.name : nic.bus_id, nic.name,
-                            nic.numa_node, static_cast<int>(i)});
+      Node n;
+      n.kind = NodeKind::Nic;
+      n.id = nic.bus_id.empty() ? nic.name : nic.bus_id;
+      n.name = nic.name;
+      n.numa_node = nic.numa_node;
+      n.index = static_cast<int>(i);
+      node = graph.addNode(n);
       int cpu = cpuNodeOf(graph, nic.numa_node < 0 ? host->numa_nodes.front().id : nic.numa_node);
       // A virtual interface (veth, bridge, virtio without PCI id) has no PCIe hop to model.
       if (!nic.bus_id.empty() && cpu >= 0) {
