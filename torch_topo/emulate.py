@@ -22,7 +22,7 @@ import tempfile
 
 from torch_topo.emulation import netns
 from torch_topo.emulation.cluster_file import build_cluster_file, write_cluster_file
-from torch_topo.emulation.launcher import RankProcesses, place_ranks
+from torch_topo.emulation.launcher import RankProcesses, die_with_parent, place_ranks
 from torch_topo.emulation.shaping import LinkSpec, parse_delay_us, parse_rate_bps
 
 __all__ = ["main", "build_parser"]
@@ -87,7 +87,8 @@ def _start_relay(net: netns.ClusterNetwork) -> subprocess.Popen:
            "--delay-us", str(net.link.delay_us)]
     for port in net.relay_ports():
         cmd += ["--port", port]
-    relay = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    relay = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True,
+                             preexec_fn=die_with_parent)
     # The first line is "relay ready" once every port socket is bound.
     ready = relay.stdout.readline().strip() if relay.stdout else ""
     if ready != "relay ready":

@@ -4,6 +4,7 @@ namespace under its node's host name, watch them, and bound how long survivors m
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -12,11 +13,19 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["RankSpec", "place_ranks", "RankProcesses", "TIMEOUT_EXIT_CODE"]
+__all__ = ["RankSpec", "place_ranks", "RankProcesses", "TIMEOUT_EXIT_CODE", "die_with_parent"]
 
 TIMEOUT_EXIT_CODE = 124  # as timeout(1): the run was stopped, no rank failed on its own
 _POLL_S = 0.05
 _TERM_GRACE_S = 3.0  # SIGTERM -> SIGKILL when we stop ranks ourselves
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent() -> None:
+    # Runs in the child before exec: should the emulator itself be SIGKILLed, the kernel kills
+    # the ranks too instead of leaving them running in deleted namespaces. Kept across the
+    # exec chain ip -> unshare -> sh -> COMMAND (none of them is set-uid).
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,7 +74,8 @@ class RankProcesses:
         wrapper = ["ip", "netns", "exec", namespace, "unshare", "--uts", "--",
                    "sh", "-c", 'hostname "$1" && shift && exec "$@"', "sh", hostname]
         self.procs[spec.rank] = subprocess.Popen(wrapper + command, env=env,
-                                                 start_new_session=True)
+                                                 start_new_session=True,
+                                                 preexec_fn=die_with_parent)
 
     def _signal_all(self, sig: int) -> None:
         for proc in self.procs.values():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass, field
 
@@ -75,6 +76,13 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _delete_namespace(ns: str) -> None:
+    # Processes still inside (ranks of a run whose emulator was SIGKILLed) would keep the
+    # namespace alive after its name is gone.
+    for pid in _ip("netns", "pids", ns, check=False).stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
     _ip("netns", "delete", ns, check=False)
     shutil.rmtree(os.path.join(_ETC_NETNS, ns), ignore_errors=True)
 
