@@ -1,0 +1,252 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The emulated cluster (torch_topo.emulate): collectives across emulated nodes against local
+references, host names, rank placement, link shaping, cleanup on every exit path, refusal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from torch_topo import emulate
+from torch_topo.emulation import netns
+from torch_topo.emulation.launcher import place_ranks
+from torch_topo.emulation.shaping import parse_delay_us, parse_rate_bps
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORKER = os.path.join(ROOT, "tests", "py", "emulated_worker.py")
+LINKCHECK = os.path.join(ROOT, "torch_topo", "emulation", "linkcheck.py")
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="the emulator needs root (network namespaces)"
+)
+
+
+def _host_links() -> set[str]:
+    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return {line.split(":")[1].strip() for line in out.splitlines()}
+
+
+def _run(args: list[str], timeout: float = 150) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m", "torch_topo.emulate", *args], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _assert_clean(pid: int, links_before: set[str]) -> None:
+    left = [ns for ns in netns.list_namespaces() if ns.startswith(f"{netns.NS_PREFIX}{pid}-")]
+    assert left == []
+    etc = os.listdir("/etc/netns") if os.path.isdir("/etc/netns") else []
+    assert [d for d in etc if d.startswith(f"{netns.NS_PREFIX}{pid}-")] == []
+    assert _host_links() == links_before
+
+
+class _Tracked:
+    """Runs the emulator and remembers its pid, which names its namespaces."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.links_before = _host_links()
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        self.proc = subprocess.Popen([sys.executable, "-m", "torch_topo.emulate", *args],
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+
+    def finish(self, timeout: float = 150) -> tuple[int, str, str]:
+        out, err = self.proc.communicate(timeout=timeout)
+        _assert_clean(self.proc.pid, self.links_before)
+        return self.proc.returncode, out, err
+
+
+def _records(out_dir, world: int) -> list[dict]:
+    return [json.load(open(os.path.join(out_dir, f"rank{r}.json"))) for r in range(world)]
+
+
+@needs_root
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("nodes,ppn,placement", [(2, 2, "contiguous"), (3, 2, "interleaved")])
+def test_collectives_match_references(tmp_path, nodes, ppn, placement):
+    run = _Tracked(["--nodes", str(nodes), "--procs-per-node", str(ppn), "--placement",
+                    placement, "--", sys.executable, WORKER, "--out", str(tmp_path)])
+    rc, out, err = run.finish(timeout=230)
+    assert rc == 0, err[-3000:]
+    records = _records(tmp_path, nodes * ppn)
+    for spec, rec in zip(place_ranks(nodes, ppn, placement), records):
+        assert "exception" not in rec, rec["exception"]
+        assert rec["hostname"] == f"node{spec.node}"
+        assert (rec["node"], rec["local_rank"]) == (spec.node, spec.local_rank)
+        assert rec["gloo_mismatches"] == []
+        if rec["topo_unavailable"]:
+            continue
+        assert rec["topo_mismatches"] == []
+    if any(rec["topo_unavailable"] for rec in records):
+        pytest.skip(f"gloo checked; topo part not run: {records[0]['topo_unavailable']}")
+
+
+@needs_root
+@pytest.mark.timeout(120)
+def test_killed_rank_fails_the_others_quickly(tmp_path):
+    timeout_s = 20
+    run = _Tracked(["--nodes", "2", "--procs-per-node", "1", "--grace-s", "60", "--",
+                    sys.executable, WORKER, "--out", str(tmp_path), "--kill-rank", "1",
+                    "--timeout-s", str(timeout_s)])
+    rc, _, err = run.finish(timeout=110)
+    assert rc == 128 + signal.SIGKILL, err[-2000:]
+    assert "rank 1 failed with exit code 137" in err
+    survivor = json.load(open(tmp_path / "rank0.json"))
+    assert survivor["error"], survivor
+    assert survivor["error_after_s"] < timeout_s + 5
+    assert not (tmp_path / "rank1.json").exists()
+
+
+_ENV_PROBE = (
+    "import json, os, socket, sys; "
+    "keys = ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'NODE_RANK', "
+    "'MASTER_ADDR', 'MASTER_PORT', 'TORCH_TOPO_FILE']; "
+    "rec = {k: os.environ[k] for k in keys}; rec['hostname'] = socket.gethostname(); "
+    "rec['cluster'] = json.load(open(os.environ['TORCH_TOPO_FILE'])); "
+    "json.dump(rec, open(os.path.join(sys.argv[1], 'rank%s.json' % os.environ['RANK']), 'w'))"
+)
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_environment_placement_and_cluster_file(tmp_path):
+    run = _Tracked(["--nodes", "3", "--procs-per-node", "2", "--placement", "interleaved",
+                    "--inter-bw", "500mbit", "--inter-delay", "2ms", "--",
+                    sys.executable, "-c", _ENV_PROBE, str(tmp_path)])
+    rc, _, err = run.finish(timeout=50)
+    assert rc == 0, err
+    recs = _records(tmp_path, 6)
+    for r, rec in enumerate(recs):
+        # Interleaved by hand: rank r on node r % 3, local rank r // 3.
+        assert rec["hostname"] == f"node{r % 3}"
+        assert (rec["RANK"], rec["WORLD_SIZE"], rec["LOCAL_RANK"], rec["LOCAL_WORLD_SIZE"],
+                rec["NODE_RANK"]) == (str(r), "6", str(r // 3), "2", str(r % 3))
+        assert rec["MASTER_ADDR"] == "10.213.0.1"
+        cluster = rec["cluster"]
+        assert cluster["format"] == "torch-topo-cluster"
+        assert cluster["ranks"][r] == {"host": r % 3, "local_rank": r // 3, "local_gpu": -1}
+        assert cluster["inter_host_bandwidth_gbps"] == pytest.approx(500e6 / 8 / 1e9)
+        assert cluster["inter_host_latency_us"] == pytest.approx(2000)
+    assert [h["hostname"] for h in recs[0]["cluster"]["hosts"]] == ["node0", "node1", "node2"]
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_link_is_shaped(tmp_path):
+    mbytes, rate_bps, delay_s = 8, 200e6, 0.002
+    run = _Tracked(["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "200mbit",
+                    "--inter-delay", "2ms", "--", sys.executable, LINKCHECK,
+                    "--mbytes", str(mbytes)])
+    rc, out, err = run.finish(timeout=50)
+    assert rc == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    # The link may run a little below its rate (TCP overhead) but never above it; an unshaped
+    # veth moves 8 MiB in a few milliseconds.
+    assert result["seconds"] >= 0.95 * mbytes * (1 << 20) * 8 / rate_bps
+    assert result["rtt_ms"] >= 2 * delay_s * 1e3 * 0.95
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_failing_rank_code_and_lingering_rank_killed():
+    # Rank 1 fails with 7 at once; rank 0 would sleep for a minute and is killed after the grace.
+    script = "import os, sys, time; r = int(os.environ['RANK']); " \
+             "sys.exit(7) if r == 1 else time.sleep(60)"
+    run = _Tracked(["--nodes", "2", "--procs-per-node", "1", "--grace-s", "1", "--",
+                    sys.executable, "-c", script])
+    t0 = time.monotonic()
+    rc, _, err = run.finish(timeout=50)
+    assert rc == 7, err
+    assert time.monotonic() - t0 < 30
+    assert "killing ranks [0]" in err
+
+
+@needs_root
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_stops_ranks_and_cleans_up(tmp_path, sig):
+    marker = tmp_path / "started"
+    script = f"import time; open({str(marker)!r}, 'a').close(); time.sleep(60)"
+    run = _Tracked(["--nodes", "2", "--procs-per-node", "2", "--", sys.executable, "-c", script])
+    deadline = time.monotonic() + 40
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.exists()
+    run.proc.send_signal(sig)
+    rc, _, err = run.finish(timeout=30)
+    assert rc == 128 + sig, err
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_startup_sweeps_namespaces_of_dead_runs(tmp_path):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = f"{netns.NS_PREFIX}{dead.pid}-n0"
+    subprocess.run(["ip", "netns", "add", stale], check=True)
+    os.makedirs(f"/etc/netns/{stale}", exist_ok=True)
+    try:
+        run = _Tracked(["--nodes", "1", "--procs-per-node", "1", "--", "true"])
+        rc, _, err = run.finish(timeout=50)
+        assert rc == 0, err
+        assert stale not in netns.list_namespaces()
+        assert not os.path.exists(f"/etc/netns/{stale}")
+    finally:
+        subprocess.run(["ip", "netns", "delete", stale], capture_output=True)
+
+
+def test_refuses_without_root(monkeypatch, capsys):
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 1000)
+    assert emulate.main(["--nodes", "2", "--procs-per-node", "1", "--", "true"]) == 2
+    assert "needs root" in capsys.readouterr().err
+
+
+def test_refuses_when_namespaces_unavailable(monkeypatch, capsys):
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 0)
+    real_run = subprocess.run
+
+    def refuse_netns_add(cmd, *args, **kwargs):
+        if cmd[:3] == ["ip", "netns", "add"]:
+            return subprocess.CompletedProcess(cmd, 1, "", "mount --make-shared: Permission denied")
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(netns.subprocess, "run", refuse_netns_add)
+    assert emulate.main(["--nodes", "2", "--procs-per-node", "1", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot create network namespace" in err and "Permission denied" in err
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["--nodes", "0", "--procs-per-node", "1", "--", "true"], "--nodes: got 0"),
+    (["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "fast", "--", "true"],
+     "--inter-bw: got 'fast'"),
+    (["--nodes", "2", "--procs-per-node", "1", "--inter-delay", "1 parsec", "--", "true"],
+     "--inter-delay: got '1 parsec'"),
+    (["--nodes", "2", "--procs-per-node", "1"], "no COMMAND given"),
+])
+def test_bad_options_exit_2(argv, fragment, capsys):
+    assert emulate.main(argv) == 2
+    assert fragment in capsys.readouterr().err
+
+
+def test_rate_and_delay_units():
+    # tc's convention (tc(8) "RATES"): "bit" units are bits/s, "bps" units are bytes/s.
+    assert parse_rate_bps("1gbit") == 1e9
+    assert parse_rate_bps("100mbit") == 1e8
+    assert parse_rate_bps("125mbps") == 1e9
+    assert parse_delay_us("1ms") == 1000
+    assert parse_delay_us("250us") == 250
+    assert parse_delay_us("0") == 0
+
+
+def test_placement_by_hand():
+    contiguous = [(s.node, s.local_rank) for s in place_ranks(2, 3, "contiguous")]
+    assert contiguous == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    interleaved = [(s.node, s.local_rank) for s in place_ranks(2, 3, "interleaved")]
+    assert interleaved == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]
