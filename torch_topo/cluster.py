@@ -67,7 +67,7 @@ class Cluster:
 
     @property
     def hostnames(self) -> list[str]:
-        return [h.host.hostname for h in self.hosts]
+        return [h.hostname for h in self.hosts]
 
     def host_of(self, rank: int) -> int:
         """Host index of `rank`."""

@@ -52,7 +52,7 @@ def _warn_if_disagree(path: str, pinned: Topology, live) -> None:
     live_ids = _gpu_bus_ids(live)
     if not live_ids:
         return  # a CPU machine (or a container without the driver) has nothing to compare
-    pinned_ids = _gpu_bus_ids(pinned.host)
+    pinned_ids = _gpu_bus_ids(pinned.native)
     if len(pinned_ids) != len(live_ids):
         warnings.warn(
             f"pinned topology {path}: has {len(pinned_ids)} GPUs but the live probe of this host "
@@ -87,7 +87,9 @@ def probe(config: TopoConfig | None = None, *, live=None) -> Topology:
             probing, for tests and for callers that probed already.
     """
     cfg = TopoConfig.from_env() if config is None else config
-    live_host = _C.probe_host() if live is None else getattr(live, "host", live)
+    live_host = _C.probe_host() if live is None else live
+    if isinstance(live_host, Topology):
+        live_host = live_host.native
     pinned = resolve_pinned_file(cfg)
     if pinned is None:
         return Topology(live_host)
@@ -104,7 +106,7 @@ def cpus_near_gpu(topology: Topology, gpu: int) -> set[int]:
         topology: the host topology.
         gpu: CUDA index on that host.
     """
-    host = topology.host
+    host = topology.native
     if not 0 <= gpu < len(host.gpus):
         raise ValueError(
             f"cpus_near_gpu: gpu: got {gpu}, expected 0..{len(host.gpus) - 1} "

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Python bindings of the probe layer (layer: csrc/bindings): the live probe, hwloc XML files and
-// the cluster assembled from per-rank records. HostTopology itself is bound by topo_bindings.cpp.
+// the cluster assembled from per-rank records. HostTopology and ClusterTopology are bound by
+// topo_bindings.cpp.
 #include "bindings/bindings.h"
 
 #include "topo/cluster.h"
@@ -11,22 +12,9 @@
 namespace torch_topo::bindings {
 namespace {
 
-using topo::ClusterTopology;
-using topo::RankPlacement;
 using topo::RankRecord;
 
 void defCluster(py::module_& m) {
-  py::class_<RankPlacement>(m, "RankPlacement", "Where one rank runs.")
-      .def_readonly("host", &RankPlacement::host, "Index into ClusterTopology.hosts.")
-      .def_readonly("local_gpu", &RankPlacement::local_gpu, "GPU index on that host, -1 for CPU.")
-      .def_readonly("local_rank", &RankPlacement::local_rank, "Rank among the host's ranks.");
-  py::class_<ClusterTopology>(m, "ClusterTopology", "Hosts joined by a network, and rank placements.")
-      .def_readonly("hosts", &ClusterTopology::hosts, "Host topologies in order of lowest rank.")
-      .def_readonly("ranks", &ClusterTopology::ranks, "RankPlacement per rank.")
-      .def_readonly("inter_host_bandwidth_gbps", &ClusterTopology::inter_host_bandwidth_gbps,
-                    "Network GB/s per direction between hosts; 0 when unknown.")
-      .def_readonly("inter_host_latency_us", &ClusterTopology::inter_host_latency_us,
-                    "Network latency between hosts in microseconds.");
   py::class_<RankRecord>(m, "RankRecord", "What one rank publishes about itself.")
       .def(py::init([](int rank, std::string hostname, int local_rank, int local_device,
                        std::string host_json) {
