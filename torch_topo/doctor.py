@@ -49,12 +49,15 @@ def _layout_findings(cluster, mesh: dict[str, int], hosts: int) -> list[Finding]
     for dim in (d for d in _CLIQUE_DIMS if d in mesh and mesh[d] > 1):
         bad, good = _worst_pair(cluster, naive.groups(dim)), _worst_pair(cluster, planned.groups(dim))
         if bad[:2] > good[:2]:
-            crossing = "NUMA nodes" if bad[2] in ("SYS",) else (
-                "hosts" if bad[2] == "NET" else "PCIe instead of NVLink" if good[2].startswith("NV")
-                else "more PCIe bridges than needed")
+            if bad[2] in ("SYS", "NET"):
+                code, what = ("numa", "NUMA nodes") if bad[2] == "SYS" else ("hosts", "hosts")
+            elif not bad[2].startswith("NV") and good[2].startswith("NV"):
+                code, what = "pcie", "PCIe where NVLink is available"
+            else:
+                code, what = "weaker-links", "slower links than needed"
             findings.append(Finding(
-                f"{dim}-crosses-{'numa' if bad[2] == 'SYS' else 'pcie'}", "warning",
-                f"contiguous {dim} groups {naive.groups(dim)[:4]} cross {crossing} (slowest pair "
+                f"{dim}-{'crosses-' if code != 'weaker-links' else ''}{code}", "warning",
+                f"contiguous {dim} groups {naive.groups(dim)[:4]} use {what} (slowest pair "
                 f"{bad[2]}); a layout with slowest pair {good[2]} exists: "
                 f"{planned.groups(dim)[:4]} (predicted {naive.cost(dim) * 1e3:.2f} -> "
                 f"{planned.cost(dim) * 1e3:.2f} ms/step)",
