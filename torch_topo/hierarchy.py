@@ -27,6 +27,7 @@ __all__ = [
     "HostLayout",
     "Levels",
     "attach_hierarchy",
+    "backend_thresholds",
     "build_levels",
     "exchange_hostnames",
     "hierarchical_thresholds",
@@ -267,14 +268,56 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *,
                             inter_latency_us or _ASSUMED_INTER_LATENCY_US)
 
 
+# TopoBackend keys its thresholds by c10d op name and measures a call by its input bytes: the
+# whole buffer, except for all-gathers, whose input is one rank's share of it.
+_BACKEND_OPS = {
+    "all_reduce": ("allreduce",),
+    "all_gather": ("allgather", "_allgather_base"),
+    "reduce_scatter": ("reduce_scatter", "_reduce_scatter_base"),
+    "broadcast": ("broadcast",),
+    "reduce": ("reduce",),
+}
+
+
+def backend_thresholds(thresholds: dict[str, int], group_size: int) -> dict[str, int]:
+    """`hierarchical_thresholds` (whole-buffer bytes per collective) keyed and measured as
+    TopoBackend.set_hierarchical_thresholds takes them (c10d op name, input bytes)."""
+    out = {}
+    for op, nbytes in thresholds.items():
+        per_call = -(-nbytes // group_size) if op == "all_gather" else nbytes
+        for name in _BACKEND_OPS[op]:
+            out[name] = per_call
+    return out
+
+
 def _debug(config: TopoConfig, text: str) -> None:
     if config.debug:
         print(f"torch_topo.hierarchy: {text}", file=sys.stderr, flush=True)
 
 
+def _served_device_types(backend) -> list[str]:
+    """Device types the backend has a flat inner backend for (CUDA needs NCCL here too)."""
+    inner = getattr(backend, "inner_backend", None)
+    types = []
+    for device_type in ("cpu", "cuda"):
+        if device_type == "cuda" and not (torch.cuda.is_available() and dist.is_nccl_available()):
+            continue
+        if inner is None or inner(device_type) is not None:
+            types.append(device_type)
+    return types
+
+
+def _flat_timeout(backend) -> timedelta | None:
+    """The group's timeout as its flat CPU inner backend holds it (levels fail no later)."""
+    inner = getattr(backend, "inner_backend", None)
+    flat = inner("cpu") if inner is not None else None
+    return getattr(getattr(flat, "options", None), "_timeout", None)
+
+
 def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, config, *,
-                     timeout: timedelta | None = None, device_types=("cpu",)):
-    """Adds hierarchical levels to `backend` (a `_C.TopoBackend`) for `device_types`.
+                     timeout: timedelta | None = None):
+    """Adds hierarchical levels to `backend` (a `_C.TopoBackend`) for every device type it
+    serves.
 
     Args:
         backend: the C++ backend; receives set_levels / set_hierarchical_thresholds.
@@ -282,8 +325,8 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
         group_rank, group_size: this rank's place in the group.
         global_ranks: global rank of every group rank (TopoConfig.play is indexed by these).
         config: the group's TopoConfig.
-        timeout: timeout of the inner backends (default 30 minutes).
-        device_types: device types to build levels for ("cpu": Gloo, "cuda": NCCL).
+        timeout: timeout of the inner backends (default: that of the backend's flat CPU
+            inner backend, else config.timeout, else 30 minutes).
 
     Returns the HostLayout, or None when the group stays flat.
     """
@@ -297,15 +340,14 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
         _debug(config, f"flat (all {group_size} ranks on host {layout.host_names[0]})")
         return None
     thresholds = hierarchical_thresholds(layout, config)
-    for device_type in device_types:
-        if device_type == "cuda" and not (torch.cuda.is_available() and dist.is_nccl_available()):
-            continue
+    per_call = backend_thresholds(thresholds, group_size)
+    timeout = timeout or _flat_timeout(backend) or config.timeout or _DEFAULT_TIMEOUT
+    for device_type in _served_device_types(backend):
         levels = build_levels(store, group_rank, layout, device_type=device_type,
-                              chunk_bytes=config.pipeline_chunk_bytes,
-                              timeout=timeout or config.timeout or _DEFAULT_TIMEOUT)
+                              chunk_bytes=config.pipeline_chunk_bytes, timeout=timeout)
         backend.set_levels(device_type, *levels.as_args())
-        backend.set_hierarchical_thresholds(device_type, thresholds)
+        backend.set_hierarchical_thresholds(device_type, per_call)
     sizes = "+".join(str(layout.host_size(h)) for h in range(layout.host_count))
     _debug(config, f"{layout.host_count} hosts ({sizes} ranks), "
-                   f"{'rails' if layout.uniform else 'leaders'}, thresholds {thresholds}")
+                   f"{'rails' if layout.uniform else 'leaders'}, thresholds {per_call}")
     return layout

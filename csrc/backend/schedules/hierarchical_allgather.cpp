@@ -23,6 +23,9 @@ ScheduleBuffers allGatherRows(const Levels& levels, const hier::Layout& lay, at:
   const hier::Chunking chunks =
       hier::planChunks(n, levels.chunk_bytes, in.element_size(), g, /*grain=*/1);
   c10d::Backend& intra = *levels.intra;
+  // Everything the stages capture lives at function scope: they run after the branches end.
+  const int64_t pad = lay.max_local;  // uneven: host tables padded to the largest host
+  const bool leader = levels.local_rank == 0;
   hier::Stages stages;
   at::Tensor across;  // what crossed hosts, chunk by chunk
   at::Tensor table;   // the full gathered table, chunk by chunk, before reordering to ranks
@@ -48,8 +51,6 @@ ScheduleBuffers allGatherRows(const Levels& levels, const hier::Layout& lay, at:
   } else {
     // Leaders exchange host tables padded to the largest host (Gloo and NCCL gather equal
     // sizes), then each leader hands the whole table to its host.
-    const int64_t pad = lay.max_local;
-    const bool leader = levels.local_rank == 0;
     across = at::empty({pad * n}, in.options());
     table = at::empty({h * pad * n}, in.options());
     rows = hier::rankRows(levels, /*local_major=*/false, pad, in.device());

@@ -21,13 +21,16 @@ ScheduleBuffers hierarchicalAllReduce(const Levels& levels, at::Tensor& tensor,
   at::Tensor buf = hier::stageFlat(tensor, grain, /*force_copy=*/false, staged);
   const hier::Chunking chunks =
       hier::planChunks(buf.numel(), levels.chunk_bytes, buf.element_size(), 1, grain);
+  // Everything the stages capture lives at function scope: they run after the branches end.
+  const bool leader = levels.local_rank == 0;
+  hier::Chunking shards;
   hier::Stages stages;
   at::Tensor shard;
   if (lay.uniform) {
     // Each rank owns 1/local_size of the chunk across hosts, so every rail carries an equal
     // share and no byte crosses hosts twice.
     shard = at::empty({buf.numel() / grain}, buf.options());
-    const hier::Chunking shards{shard.numel(), chunks.elems / grain};
+    shards = hier::Chunking{shard.numel(), chunks.elems / grain};
     c10d::Backend& rail = *levels.rail;
     stages.fast_in = [&](int64_t k) {
       at::Tensor in = chunks.of(buf, k);
@@ -45,7 +48,6 @@ ScheduleBuffers hierarchicalAllReduce(const Levels& levels, at::Tensor& tensor,
       return hier::allGatherOn(intra, out, s, timeout);
     };
   } else {
-    const bool leader = levels.local_rank == 0;
     stages.fast_in = [&](int64_t k) {
       at::Tensor c = chunks.of(buf, k);
       return hier::reduceOn(intra, c, 0, inner, timeout);

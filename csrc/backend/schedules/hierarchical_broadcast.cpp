@@ -23,12 +23,17 @@ ScheduleBuffers hierarchicalBroadcast(const Levels& levels, at::Tensor& tensor, 
   at::Tensor buf = hier::stageFlat(tensor, grain, /*force_copy=*/false, staged);
   const hier::Chunking chunks =
       hier::planChunks(buf.numel(), levels.chunk_bytes, buf.element_size(), 1, grain);
+  // Everything the stages capture lives at function scope: they run after the branches end.
+  const bool leader = levels.local_rank == 0;
+  // Uneven hosts: the root's host hears the root directly; other hosts hear their leader.
+  const bool root_is_leader = root_local == 0;
+  hier::Chunking shards;
   hier::Stages stages;
   at::Tensor shard;
   if (lay.uniform) {
     // Every rail carries 1/local_size of the tensor, so all NICs of a host work at once.
     shard = at::empty({buf.numel() / grain}, buf.options());
-    const hier::Chunking shards{shard.numel(), chunks.elems / grain};
+    shards = hier::Chunking{shard.numel(), chunks.elems / grain};
     c10d::Backend& rail = *levels.rail;
     stages.fast_in = [&](int64_t k) -> hier::WorkPtr {
       if (!on_root_host) {
@@ -48,9 +53,6 @@ ScheduleBuffers hierarchicalBroadcast(const Levels& levels, at::Tensor& tensor, 
       return hier::allGatherOn(intra, c, s, timeout);
     };
   } else {
-    const bool leader = levels.local_rank == 0;
-    // The root's host hears the root directly; other hosts hear their leader.
-    const bool root_is_leader = root_local == 0;
     stages.fast_in = [&](int64_t k) -> hier::WorkPtr {
       if (!on_root_host || root_is_leader) {
         return {};

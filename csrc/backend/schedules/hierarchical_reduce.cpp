@@ -27,11 +27,14 @@ ScheduleBuffers hierarchicalReduce(const Levels& levels, at::Tensor& tensor, int
   at::Tensor buf = hier::stageFlat(tensor, grain, /*force_copy=*/!is_root, staged);
   const hier::Chunking chunks =
       hier::planChunks(buf.numel(), levels.chunk_bytes, buf.element_size(), 1, grain);
+  // Everything the stages capture lives at function scope: they run after the branches end.
+  const bool leader = levels.local_rank == 0;
+  hier::Chunking shards;
   hier::Stages stages;
   at::Tensor shard;
   if (lay.uniform) {
     shard = at::empty({buf.numel() / grain}, buf.options());
-    const hier::Chunking shards{shard.numel(), chunks.elems / grain};
+    shards = hier::Chunking{shard.numel(), chunks.elems / grain};
     c10d::Backend& rail = *levels.rail;
     stages.fast_in = [&](int64_t k) {
       at::Tensor c = chunks.of(buf, k);
@@ -51,7 +54,6 @@ ScheduleBuffers hierarchicalReduce(const Levels& levels, at::Tensor& tensor, int
       return hier::gatherOn(intra, c, s, root_local, timeout);
     };
   } else {
-    const bool leader = levels.local_rank == 0;
     stages.fast_in = [&](int64_t k) {
       at::Tensor c = chunks.of(buf, k);
       return hier::reduceOn(intra, c, 0, inner, timeout);

@@ -30,6 +30,9 @@ ScheduleBuffers reduceScatterRows(const Levels& levels, const hier::Layout& lay,
   at::Tensor partial;  // what crosses hosts, chunk by chunk
   at::Tensor rows;
   int64_t table_rows = g;
+  // Everything the stages capture lives at function scope: they run after the branches end.
+  const int64_t pad = lay.max_local;  // uneven: host blocks padded to the largest host
+  const bool leader = levels.local_rank == 0;
   hier::Stages stages;
   // Reorders chunk k of the input into `table` rows and returns that chunk of the table.
   const auto fillTable = [&](int64_t k) {
@@ -58,8 +61,6 @@ ScheduleBuffers reduceScatterRows(const Levels& levels, const hier::Layout& lay,
   } else {
     // Host-major rows padded to the largest host: leaders reduce-scatter whole host blocks
     // (equal sizes), then scatter the rows of their own host.
-    const int64_t pad = lay.max_local;
-    const bool leader = levels.local_rank == 0;
     table_rows = h * pad;
     table = at::zeros({table_rows * n}, opts);  // padding rows reduce with padding only
     partial = at::empty({pad * n}, opts);

@@ -30,6 +30,7 @@ from torch_topo.config import TopoConfig
 from torch_topo.hierarchy import (
     HostLayout,
     attach_hierarchy,
+    backend_thresholds,
     build_levels,
     exchange_hostnames,
     hierarchical_thresholds,
@@ -325,7 +326,8 @@ def test_attach_hierarchy_hands_levels_to_backend(tmp_path):
     for res in results:
         assert res["hosts"] == 2 and res["chunk_bytes"] == 1024 and res["checked"] == 1
         assert res["thresholds"] == {"cpu": {op: 0 for op in
-                                             ("all_reduce", "all_gather", "reduce_scatter",
+                                             ("allreduce", "allgather", "_allgather_base",
+                                              "reduce_scatter", "_reduce_scatter_base",
                                               "broadcast", "reduce")}}
 
 
@@ -365,3 +367,6 @@ def test_thresholds_follow_config():
     assert 0 <= slow["all_reduce"] <= 1 << 20
     fast = hierarchical_thresholds(two, TopoConfig(), inter_gbps=50.0, inter_latency_us=1)
     assert "all_reduce" not in fast
+    # TopoBackend measures all-gathers by their per-rank input.
+    assert backend_thresholds({"all_gather": 4096, "reduce": 10}, 4) == {
+        "allgather": 1024, "_allgather_base": 1024, "reduce": 10}
