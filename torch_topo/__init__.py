@@ -6,5 +6,31 @@ import torch  # noqa: F401  (loads libtorch before the extension)
 
 from torch_topo import _C
 from torch_topo.config import TopoConfig
+from torch_topo.ops import (
+    SequenceParallelAttention,
+    UlyssesConfig,
+    build_sequence_parallel_groups,
+    ring_attention,
+    shard_sequence,
+    ulysses_all_to_all,
+    ulysses_attention,
+    unshard_sequence,
+    zigzag_positions,
+    zigzag_shard,
+    zigzag_unshard,
+)
 
-__all__ = ["TopoConfig"]
+__all__ = [
+    "SequenceParallelAttention",
+    "TopoConfig",
+    "UlyssesConfig",
+    "build_sequence_parallel_groups",
+    "ring_attention",
+    "shard_sequence",
+    "ulysses_all_to_all",
+    "ulysses_attention",
+    "unshard_sequence",
+    "zigzag_positions",
+    "zigzag_shard",
+    "zigzag_unshard",
+]
