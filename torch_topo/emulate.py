@@ -128,20 +128,30 @@ def run_emulated(args: argparse.Namespace) -> int:
     procs = RankProcesses()
     relay = None
 
+    got_signal: list[int] = []
+
     def on_signal(signum, _frame):
-        raise _Interrupted(signum)
+        # Only recorded here: raising from the handler could land inside Popen and lose track
+        # of a rank being spawned; check() raises at points where every child is accounted for.
+        got_signal.append(signum)
+
+    def check() -> None:
+        if got_signal:
+            raise _Interrupted(got_signal[0])
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         net.create()
+        check()
         relay = _start_relay(net)
         cluster_path = os.path.join(workdir, "cluster.json")
         write_cluster_file(cluster_path, build_cluster_file(net, ranks, args.topology))
         for spec in ranks:
             env = _rank_env(os.environ, spec, len(ranks), args.nodes, net, args.master_port,
                             cluster_path)
+            check()
             procs.spawn(spec, net.node_ns(spec.node), net.hostname(spec.node), command, env)
-        return procs.watch(args.grace_s, args.timeout_s)
+        return procs.watch(args.grace_s, args.timeout_s, check)
     except _Interrupted as exc:
         print(f"torch_topo.emulate: got {exc}, stopping the ranks", file=sys.stderr)
         return 128 + exc.signum
