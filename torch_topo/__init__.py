@@ -6,5 +6,7 @@ import torch  # noqa: F401  (loads libtorch before the extension)
 
 from torch_topo import _C
 from torch_topo.config import TopoConfig
+from torch_topo.mesh import init_device_mesh
+from torch_topo.plan import Plan, plan
 
-__all__ = ["TopoConfig"]
+__all__ = ["TopoConfig", "Plan", "plan", "init_device_mesh"]
