@@ -94,9 +94,10 @@ def test_killed_rank_fails_the_others_quickly(tmp_path, capfd):
 _ENV_PROBE = (
     "import json, os, socket, sys; "
     "keys = ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'NODE_RANK', "
-    "'MASTER_ADDR', 'MASTER_PORT', 'TORCH_TOPO_FILE']; "
+    "'MASTER_ADDR', 'MASTER_PORT', 'TORCH_TOPO_FILE', 'EMULATED_CLUSTER_FILE']; "
     "rec = {k: os.environ[k] for k in keys}; rec['hostname'] = socket.gethostname(); "
-    "rec['cluster'] = json.load(open(os.environ['TORCH_TOPO_FILE'])); "
+    "rec['host'] = json.load(open(os.environ['TORCH_TOPO_FILE'])); "
+    "rec['cluster'] = json.load(open(os.environ['EMULATED_CLUSTER_FILE'])); "
     "json.dump(rec, open(os.path.join(sys.argv[1], 'rank%s.json' % os.environ['RANK']), 'w'))"
 )
 
@@ -115,12 +116,27 @@ def test_environment_placement_and_cluster_file(tmp_path):
         assert (rec["RANK"], rec["WORLD_SIZE"], rec["LOCAL_RANK"], rec["LOCAL_WORLD_SIZE"],
                 rec["NODE_RANK"]) == (str(r), "6", str(r // 3), "2", str(r % 3))
         assert rec["MASTER_ADDR"] == "10.213.0.1"
+        assert (rec["host"]["schema"], rec["host"]["kind"]) == ("torch-topo/1", "host")
+        assert rec["host"]["hostname"] == f"node{r % 3}"
+        assert rec["host"]["nics"] == [{"name": "eth0", "bus_id": "", "numa_node": -1,
+                                        "speed_gbps": 0.5}]  # Gbit/s
         cluster = rec["cluster"]
-        assert cluster["format"] == "torch-topo-cluster"
+        assert (cluster["schema"], cluster["kind"]) == ("torch-topo/1", "cluster")
         assert cluster["ranks"][r] == {"host": r % 3, "local_rank": r // 3, "local_gpu": -1}
         assert cluster["inter_host_bandwidth_gbps"] == pytest.approx(500e6 / 8 / 1e9)
         assert cluster["inter_host_latency_us"] == pytest.approx(2000)
     assert [h["hostname"] for h in recs[0]["cluster"]["hosts"]] == ["node0", "node1", "node2"]
+    # The project's own readers take both files, and the cluster the backend assembles from the
+    # ranks' pinned host files has the emulated link speed (500 Mbit/s = 0.0625 GB/s).
+    from torch_topo import _C
+
+    parsed = json.loads(_C.planner_cluster_json(text=json.dumps(recs[0]["cluster"])))
+    assert parsed["inter_host_bandwidth_gbps"] == pytest.approx(0.0625)
+    assert parsed["inter_host_latency_us"] == pytest.approx(2000)
+    records = [_C.RankRecord(r, rec["hostname"], int(rec["LOCAL_RANK"]), -1,
+                             json.dumps(rec["host"])) for r, rec in enumerate(recs)]
+    assembled = _C.assemble_cluster(records)
+    assert assembled.inter_host_bandwidth_gbps == pytest.approx(0.0625)
 
 
 @needs_root
