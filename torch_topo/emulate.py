@@ -20,8 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from torch_topo.emulation import netns
-from torch_topo.emulation import cluster_file
+from torch_topo.emulation import cluster_file, netns
 from torch_topo.emulation.launcher import RankProcesses, die_with_parent, place_ranks
 from torch_topo.emulation.shaping import LinkSpec, parse_delay_us, parse_rate_bps
 
@@ -179,7 +178,11 @@ def run_emulated(args: argparse.Namespace) -> int:
         procs.stop()
         if relay is not None:
             relay.terminate()
-            relay.wait()
+            try:
+                relay.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                relay.kill()
+                relay.wait()
         left = net.destroy()
         shutil.rmtree(workdir, ignore_errors=True)
         for sig, handler in old.items():

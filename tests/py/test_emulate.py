@@ -63,7 +63,7 @@ def test_collectives_match_references(tmp_path, capfd, nodes, ppn, placement):
                     sys.executable, WORKER, "--out", str(tmp_path)])
     assert rc == 0, capfd.readouterr().err[-3000:]
     records = _records(tmp_path, nodes * ppn)
-    for spec, rec in zip(place_ranks(nodes, ppn, placement), records):
+    for spec, rec in zip(place_ranks(nodes, ppn, placement), records, strict=True):
         assert "exception" not in rec, rec["exception"]
         assert rec["hostname"] == f"node{spec.node}"
         assert (rec["node"], rec["local_rank"]) == (spec.node, spec.local_rank)

@@ -10,8 +10,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 __all__ = ["RankSpec", "place_ranks", "RankProcesses", "TIMEOUT_EXIT_CODE", "die_with_parent"]
 
