@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""torch-topo: a topology-aware torch.distributed backend ("topo"), topology model, planner and
-sequence-parallel ops. Importing this package registers the "topo" backend."""
+"""
 
 import torch  # noqa: F401  (loads libtorch before the extension)
 
 from torch_topo import _C
+from torch_topo._C import TopoError, TopoMismatchError, TopoParseError, TopoUnavailableError
 from torch_topo.config import TopoConfig
 from torch_topo.mesh import init_device_mesh
 from torch_topo.ops import (
@@ -23,17 +23,23 @@ from torch_topo.ops import (
 from torch_topo.plan import Plan, plan
 
 __all__ = [
-    "Plan",
-    "SequenceParallelAttention",
-    "TopoConfig",
-    "UlyssesConfig",
     "build_sequence_parallel_groups",
     "init_device_mesh",
+    "load_topology",
+    "Plan",
     "plan",
     "ring_attention",
+    "SequenceParallelAttention",
     "shard_sequence",
+    "TopoConfig",
+    "TopoError",
+    "Topology",
+    "TopoMismatchError",
+    "TopoParseError",
+    "TopoUnavailableError",
     "ulysses_all_to_all",
     "ulysses_attention",
+    "UlyssesConfig",
     "unshard_sequence",
     "zigzag_positions",
     "zigzag_shard",
