@@ -156,7 +156,11 @@ def _wait_all(store, keys: list[str], timeout: timedelta, group_rank: int) -> No
 
 
 def exchange_cluster(
-    store, group_rank: int, group_size: int, config: TopoConfig | None = None, *,
+    store,
+    group_rank: int,
+    group_size: int,
+    config: TopoConfig | None = None,
+    *,
     global_rank: int | None = None,
 ) -> Cluster:
     """Publishes this rank's record, reads every rank's, and assembles the cluster.
