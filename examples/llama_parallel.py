@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from llama_model import Block, Llama, apply_rope, local_attention, rope_tables
 from torch import nn
 
-import torch_topo
+import torch_topo.ops
 from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
 
 
@@ -101,9 +101,9 @@ def sequence_parallel_attention(group: dist.ProcessGroup, ring: bool):
     """Attention over a sequence shard [batch, seq / sp, heads, head_dim] by torch-topo's
     Ulysses (default) or ring attention; contiguous shards in rank order."""
     name = "ring_attention" if ring else "ulysses_attention"
-    fn = getattr(torch_topo, name, None)
+    fn = getattr(torch_topo.ops, name, None)
     if fn is None:
-        raise ValueError(f"--sp needs torch_topo.{name}, which this build does not have")
+        raise ValueError(f"--sp needs torch_topo.ops.{name}, which this build does not have")
     return functools.partial(fn, group=group, causal=True)
 
 

@@ -129,8 +129,8 @@ def build_mesh(args, device: torch.device):
 
 
 def describe_plan(mesh, names) -> str:
-    plan = getattr(mesh, "plan", None) or getattr(torch_topo, "last_plan", lambda: None)()
-    if plan is not None and hasattr(plan, "explain"):
+    plan = getattr(mesh, "topo_plan", None)  # set by torch_topo.init_device_mesh
+    if plan is not None:
         return plan.explain()
     groups = {n: dist.get_process_group_ranks(mesh.get_group(n)) for n in names}
     return f"mesh {dict(zip(names, mesh.mesh.shape, strict=True))}: this rank's groups {groups}"

@@ -97,10 +97,17 @@ class CommClock : public std::enable_shared_from_this<CommClock> {
  public:
   explicit CommClock(int64_t chunks) : ends_(chunks, 0.0) {}
 
-  void watch(const c10::intrusive_ptr<c10d::Work>& work, int64_t chunk) {
-    auto future = work->getFuture();
+  // Returns false when the Work has no future (Gloo's reduce_scatter does not); the caller
+  // then stamps the end when its wait returns, an upper bound.
+  bool watch(const c10::intrusive_ptr<c10d::Work>& work, int64_t chunk) {
+    c10::intrusive_ptr<c10::ivalue::Future> future;
+    try {
+      future = work->getFuture();
+    } catch (const c10::Error&) {
+      return false;
+    }
     if (!future) {
-      return;
+      return false;
     }
     ++expected_;
     std::weak_ptr<CommClock> self = weak_from_this();
@@ -112,6 +119,12 @@ class CommClock : public std::enable_shared_from_this<CommClock> {
         clock->cv_.notify_all();
       }
     });
+    return true;
+  }
+
+  void stamp(int64_t chunk) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ends_[chunk] = nowSeconds();
   }
 
   std::vector<double> collect() {
@@ -171,7 +184,7 @@ class ChunkPipeline {
   void issue(int64_t chunk, std::vector<at::Tensor> keep,
              const std::function<c10::intrusive_ptr<c10d::Work>()>& collective) {
     delay(options_.commDelayMaxUs);
-    Entry entry{chunk, nullptr, std::move(keep), std::nullopt};
+    Entry entry{chunk, nullptr, std::move(keep), std::nullopt, false};
     if (options_.recordTiming) {
       timing_[chunk].commIssueS = nowSeconds();
     }
@@ -189,9 +202,7 @@ class ChunkPipeline {
       entry.done.emplace(device_.type());
       entry.done->record(*comm_);
     }
-    if (clock_) {
-      clock_->watch(entry.work, chunk);
-    }
+    entry.watched = clock_ && clock_->watch(entry.work, chunk);
     inflight_.push_back(std::move(entry));
   }
 
@@ -202,6 +213,9 @@ class ChunkPipeline {
       entry.work->wait();
     } else {
       entry.done->block(*compute_);
+    }
+    if (clock_ && !entry.watched) {
+      clock_->stamp(entry.chunk);
     }
     inflight_.pop_front();
   }
@@ -229,6 +243,7 @@ class ChunkPipeline {
     c10::intrusive_ptr<c10d::Work> work;
     std::vector<at::Tensor> keep;
     std::optional<c10::Event> done;
+    bool watched;  // its completion time comes from its future's callback
   };
 
   c10d::ProcessGroup& group_;

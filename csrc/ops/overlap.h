@@ -37,7 +37,8 @@ struct ChunkTiming {
   double computeEndS = 0;
   /// When the collective was handed to the process group.
   double commIssueS = 0;
-  /// When its Work completed (its future's callback ran); 0 if the backend never reported.
+  /// When its Work completed (its future's callback ran); for a Work without a future (Gloo's
+  /// reduce_scatter), when the consumer's wait on it returned: an upper bound.
   double commEndS = 0;
 };
 
