@@ -110,6 +110,24 @@ def parse_play(spec: str, group_size: int, rank: int) -> tuple[str, int]:
     return host, int(gpu)
 
 
+def _local_gpu(topology: Topology) -> int:
+    """This process's GPU as an index of `topology` (-1 without CUDA). CUDA_VISIBLE_DEVICES
+    renumbers devices, so the match is by PCI bus id where torch reports it."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return -1
+    dev = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(dev)
+    fields = [getattr(props, f"pci_{k}_id", None) for k in ("domain", "bus", "device")]
+    if None not in fields:
+        bus_id = "{:04x}:{:02x}:{:02x}.0".format(*fields)
+        for gpu in topology.gpus:
+            if gpu.bus_id and gpu.bus_id.lower() == bus_id:
+                return gpu.index
+    return dev
+
+
 def _own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
     play = cfg.play or os.environ.get("TORCH_TOPO_PLAY")
     if play:
@@ -129,11 +147,9 @@ def _own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
         # The launcher's LOCAL_RANK describes the real machine, not the played host.
         local_rank = -1
     else:
-        import torch
-
         topology = probe(cfg)
         hostname = socket.gethostname()
-        device = torch.cuda.current_device() if torch.cuda.is_available() else -1
+        device = _local_gpu(topology)
         local_rank = int(os.environ.get("LOCAL_RANK", "-1"))
     return {
         "hostname": hostname,
@@ -156,7 +172,11 @@ def _wait_all(store, keys: list[str], timeout: timedelta, group_rank: int) -> No
 
 
 def exchange_cluster(
-    store, group_rank: int, group_size: int, config: TopoConfig | None = None, *,
+    store,
+    group_rank: int,
+    group_size: int,
+    config: TopoConfig | None = None,
+    *,
     global_rank: int | None = None,
 ) -> Cluster:
     """Publishes this rank's record, reads every rank's, and assembles the cluster.
@@ -183,9 +203,15 @@ def exchange_cluster(
     for r, key in enumerate(keys):
         raw = store.get(key)
         try:
-            records.append(json.loads(raw))
+            rec = json.loads(raw)
         except ValueError as exc:
             raise ValueError(f"exchange_cluster: record of rank {r} is not JSON: {exc}") from exc
+        if rec.get("rank") != r:
+            raise ValueError(
+                f"exchange_cluster: key {key} holds the record of rank {rec.get('rank')}, "
+                f"expected {r} (a stale record from an earlier exchange on this store?)"
+            )
+        records.append(rec)
     # Ranks without a launcher LOCAL_RANK take their order among the ranks of their host, the
     # order torchrun itself assigns.
     seen: dict[str, int] = {}

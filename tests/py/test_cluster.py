@@ -37,7 +37,9 @@ def _rank_main(rank, world, store_path, configs, out_dir):
 def _run(tmp_path, configs):
     world = len(configs)
     mp.start_processes(
-        _rank_main, args=(world, str(tmp_path / "store"), configs, str(tmp_path)), nprocs=world,
+        _rank_main,
+        args=(world, str(tmp_path / "store"), configs, str(tmp_path)),
+        nprocs=world,
         start_method="spawn",
     )
     return [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
@@ -89,7 +91,11 @@ def test_single_live_rank_is_its_own_host(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     "spec, size, rank, expected",
-    [("n0:3", 4, 2, ("n0", 3)), ("a:0,a:1,b:0", 3, 2, ("b", 0)), ("host:with:colon:1", 1, 0, ("host:with:colon", 1))],
+    [
+        ("n0:3", 4, 2, ("n0", 3)),
+        ("a:0,a:1,b:0", 3, 2, ("b", 0)),
+        ("host:with:colon:1", 1, 0, ("host:with:colon", 1)),
+    ],
 )
 def test_parse_play(spec, size, rank, expected):
     assert parse_play(spec, size, rank) == expected
@@ -97,8 +103,12 @@ def test_parse_play(spec, size, rank, expected):
 
 @pytest.mark.parametrize(
     "spec, fragment",
-    [("a:0,b:0", "got 2 entries, expected 1 (this rank) or 3"), ("a", "expected HOST:GPU"),
-     (":1", "expected HOST:GPU"), ("a:-1", "expected HOST:GPU")],
+    [
+        ("a:0,b:0", "got 2 entries, expected 1 (this rank) or 3"),
+        ("a", "expected HOST:GPU"),
+        (":1", "expected HOST:GPU"),
+        ("a:-1", "expected HOST:GPU"),
+    ],
 )
 def test_bad_play_specs(spec, fragment):
     with pytest.raises(ValueError, match=fragment):

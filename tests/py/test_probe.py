@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import torch_topo
-from torch_topo import TopoConfig, _C
+from torch_topo import _C, TopoConfig
 from torch_topo.probe import PinnedTopologyWarning, cpus_near_gpu, probe, resolve_pinned_file
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -28,7 +28,9 @@ def no_pins(monkeypatch):
 
 
 def _sys_numa_nodes() -> int:
-    names = os.listdir("/sys/devices/system/node") if os.path.isdir("/sys/devices/system/node") else []
+    names = (
+        os.listdir("/sys/devices/system/node") if os.path.isdir("/sys/devices/system/node") else []
+    )
     return max(1, sum(1 for n in names if n.startswith("node") and n[4:].isdigit()))
 
 
@@ -69,13 +71,19 @@ def test_pinned_file_wins_over_live_probe(no_pins, monkeypatch):
     live = _C.read_hwloc_xml(Path(POWER8).read_text(), POWER8)  # played live host: 4 GPUs
     assert probe(TopoConfig(), live=live).gpu_count == 4
     monkeypatch.setenv("NCCL_TOPO_FILE", P4D)
-    with pytest.warns(PinnedTopologyWarning, match="has 8 GPUs but the live probe of this host found 4"):
+    with pytest.warns(
+        PinnedTopologyWarning, match="has 8 GPUs but the live probe of this host found 4"
+    ):
         assert probe(TopoConfig(), live=live).gpu_count == 8
     monkeypatch.setenv("TORCH_TOPO_FILE", DGX2)
     with pytest.warns(PinnedTopologyWarning, match="has 16 GPUs"):
         assert probe(TopoConfig(), live=live).gpu_count == 16
-    with pytest.warns(PinnedTopologyWarning, match="has 4 GPUs but the live probe of this host found 16"):
-        probe(TopoConfig(topology_file=POWER8), live=_C.read_hwloc_xml(Path(DGX2).read_text(), DGX2))
+    with pytest.warns(
+        PinnedTopologyWarning, match="has 4 GPUs but the live probe of this host found 16"
+    ):
+        probe(
+            TopoConfig(topology_file=POWER8), live=_C.read_hwloc_xml(Path(DGX2).read_text(), DGX2)
+        )
 
 
 def test_bus_id_disagreement_warns_and_agreement_or_cpu_host_does_not(no_pins):
