@@ -4,7 +4,10 @@ sequence-parallel ops. Importing this package registers the "topo" backend."""
 
 import torch  # noqa: F401  (loads libtorch before the extension)
 
-from torch_topo import _C
+from torch_topo import _C  # noqa: F401  (the native core; backend.py uses it)
+from torch_topo.backend import BACKEND_NAME, register
 from torch_topo.config import TopoConfig
 
-__all__ = ["TopoConfig"]
+register()
+
+__all__ = ["BACKEND_NAME", "TopoConfig"]
