@@ -5,6 +5,7 @@ sequence-parallel ops. Importing this package registers the "topo" backend."""
 import torch  # noqa: F401  (loads libtorch before the extension)
 
 from torch_topo import _C
+from torch_topo.backend import BACKEND_NAME, register
 from torch_topo._C import TopoError, TopoMismatchError, TopoParseError, TopoUnavailableError
 from torch_topo.cluster import Cluster, exchange_cluster
 from torch_topo.config import TopoConfig
@@ -26,7 +27,10 @@ from torch_topo.plan import Plan, plan
 from torch_topo.probe import PinnedTopologyWarning, cpus_near_gpu, probe
 from torch_topo.topology import Topology, load_topology
 
+register()
+
 __all__ = [
+    "BACKEND_NAME",
     "Cluster",
     "PinnedTopologyWarning",
     "Plan",

@@ -1,9 +1,141 @@
 // SPDX-License-Identifier: Apache-2.0
-// Python bindings of the backend layer (layer: csrc/bindings).
+// Python bindings of the backend layer: torch_topo._C.TopoBackend, a subclass of torch's c10d
+// Backend type, so a ProcessGroup can register it like Gloo or NCCL (layer: csrc/bindings).
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <pybind11/chrono.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/utils/pybind.h>
+
+#include "backend/topo_backend.h"
 #include "bindings/bindings.h"
 
 namespace torch_topo::bindings {
 
-void defBackend(py::module_& m) {}
+namespace {
+
+using backend::Levels;
+using backend::TopoBackend;
+using BackendPtr = c10::intrusive_ptr<c10d::Backend>;
+
+c10::DeviceType parseDeviceType(const std::string& name) {
+  try {
+    return c10::Device(name).type();
+  } catch (const c10::Error&) {
+    C10_THROW_ERROR(ValueError, "TopoBackend: unknown device type " + name +
+                                    ", expected e.g. \"cpu\" or \"cuda\"");
+  }
+}
+
+}  // namespace
+
+void defBackend(py::module_& m) {
+  // The base Python type c10d.Backend must be registered before we derive from it.
+  py::module_::import("torch.distributed");
+
+  auto cls = py::class_<TopoBackend, c10d::Backend, c10::intrusive_ptr<TopoBackend>>(
+      m, "TopoBackend", R"(The c10d backend "topo" of one process group.
+
+Routes each op on the tensors' device type to a flat inner backend (Gloo for CPU, NCCL for
+CUDA) and composes what the inner backend lacks (AVG, PREMUL_SUM on Gloo). Built by the
+creator registered by ``import torch_topo``; see docs/backend.md.)");
+
+  py::class_<TopoBackend::Options, c10d::Backend::Options, c10::intrusive_ptr<TopoBackend::Options>>(
+      cls, "Options", "Options of TopoBackend: the base c10d options (timeout, group name).")
+      .def(py::init([](std::chrono::milliseconds timeout) {
+             return TopoBackend::Options::create(timeout);
+           }),
+           py::arg("timeout") = kBackendDefaultTimeout,
+           R"(Args:
+    timeout (datetime.timedelta): default timeout of the group's ops.)");
+
+  cls.def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                      c10::intrusive_ptr<TopoBackend::Options> options,
+                      const std::map<std::string, BackendPtr>& inner) {
+            std::unordered_map<c10::DeviceType, BackendPtr> table;
+            for (const auto& [name, b] : inner) table.emplace(parseDeviceType(name), b);
+            return c10::make_intrusive<TopoBackend>(store, rank, size, std::move(options),
+                                                    std::move(table));
+          }),
+          py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("options"),
+          py::arg("inner"),
+          R"(Args:
+    store (torch.distributed.Store): the creator's prefixed store.
+    rank (int): this rank in the group.
+    size (int): group size.
+    options (TopoBackend.Options): timeout and group name.
+    inner (dict[str, torch.distributed.Backend]): device type ("cpu", "cuda") to the flat
+        inner backend of the same ranks.)")
+      .def(
+          "set_levels",
+          [](TopoBackend& self, const std::string& deviceType, BackendPtr intra, BackendPtr rail,
+             BackendPtr leaders, int localRank, int localSize, int hostIndex, int hostCount,
+             bool uniform, std::vector<int> hostOfRank, std::vector<int> localOfRank,
+             int64_t chunkBytes) {
+            Levels levels;
+            levels.intra = std::move(intra);
+            levels.rail = std::move(rail);
+            levels.leaders = std::move(leaders);
+            levels.local_rank = localRank;
+            levels.local_size = localSize;
+            levels.host_index = hostIndex;
+            levels.host_count = hostCount;
+            levels.uniform = uniform;
+            levels.host_of_rank = std::move(hostOfRank);
+            levels.local_of_rank = std::move(localOfRank);
+            levels.chunk_bytes = chunkBytes;
+            self.setLevels(parseDeviceType(deviceType), std::move(levels));
+          },
+          py::arg("device_type"), py::arg("intra"), py::arg("rail"), py::arg("leaders"),
+          py::arg("local_rank"), py::arg("local_size"), py::arg("host_index"),
+          py::arg("host_count"), py::arg("uniform"), py::arg("host_of_rank"),
+          py::arg("local_of_rank"), py::arg("chunk_bytes"),
+          R"(Stores the hierarchical levels of one device type (see schedules/schedule.h).
+
+Args:
+    device_type (str): "cpu" or "cuda".
+    intra (Backend | None): the ranks of my host; rank = local rank.
+    rail (Backend | None): my local index across hosts; rank = host index.
+    leaders (Backend | None): local rank 0 of each host; None on non-leaders.
+    local_rank, local_size, host_index, host_count (int): my place in the hierarchy.
+    uniform (bool): every host holds local_size ranks.
+    host_of_rank, local_of_rank (list[int]): per group rank.
+    chunk_bytes (int): pipelining grain of the two levels.)")
+      .def(
+          "set_hierarchical_thresholds",
+          [](TopoBackend& self, const std::string& deviceType,
+             std::map<std::string, int64_t> minBytes) {
+            self.setHierarchicalThresholds(parseDeviceType(deviceType), std::move(minBytes));
+          },
+          py::arg("device_type"), py::arg("min_bytes"),
+          R"(Sets from which payload each op uses its hierarchical schedule.
+
+Args:
+    device_type (str): "cpu" or "cuda".
+    min_bytes (dict[str, int]): op name (e.g. "allreduce") to the minimum payload in bytes;
+        an op that is absent always runs flat.)")
+      .def("last_decisions", &TopoBackend::lastDecisions,
+           R"(The latest flat/hierarchical choices, oldest first: list of (op, bytes, choice).)")
+      .def(
+          "inner_backend",
+          [](const TopoBackend& self, const std::string& deviceType) {
+            return self.innerBackend(parseDeviceType(deviceType));
+          },
+          py::arg("device_type"),
+          R"(The flat inner backend of a device type, or None.
+
+Args:
+    device_type (str): "cpu" or "cuda".)")
+      .def("perform_nocolor_split", &TopoBackend::performNocolorSplit, py::arg("device"),
+           py::call_guard<py::gil_scoped_release>(),
+           R"(Called by torch on ranks outside a new group; a no-op (see docs/backend.md).
+
+Args:
+    device (torch.device): the bound device.)");
+}
 
 }  // namespace torch_topo::bindings

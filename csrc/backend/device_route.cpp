@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// DeviceRoute and StreamScope (layer: csrc/backend).
+#include "backend/device_route.h"
+
+#include <utility>
+
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+namespace torch_topo::backend {
+
+DeviceRoute::DeviceRoute(c10::DeviceType type, c10::intrusive_ptr<c10d::Backend> inner)
+    : type(type),
+      inner(std::move(inner)),
+      streamed(type != c10::DeviceType::CPU),
+      // NCCL reduces with AVG and PREMUL_SUM natively; Gloo has neither.
+      nativeAvg(this->inner->getBackendName() == "nccl") {}
+
+c10::Stream DeviceRoute::internalStream(c10::Device device) {
+  std::lock_guard<std::mutex> lock(streamsMutex_);
+  auto it = streams_.find(device.index());
+  if (it == streams_.end()) {
+    c10::impl::VirtualGuardImpl impl(device.type());
+    it = streams_.emplace(device.index(), impl.getStreamFromGlobalPool(device, false)).first;
+  }
+  return it->second;
+}
+
+StreamScope::StreamScope(DeviceRoute& route, c10::Device device) : device_(device) {
+  c10::impl::VirtualGuardImpl impl(device.type());
+  c10::Stream caller = impl.getStream(device);
+  c10::Stream internal = route.internalStream(device);
+  c10::Event ready(device.type());
+  ready.record(caller);
+  ready.block(internal);
+  previous_ = impl.exchangeStream(internal);
+}
+
+StreamScope::~StreamScope() {
+  c10::impl::VirtualGuardImpl impl(device_.type());
+  impl.exchangeStream(*previous_);
+}
+
+c10::Event StreamScope::end() {
+  c10::impl::VirtualGuardImpl impl(device_.type());
+  c10::Event done(device_.type());
+  done.record(impl.getStream(device_));
+  return done;
+}
+
+}  // namespace torch_topo::backend

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// DeviceRoute: what TopoBackend keeps per device type (inner backend, schedule levels, internal
+// streams), and the device-generic stream scope of DESIGN.md §4 (layer: csrc/backend).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include <c10/core/Device.h>
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include "backend/schedules/schedule.h"
+
+namespace torch_topo::backend {
+
+/// Everything TopoBackend keeps for one device type. Built from the table of inner backends
+/// handed in by the creator; the device type decides the execution mode, never an #ifdef.
+struct DeviceRoute {
+  DeviceRoute(c10::DeviceType type, c10::intrusive_ptr<c10d::Backend> inner);
+
+  c10::DeviceType type;
+  c10::intrusive_ptr<c10d::Backend> inner;
+  /// Stream devices (CUDA, ...) run every op on an internal stream; CPU runs on the caller.
+  bool streamed;
+  /// The inner backend implements AVG and PREMUL_SUM itself (NCCL); else they are composed.
+  bool nativeAvg;
+  Levels levels;
+  std::map<std::string, int64_t> hierarchicalMinBytes;
+
+  /// The internal stream of one device (created once, from the device's stream pool).
+  c10::Stream internalStream(c10::Device device);
+
+ private:
+  std::mutex streamsMutex_;
+  std::unordered_map<c10::DeviceIndex, c10::Stream> streams_;
+};
+
+/// Makes the route's internal stream current for the life of the scope, after making it wait
+/// on the caller's stream (an event, no host block); `end()` records the op's end event on it.
+/// Device-generic (c10::impl::VirtualGuardImpl, c10::Event), so it compiles without CUDA.
+class StreamScope {
+ public:
+  StreamScope(DeviceRoute& route, c10::Device device);
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+  /// Records and returns the end event on the internal stream.
+  c10::Event end();
+  c10::Device device() const { return device_; }
+
+ private:
+  c10::Device device_;
+  std::optional<c10::Stream> previous_;
+};
+
+}  // namespace torch_topo::backend

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: Apache-2.0
+// TopoBackend core: routing, the flat/hierarchical decision, op launch on CPU and stream
+// devices, ReduceOp composition, lifecycle and splitting (layer: csrc/backend).
+#include "backend/topo_backend.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+#include <ATen/core/ivalue.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+namespace torch_topo::backend {
+
+namespace {
+
+const char* reduceOpName(c10d::ReduceOp::RedOpType op) {
+  switch (op) {
+    case c10d::ReduceOp::SUM: return "SUM";
+    case c10d::ReduceOp::AVG: return "AVG";
+    case c10d::ReduceOp::PRODUCT: return "PRODUCT";
+    case c10d::ReduceOp::MIN: return "MIN";
+    case c10d::ReduceOp::MAX: return "MAX";
+    case c10d::ReduceOp::BAND: return "BAND";
+    case c10d::ReduceOp::BOR: return "BOR";
+    case c10d::ReduceOp::BXOR: return "BXOR";
+    case c10d::ReduceOp::PREMUL_SUM: return "PREMUL_SUM";
+    default: return "UNUSED";
+  }
+}
+
+bool debugEnabled() {
+  const char* v = std::getenv("TORCH_TOPO_DEBUG");
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
+}  // namespace
+
+TopoBackend::Options::Options(std::chrono::milliseconds timeout)
+    : c10d::Backend::Options("topo", timeout) {}
+
+c10::intrusive_ptr<TopoBackend::Options> TopoBackend::Options::create(
+    std::chrono::milliseconds timeout) {
+  return c10::make_intrusive<Options>(timeout);
+}
+
+#if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
+c10::intrusive_ptr<c10d::Backend::Options> TopoBackend::Options::clone() const {
+  return c10::make_intrusive<Options>(*this);
+}
+#endif
+
+TopoBackend::TopoBackend(
+    c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+    c10::intrusive_ptr<Options> options,
+    std::unordered_map<c10::DeviceType, c10::intrusive_ptr<c10d::Backend>> inner)
+    : c10d::Backend(rank, size),
+      store_(std::move(store)),
+      options_(options ? std::move(options) : Options::create()),
+      debug_(debugEnabled()) {
+  if (inner.empty()) {
+    C10_THROW_ERROR(ValueError, "TopoBackend: no inner backend given, expected at least one "
+                                "device type (e.g. {\"cpu\": gloo})");
+  }
+  for (auto& [type, backend] : inner) {
+    if (!backend) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend: inner backend for ", type, " is None"));
+    }
+    if (backend->getSize() != size || backend->getRank() != rank) {
+      C10_THROW_ERROR(ValueError,
+                      c10::str("TopoBackend: inner backend for ", type, " has rank ",
+                               backend->getRank(), " of ", backend->getSize(), ", expected rank ",
+                               rank, " of ", size));
+    }
+    routes_.emplace(type, std::make_unique<DeviceRoute>(type, backend));
+  }
+  init();
+}
+
+TopoBackend::~TopoBackend() = default;
+
+DeviceRoute& TopoBackend::routeFor(const char* op, const std::vector<at::Tensor>& tensors) {
+  if (tensors.empty()) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": got no tensors"));
+  }
+  const auto type = tensors.front().device().type();
+  for (const auto& t : tensors) {
+    if (!t.defined()) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": got an undefined tensor"));
+    }
+    if (t.device().type() != type) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": tensors on ",
+                                           tensors.front().device(), " and ", t.device(),
+                                           ", expected one device type per call"));
+    }
+  }
+  auto it = routes_.find(type);
+  if (it == routes_.end()) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": no inner backend for device ",
+                                         type, " in this group; the creator builds one per "
+                                         "available device type"));
+  }
+  return *it->second;
+}
+
+void TopoBackend::checkRank(const char* op, const char* what, int64_t rank) const {
+  if (rank < 0 || rank >= size_) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": ", what, " out of range: got ",
+                                         rank, ", expected 0 <= ", what, " < ", size_));
+  }
+}
+
+void TopoBackend::checkBlocks(const char* op, const char* wholeName, const at::Tensor& whole,
+                              const at::Tensor& block) const {
+  if (whole.numel() != block.numel() * size_) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": ", wholeName, " has ",
+                                         whole.numel(), " elements, expected ",
+                                         block.numel(), " x group size ", size_, " = ",
+                                         block.numel() * size_));
+  }
+  if (whole.scalar_type() != block.scalar_type()) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": input dtype ",
+                                         whole.scalar_type(), " and output dtype ",
+                                         block.scalar_type(), " differ"));
+  }
+}
+
+TopoBackend::Issued TopoBackend::runCollective(DeviceRoute& route, const char* op, int64_t bytes,
+                                               const InnerFn& flat, const HierFn& hier) {
+  bool hierarchical = false;
+  if (hier && route.levels.valid()) {
+    auto it = route.hierarchicalMinBytes.find(op);
+    hierarchical = it != route.hierarchicalMinBytes.end() && bytes >= it->second;
+  }
+  const char* choice = hierarchical ? "hierarchical" : "flat";
+  {
+    std::lock_guard<std::mutex> lock(decisionsMutex_);
+    if (decisions_.size() == kMaxDecisions) decisions_.erase(decisions_.begin());
+    decisions_.emplace_back(op, bytes, choice);
+  }
+  if (debug_) {
+    std::fprintf(stderr, "[torch_topo rank %d] %s %lld bytes on %s: %s\n", rank_, op,
+                 static_cast<long long>(bytes), c10::DeviceTypeName(route.type).c_str(), choice);
+  }
+  if (hierarchical) return Issued{nullptr, hier(route.levels)};
+  return Issued{flat(*route.inner), {}};
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
+    DeviceRoute& route, c10d::OpType type, const char* op, const std::vector<at::Tensor>& outputs,
+    const std::vector<at::Tensor>& inputs,
+    const std::function<Issued()>& issue, Epilogue epilogue) {
+  ++seq_;
+  if (!route.streamed || coalescing_) {
+    // CPU (and any coalesced group): the inner work stays in flight; the epilogue runs when it
+    // completes. NCCL coalesces natively, so its steps must not move to our stream there.
+    // On CPU a schedule's steps completed before it returned, so its buffers can go.
+    auto issued = issue();
+    std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+    if (issued.work) pending.push_back(issued.work);
+    auto work = TopoWork::pending(rank_, type, op, outputs, std::move(pending), std::move(epilogue));
+    if (coalescing_) coalesced_.push_back(work);
+    return work;
+  }
+  const c10::Device device =
+      !outputs.empty() ? outputs.front().device()
+                       : (!inputs.empty() ? inputs.front().device() : c10::Device(route.type));
+  c10::DeviceGuard deviceGuard(device);
+  StreamScope scope(route, device);
+  auto issued = issue();
+  // A stream-level wait: the internal stream waits on the inner backend's stream.
+  if (issued.work) issued.work->wait();
+  if (epilogue) epilogue();
+  auto future = c10::make_intrusive<c10::ivalue::Future>(
+      c10::ListType::create(c10::TensorType::get()), std::vector<c10::Device>{device});
+  // Completed while the internal stream is current, so the future's own events follow the op.
+  future->markCompleted(c10::IValue(outputs));
+  std::vector<at::Tensor> keepAlive(inputs);
+  keepAlive.insert(keepAlive.end(), outputs.begin(), outputs.end());
+  keepAlive.insert(keepAlive.end(), issued.buffers.begin(), issued.buffers.end());
+  return TopoWork::streamed(rank_, type, op, outputs, std::move(keepAlive), scope.end(),
+                            std::move(future));
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::collective(
+    DeviceRoute& route, c10d::OpType type, const char* op, const std::vector<at::Tensor>& outputs,
+    const std::vector<at::Tensor>& inputs, const InnerFn& flat, const HierFn& hier,
+    Epilogue epilogue) {
+  int64_t bytes = 0;
+  for (const auto& t : inputs) bytes += static_cast<int64_t>(t.numel()) * t.element_size();
+  return launch(route, type, op, outputs, inputs,
+                [&] { return runCollective(route, op, bytes, flat, hier); }, std::move(epilogue));
+}
+
+c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route,
+                                          const c10d::ReduceOp& op,
+                                          const std::vector<at::Tensor>& tensors,
+                                          const std::vector<at::Tensor>& outputs,
+                                          Epilogue* epilogue) const {
+  const auto kind = op.op_;
+  for (const auto& t : tensors) {
+    const bool integral = c10::isIntegralType(t.scalar_type(), /*includeBool=*/true);
+    const bool bitwise = kind == c10d::ReduceOp::BAND || kind == c10d::ReduceOp::BOR ||
+                         kind == c10d::ReduceOp::BXOR;
+    if (bitwise && !integral) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", opName, ": ReduceOp.",
+                                           reduceOpName(kind), " needs an integer tensor: got ",
+                                           t.scalar_type()));
+    }
+    const bool scaled = kind == c10d::ReduceOp::AVG || kind == c10d::ReduceOp::PREMUL_SUM;
+    if (scaled && !c10::isFloatingType(t.scalar_type())) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", opName, ": ReduceOp.",
+                                           reduceOpName(kind),
+                                           " needs a floating-point tensor: got ",
+                                           t.scalar_type()));
+    }
+    if (kind == c10d::ReduceOp::UNUSED) {
+      C10_THROW_ERROR(ValueError,
+                      c10::str("TopoBackend::", opName, ": ReduceOp.UNUSED is not a reduction"));
+    }
+  }
+  if ((kind != c10d::ReduceOp::AVG && kind != c10d::ReduceOp::PREMUL_SUM) || route.nativeAvg) {
+    return op;
+  }
+  // Compose: SUM on the inner backend, then one local scaling of the result.
+  if (kind == c10d::ReduceOp::AVG) {
+    const int64_t n = size_;
+    *epilogue = [outputs, n] {
+      for (auto t : outputs) t.div_(n);
+    };
+  } else {
+    auto* premul = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+    if (premul == nullptr) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", opName,
+                                           ": ReduceOp.PREMUL_SUM without a factor; build it "
+                                           "with torch.distributed._make_nccl_premul_sum"));
+    }
+    at::Tensor factor = premul->tensor_factor;
+    const double scalar = premul->double_factor;
+    *epilogue = [outputs, factor, scalar] {
+      for (auto t : outputs) {
+        if (factor.defined()) {
+          t.mul_(factor.to(t.device()));
+        } else {
+          t.mul_(scalar);
+        }
+      }
+    };
+  }
+  return c10d::ReduceOp(c10d::ReduceOp::SUM);
+}
+
+void TopoBackend::setSequenceNumberForGroup() { seq_ = 0; }
+
+uint64_t TopoBackend::getSequenceNumberForGroup() { return seq_; }
+
+void TopoBackend::shutdown() {
+  for (auto& [type, route] : routes_) route->inner->shutdown();
+}
+
+void TopoBackend::abort() {
+  for (auto& [type, route] : routes_) route->inner->abort();
+}
+
+c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
+    const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+    const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  std::unordered_map<c10::DeviceType, c10::intrusive_ptr<c10d::Backend>> children;
+  for (auto& [type, route] : routes_) {
+    if (!route->inner->supportsSplitting()) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::split: inner backend ",
+                                           route->inner->getBackendName(), " for ", type,
+                                           " cannot split; use new_group instead"));
+    }
+#if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
+    auto innerOpts = route->inner->getBackendOptions()->clone();
+#else
+    // Before 2.14 options cannot be copied without their concrete type; the inner backend's
+    // split copies what it needs from them.
+    auto innerOpts = route->inner->getBackendOptions();
+#endif
+    innerOpts->timeout = opts->timeout;
+    innerOpts->group_name = opts->group_name;
+    innerOpts->group_desc = opts->group_desc;
+    innerOpts->global_ranks_in_group = opts->global_ranks_in_group;
+    auto child = route->inner->split(c10::make_intrusive<c10d::PrefixStore>(
+                                         c10::DeviceTypeName(type, true), store),
+                                     ranks, innerOpts);
+    if (!child) return nullptr;  // this rank is not in `ranks`
+    children.emplace(type, child);
+  }
+  auto childOpts = Options::create(opts->timeout);
+  childOpts->group_name = opts->group_name;
+  childOpts->group_desc = opts->group_desc;
+  childOpts->global_ranks_in_group = opts->global_ranks_in_group;
+  auto first = children.begin()->second;
+  return c10::make_intrusive<TopoBackend>(store, first->getRank(), first->getSize(), childOpts,
+                                          std::move(children));
+}
+
+void TopoBackend::eagerConnectSingleDevice(at::Device device) {
+  auto it = routes_.find(device.type());
+  if (it != routes_.end()) it->second->inner->eagerConnectSingleDevice(device);
+}
+
+void TopoBackend::setLevels(c10::DeviceType type, Levels levels) {
+  auto it = routes_.find(type);
+  if (it == routes_.end()) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::set_levels: no inner backend for ", type));
+  }
+  std::lock_guard<std::mutex> lock(decisionsMutex_);
+  it->second->levels = std::move(levels);
+}
+
+void TopoBackend::setHierarchicalThresholds(c10::DeviceType type,
+                                            std::map<std::string, int64_t> minBytes) {
+  auto it = routes_.find(type);
+  if (it == routes_.end()) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::set_hierarchical_thresholds: no inner "
+                                         "backend for ", type));
+  }
+  std::lock_guard<std::mutex> lock(decisionsMutex_);
+  it->second->hierarchicalMinBytes = std::move(minBytes);
+}
+
+std::vector<Decision> TopoBackend::lastDecisions() const {
+  std::lock_guard<std::mutex> lock(decisionsMutex_);
+  return decisions_;
+}
+
+c10::intrusive_ptr<c10d::Backend> TopoBackend::innerBackend(c10::DeviceType type) const {
+  auto it = routes_.find(type);
+  return it == routes_.end() ? nullptr : it->second->inner;
+}
+
+}  // namespace torch_topo::backend

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+// TopoBackend: the c10d backend "topo" (layer: csrc/backend). It serves CPU and CUDA tensors of
+// one process group by routing each op, on the tensors' device type, to inner backends (Gloo,
+// NCCL) built by the Python creator, and composes what an inner backend lacks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/version.h>
+
+#include "backend/device_route.h"
+#include "backend/schedules/schedule.h"
+#include "backend/topo_work.h"
+
+// The c10d C++ API changes every minor release; overrides that exist only in some releases are
+// guarded with this (torch/version.h).
+#define TORCH_TOPO_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||             \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace torch_topo::backend {
+
+/// One recorded choice of `runCollective`: op name, payload bytes, "flat" or "hierarchical".
+using Decision = std::tuple<std::string, int64_t, std::string>;
+
+/// The "topo" backend.
+///
+/// Every c10d op of the base class is overridden; each validates what is detectable locally
+/// (root and peer ranks, list lengths, sizes, dtype/ReduceOp pairs) with a ValueError that
+/// starts `TopoBackend::<op>: `, then runs on the inner backend of the tensors' device type.
+/// What the inner backend lacks is composed: AVG and PREMUL_SUM on Gloo are a SUM followed by
+/// one local scaling (the epilogue of the op's TopoWork).
+///
+/// Ordering: inner collectives are issued on the calling thread, in program order, inside the
+/// op call; a multi-step op waits between dependent steps (host block on CPU, stream wait on
+/// CUDA). Hence every rank issues the same inner collectives in the same order.
+///
+/// Thread safety: like c10d's backends, one thread issues ops at a time per group; the
+/// decision log, levels and thresholds are guarded by a mutex so Python may read them from
+/// another thread.
+class TopoBackend : public c10d::Backend {
+ public:
+  struct Options : c10d::Backend::Options {
+    explicit Options(std::chrono::milliseconds timeout = kBackendDefaultTimeout);
+    static c10::intrusive_ptr<Options> create(
+        std::chrono::milliseconds timeout = kBackendDefaultTimeout);
+#if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
+    c10::intrusive_ptr<c10d::Backend::Options> clone() const override;
+#endif
+  };
+
+  /// `inner` maps a device type to the flat inner backend of this group for it (same ranks,
+  /// same rank order). `store` is the creator's prefixed store, used by split().
+  TopoBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+              c10::intrusive_ptr<Options> options,
+              std::unordered_map<c10::DeviceType, c10::intrusive_ptr<c10d::Backend>> inner);
+  ~TopoBackend() override;
+
+  const std::string getBackendName() const override { return "topo"; }
+  c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override { return options_; }
+
+  // ---- collectives (topo_backend_collectives.cpp) ----
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+
+  // ---- gathers, scatters, all-to-all (topo_backend_gather.cpp) ----
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& outputSplits,
+                                               std::vector<int64_t>& inputSplits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+
+  // ---- point to point, barrier, coalescing (topo_backend_p2p.cpp) ----
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
+                                               int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
+  bool supportsCoalescing() const override { return true; }
+  /// Ops issued until endCoalescing() run as usual; endCoalescing() returns one work over all
+  /// of them (inner backends that coalesce natively, NCCL, get their own start/end).
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  // ---- lifecycle, sequence numbers, splitting (topo_backend.cpp) ----
+  void setSequenceNumberForGroup() override;
+  uint64_t getSequenceNumberForGroup() override;
+  void shutdown() override;
+  void abort() override;
+  bool supportsSplitting() const override { return true; }
+  /// Splits every inner backend (they all support it in the torch versions we build against)
+  /// and wraps the children; null when this rank is not in `ranks`.
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
+                                          const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<c10d::Backend::Options>& opts)
+      override;
+  void eagerConnectSingleDevice(at::Device device) override;
+  /// Called on ranks outside a new group when the parent was split from; a no-op because the
+  /// creator never builds inner communicators by splitting (see docs/backend.md).
+  void performNocolorSplit(at::Device device) {}
+
+  // ---- schedules (used by the schedules helper and Python) ----
+  /// Stores the hierarchical levels of one device type.
+  void setLevels(c10::DeviceType type, Levels levels);
+  /// Per-op minimum payload (bytes) from which the hierarchical schedule is used; an op that
+  /// is absent always runs flat.
+  void setHierarchicalThresholds(c10::DeviceType type, std::map<std::string, int64_t> minBytes);
+  /// The latest decisions of runCollective, oldest first (bounded, kMaxDecisions).
+  std::vector<Decision> lastDecisions() const;
+  /// The inner backend of a device type (null if none): for Python-side helpers and tests.
+  c10::intrusive_ptr<c10d::Backend> innerBackend(c10::DeviceType type) const;
+
+  /// The flat form of a collective: one call on the device's inner backend.
+  using InnerFn = std::function<c10::intrusive_ptr<c10d::Work>(c10d::Backend& inner)>;
+  /// The hierarchical form: a schedule of schedules/hierarchical.h over the levels; it returns
+  /// the temporaries it allocated (kept alive until the op's end event on stream devices).
+  using HierFn = std::function<std::vector<at::Tensor>(const Levels& levels)>;
+  using Epilogue = std::function<void()>;
+  /// What one op issued: the inner work still in flight (null when the steps already
+  /// completed or were only enqueued) and temporaries to keep alive.
+  struct Issued {
+    c10::intrusive_ptr<c10d::Work> work;
+    std::vector<at::Tensor> buffers;
+  };
+
+ private:
+  static constexpr size_t kMaxDecisions = 256;
+
+  /// The route of a set of tensors: all on one device type with an inner backend, else a
+  /// ValueError naming the op.
+  DeviceRoute& routeFor(const char* op, const std::vector<at::Tensor>& tensors);
+  /// The one entry of every collective that has a hierarchical form: picks flat or
+  /// hierarchical from the levels and thresholds, logs the choice, returns the inner work.
+  Issued runCollective(DeviceRoute& route, const char* op, int64_t bytes, const InnerFn& flat,
+                       const HierFn& hier);
+  /// Runs one op on its route: on the internal stream for stream devices, else on the
+  /// calling thread, and wraps the inner work and the epilogue in a TopoWork.
+  c10::intrusive_ptr<c10d::Work> launch(DeviceRoute& route, c10d::OpType type, const char* op,
+                                        const std::vector<at::Tensor>& outputs,
+                                        const std::vector<at::Tensor>& inputs,
+                                        const std::function<Issued()>& issue,
+                                        Epilogue epilogue = nullptr);
+  /// Shorthand: launch(runCollective(...)).
+  c10::intrusive_ptr<c10d::Work> collective(DeviceRoute& route, c10d::OpType type, const char* op,
+                                            const std::vector<at::Tensor>& outputs,
+                                            const std::vector<at::Tensor>& inputs,
+                                            const InnerFn& flat, const HierFn& hier = nullptr,
+                                            Epilogue epilogue = nullptr);
+  /// The inner ReduceOp for `op` on `route`, and the epilogue that completes AVG/PREMUL_SUM
+  /// over `outputs` where the inner backend lacks them; ValueError for invalid dtype pairs.
+  c10d::ReduceOp prepareReduce(const char* opName, DeviceRoute& route, const c10d::ReduceOp& op,
+                               const std::vector<at::Tensor>& tensors,
+                               const std::vector<at::Tensor>& outputs, Epilogue* epilogue) const;
+  void checkRank(const char* op, const char* what, int64_t rank) const;
+  /// `whole` must hold group-size blocks of `block`'s numel, in `block`'s dtype
+  /// (_allgather_base's output, _reduce_scatter_base's input).
+  void checkBlocks(const char* op, const char* wholeName, const at::Tensor& whole,
+                   const at::Tensor& block) const;
+  DeviceRoute& barrierRoute(const c10d::BarrierOptions& opts);
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<Options> options_;
+  std::unordered_map<c10::DeviceType, std::unique_ptr<DeviceRoute>> routes_;
+  uint64_t seq_ = 0;
+  bool coalescing_ = false;
+  std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
+  std::vector<DeviceRoute*> coalescedNative_;
+  bool debug_ = false;
+  mutable std::mutex decisionsMutex_;
+  std::vector<Decision> decisions_;
+};
+
+}  // namespace torch_topo::backend

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// TopoBackend reductions and broadcast: the ops with a ReduceOp or a hierarchical form
+// (layer: csrc/backend).
+#include "backend/topo_backend.h"
+
+#include <c10/util/Exception.h>
+
+namespace torch_topo::backend {
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::broadcast(std::vector<at::Tensor>& tensors,
+                                                      const c10d::BroadcastOptions& opts) {
+  checkRank("broadcast", "root rank", opts.rootRank);
+  auto& route = routeFor("broadcast", tensors);
+  return collective(route, c10d::OpType::BROADCAST, "broadcast", tensors, tensors,
+                    [&](c10d::Backend& b) { return b.broadcast(tensors, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& tensors,
+                                                      const c10d::AllreduceOptions& opts) {
+  auto& route = routeFor("allreduce", tensors);
+  Epilogue epilogue;
+  c10d::AllreduceOptions inner = opts;
+  inner.reduceOp = prepareReduce("allreduce", route, opts.reduceOp, tensors, tensors, &epilogue);
+  return collective(route, c10d::OpType::ALLREDUCE, "allreduce", tensors, tensors,
+                    [&](c10d::Backend& b) { return b.allreduce(tensors, inner); }, nullptr,
+                    std::move(epilogue));
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  auto& route = routeFor("allreduce_coalesced", tensors);
+  Epilogue epilogue;
+  c10d::AllreduceCoalescedOptions inner = opts;
+  inner.reduceOp =
+      prepareReduce("allreduce_coalesced", route, opts.reduceOp, tensors, tensors, &epilogue);
+  return collective(route, c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors,
+                    tensors, [&](c10d::Backend& b) { return b.allreduce_coalesced(tensors, inner); },
+                    nullptr, std::move(epilogue));
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::reduce(std::vector<at::Tensor>& tensors,
+                                                   const c10d::ReduceOptions& opts) {
+  checkRank("reduce", "root rank", opts.rootRank);
+  auto& route = routeFor("reduce", tensors);
+  Epilogue epilogue;
+  c10d::ReduceOptions inner = opts;
+  // Only the root holds the reduced value, so only the root scales.
+  const std::vector<at::Tensor> scaled =
+      rank_ == opts.rootRank ? tensors : std::vector<at::Tensor>{};
+  inner.reduceOp = prepareReduce("reduce", route, opts.reduceOp, tensors, scaled, &epilogue);
+  return collective(route, c10d::OpType::REDUCE, "reduce", tensors, tensors,
+                    [&](c10d::Backend& b) { return b.reduce(tensors, inner); }, nullptr,
+                    std::move(epilogue));
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  if (inputs.size() != outputs.size()) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::reduce_scatter: ", inputs.size(),
+                                         " input lists for ", outputs.size(),
+                                         " outputs, expected one list per output"));
+  }
+  std::vector<at::Tensor> flat;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (static_cast<int>(inputs[i].size()) != size_) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::reduce_scatter: input list holds ",
+                                           inputs[i].size(),
+                                           " tensors, expected one per rank (", size_, ")"));
+    }
+    for (const auto& t : inputs[i]) {
+      if (t.numel() != outputs[i].numel()) {
+        C10_THROW_ERROR(ValueError,
+                        c10::str("TopoBackend::reduce_scatter: input has ", t.numel(),
+                                 " elements, expected the output's ", outputs[i].numel()));
+      }
+      flat.push_back(t);
+    }
+  }
+  auto& route = routeFor("reduce_scatter", outputs);
+  Epilogue epilogue;
+  c10d::ReduceScatterOptions inner = opts;
+  inner.reduceOp = prepareReduce("reduce_scatter", route, opts.reduceOp, outputs, outputs,
+                                 &epilogue);
+  return collective(route, c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, flat,
+                    [&](c10d::Backend& b) { return b.reduce_scatter(outputs, inputs, inner); },
+                    nullptr, std::move(epilogue));
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  checkBlocks("_reduce_scatter_base", "input", input, output);
+  auto& route = routeFor("_reduce_scatter_base", {output, input});
+  Epilogue epilogue;
+  c10d::ReduceScatterOptions inner = opts;
+  inner.reduceOp =
+      prepareReduce("_reduce_scatter_base", route, opts.reduceOp, {input}, {output}, &epilogue);
+  return collective(route, c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
+                    {input},
+                    [&](c10d::Backend& b) { return b._reduce_scatter_base(output, input, inner); },
+                    nullptr, std::move(epilogue));
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  if (inputs.size() != outputs.size()) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::reduce_scatter_tensor_coalesced: ",
+                                         inputs.size(), " inputs for ", outputs.size(),
+                                         " outputs, expected as many"));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkBlocks("reduce_scatter_tensor_coalesced", "input", inputs[i], outputs[i]);
+  }
+  auto& route = routeFor("reduce_scatter_tensor_coalesced", outputs);
+  Epilogue epilogue;
+  c10d::ReduceScatterOptions inner = opts;
+  inner.reduceOp = prepareReduce("reduce_scatter_tensor_coalesced", route, opts.reduceOp, inputs,
+                                 outputs, &epilogue);
+  return collective(route, c10d::OpType::COALESCED, "reduce_scatter_tensor_coalesced", outputs,
+                    inputs,
+                    [&](c10d::Backend& b) {
+                      return b.reduce_scatter_tensor_coalesced(outputs, inputs, inner);
+                    },
+                    nullptr, std::move(epilogue));
+}
+
+}  // namespace torch_topo::backend

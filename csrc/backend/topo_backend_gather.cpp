@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+// TopoBackend gathers, scatters and all-to-all: data movement without a ReduceOp
+// (layer: csrc/backend).
+#include "backend/topo_backend.h"
+
+#include <numeric>
+
+#include <c10/util/Exception.h>
+
+namespace torch_topo::backend {
+
+namespace {
+
+/// One list per input, each with one tensor per rank of the input's size and dtype.
+std::vector<at::Tensor> checkGatherLists(const char* op,
+                                         const std::vector<std::vector<at::Tensor>>& lists,
+                                         const std::vector<at::Tensor>& inputs, int size) {
+  if (lists.size() != inputs.size()) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": ", lists.size(),
+                                         " output lists for ", inputs.size(),
+                                         " inputs, expected one list per input"));
+  }
+  std::vector<at::Tensor> flat;
+  for (size_t i = 0; i < lists.size(); ++i) {
+    if (static_cast<int>(lists[i].size()) != size) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": output list holds ",
+                                           lists[i].size(), " tensors, expected one per rank (",
+                                           size, ")"));
+    }
+    for (const auto& t : lists[i]) {
+      if (t.numel() != inputs[i].numel() || t.scalar_type() != inputs[i].scalar_type()) {
+        C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": output tensor of ",
+                                             t.numel(), " ", t.scalar_type(),
+                                             " elements, expected the input's ",
+                                             inputs[i].numel(), " ", inputs[i].scalar_type()));
+      }
+      flat.push_back(t);
+    }
+  }
+  return flat;
+}
+
+void checkSplits(const char* which, const std::vector<int64_t>& splits, const at::Tensor& t,
+                 int size) {
+  const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+  if (splits.empty()) {
+    if (rows % size != 0) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall_base: ", which, " dim 0 is ",
+                                           rows, ", expected a multiple of the group size ", size,
+                                           " when no split sizes are given"));
+    }
+    return;
+  }
+  if (static_cast<int>(splits.size()) != size) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall_base: ", splits.size(), " ",
+                                         which, " split sizes, expected one per rank (", size,
+                                         ")"));
+  }
+  int64_t total = 0;
+  for (auto s : splits) {
+    if (s < 0) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall_base: ", which,
+                                           " split size ", s, " is negative"));
+    }
+    total += s;
+  }
+  if (total != rows) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall_base: ", which,
+                                         " split sizes sum to ", total, ", expected dim 0 = ",
+                                         rows));
+  }
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  auto flat = checkGatherLists("allgather", outputs, inputs, size_);
+  auto& route = routeFor("allgather", inputs);
+  return collective(route, c10d::OpType::ALLGATHER, "allgather", flat, inputs,
+                    [&](c10d::Backend& b) { return b.allgather(outputs, inputs, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::_allgather_base(at::Tensor& output,
+                                                            at::Tensor& input,
+                                                            const c10d::AllgatherOptions& opts) {
+  checkBlocks("_allgather_base", "output", output, input);
+  auto& route = routeFor("_allgather_base", {output, input});
+  return collective(route, c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {input},
+                    [&](c10d::Backend& b) { return b._allgather_base(output, input, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  auto flat = checkGatherLists("allgather_coalesced", outputs, inputs, size_);
+  auto& route = routeFor("allgather_coalesced", inputs);
+  return collective(route, c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", flat, inputs,
+                    [&](c10d::Backend& b) { return b.allgather_coalesced(outputs, inputs, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  if (inputs.size() != outputs.size()) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::allgather_into_tensor_coalesced: ",
+                                         inputs.size(), " inputs for ", outputs.size(),
+                                         " outputs, expected as many"));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkBlocks("allgather_into_tensor_coalesced", "output", outputs[i], inputs[i]);
+  }
+  auto& route = routeFor("allgather_into_tensor_coalesced", inputs);
+  return collective(route, c10d::OpType::COALESCED, "allgather_into_tensor_coalesced", outputs,
+                    inputs, [&](c10d::Backend& b) {
+                      return b.allgather_into_tensor_coalesced(outputs, inputs, opts);
+                    });
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                   std::vector<at::Tensor>& inputs,
+                                                   const c10d::GatherOptions& opts) {
+  checkRank("gather", "root rank", opts.rootRank);
+  std::vector<at::Tensor> flat;
+  if (rank_ == opts.rootRank) flat = checkGatherLists("gather", outputs, inputs, size_);
+  auto& route = routeFor("gather", inputs);
+  return launch(route, c10d::OpType::GATHER, "gather", flat, inputs,
+                [&] { return Issued{route.inner->gather(outputs, inputs, opts), {}}; });
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::scatter(std::vector<at::Tensor>& outputs,
+                                                    std::vector<std::vector<at::Tensor>>& inputs,
+                                                    const c10d::ScatterOptions& opts) {
+  checkRank("scatter", "root rank", opts.rootRank);
+  std::vector<at::Tensor> flat;
+  if (rank_ == opts.rootRank) flat = checkGatherLists("scatter", inputs, outputs, size_);
+  auto& route = routeFor("scatter", outputs);
+  return launch(route, c10d::OpType::SCATTER, "scatter", outputs, flat,
+                [&] { return Issued{route.inner->scatter(outputs, inputs, opts), {}}; });
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                          std::vector<int64_t>& outputSplits,
+                                                          std::vector<int64_t>& inputSplits,
+                                                          const c10d::AllToAllOptions& opts) {
+  checkSplits("input", inputSplits, input, size_);
+  checkSplits("output", outputSplits, output, size_);
+  auto& route = routeFor("alltoall_base", {output, input});
+  return launch(route, c10d::OpType::ALLTOALL_BASE, "alltoall_base", {output}, {input}, [&] {
+    return Issued{route.inner->alltoall_base(output, input, outputSplits, inputSplits, opts), {}};
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::alltoall(std::vector<at::Tensor>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllToAllOptions& opts) {
+  if (static_cast<int>(outputs.size()) != size_ || static_cast<int>(inputs.size()) != size_) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall: ", inputs.size(), " inputs and ",
+                                         outputs.size(), " outputs, expected one per rank (",
+                                         size_, ")"));
+  }
+  auto& route = routeFor("alltoall", inputs);
+  return launch(route, c10d::OpType::ALLTOALL, "alltoall", outputs, inputs,
+                [&] { return Issued{route.inner->alltoall(outputs, inputs, opts), {}}; });
+}
+
+}  // namespace torch_topo::backend

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// TopoBackend point-to-point, barrier and coalescing (layer: csrc/backend).
+#include "backend/topo_backend.h"
+
+#include <c10/util/Exception.h>
+
+namespace torch_topo::backend {
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::send(std::vector<at::Tensor>& tensors, int dstRank,
+                                                 int tag) {
+  checkRank("send", "destination rank", dstRank);
+  auto& route = routeFor("send", tensors);
+  return launch(route, c10d::OpType::SEND, "send", {}, tensors,
+                [&] { return Issued{route.inner->send(tensors, dstRank, tag), {}}; });
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                                 int tag) {
+  checkRank("recv", "source rank", srcRank);
+  auto& route = routeFor("recv", tensors);
+  return launch(route, c10d::OpType::RECV, "recv", tensors, {},
+                [&] { return Issued{route.inner->recv(tensors, srcRank, tag), {}}; });
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                          int tag) {
+  auto& route = routeFor("recvAnysource", tensors);
+  return launch(route, c10d::OpType::RECVANYSOURCE, "recvAnysource", tensors, {},
+                [&] { return Issued{route.inner->recvAnysource(tensors, tag), {}}; });
+}
+
+DeviceRoute& TopoBackend::barrierRoute(const c10d::BarrierOptions& opts) {
+  // A barrier carries no tensor: the device named in the options, else the CPU inner backend
+  // (object collectives and barrier arrive on the CPU path), else any.
+  if (opts.device) {
+    auto it = routes_.find(opts.device->type());
+    if (it != routes_.end()) return *it->second;
+  }
+  auto cpu = routes_.find(c10::DeviceType::CPU);
+  return cpu != routes_.end() ? *cpu->second : *routes_.begin()->second;
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::barrier(const c10d::BarrierOptions& opts) {
+  auto& route = barrierRoute(opts);
+  // The inner barrier is issued as is: NCCL's barrier runs its own allreduce on its streams.
+  ++seq_;
+  auto inner = route.inner->barrier(opts);
+  auto work = TopoWork::pending(rank_, c10d::OpType::BARRIER, "barrier", {}, {inner}, nullptr);
+  if (coalescing_) coalesced_.push_back(work);
+  return work;
+}
+
+void TopoBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
+  barrierRoute(opts).inner->monitoredBarrier(opts, waitAllRanks);
+}
+
+void TopoBackend::startCoalescing() {
+  if (coalescing_) {
+    C10_THROW_ERROR(ValueError, "TopoBackend::startCoalescing: already coalescing; call "
+                                "endCoalescing() first");
+  }
+  coalescing_ = true;
+  coalesced_.clear();
+  coalescedNative_.clear();
+  for (auto& [type, route] : routes_) {
+    if (route->streamed && route->inner->supportsCoalescing()) {
+      route->inner->startCoalescing();
+      coalescedNative_.push_back(route.get());
+    }
+  }
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::endCoalescing() {
+  if (!coalescing_) {
+    C10_THROW_ERROR(ValueError, "TopoBackend::endCoalescing: startCoalescing() was not called");
+  }
+  coalescing_ = false;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works = std::move(coalesced_);
+  std::vector<at::Tensor> outputs;
+  for (auto& w : works) {
+    auto r = w->result();
+    outputs.insert(outputs.end(), r.begin(), r.end());
+  }
+  // Natively coalesced groups complete through their own end work; our per-op works of those
+  // devices carry no inner work then.
+  for (auto* route : coalescedNative_) {
+    if (auto w = route->inner->endCoalescing()) works.push_back(w);
+  }
+  coalescedNative_.clear();
+  return TopoWork::pending(rank_, c10d::OpType::COALESCED, "coalesced", std::move(outputs),
+                           std::move(works), nullptr);
+}
+
+}  // namespace torch_topo::backend

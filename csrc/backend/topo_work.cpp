@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+// TopoWork: completion, epilogue and future of one TopoBackend op (layer: csrc/backend).
+#include "backend/topo_work.h"
+
+#include <exception>
+#include <utility>
+
+#include <ATen/core/ivalue.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
+
+namespace torch_topo::backend {
+
+namespace {
+
+c10::intrusive_ptr<c10::ivalue::Future> makeTensorListFuture(std::vector<c10::Device> devices) {
+  return c10::make_intrusive<c10::ivalue::Future>(
+      c10::ListType::create(c10::TensorType::get()), std::move(devices));
+}
+
+}  // namespace
+
+bool isTimeoutError(const std::exception_ptr& error) {
+  if (!error) return false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    return what.find("imed out") != std::string::npos ||
+           what.find("imeout") != std::string::npos;
+  } catch (...) {
+    return false;
+  }
+}
+
+TopoWork::TopoWork(int rank, c10d::OpType opType, const std::string& title,
+                   std::vector<at::Tensor> outputs)
+    // The base class opens the profiler range "topo:<op>" and closes it in finish().
+    : c10d::Work(rank, opType, title.c_str(), std::optional<std::vector<at::Tensor>>(outputs)),
+      title_(title),
+      outputs_(std::move(outputs)) {}
+
+TopoWork::~TopoWork() = default;
+
+c10::intrusive_ptr<TopoWork> TopoWork::pending(
+    int rank, c10d::OpType opType, const std::string& op, std::vector<at::Tensor> outputs,
+    std::vector<c10::intrusive_ptr<c10d::Work>> inner, std::function<void()> epilogue) {
+  auto work = c10::make_intrusive<TopoWork>(rank, opType, "topo:" + op, std::move(outputs));
+  work->inner_ = std::move(inner);
+  work->epilogue_ = std::move(epilogue);
+  work->future_ = makeTensorListFuture({});
+  work->attachCallbacks();
+  return work;
+}
+
+c10::intrusive_ptr<TopoWork> TopoWork::streamed(
+    int rank, c10d::OpType opType, const std::string& op, std::vector<at::Tensor> outputs,
+    std::vector<at::Tensor> keepAlive, c10::Event end,
+    c10::intrusive_ptr<c10::ivalue::Future> future) {
+  auto work = c10::make_intrusive<TopoWork>(rank, opType, "topo:" + op, std::move(outputs));
+  work->keepAlive_ = std::move(keepAlive);
+  work->end_.emplace(std::move(end));
+  work->future_ = std::move(future);
+  // Everything is enqueued: from the host's point of view the op is done; errors of enqueued
+  // NCCL work surface through the inner backend's own watchdog.
+  work->status_ = Status::COMPLETED;
+  work->finish();
+  return work;
+}
+
+void TopoWork::attachCallbacks() {
+  // Inner works without a future (gloo's send/recv) complete only through wait(); the others
+  // complete this work from their callbacks, so DDP's reducer sees the future fire without
+  // anyone calling wait().
+  std::vector<c10::intrusive_ptr<c10::ivalue::Future>> futures;
+  bool all = true;
+  for (auto& w : inner_) {
+    if (w->retrieveOpType() == c10d::OpType::SEND || w->retrieveOpType() == c10d::OpType::RECV ||
+        w->retrieveOpType() == c10d::OpType::RECVANYSOURCE) {
+      all = false;
+      break;
+    }
+    try {
+      futures.push_back(w->getFuture());
+    } catch (const c10::Error&) {
+      all = false;
+      break;
+    }
+  }
+  if (inner_.empty()) {
+    complete(nullptr);
+    return;
+  }
+  if (!all) return;
+  remaining_ = static_cast<int>(futures.size());
+  c10::intrusive_ptr<TopoWork> self = c10::intrusive_ptr<TopoWork>::reclaim_copy(this);
+  for (auto& f : futures) {
+    f->addCallback([self](c10::ivalue::Future& done) {
+      if (done.hasError()) {
+        self->complete(done.exception_ptr());
+      } else if (--self->remaining_ == 0) {
+        self->complete(nullptr);
+      }
+    });
+  }
+}
+
+void TopoWork::complete(std::exception_ptr error) {
+  std::call_once(completeOnce_, [&] {
+    if (!error && epilogue_) {
+      try {
+        epilogue_();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    error_ = error;
+    status_ = !error ? Status::COMPLETED
+                     : (isTimeoutError(error) ? Status::TIMEDOUT : Status::ERROR);
+    if (error) {
+      future_->setErrorIfNeeded(error);
+    } else {
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+    finish(error);
+  });
+}
+
+bool TopoWork::isCompleted() {
+  if (end_) return end_->query();
+  if (status_ != Status::PENDING) return true;
+  for (auto& w : inner_) {
+    if (!w->isCompleted()) return false;
+  }
+  std::exception_ptr error;
+  for (auto& w : inner_) {
+    if ((error = w->exception())) break;
+  }
+  complete(error);
+  return true;
+}
+
+bool TopoWork::isSuccess() const { return status_ == Status::COMPLETED; }
+
+std::exception_ptr TopoWork::exception() const {
+  return status_ == Status::PENDING ? nullptr : error_;
+}
+
+int TopoWork::sourceRank() const {
+  TORCH_CHECK(inner_.size() == 1, "TopoWork::sourceRank: only a recv has a source rank (", title_,
+              ")");
+  return inner_.front()->sourceRank();
+}
+
+std::vector<at::Tensor> TopoWork::result() { return outputs_; }
+
+void TopoWork::synchronize() {
+  if (!end_) return;
+  c10::impl::VirtualGuardImpl impl(end_->device_type());
+  end_->block(impl.getStream(c10::Device(end_->device_type(), end_->device_index())));
+}
+
+bool TopoWork::wait(std::chrono::milliseconds timeout) {
+  if (end_) {
+    synchronize();
+    return true;
+  }
+  if (status_ == Status::PENDING) {
+    try {
+      for (auto& w : inner_) w->wait(timeout);
+    } catch (...) {
+      complete(std::current_exception());
+    }
+    complete(nullptr);
+  }
+  if (error_) std::rethrow_exception(error_);
+  return true;
+}
+
+void TopoWork::abort() {
+  for (auto& w : inner_) w->abort();
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> TopoWork::getFuture() { return future_; }
+
+}  // namespace torch_topo::backend

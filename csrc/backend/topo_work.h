@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// TopoWork: the c10d::Work that every TopoBackend op returns (layer: csrc/backend). It wraps
+// the inner backends' works of one op, runs the op's local epilogue (e.g. the AVG scaling) once
+// and completes a future that is always valid.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <c10/core/Event.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+namespace torch_topo::backend {
+
+/// The result of one TopoBackend op.
+///
+/// Two completion modes share one class and one completion path (`complete`):
+///  - pending mode (CPU, and the coalesced groups of any device): the inner works are still in
+///    flight; the epilogue runs when the last of them finishes, either from the inner futures'
+///    callbacks or from `wait()`, whichever comes first (exactly once);
+///  - stream mode (CUDA and other stream devices): every inner step and the epilogue were
+///    already enqueued on the backend's internal stream, which ends with `end_`; completion is a
+///    stream-level fact, `wait()` makes the caller's current stream wait on `end_`.
+///
+/// Ordering: an op's inner collectives were all issued, in program order, on the thread that
+/// called the op, before this object exists. The work only waits; it never issues collectives,
+/// so completion order cannot reorder inner collectives across ranks.
+///
+/// Thread safety: `wait`, `isCompleted` and the inner futures' callbacks may race; `complete`
+/// runs its body once (std::call_once) and the status is atomic. The epilogue touches only the
+/// op's own output tensors.
+class TopoWork : public c10d::Work {
+ public:
+  enum class Status { PENDING, COMPLETED, TIMEDOUT, ERROR };
+
+  /// Pending mode. `inner` are the still-running inner works (may be empty: then the op is
+  /// complete at construction); `epilogue` is a local step run after they succeed.
+  static c10::intrusive_ptr<TopoWork> pending(
+      int rank, c10d::OpType opType, const std::string& op, std::vector<at::Tensor> outputs,
+      std::vector<c10::intrusive_ptr<c10d::Work>> inner, std::function<void()> epilogue);
+
+  /// Stream mode: `end` was recorded on the internal stream after the last step of the op;
+  /// `future` was completed with the outputs while that stream was current.
+  static c10::intrusive_ptr<TopoWork> streamed(
+      int rank, c10d::OpType opType, const std::string& op, std::vector<at::Tensor> outputs,
+      std::vector<at::Tensor> keepAlive, c10::Event end,
+      c10::intrusive_ptr<c10::ivalue::Future> future);
+
+  TopoWork(int rank, c10d::OpType opType, const std::string& title,
+           std::vector<at::Tensor> outputs);
+  ~TopoWork() override;
+
+  /// True once the op has finished (successfully or not). Pending mode: polls the inner works
+  /// and, when all finished, completes (runs the epilogue) on the polling thread. Stream mode:
+  /// queries `end_` (non-blocking).
+  bool isCompleted() override;
+  /// True when complete without error.
+  bool isSuccess() const override;
+  /// The error of a failed op (inner failure, timeout or epilogue), else null.
+  std::exception_ptr exception() const override;
+  /// The peer of a recvAnysource, from the inner work.
+  int sourceRank() const override;
+  /// The op's output tensors.
+  std::vector<at::Tensor> result() override;
+  /// Sequences later work on the output tensors after this op without blocking the host:
+  /// stream mode makes the current stream wait on `end_`; pending mode (CPU) has nothing to do.
+  void synchronize() override;
+  /// Pending mode: blocks until every inner work finished (each bounded by `timeout`, or the
+  /// inner backend's own timeout when unset), then runs the epilogue; rethrows the first error
+  /// and sets status TIMEDOUT or ERROR. Stream mode: `synchronize()` (no host block).
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  /// Aborts the inner works still in flight.
+  void abort() override;
+  /// Completed with the output tensors (or the error) when the op completes; never null, so
+  /// DDP's reducer can wait on it.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+  Status status() const { return status_.load(); }
+
+ private:
+  /// Runs once: on success the epilogue, then the future and the base Work state are settled.
+  void complete(std::exception_ptr error);
+  void attachCallbacks();
+
+  std::string title_;
+  std::vector<at::Tensor> outputs_;
+  std::vector<at::Tensor> keepAlive_;
+  std::vector<c10::intrusive_ptr<c10d::Work>> inner_;
+  std::function<void()> epilogue_;
+  std::optional<c10::Event> end_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::once_flag completeOnce_;
+  std::atomic<Status> status_{Status::PENDING};
+  std::atomic<int> remaining_{0};
+  std::exception_ptr error_;
+};
+
+/// Classifies an inner failure: gloo and NCCL both say "timed out"/"timeout" in the message.
+bool isTimeoutError(const std::exception_ptr& error);
+
+}  // namespace torch_topo::backend

@@ -1,0 +1,504 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Cases run on every rank of a RankPool: each issues the same call on the "topo" world group
+and on a plain Gloo group over the same ranks, from seeded inputs, and returns the mismatches
+(an empty list passes). Gloo is the independent reference; AVG and PREMUL_SUM, which Gloo
+lacks, are referenced as Gloo SUM followed by the same scaling written out here.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+R = dist.ReduceOp
+FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
+INTS = [torch.int32, torch.int64]
+ALL_OPS = ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"]
+PREMUL_FACTOR = 0.375
+
+
+def seeded(rank: int, shape, dtype, salt: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(1000 * rank + salt)
+    if dtype.is_floating_point:
+        # Small magnitudes keep PRODUCT finite in float16 for 8 ranks.
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * 1.5 + 0.25).to(dtype)
+    return torch.randint(-50, 50, shape, generator=g, dtype=torch.int64).to(dtype)
+
+
+def dtypes_for(op: str):
+    if op in ("BAND", "BOR", "BXOR"):
+        return INTS
+    if op in ("AVG", "PREMUL_SUM"):
+        return FLOATS
+    return FLOATS + INTS
+
+
+def topo_op(op: str, dtype):
+    if op == "PREMUL_SUM":
+        return dist._make_nccl_premul_sum(PREMUL_FACTOR)
+    return getattr(R, op)
+
+
+def ref_reduce(op: str):
+    """The Gloo op and the scaling that completes it (AVG, PREMUL_SUM)."""
+    if op == "AVG":
+        return R.SUM, lambda t, size: t.div_(size)
+    if op == "PREMUL_SUM":
+        return R.SUM, lambda t, size: t.mul_(PREMUL_FACTOR)
+    return getattr(R, op), None
+
+
+def _finish(work, async_op):
+    if async_op:
+        work.wait()
+
+
+def _diff(name, got, want, out):
+    if got.dtype != want.dtype or got.shape != want.shape or not torch.equal(got, want):
+        out.append(f"{name}: got {got.flatten()[:6].tolist()} want {want.flatten()[:6].tolist()}")
+
+
+def allreduce_all(rank, size, ref, shape=(5, 3)):
+    bad = []
+    for op in ALL_OPS:
+        for dtype in dtypes_for(op):
+            for async_op in (False, True):
+                x = seeded(rank, shape, dtype, salt=ALL_OPS.index(op))
+                a, b = x.clone(), x.clone()
+                _finish(dist.all_reduce(a, op=topo_op(op, dtype), async_op=async_op), async_op)
+                gop, scale = ref_reduce(op)
+                dist.all_reduce(b, op=gop, group=ref)
+                if scale:
+                    scale(b, size)
+                _diff(f"all_reduce {op} {dtype} async={async_op}", a, b, bad)
+    return bad
+
+
+def allreduce_future(rank, size, ref):
+    """The work's future fires with the outputs, without wait() (DDP's reducer path)."""
+    x = seeded(rank, (4,), torch.float32)
+    a, b = x.clone(), x.clone()
+    work = dist.all_reduce(a, op=R.AVG, async_op=True)
+    value = work.get_future().wait()
+    dist.all_reduce(b, group=ref)
+    b.div_(size)
+    bad = []
+    _diff("future value", value[0], b, bad)
+    _diff("in place", a, b, bad)
+    if not work.is_completed() or not work.is_success():
+        bad.append("work not completed after its future")
+    return bad
+
+
+def reduce_all(rank, size, ref):
+    bad = []
+    for root in range(size):
+        for op in ALL_OPS:
+            for dtype in dtypes_for(op)[::2] if root else dtypes_for(op):
+                x = seeded(rank, (7,), dtype, salt=root)
+                a, b = x.clone(), x.clone()
+                async_op = bool(root % 2)
+                _finish(dist.reduce(a, root, op=topo_op(op, dtype), async_op=async_op), async_op)
+                gop, scale = ref_reduce(op)
+                dist.reduce(b, root, op=gop, group=ref)
+                if scale and rank == root:
+                    scale(b, size)
+                if rank == root:
+                    _diff(f"reduce root={root} {op} {dtype}", a, b, bad)
+    return bad
+
+
+def broadcast_all(rank, size, ref):
+    bad = []
+    for root in range(size):
+        for dtype in FLOATS + INTS:
+            for async_op in (False, True):
+                x = seeded(rank, (3, 4), dtype, salt=root)
+                a, b = x.clone(), x.clone()
+                _finish(dist.broadcast(a, root, async_op=async_op), async_op)
+                dist.broadcast(b, root, group=ref)
+                _diff(f"broadcast root={root} {dtype}", a, b, bad)
+    return bad
+
+
+def allgather_all(rank, size, ref):
+    bad = []
+    for dtype in FLOATS + INTS:
+        for async_op in (False, True):
+            x = seeded(rank, (2, 3), dtype)
+            got = [torch.empty_like(x) for _ in range(size)]
+            want = [torch.empty_like(x) for _ in range(size)]
+            _finish(dist.all_gather(got, x, async_op=async_op), async_op)
+            dist.all_gather(want, x, group=ref)
+            for i in range(size):
+                _diff(f"all_gather {dtype} [{i}]", got[i], want[i], bad)
+            # Tensor form, and FSDP2's form: the input is this rank's slice of the output.
+            out = torch.empty((size * 2, 3), dtype=dtype)
+            _finish(dist.all_gather_into_tensor(out, x, async_op=async_op), async_op)
+            _diff(f"all_gather_into_tensor {dtype}", out, torch.cat(want), bad)
+            inplace = torch.empty((size * 2, 3), dtype=dtype)
+            inplace[rank * 2:(rank + 1) * 2].copy_(x)
+            piece = inplace[rank * 2:(rank + 1) * 2]
+            _finish(dist.all_gather_into_tensor(inplace, piece, async_op=async_op), async_op)
+            _diff(f"all_gather_into_tensor in place {dtype}", inplace, torch.cat(want), bad)
+    return bad
+
+
+def allgather_coalesced_all(rank, size, ref):
+    bad = []
+    xs = [seeded(rank, (3,), torch.float32, 1), seeded(rank, (2, 2), torch.float64, 2)]
+    outs = [torch.empty((size * 3,), dtype=torch.float32),
+            torch.empty((size * 2, 2), dtype=torch.float64)]
+    with dist._coalescing_manager(async_ops=True) as cm:
+        for o, x in zip(outs, xs, strict=True):
+            dist.all_gather_into_tensor(o, x)
+    cm.wait()
+    for o, x in zip(outs, xs, strict=True):
+        want = [torch.empty_like(x) for _ in range(size)]
+        dist.all_gather(want, x, group=ref)
+        _diff(f"allgather_into_tensor_coalesced {x.dtype}", o, torch.cat(want), bad)
+    # allgather_coalesced (list of lists), straight on the backend.
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    lists = [[torch.empty_like(x) for _ in range(size)] for x in xs]
+    backend.allgather_coalesced(lists, xs).wait()
+    for lst, x in zip(lists, xs, strict=True):
+        want = [torch.empty_like(x) for _ in range(size)]
+        dist.all_gather(want, x, group=ref)
+        for i in range(size):
+            _diff(f"allgather_coalesced {x.dtype} [{i}]", lst[i], want[i], bad)
+    return bad
+
+
+def allreduce_coalesced_all(rank, size, ref):
+    bad = []
+    for op in ("SUM", "AVG", "MAX"):
+        xs = [seeded(rank, (4,), torch.float32, 3), seeded(rank, (2, 3), torch.float32, 4)]
+        got = [x.clone() for x in xs]
+        backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+        opts = dist.AllreduceCoalescedOptions()
+        opts.reduceOp = getattr(R, op)
+        backend.allreduce_coalesced(got, opts).wait()
+        gop, scale = ref_reduce(op)
+        for g, x in zip(got, xs, strict=True):
+            w = x.clone()
+            dist.all_reduce(w, op=gop, group=ref)
+            if scale:
+                scale(w, size)
+            _diff(f"allreduce_coalesced {op}", g, w, bad)
+    return bad
+
+
+def reduce_scatter_all(rank, size, ref):
+    bad = []
+    for op in ALL_OPS:
+        for dtype in dtypes_for(op):
+            async_op = dtype in (torch.float64, torch.int64)
+            x = seeded(rank, (size * 3,), dtype, salt=ALL_OPS.index(op))
+            out = torch.empty((3,), dtype=dtype)
+            _finish(dist.reduce_scatter_tensor(out, x, op=topo_op(op, dtype),
+                                               async_op=async_op), async_op)
+            gop, scale = ref_reduce(op)
+            want = torch.empty((3,), dtype=dtype)
+            dist.reduce_scatter_tensor(want, x, op=gop, group=ref)
+            if scale:
+                scale(want, size)
+            _diff(f"reduce_scatter_tensor {op} {dtype}", out, want, bad)
+            chunks = list(x.chunk(size))
+            lst = torch.empty((3,), dtype=dtype)
+            _finish(dist.reduce_scatter(lst, chunks, op=topo_op(op, dtype), async_op=async_op),
+                    async_op)
+            _diff(f"reduce_scatter list {op} {dtype}", lst, want, bad)
+    # Coalesced tensor form.
+    xs = [seeded(rank, (size * 2,), torch.float32, 7), seeded(rank, (size * 4,), torch.float32, 8)]
+    outs = [torch.empty((2,)), torch.empty((4,))]
+    with dist._coalescing_manager(async_ops=True) as cm:
+        for o, x in zip(outs, xs, strict=True):
+            dist.reduce_scatter_tensor(o, x, op=R.AVG)
+    cm.wait()
+    for o, x in zip(outs, xs, strict=True):
+        want = torch.empty_like(o)
+        dist.reduce_scatter_tensor(want, x, group=ref)
+        want.div_(size)
+        _diff("reduce_scatter_tensor_coalesced AVG", o, want, bad)
+    return bad
+
+
+def gather_scatter_all(rank, size, ref):
+    bad = []
+    for root in range(size):
+        for dtype in (torch.float32, torch.int64, torch.bfloat16):
+            x = seeded(rank, (3,), dtype, salt=root)
+            got = [torch.empty_like(x) for _ in range(size)] if rank == root else None
+            want = [torch.empty_like(x) for _ in range(size)] if rank == root else None
+            dist.gather(x, got, dst=root)
+            dist.gather(x, want, dst=root, group=ref)
+            if rank == root:
+                for i in range(size):
+                    _diff(f"gather root={root} {dtype} [{i}]", got[i], want[i], bad)
+            src = [seeded(100 + i, (3,), dtype, salt=root) for i in range(size)]
+            a, b = torch.empty_like(x), torch.empty_like(x)
+            work = dist.scatter(a, src if rank == root else None, src=root, async_op=True)
+            work.wait()
+            dist.scatter(b, src if rank == root else None, src=root, group=ref)
+            _diff(f"scatter root={root} {dtype}", a, b, bad)
+    return bad
+
+
+def alltoall_all(rank, size, ref):
+    bad = []
+    for dtype in (torch.float32, torch.int32, torch.float16):
+        x = seeded(rank, (size * 2, 3), dtype)
+        a, b = torch.empty_like(x), torch.empty_like(x)
+        dist.all_to_all_single(a, x)
+        dist.all_to_all_single(b, x, group=ref)
+        _diff(f"all_to_all_single even {dtype}", a, b, bad)
+        # Uneven: rank r sends (r + j + 1) rows to rank j.
+        send = [rank + j + 1 for j in range(size)]
+        recv = [j + rank + 1 for j in range(size)]
+        x = seeded(rank, (sum(send), 2), dtype, salt=5)
+        a = torch.empty((sum(recv), 2), dtype=dtype)
+        b = torch.empty_like(a)
+        dist.all_to_all_single(a, x, recv, send, async_op=True).wait()
+        dist.all_to_all_single(b, x, recv, send, group=ref)
+        _diff(f"all_to_all_single uneven {dtype}", a, b, bad)
+        ins = [seeded(rank, (j + 1,), dtype, salt=j) for j in range(size)]
+        outs_a = [torch.empty((rank + 1,), dtype=dtype) for _ in range(size)]
+        outs_b = [torch.empty((rank + 1,), dtype=dtype) for _ in range(size)]
+        dist.all_to_all(outs_a, ins)
+        dist.all_to_all(outs_b, ins, group=ref)
+        for j in range(size):
+            _diff(f"all_to_all list {dtype} [{j}]", outs_a[j], outs_b[j], bad)
+    return bad
+
+
+def p2p_all(rank, size, ref):
+    """Ring exchange with send/recv, isend/irecv, batch_isend_irecv and recv from any source."""
+    bad = []
+    if size == 1:
+        return bad
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    x = seeded(rank, (4,), torch.float32)
+    want = seeded(prv, (4,), torch.float32)
+    got = torch.empty(4)
+    if rank % 2 == 0:
+        dist.send(x, nxt)
+        dist.recv(got, prv)
+    else:
+        dist.recv(got, prv)
+        dist.send(x, nxt)
+    _diff("send/recv", got, want, bad)
+    got = torch.empty(4)
+    reqs = [dist.isend(x, nxt), dist.irecv(got, prv)]
+    for r in reqs:
+        r.wait()
+    _diff("isend/irecv", got, want, bad)
+    got = torch.empty(4)
+    ops = [dist.P2POp(dist.isend, x, nxt), dist.P2POp(dist.irecv, got, prv)]
+    for r in dist.batch_isend_irecv(ops):
+        r.wait()
+    _diff("batch_isend_irecv", got, want, bad)
+    # Any source: rank 0 collects one tensor from every other rank.
+    if rank == 0:
+        seen = set()
+        for _ in range(size - 1):
+            t = torch.empty(4)
+            sender = dist.recv(t)
+            seen.add(sender)
+            _diff(f"recv anysource from {sender}", t, seeded(sender, (4,), torch.float32), bad)
+        if seen != set(range(1, size)):
+            bad.append(f"recv anysource saw {sorted(seen)}")
+    else:
+        dist.send(x, 0)
+    return bad
+
+
+def barrier_and_seq(rank, size, ref):
+    bad = []
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    before = backend._get_sequence_number_for_group()
+    dist.barrier()
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    after = backend._get_sequence_number_for_group()
+    if after - before != 2:
+        bad.append(f"sequence number moved by {after - before}, expected 2")
+    if dist.get_backend() != "topo":
+        bad.append(f"get_backend() = {dist.get_backend()}")
+    if backend.name() != "topo":
+        bad.append(f"backend name {backend.name()}")
+    return bad
+
+
+def object_collectives(rank, size, ref):
+    bad = []
+    objs = [None] * size
+    dist.all_gather_object(objs, {"rank": rank, "x": [rank] * rank})
+    if objs != [{"rank": r, "x": [r] * r} for r in range(size)]:
+        bad.append(f"all_gather_object {objs}")
+    box = [f"from {rank}"]
+    dist.broadcast_object_list(box, src=size - 1)
+    if box != [f"from {size - 1}"]:
+        bad.append(f"broadcast_object_list {box}")
+    out = [None]
+    dist.scatter_object_list(out, [f"to {r}" for r in range(size)] if rank == 0 else None, src=0)
+    if out != [f"to {rank}"]:
+        bad.append(f"scatter_object_list {out}")
+    gathered = [None] * size if rank == 0 else None
+    dist.gather_object(rank * 10, gathered, dst=0)
+    if rank == 0 and gathered != [r * 10 for r in range(size)]:
+        bad.append(f"gather_object {gathered}")
+    return bad
+
+
+def subgroups(rank, size, ref):
+    """new_group over non-contiguous ranks (even ranks, and the reversed odd ranks)."""
+    bad = []
+    even = list(range(0, size, 2))
+    odd = list(range(1, size, 2))[::-1]
+    g_even = dist.new_group(even)
+    g_odd = dist.new_group(odd) if odd else None
+    r_even = dist.new_group(even, backend="gloo")
+    r_odd = dist.new_group(odd, backend="gloo") if odd else None
+    mine, mine_ref = (g_even, r_even) if rank in even else (g_odd, r_odd)
+    if dist.get_backend(mine) != "topo":
+        bad.append(f"subgroup backend {dist.get_backend(mine)}")
+    for op in ("SUM", "AVG", "MAX"):
+        x = seeded(rank, (6,), torch.float32, salt=11)
+        a, b = x.clone(), x.clone()
+        dist.all_reduce(a, op=topo_op(op, None), group=mine)
+        gop, scale = ref_reduce(op)
+        dist.all_reduce(b, op=gop, group=mine_ref)
+        if scale:
+            scale(b, dist.get_world_size(mine))
+        _diff(f"subgroup all_reduce {op}", a, b, bad)
+    n = dist.get_world_size(mine)
+    x = seeded(rank, (2,), torch.float64)
+    got = [torch.empty_like(x) for _ in range(n)]
+    want = [torch.empty_like(x) for _ in range(n)]
+    dist.all_gather(got, x, group=mine)
+    dist.all_gather(want, x, group=mine_ref)
+    for i in range(n):
+        _diff(f"subgroup all_gather [{i}]", got[i], want[i], bad)
+    root = (even if rank in even else odd)[-1]
+    a = seeded(rank, (3,), torch.float32)
+    b = a.clone()
+    dist.broadcast(a, root, group=mine)
+    dist.broadcast(b, root, group=mine_ref)
+    _diff("subgroup broadcast (global root)", a, b, bad)
+    return bad
+
+
+def bad_inputs(rank, size, ref):
+    """Each call must raise ValueError naming the problem; returns the misses."""
+    bad = []
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+
+    def expect(fragment, fn):
+        try:
+            fn()
+        except ValueError as e:
+            if fragment not in str(e):
+                bad.append(f"{fragment!r} not in {e}")
+            return
+        except Exception as e:  # noqa: BLE001
+            bad.append(f"{fragment!r}: got {type(e).__name__}: {e}")
+            return
+        bad.append(f"{fragment!r}: no error")
+
+    f = torch.ones(4)
+    i = torch.ones(4, dtype=torch.int32)
+    expect("TopoBackend::allreduce: ReduceOp.BAND needs an integer tensor",
+           lambda: dist.all_reduce(f, op=R.BAND))
+    expect("TopoBackend::allreduce: ReduceOp.AVG needs a floating-point tensor",
+           lambda: dist.all_reduce(i, op=R.AVG))
+    opts = dist.BroadcastOptions()
+    opts.rootRank = size
+    expect("TopoBackend::broadcast: root rank out of range", lambda: backend.broadcast([f], opts))
+    ropts = dist.ReduceOptions()
+    ropts.rootRank = -1
+    expect("TopoBackend::reduce: root rank out of range", lambda: backend.reduce([f], ropts))
+    expect("TopoBackend::_allgather_base: output has",
+           lambda: backend._allgather_base(torch.empty(4 * size + 1), f))
+    expect("TopoBackend::_reduce_scatter_base: input has",
+           lambda: backend._reduce_scatter_base(torch.empty(3), torch.empty(3 * size + 2),
+                                                dist.ReduceScatterOptions()))
+    expect("TopoBackend::allgather: output list holds",
+           lambda: backend.allgather([[torch.empty(4)] * (size + 1)], [f]))
+    expect("TopoBackend::alltoall_base: input split sizes sum to",
+           lambda: backend.alltoall_base(torch.empty(size), torch.empty(size), [1] * size,
+                                         [2] * size, dist.AllToAllOptions()))
+    expect("TopoBackend::send: destination rank out of range",
+           lambda: backend.send([f], size, 0))
+    expect("TopoBackend::recv: source rank out of range", lambda: backend.recv([f], -2, 0))
+    return bad
+
+
+def mixed_stress(rank, size, ref, count=300, seed=5):
+    """`count` random collectives (op, ReduceOp, dtype, size, async) issued back to back, with
+    async works waited out of order, each checked against Gloo."""
+    rng = torch.Generator().manual_seed(seed)  # same sequence on every rank
+    bad, pending = [], []
+
+    def pick(seq):
+        return seq[int(torch.randint(len(seq), (1,), generator=rng))]
+
+    for i in range(count):
+        kind = pick(["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"])
+        op = pick(ALL_OPS)
+        dtype = pick(dtypes_for(op))
+        n = int(torch.randint(1, 2000, (1,), generator=rng)) * size
+        async_op = bool(torch.randint(2, (1,), generator=rng))
+        x = seeded(rank, (n,), dtype, salt=i)
+        if kind == "all_reduce":
+            got, want = x.clone(), x.clone()
+            work = dist.all_reduce(got, op=topo_op(op, dtype), async_op=async_op)
+            gop, scale = ref_reduce(op)
+            dist.all_reduce(want, op=gop, group=ref)
+            if scale:
+                scale(want, size)
+        elif kind == "reduce_scatter":
+            got, want = torch.empty(n // size, dtype=dtype), torch.empty(n // size, dtype=dtype)
+            work = dist.reduce_scatter_tensor(got, x, op=topo_op(op, dtype), async_op=async_op)
+            gop, scale = ref_reduce(op)
+            dist.reduce_scatter_tensor(want, x, op=gop, group=ref)
+            if scale:
+                scale(want, size)
+        elif kind == "all_gather":
+            got, want = torch.empty(n * size, dtype=dtype), torch.empty(n * size, dtype=dtype)
+            work = dist.all_gather_into_tensor(got, x, async_op=async_op)
+            dist.all_gather_into_tensor(want, x, group=ref)
+        elif kind == "broadcast":
+            root = i % size
+            got, want = x.clone(), x.clone()
+            work = dist.broadcast(got, root, async_op=async_op)
+            dist.broadcast(want, root, group=ref)
+        else:
+            got, want = torch.empty_like(x), torch.empty_like(x)
+            work = dist.all_to_all_single(got, x, async_op=async_op)
+            dist.all_to_all_single(want, x, group=ref)
+        pending.append((f"#{i} {kind} {op} {dtype} n={n}", work, got, want))
+        if len(pending) == 4 or i == count - 1:
+            for name, w, g, r in reversed(pending):  # out of issue order
+                if w is not None:
+                    w.wait()
+                _diff(name, g, r, bad)
+            pending.clear()
+    return bad
+
+
+def decisions_logged(rank, size, ref):
+    """runCollective records (op, bytes, choice); without levels every op stays flat."""
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    backend.set_hierarchical_thresholds("cpu", {"allreduce": 0, "allgather": 0})
+    bad = []
+    x = torch.ones(10, dtype=torch.float64)
+    dist.all_reduce(x)
+    out = torch.empty(10 * size, dtype=torch.float64)
+    dist.all_gather_into_tensor(out, x)
+    dist.broadcast(x, 0)
+    got = backend.last_decisions()[-3:]
+    want = [("allreduce", 80, "flat"), ("_allgather_base", 80, "flat"), ("broadcast", 80, "flat")]
+    if got != want:
+        bad.append(f"decisions {got}, expected {want}")
+    backend.set_hierarchical_thresholds("cpu", {})
+    return bad

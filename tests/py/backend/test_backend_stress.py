@@ -1,0 +1,17 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Many random collectives back to back on "topo", async works waited out of order, each
+checked against plain Gloo."""
+
+from __future__ import annotations
+
+import pytest
+
+import cases
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world", [3, 4])
+def test_mixed_collectives_match_gloo(pool_factory, world):
+    results = pool_factory(world).run(cases.mixed_stress)
+    problems = [f"rank {r}: {m}" for r, bad in enumerate(results) for m in bad]
+    assert not problems, "\n".join(problems[:20])

@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Registers the torch.distributed backend "topo" and builds its inner backends.
+
+`import torch_topo` calls `register()`. The creator runs once per process group, on member ranks
+only, and never calls world collectives or `new_group`: it builds the flat inner backends from
+the creator's prefixed store (Gloo for CPU tensors, NCCL for CUDA tensors when CUDA is usable),
+wraps them in the C++ `TopoBackend`, then lets `torch_topo.hierarchy.attach_hierarchy` add the
+topology-derived levels.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from torch_topo import _C
+from torch_topo.config import TopoConfig
+from torch_topo.hierarchy import attach_hierarchy
+
+__all__ = ["BACKEND_NAME", "register", "resolve_config", "build_inner_backends"]
+
+BACKEND_NAME = "topo"
+
+
+def resolve_config(pg_options: object | None) -> TopoConfig:
+    """The config of a group: `pg_options` (a TopoConfig, or None) merged with TORCH_TOPO_*."""
+    if pg_options is None:
+        return TopoConfig.from_env()
+    if isinstance(pg_options, TopoConfig):
+        return pg_options.merged_with_env()
+    if isinstance(pg_options, dict):
+        # A plain mapping is accepted for launchers that cannot import torch_topo; unknown keys
+        # get TopoConfig's own TypeError turned into a ValueError that names them.
+        known = set(TopoConfig.__dataclass_fields__)
+        unknown = sorted(set(pg_options) - known)
+        if unknown:
+            raise ValueError(
+                f"topo backend pg_options: unknown config field {unknown[0]!r}, expected one of "
+                + ", ".join(sorted(known))
+            )
+        return TopoConfig(**pg_options).merged_with_env()
+    raise ValueError(
+        f"topo backend pg_options: got {type(pg_options).__name__}, expected a "
+        "torch_topo.TopoConfig, a dict of its fields, or None"
+    )
+
+
+def _set_if_present(options: object, name: str, value: object) -> None:
+    # Older releases lack some option fields; those releases do not read them either.
+    if hasattr(options, name):
+        setattr(options, name, value)
+
+
+def _build_gloo(store, rank: int, size: int, timeout: timedelta, group_name: str, ranks):
+    gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+    _set_if_present(gloo.options, "group_name", group_name)
+    _set_if_present(gloo.options, "global_ranks_in_group", list(ranks))
+    return gloo
+
+
+def _build_nccl(store, rank: int, size: int, timeout: timedelta, group_name: str, ranks):
+    options = dist.ProcessGroupNCCL.Options()
+    options.is_high_priority_stream = False
+    options._timeout = timeout
+    _set_if_present(options, "group_name", group_name)
+    _set_if_present(options, "global_ranks_in_group", list(ranks))
+    # The NCCL communicator itself is created lazily by ProcessGroupNCCL on first use (or
+    # eagerly when init_process_group got device_id, via eager_connect_single_device).
+    return dist.ProcessGroupNCCL(store, rank, size, options)
+
+
+def _cuda_usable() -> bool:
+    return torch.cuda.is_available() and dist.is_nccl_available()
+
+
+def build_inner_backends(store, rank: int, size: int, timeout: timedelta, group_name: str = "",
+                         ranks=()) -> dict:
+    """The flat inner backends of one group, keyed by device type, each on its own store prefix."""
+    inner = {"cpu": _build_gloo(dist.PrefixStore("gloo/", store), rank, size, timeout,
+                                group_name, ranks)}
+    if _cuda_usable():
+        inner["cuda"] = _build_nccl(dist.PrefixStore("nccl/", store), rank, size, timeout,
+                                    group_name, ranks)
+    return inner
+
+
+def _create_backend(dist_opts, pg_options):
+    config = resolve_config(pg_options)
+    timeout = config.timeout if config.timeout is not None else dist_opts.timeout
+    store = dist_opts.store
+    rank, size = dist_opts.group_rank, dist_opts.group_size
+    group_name = str(getattr(dist_opts, "group_id", ""))
+    ranks = list(dist_opts.global_ranks_in_group) or list(range(size))
+    inner = build_inner_backends(store, rank, size, timeout, group_name, ranks)
+    options = _C.TopoBackend.Options(timeout)
+    _set_if_present(options, "group_name", group_name)
+    _set_if_present(options, "global_ranks_in_group", ranks)
+    backend = _C.TopoBackend(store, rank, size, options, inner)
+    attach_hierarchy(backend, store, rank, size, ranks, config)
+    return backend
+
+
+def register() -> None:
+    """Registers "topo" once (importing torch_topo calls this)."""
+    if BACKEND_NAME.upper() in dist.Backend._plugins:
+        return
+    # A list, not a string: some releases iterate a string by character.
+    dist.Backend.register_backend(
+        BACKEND_NAME, _create_backend, extended_api=True, devices=["cpu", "cuda"]
+    )
