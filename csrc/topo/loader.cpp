@@ -63,12 +63,18 @@ std::string readFile(const std::string& path) {
 
 const char* toString(TopologyFormat format) {
   switch (format) {
-    case TopologyFormat::NvidiaSmi: return "nvidia-smi";
-    case TopologyFormat::NcclXml: return "nccl-xml";
-    case TopologyFormat::NcclGraphXml: return "nccl-graph-xml";
-    case TopologyFormat::HwlocXml: return "hwloc-xml";
-    case TopologyFormat::TopoJson: return "torch-topo-json";
-    case TopologyFormat::Unknown: break;
+    case TopologyFormat::NvidiaSmi:
+      return "nvidia-smi";
+    case TopologyFormat::NcclXml:
+      return "nccl-xml";
+    case TopologyFormat::NcclGraphXml:
+      return "nccl-graph-xml";
+    case TopologyFormat::HwlocXml:
+      return "hwloc-xml";
+    case TopologyFormat::TopoJson:
+      return "torch-topo-json";
+    case TopologyFormat::Unknown:
+      break;
   }
   return "unknown";
 }
@@ -91,9 +97,11 @@ TopologyFormat sniffTopologyFormat(const std::string& text) {
 
 HostTopology loadTopologyText(const std::string& text, const std::string& path) {
   switch (sniffTopologyFormat(text)) {
-    case TopologyFormat::NvidiaSmi: return readNvidiaSmi(text, path);
+    case TopologyFormat::NvidiaSmi:
+      return readNvidiaSmi(text, path);
     case TopologyFormat::NcclXml:
-    case TopologyFormat::NcclGraphXml: return readNcclXml(text, path);  // refuses <graphs>
+    case TopologyFormat::NcclGraphXml:
+      return readNcclXml(text, path);  // refuses <graphs>
     case TopologyFormat::TopoJson:
       if (topologyJsonKind(text) == "cluster") {
         throw ParseError(path, 1, 1,
@@ -103,7 +111,8 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
       return hostFromJson(text, path);
     case TopologyFormat::HwlocXml:
       throw ParseError(path, 1, 1, "hwloc XML: no reader in this build");
-    case TopologyFormat::Unknown: break;
+    case TopologyFormat::Unknown:
+      break;
   }
   throw ParseError(path, 1, 1,
                    "unknown topology format: expected `nvidia-smi topo -m` text (first line with "
