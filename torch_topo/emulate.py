@@ -98,9 +98,8 @@ def _start_relay(net: netns.ClusterNetwork) -> subprocess.Popen:
 
 
 def _write_topology_files(workdir: str, net: netns.ClusterNetwork, ranks,
-                          topology: str | None) -> list[str]:
+                          base: dict) -> list[str]:
     """Writes node<i>.json per node and cluster.json; returns the host file paths."""
-    base = cluster_file.base_host(topology)
     hosts = [cluster_file.node_host(base, net, i) for i in range(net.nodes)]
     paths = []
     for i, host in enumerate(hosts):
@@ -133,6 +132,8 @@ def _rank_env(base: dict[str, str], spec, world: int, net: netns.ClusterNetwork,
 
 def run_emulated(args: argparse.Namespace) -> int:
     link, command = _validate(args)
+    # Before any namespace exists: a bad --topology file fails fast, root or not.
+    base_host = cluster_file.base_host(args.topology)
     netns.check_available()
     swept = netns.sweep_stale()
     if swept:
@@ -157,8 +158,7 @@ def run_emulated(args: argparse.Namespace) -> int:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        # Before any namespace exists: a bad --topology file fails fast.
-        host_paths = _write_topology_files(workdir, net, ranks, args.topology)
+        host_paths = _write_topology_files(workdir, net, ranks, base_host)
         net.create()
         check()
         relay = _start_relay(net)
@@ -199,9 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return run_emulated(args)
-    except (ValueError, netns.EmulationUnavailable) as exc:
-        print(f"torch_topo.emulate: error: {exc}" if isinstance(exc, ValueError) else str(exc),
-              file=sys.stderr)
+    except netns.EmulationUnavailable as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except (ValueError, RuntimeError) as exc:  # bad options, unreadable --topology file
+        print(f"torch_topo.emulate: error: {exc}", file=sys.stderr)
         return 2
 
 

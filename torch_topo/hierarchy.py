@@ -12,7 +12,8 @@ host, `use_topo_aware_collectives=False` or `hierarchical="never"` the backend s
 from __future__ import annotations
 
 import dataclasses
-import socket
+import json
+import os
 import sys
 from dataclasses import dataclass
 from datetime import timedelta
@@ -29,6 +30,7 @@ __all__ = [
     "attach_hierarchy",
     "backend_thresholds",
     "build_levels",
+    "discover_layout",
     "exchange_hostnames",
     "hierarchical_thresholds",
     "play_host",
@@ -253,17 +255,51 @@ def _rule_thresholds(layout: HostLayout, inter_gbps: float, inter_latency_us: fl
     return out
 
 
-def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *,
+def _cost_model_thresholds(cluster, group_size: int, chunk_bytes: int) -> dict[str, int]:
+    """Thresholds from the planner's cost model over the exchanged cluster (GPU ranks)."""
+    from torch_topo import _C
+
+    hosts = []
+    for topology in cluster.hosts:
+        host = json.loads(topology.to_json())
+        host.pop("schema", None)
+        host.pop("kind", None)
+        hosts.append(host)
+    doc = {
+        "schema": "torch-topo/1", "kind": "cluster", "hosts": hosts,
+        "ranks": [{"host": p.host, "local_gpu": p.local_gpu, "local_rank": p.local_rank}
+                  for p in cluster.placements],
+        "inter_host_bandwidth_gbps": cluster.inter_host_bandwidth_gbps or _ASSUMED_INTER_GBPS,
+        "inter_host_latency_us": cluster.inter_host_latency_us or _ASSUMED_INTER_LATENCY_US,
+    }
+    model = _C.PlannerCluster(json.dumps(doc), chunk_bytes)
+    found = model.hierarchical_thresholds(list(range(group_size)))
+    # The model has no reduce of its own; reduce mirrors broadcast (same levels, reversed).
+    found.setdefault("reduce", found.get("broadcast"))
+    return {op: found[op] for op in HIERARCHICAL_OPS if found.get(op) is not None}
+
+
+def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=None,
                             inter_gbps: float = 0.0, inter_latency_us: float = 0.0
                             ) -> dict[str, int]:
-    """Per collective, the smallest message (bytes) that takes the hierarchical schedule; an
-    op left out stays flat. "always": 0 for every op; "never" or one host: none; "auto": the
-    size rule over the cluster's inter-host bandwidth and latency (0 = unknown: assumed)."""
+    """Per collective, the smallest message (bytes, whole buffer as nccl-tests counts it) that
+    takes the hierarchical schedule; an op left out stays flat.
+
+    "always": 0 for every op; "never", `use_topo_aware_collectives=False` or one host: none;
+    "auto": the planner's cost model when `cluster` (a torch_topo.cluster.Cluster) places every
+    rank on a GPU, else the size rule over the inter-host bandwidth and latency (the cluster's,
+    else the arguments; 0 = unknown: 10 GbE assumed).
+    """
     if (config.hierarchical == "never" or not config.use_topo_aware_collectives
             or layout.host_count < 2):
         return {}
     if config.hierarchical == "always":
         return dict.fromkeys(HIERARCHICAL_OPS, 0)
+    if cluster is not None:
+        if all(p.local_gpu >= 0 for p in cluster.placements):
+            return _cost_model_thresholds(cluster, layout.group_size, config.pipeline_chunk_bytes)
+        inter_gbps = cluster.inter_host_bandwidth_gbps
+        inter_latency_us = cluster.inter_host_latency_us
     return _rule_thresholds(layout, inter_gbps or _ASSUMED_INTER_GBPS,
                             inter_latency_us or _ASSUMED_INTER_LATENCY_US)
 
@@ -314,6 +350,27 @@ def _flat_timeout(backend) -> timedelta | None:
     return getattr(getattr(flat, "options", None), "_timeout", None)
 
 
+def discover_layout(store, group_rank: int, group_size: int, global_rank: int,
+                    config: TopoConfig):
+    """(HostLayout, Cluster or None) of the group, through its store.
+
+    With a play string but no topology file to play, only host names are exchanged (a rank
+    then plays a host, not a GPU); otherwise the full cluster exchange runs (host graphs, GPU
+    placements, inter-host bandwidth) and the layout follows its hosts.
+    """
+    from torch_topo.probe import resolve_pinned_file
+
+    if (config.play or os.environ.get("TORCH_TOPO_PLAY")) and resolve_pinned_file(config) is None:
+        play = config.play or os.environ["TORCH_TOPO_PLAY"]
+        names = exchange_hostnames(store, group_rank, group_size, play_host(play, global_rank))
+        return HostLayout.from_hostnames(names), None
+    from torch_topo.cluster import exchange_cluster
+
+    cluster = exchange_cluster(store, group_rank, group_size, config, global_rank=global_rank)
+    names = [cluster.hostnames[cluster.host_of(r)] for r in range(group_size)]
+    return HostLayout.from_hostnames(names), cluster
+
+
 def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, config, *,
                      timeout: timedelta | None = None):
     """Adds hierarchical levels to `backend` (a `_C.TopoBackend`) for every device type it
@@ -334,12 +391,11 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
         _debug(config, "flat (hierarchical schedules disabled by the config)")
         return None
     global_rank = global_ranks[group_rank] if global_ranks else group_rank
-    my_host = play_host(config.play, global_rank) or socket.gethostname()
-    layout = HostLayout.from_hostnames(exchange_hostnames(store, group_rank, group_size, my_host))
+    layout, cluster = discover_layout(store, group_rank, group_size, global_rank, config)
     if layout.host_count < 2:
         _debug(config, f"flat (all {group_size} ranks on host {layout.host_names[0]})")
         return None
-    thresholds = hierarchical_thresholds(layout, config)
+    thresholds = hierarchical_thresholds(layout, config, cluster=cluster)
     per_call = backend_thresholds(thresholds, group_size)
     timeout = timeout or _flat_timeout(backend) or config.timeout or _DEFAULT_TIMEOUT
     for device_type in _served_device_types(backend):

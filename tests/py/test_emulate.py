@@ -141,6 +141,32 @@ def test_environment_placement_and_cluster_file(tmp_path):
 
 @needs_root
 @pytest.mark.timeout(60)
+def test_nodes_play_a_host_topology_file(tmp_path):
+    # 2 GPUs joined by 2 NVLinks (read by hand from the file's matrix: GPU0-GPU1 "NV2").
+    src = os.path.join(ROOT, "tests", "data", "nvidia_smi_topo",
+                       "2xgpu_NV2_bridge_mlengineering.txt")
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "2", "--topology", src, "--",
+                    sys.executable, "-c", _ENV_PROBE, str(tmp_path)])
+    assert rc == 0
+    for r, rec in enumerate(_records(tmp_path, 4)):
+        host = rec["host"]
+        assert host["hostname"] == f"node{r // 2}"
+        assert len(host["gpus"]) == 2
+        assert [n["name"] for n in host["nics"]] == ["eth0"]  # the file's NICs are not ours
+        assert rec["cluster"]["ranks"][r] == {"host": r // 2, "local_rank": r % 2,
+                                              "local_gpu": r % 2}
+
+
+def test_bad_topology_file_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("this is not a topology\n")
+    args = ["--nodes", "2", "--procs-per-node", "1", "--topology", str(bad), "--", "true"]
+    assert emulate.main(args) == 2
+    assert str(bad) in capsys.readouterr().err
+
+
+@needs_root
+@pytest.mark.timeout(60)
 def test_link_is_shaped(capfd):
     mbytes, rate_bps, delay_s = 8, 200e6, 0.002
     rc = _run_here(["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "200mbit",

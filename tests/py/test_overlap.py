@@ -128,44 +128,40 @@ def _gather_cat(gloo, t: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.cat(parts, dim)
 
 
-def task_backward(gloo, chunks: int, delays: tuple) -> dict:
-    """Sharded ops vs the unsharded single-process layer under autograd (float64)."""
-    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+def _grad_errors(gloo, op, x, w, g, dims: tuple[int, int, int], chunks: int, delays: tuple,
+                 seed: int) -> tuple[float, float]:
+    """Gradients of <op(x, w), g> against the unsharded layer: x, w and g are gathered along
+    `dims` into the full tensors, the full layer runs under autograd in this process alone, and
+    this rank's slices of its gradients are compared."""
     from torch_topo.ops.overlap import inject_delays
 
     rank, world = dist.get_rank(), dist.get_world_size()
-    dt = torch.float64
-    k_local, n_local, m = K // 2, N // 2, world * ROWS_PER_RANK
-    errors = {}
+    x, w = x.requires_grad_(), w.requires_grad_()
+    with inject_delays(*delays, seed=seed):
+        (op(x, w, chunks=chunks) * g).sum().backward()
+    xd, wd, gd = dims
+    xf = _gather_cat(gloo, x.detach(), xd).requires_grad_()
+    wf = _gather_cat(gloo, w.detach(), wd).requires_grad_()
+    ((xf @ wf.t()) * _gather_cat(gloo, g, gd)).sum().backward()
+    return (_max_error(x.grad, xf.grad.chunk(world, xd)[rank]),
+            _max_error(w.grad, wf.grad.chunk(world, wd)[rank]))
 
-    # Row parallel: x [M, K_r], w [N, K_r] are this rank's feature columns.
-    x = _inputs(dt, False, 10, m, k_local).requires_grad_()
-    w = _inputs(dt, False, 11, N, k_local).requires_grad_()
-    g = _inputs(dt, False, 12, ROWS_PER_RANK, N)
-    with inject_delays(*delays, seed=chunks + 200):
-        (matmul_reduce_scatter(x, w, chunks=chunks) * g).sum().backward()
-    xf = _gather_cat(gloo, x.detach(), 1).requires_grad_()
-    wf = _gather_cat(gloo, w.detach(), 1).requires_grad_()
-    gf = _gather_cat(gloo, g, 0)
-    ((xf @ wf.t()) * gf).sum().backward()
-    cols = slice(rank * k_local, (rank + 1) * k_local)
-    errors["mrs_dx"] = _max_error(x.grad, xf.grad[:, cols])
-    errors["mrs_dw"] = _max_error(w.grad, wf.grad[:, cols])
 
+def task_backward(gloo, chunks: int, delays: tuple) -> dict:
+    """Sharded ops vs the unsharded single-process layer under autograd (float64)."""
+    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+
+    dt, m = torch.float64, dist.get_world_size() * ROWS_PER_RANK
+    # Row parallel: x [M, K_r] and w [N, K_r] are this rank's feature columns.
+    mrs = _grad_errors(gloo, matmul_reduce_scatter, _inputs(dt, False, 10, m, K // 2),
+                       _inputs(dt, False, 11, N, K // 2),
+                       _inputs(dt, False, 12, ROWS_PER_RANK, N), (1, 1, 0), chunks, delays,
+                       chunks + 200)
     # Column parallel: x [M_r, K] is this rank's rows, w [N_r, K] its output features.
-    x = _inputs(dt, False, 13, ROWS_PER_RANK, K).requires_grad_()
-    w = _inputs(dt, False, 14, n_local, K).requires_grad_()
-    g = _inputs(dt, False, 15, m, n_local)
-    with inject_delays(*delays, seed=chunks + 300):
-        (all_gather_matmul(x, w, chunks=chunks) * g).sum().backward()
-    xf = _gather_cat(gloo, x.detach(), 0).requires_grad_()
-    wf = _gather_cat(gloo, w.detach(), 0).requires_grad_()
-    gf = _gather_cat(gloo, g, 1)
-    ((xf @ wf.t()) * gf).sum().backward()
-    rows = slice(rank * ROWS_PER_RANK, (rank + 1) * ROWS_PER_RANK)
-    errors["agm_dx"] = _max_error(x.grad, xf.grad[rows])
-    errors["agm_dw"] = _max_error(w.grad, wf.grad[rank * n_local:(rank + 1) * n_local])
-    return errors
+    agm = _grad_errors(gloo, all_gather_matmul, _inputs(dt, False, 13, ROWS_PER_RANK, K),
+                       _inputs(dt, False, 14, N // 2, K), _inputs(dt, False, 15, m, N // 2),
+                       (0, 0, 1), chunks, delays, chunks + 300)
+    return {"mrs_dx": mrs[0], "mrs_dw": mrs[1], "agm_dx": agm[0], "agm_dw": agm[1]}
 
 
 def task_bad_input(gloo) -> list[str]:
@@ -238,7 +234,7 @@ def test_backward_matches_unsharded_autograd(pool, delays):
 
 
 def test_bad_input_names_the_problem(pool):
-    expected = ["x rows: got", "chunks: got 3, expected <= rows per rank 2", "in_features",
+    expected = ["x.shape[0]: got", "chunks: got 3, expected <= rows per rank 2", "in_features",
                 "chunks: got 0", "dtypes", "max_inflight: got 0"]
     for messages in pool.run("task_bad_input"):
         for fragment, message in zip(expected, messages, strict=True):

@@ -153,18 +153,21 @@ def _resolve_group(group: dist.ProcessGroup | None) -> dist.ProcessGroup:
 
 
 def _run(op: str, x: torch.Tensor, weight: torch.Tensor, group, chunks: int, max_inflight: int,
-         keep_gathered: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+         gather_first: bool, keep_gathered: bool = False
+         ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Runs the C++ all_gather_matmul (`gather_first`) or matmul_reduce_scatter, recording
+    its timing under the label `op` when a recorder is active."""
     recording = bool(_state.recorders)
     compute_us, comm_us, seed = _state.delays
     kwargs = dict(chunks=chunks, max_inflight=max_inflight, record_timing=recording,
                   compute_delay_max_us=compute_us, comm_delay_max_us=comm_us, delay_seed=seed)
     start = _C.overlap_now_seconds()
-    if op.startswith("matmul_reduce_scatter"):
-        out, gathered, timing = _C.overlap_matmul_reduce_scatter(x, weight, group, **kwargs)
-    else:
+    if gather_first:
         out, gathered, timing = _C.overlap_all_gather_matmul(
             x, weight, group, keep_gathered=keep_gathered, **kwargs
         )
+    else:
+        out, gathered, timing = _C.overlap_matmul_reduce_scatter(x, weight, group, **kwargs)
     if recording:
         call = CallTiming(op, start, _C.overlap_now_seconds(), [ChunkTiming(*t) for t in timing])
         for recorder in _state.recorders:
@@ -180,7 +183,8 @@ class MatmulReduceScatterFunction(torch.autograd.Function):
     def forward(ctx, x, weight, group, chunks, max_inflight):
         ctx.group, ctx.chunks, ctx.max_inflight = group, chunks, max_inflight
         ctx.save_for_backward(x, weight)
-        out, _ = _run("matmul_reduce_scatter", x, weight, group, chunks, max_inflight)
+        out, _ = _run("matmul_reduce_scatter", x, weight, group, chunks, max_inflight,
+                      gather_first=False)
         return out
 
     @staticmethod
@@ -188,7 +192,8 @@ class MatmulReduceScatterFunction(torch.autograd.Function):
         x, weight = ctx.saved_tensors
         need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         d_x, gathered = _run("matmul_reduce_scatter.backward", d_out.contiguous(), weight.t(),
-                             ctx.group, ctx.chunks, ctx.max_inflight, keep_gathered=need_w)
+                             ctx.group, ctx.chunks, ctx.max_inflight, gather_first=True,
+                             keep_gathered=need_w)
         d_w = gathered.t().mm(x) if need_w else None
         return (d_x if need_x else None), d_w, None, None, None
 
@@ -202,7 +207,7 @@ class AllGatherMatmulFunction(torch.autograd.Function):
         ctx.group, ctx.chunks, ctx.max_inflight = group, chunks, max_inflight
         need_w = weight.requires_grad
         out, gathered = _run("all_gather_matmul", x, weight, group, chunks, max_inflight,
-                             keep_gathered=need_w)
+                             gather_first=True, keep_gathered=need_w)
         ctx.save_for_backward(gathered if need_w else None, weight)
         return out
 
@@ -213,7 +218,7 @@ class AllGatherMatmulFunction(torch.autograd.Function):
         d_x = None
         if ctx.needs_input_grad[0]:
             d_x, _ = _run("all_gather_matmul.backward", d_out, weight.t(), ctx.group,
-                          ctx.chunks, ctx.max_inflight)
+                          ctx.chunks, ctx.max_inflight, gather_first=False)
         d_w = d_out.t().mm(gathered) if ctx.needs_input_grad[1] else None
         return d_x, d_w, None, None, None
 
