@@ -34,16 +34,16 @@ void registerExceptions(py::module_& m) {
   g_topo_error = makeException(m, "TopoError", PyExc_RuntimeError,
                                "Base of every error of the torch-topo core (a RuntimeError).");
   py::tuple parse_bases = py::make_tuple(py::handle(g_topo_error), py::handle(PyExc_ValueError));
-  g_parse_error = makeException(
-      m, "TopoParseError", parse_bases.ptr(),
-      "A topology file or text is malformed. Also a ValueError. The message starts\n"
-      "`path:line:col:`; the attributes `path`, `line` and `column` carry the same.");
+  g_parse_error =
+      makeException(m, "TopoParseError", parse_bases.ptr(),
+                    "A topology file or text is malformed. Also a ValueError. The message starts\n"
+                    "`path:line:col:`; the attributes `path`, `line` and `column` carry the same.");
   g_unavailable_error = makeException(
       m, "TopoUnavailableError", g_topo_error,
       "An optional system library (NVML, hwloc) is missing; the message names the fix.");
-  g_mismatch_error = makeException(
-      m, "TopoMismatchError", g_topo_error,
-      "Ranks or sources disagree about something that must be identical.");
+  g_mismatch_error =
+      makeException(m, "TopoMismatchError", g_topo_error,
+                    "Ranks or sources disagree about something that must be identical.");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -63,19 +63,26 @@ void registerExceptions(py::module_& m) {
       PyErr_SetString(g_topo_error, e.what());
     }
   });
-  m.def("_test_raise_error", [](const std::string& msg) { throw Error(msg); },
-        "Raises the C++ topo::Error (-> TopoError). For tests of the mapping.\n\nArgs:\n"
-        "    msg: the message.");
-  m.def("_test_raise_parse_error", [](const std::string& path, int line, int col,
-                                      const std::string& msg) { throw ParseError(path, line, col, msg); },
-        "Raises topo::ParseError (-> TopoParseError).\n\nArgs:\n    path: file name.\n"
-        "    line: 1-based line.\n    col: 1-based column.\n    msg: what was expected.");
-  m.def("_test_raise_unavailable", [](const std::string& msg) { throw Unavailable(msg); },
-        "Raises topo::Unavailable (-> TopoUnavailableError).\n\nArgs:\n    msg: the message.");
-  m.def("_test_raise_mismatch", [](const std::string& msg) { throw Mismatch(msg); },
-        "Raises topo::Mismatch (-> TopoMismatchError).\n\nArgs:\n    msg: the message.");
-  m.def("_test_raise_invalid_argument", [](const std::string& msg) { throw InvalidArgument(msg); },
-        "Raises topo::InvalidArgument (-> ValueError).\n\nArgs:\n    msg: the message.");
+  m.def(
+      "_test_raise_error", [](const std::string& msg) { throw Error(msg); },
+      "Raises the C++ topo::Error (-> TopoError). For tests of the mapping.\n\nArgs:\n"
+      "    msg: the message.");
+  m.def(
+      "_test_raise_parse_error",
+      [](const std::string& path, int line, int col, const std::string& msg) {
+        throw ParseError(path, line, col, msg);
+      },
+      "Raises topo::ParseError (-> TopoParseError).\n\nArgs:\n    path: file name.\n"
+      "    line: 1-based line.\n    col: 1-based column.\n    msg: what was expected.");
+  m.def(
+      "_test_raise_unavailable", [](const std::string& msg) { throw Unavailable(msg); },
+      "Raises topo::Unavailable (-> TopoUnavailableError).\n\nArgs:\n    msg: the message.");
+  m.def(
+      "_test_raise_mismatch", [](const std::string& msg) { throw Mismatch(msg); },
+      "Raises topo::Mismatch (-> TopoMismatchError).\n\nArgs:\n    msg: the message.");
+  m.def(
+      "_test_raise_invalid_argument", [](const std::string& msg) { throw InvalidArgument(msg); },
+      "Raises topo::InvalidArgument (-> ValueError).\n\nArgs:\n    msg: the message.");
 }
 
 void checkIndex(const char* what, long i, size_t n) {
@@ -107,8 +114,9 @@ void defModelTypes(py::module_& m) {
       .def_readwrite("cpus", &NumaNode::cpus);
   py::class_<PathInfo>(m, "PathInfo", "Best path between two devices.")
       .def(py::init<>())
-      .def_property_readonly("cls", [](const PathInfo& p) { return std::string(toString(p.cls)); },
-                             "Path class: X, NV, PIX, PXB, PHB, NODE, SYS or NET.")
+      .def_property_readonly(
+          "cls", [](const PathInfo& p) { return std::string(toString(p.cls)); },
+          "Path class: X, NV, PIX, PXB, PHB, NODE, SYS or NET.")
       .def_readwrite("nvlinks", &PathInfo::nvlinks)
       .def_readwrite("bandwidth_gbps", &PathInfo::bandwidth_gbps, "GB/s per direction.")
       .def_readwrite("latency_us", &PathInfo::latency_us);
@@ -127,26 +135,34 @@ void defModelTypes(py::module_& m) {
       .def_readonly("numa_nodes", &HostTopology::numa_nodes)
       .def_readonly("warnings", &HostTopology::warnings)
       .def_property_readonly("gpu_count", &HostTopology::gpuCount)
-      .def_property_readonly("has_graph", [](const HostTopology& h) { return !h.graph.nodes.empty(); },
-                             "True when the source described the physical PCI/NVLink graph.")
-      .def("path", [](const HostTopology& h, long i, long j) {
-             checkIndex("GPU", i, h.gpus.size());
-             checkIndex("GPU", j, h.gpus.size());
-             return h.path(static_cast<int>(i), static_cast<int>(j));
-           },
-           "Path between two GPUs.\n\nArgs:\n    i: position of the first GPU in `gpus`.\n"
-           "    j: position of the second GPU.", py::arg("i"), py::arg("j"))
-      .def("nic_path", [](const HostTopology& h, long i, long k) {
-             checkIndex("GPU", i, h.gpus.size());
-             checkIndex("NIC", k, h.nics.size());
-             if (h.gpu_nic_paths.size() != h.gpus.size() * h.nics.size()) {
-               throw py::value_error("this topology has no GPU-to-NIC paths");
-             }
-             return h.gpu_nic_paths[i * h.nics.size() + k];
-           },
-           "Path from a GPU to a NIC.\n\nArgs:\n    i: position of the GPU in `gpus`.\n"
-           "    k: position of the NIC in `nics`.", py::arg("i"), py::arg("k"));
-  py::class_<ClusterTopology>(m, "ClusterTopology", "Hosts joined by a network, and rank placements.")
+      .def_property_readonly(
+          "has_graph", [](const HostTopology& h) { return !h.graph.nodes.empty(); },
+          "True when the source described the physical PCI/NVLink graph.")
+      .def(
+          "path",
+          [](const HostTopology& h, long i, long j) {
+            checkIndex("GPU", i, h.gpus.size());
+            checkIndex("GPU", j, h.gpus.size());
+            return h.path(static_cast<int>(i), static_cast<int>(j));
+          },
+          "Path between two GPUs.\n\nArgs:\n    i: position of the first GPU in `gpus`.\n"
+          "    j: position of the second GPU.",
+          py::arg("i"), py::arg("j"))
+      .def(
+          "nic_path",
+          [](const HostTopology& h, long i, long k) {
+            checkIndex("GPU", i, h.gpus.size());
+            checkIndex("NIC", k, h.nics.size());
+            if (h.gpu_nic_paths.size() != h.gpus.size() * h.nics.size()) {
+              throw py::value_error("this topology has no GPU-to-NIC paths");
+            }
+            return h.gpu_nic_paths[i * h.nics.size() + k];
+          },
+          "Path from a GPU to a NIC.\n\nArgs:\n    i: position of the GPU in `gpus`.\n"
+          "    k: position of the NIC in `nics`.",
+          py::arg("i"), py::arg("k"));
+  py::class_<ClusterTopology>(m, "ClusterTopology",
+                              "Hosts joined by a network, and rank placements.")
       .def(py::init<>())
       .def_readwrite("hosts", &ClusterTopology::hosts)
       .def_readwrite("ranks", &ClusterTopology::ranks)
@@ -160,50 +176,62 @@ void defReaders(py::module_& m) {
         "Reads a topology file of any accepted format (sniffed by content).\n\nArgs:\n"
         "    path: nvidia-smi text, NCCL topology XML, hwloc XML or torch-topo JSON.\n\n"
         "Raises:\n    TopoParseError: malformed or unknown content (path:line:col: ...).\n"
-        "    ValueError: the file cannot be read.", py::arg("path"));
+        "    ValueError: the file cannot be read.",
+        py::arg("path"));
   m.def("load_topology_text", &loadTopologyText, nogil,
         "Parses topology text of any accepted format.\n\nArgs:\n    text: the content.\n"
-        "    path: name used in error messages.", py::arg("text"), py::arg("path") = "<string>");
+        "    path: name used in error messages.",
+        py::arg("text"), py::arg("path") = "<string>");
   m.def("load_cluster_file", &loadClusterFile, nogil,
         "Reads a cluster JSON, or any host file as a one-host cluster.\n\nArgs:\n"
-        "    path: the file.", py::arg("path"));
-  m.def("sniff_topology_format", [](const std::string& text) { return std::string(toString(sniffTopologyFormat(text))); },
-        "Format of a topology text: nvidia-smi, nccl-xml, nccl-graph-xml, hwloc-xml,\n"
-        "torch-topo-json or unknown.\n\nArgs:\n    text: the content.", py::arg("text"));
+        "    path: the file.",
+        py::arg("path"));
+  m.def(
+      "sniff_topology_format",
+      [](const std::string& text) { return std::string(toString(sniffTopologyFormat(text))); },
+      "Format of a topology text: nvidia-smi, nccl-xml, nccl-graph-xml, hwloc-xml,\n"
+      "torch-topo-json or unknown.\n\nArgs:\n    text: the content.",
+      py::arg("text"));
   m.def("host_to_json", &hostToJson, nogil,
         "Serialises a host as torch-topo JSON (schema torch-topo/1).\n\nArgs:\n"
         "    host: the HostTopology.\n    indent: spaces per level, -1 for one line.",
         py::arg("host"), py::arg("indent") = -1);
   m.def("host_from_json", &hostFromJson, nogil,
         "Parses a torch-topo host JSON.\n\nArgs:\n    text: the JSON.\n"
-        "    path: name used in error messages.", py::arg("text"), py::arg("path") = "<string>");
+        "    path: name used in error messages.",
+        py::arg("text"), py::arg("path") = "<string>");
   m.def("cluster_to_json", &clusterToJson, nogil,
         "Serialises a cluster as torch-topo JSON.\n\nArgs:\n    cluster: the ClusterTopology.\n"
-        "    indent: spaces per level, -1 for one line.", py::arg("cluster"), py::arg("indent") = -1);
+        "    indent: spaces per level, -1 for one line.",
+        py::arg("cluster"), py::arg("indent") = -1);
   m.def("cluster_from_json", &clusterFromJson, nogil,
         "Parses a torch-topo cluster JSON.\n\nArgs:\n    text: the JSON.\n"
-        "    path: name used in error messages.", py::arg("text"), py::arg("path") = "<string>");
+        "    path: name used in error messages.",
+        py::arg("text"), py::arg("path") = "<string>");
   m.def("to_nccl_xml", &writeNcclXml, nogil,
         "Writes a host as NCCL topology XML (NCCL_TOPO_FILE).\n\nArgs:\n"
         "    host: a HostTopology with a physical graph (not nvidia-smi text).\n\n"
-        "Raises:\n    ValueError: the topology has no PCI tree to write.", py::arg("host"));
-  m.def("_fuzz_topology_texts", [](const std::vector<std::string>& corpus, uint64_t seed, int count) {
-          FuzzReport r;
-          {
-            py::gil_scoped_release release;
-            r = fuzzTopologyTexts(corpus, seed, count);
-          }
-          py::dict out;
-          out["inputs"] = r.inputs;
-          out["parsed"] = r.parsed;
-          out["rejected"] = r.rejected;
-          out["failure_count"] = r.failure_count;
-          out["failures"] = r.failures;
-          return out;
-        },
-        "Feeds mutants of `corpus` to the loader (see csrc/topo/fuzz.h); for tests.\n\nArgs:\n"
-        "    corpus: texts to mutate.\n    seed: RNG seed.\n    count: number of mutants.",
-        py::arg("corpus"), py::arg("seed"), py::arg("count"));
+        "Raises:\n    ValueError: the topology has no PCI tree to write.",
+        py::arg("host"));
+  m.def(
+      "_fuzz_topology_texts",
+      [](const std::vector<std::string>& corpus, uint64_t seed, int count) {
+        FuzzReport r;
+        {
+          py::gil_scoped_release release;
+          r = fuzzTopologyTexts(corpus, seed, count);
+        }
+        py::dict out;
+        out["inputs"] = r.inputs;
+        out["parsed"] = r.parsed;
+        out["rejected"] = r.rejected;
+        out["failure_count"] = r.failure_count;
+        out["failures"] = r.failures;
+        return out;
+      },
+      "Feeds mutants of `corpus` to the loader (see csrc/topo/fuzz.h); for tests.\n\nArgs:\n"
+      "    corpus: texts to mutate.\n    seed: RNG seed.\n    count: number of mutants.",
+      py::arg("corpus"), py::arg("seed"), py::arg("count"));
 }
 
 }  // namespace

@@ -13,13 +13,16 @@
 namespace torch_topo::topo {
 namespace {
 
-const char* const kHugeNumbers[] = {"99999999999999999999", "-1", "4294967296", "1e308",
-                                    "-2147483649", "0x7fffffffffffffff", "NaN", "0"};
+const char* const kHugeNumbers[] = {
+    "99999999999999999999", "-1",  "4294967296", "1e308", "-2147483649",
+    "0x7fffffffffffffff",   "NaN", "0"};
 
 struct Mutator {
   std::mt19937_64 rng;
 
-  size_t pick(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng); }
+  size_t pick(size_t n) {
+    return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng);
+  }
 
   /// Byte ranges of whitespace-separated cells.
   static std::vector<std::pair<size_t, size_t>> cells(const std::string& s) {
@@ -60,13 +63,16 @@ struct Mutator {
       case 3: {
         size_t n = 1 + pick(8);
         *what = "insert " + std::to_string(n) + " garbage bytes";
-        for (size_t i = 0; i < n; ++i) s.insert(s.begin() + pick(s.size() + 1), static_cast<char>(pick(256)));
+        for (size_t i = 0; i < n; ++i)
+          s.insert(s.begin() + pick(s.size() + 1), static_cast<char>(pick(256)));
         return s;
       }
       case 4: {
         std::vector<size_t> digits;
         for (size_t i = 0; i < s.size(); ++i) {
-          if (std::isdigit(static_cast<unsigned char>(s[i])) && (i == 0 || !std::isdigit(static_cast<unsigned char>(s[i - 1])))) digits.push_back(i);
+          if (std::isdigit(static_cast<unsigned char>(s[i])) &&
+              (i == 0 || !std::isdigit(static_cast<unsigned char>(s[i - 1]))))
+            digits.push_back(i);
         }
         if (digits.empty()) break;
         size_t b = digits[pick(digits.size())], e = b;
@@ -80,7 +86,8 @@ struct Mutator {
         size_t nl = s.find('\n', at);
         size_t start = s.rfind('\n', at == 0 ? 0 : at - 1);
         start = start == std::string::npos ? 0 : start + 1;
-        std::string line = s.substr(start, nl == std::string::npos ? std::string::npos : nl - start + 1);
+        std::string line =
+            s.substr(start, nl == std::string::npos ? std::string::npos : nl - start + 1);
         bool dup = pick(2) == 0;
         *what = std::string(dup ? "duplicate" : "delete") + " line at " + std::to_string(start);
         return dup ? s.insert(start, line) : s.erase(start, line.size());
@@ -107,13 +114,17 @@ struct Mutator {
 std::string checkShape(const HostTopology& h) {
   size_t g = h.gpus.size(), n = h.nics.size();
   if (h.gpu_paths.size() != g * g) return "gpu_paths is not gpus x gpus";
-  if (!h.gpu_nic_paths.empty() && h.gpu_nic_paths.size() != g * n) return "gpu_nic_paths is not gpus x nics";
+  if (!h.gpu_nic_paths.empty() && h.gpu_nic_paths.size() != g * n)
+    return "gpu_nic_paths is not gpus x nics";
   for (const PathInfo& p : h.gpu_paths) {
-    if (!std::isfinite(p.bandwidth_gbps) || p.bandwidth_gbps < 0 || !std::isfinite(p.latency_us) || p.latency_us < 0) return "bandwidth or latency not finite and >= 0";
+    if (!std::isfinite(p.bandwidth_gbps) || p.bandwidth_gbps < 0 || !std::isfinite(p.latency_us) ||
+        p.latency_us < 0)
+      return "bandwidth or latency not finite and >= 0";
     if (p.nvlinks < 0) return "negative NVLink count";
   }
   for (size_t i = 0; i < g; ++i) {
-    if (h.path(static_cast<int>(i), static_cast<int>(i)).cls != PathClass::X) return "diagonal path is not X";
+    if (h.path(static_cast<int>(i), static_cast<int>(i)).cls != PathClass::X)
+      return "diagonal path is not X";
   }
   return "";
 }

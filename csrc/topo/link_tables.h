@@ -9,22 +9,22 @@ namespace torch_topo::topo {
 
 /// One row of the NVLink table: a GPU generation by compute capability (sm x 10).
 struct NvlinkGeneration {
-  int sm;                // lowest compute capability of the row (60, 70, 80, 86, 90, 100)
-  const char* name;      // "sm90 Hopper"
-  double lane_gbps;      // GB/s per bonded lane per direction, as NCCL counts it
+  int sm;            // lowest compute capability of the row (60, 70, 80, 86, 90, 100)
+  const char* name;  // "sm90 Hopper"
+  double lane_gbps;  // GB/s per bonded lane per direction, as NCCL counts it
 };
 
 /// One row of the PCIe table.
 struct PcieGeneration {
-  int gen;               // 1 .. 6
-  double transfer_gts;   // GT/s per lane, as sysfs prints it ("16 GT/s")
-  double lane_gbps;      // usable GB/s per lane per direction
+  int gen;              // 1 .. 6
+  double transfer_gts;  // GT/s per lane, as sysfs prints it ("16 GT/s")
+  double lane_gbps;     // usable GB/s per lane per direction
 };
 
 /// One row of the SMP (CPU-to-CPU) table.
 struct SmpInterconnect {
-  const char* name;      // "intel-skl" (UPI), "amd" (xGMI/Infinity Fabric), ...
-  double gbps;           // GB/s per direction usable by GPU peer traffic
+  const char* name;  // "intel-skl" (UPI), "amd" (xGMI/Infinity Fabric), ...
+  double gbps;       // GB/s per direction usable by GPU peer traffic
 };
 
 const NvlinkGeneration* nvlinkTable(int* rows);
@@ -51,7 +51,7 @@ double smpGBps(const std::string& vendor, const std::string& arch, int intel_mod
 double nicGBps(double gbit);
 
 // Defaults for sources that name no hardware (nvidia-smi text).
-constexpr int kDefaultPcieGen = 4;    // A100/H100-era hosts dominate the collection
+constexpr int kDefaultPcieGen = 4;  // A100/H100-era hosts dominate the collection
 constexpr int kDefaultPcieWidth = 16;
 constexpr int kNcclPlaceholderPcieGen = 3;  // NCCL reads empty link_speed as Gen3 (topo.cc)
 

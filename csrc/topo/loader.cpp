@@ -64,12 +64,18 @@ std::string readFile(const std::string& path) {
 
 const char* toString(TopologyFormat format) {
   switch (format) {
-    case TopologyFormat::NvidiaSmi: return "nvidia-smi";
-    case TopologyFormat::NcclXml: return "nccl-xml";
-    case TopologyFormat::NcclGraphXml: return "nccl-graph-xml";
-    case TopologyFormat::HwlocXml: return "hwloc-xml";
-    case TopologyFormat::TopoJson: return "torch-topo-json";
-    case TopologyFormat::Unknown: break;
+    case TopologyFormat::NvidiaSmi:
+      return "nvidia-smi";
+    case TopologyFormat::NcclXml:
+      return "nccl-xml";
+    case TopologyFormat::NcclGraphXml:
+      return "nccl-graph-xml";
+    case TopologyFormat::HwlocXml:
+      return "hwloc-xml";
+    case TopologyFormat::TopoJson:
+      return "torch-topo-json";
+    case TopologyFormat::Unknown:
+      break;
   }
   return "unknown";
 }
@@ -92,9 +98,11 @@ TopologyFormat sniffTopologyFormat(const std::string& text) {
 
 HostTopology loadTopologyText(const std::string& text, const std::string& path) {
   switch (sniffTopologyFormat(text)) {
-    case TopologyFormat::NvidiaSmi: return readNvidiaSmi(text, path);
+    case TopologyFormat::NvidiaSmi:
+      return readNvidiaSmi(text, path);
     case TopologyFormat::NcclXml:
-    case TopologyFormat::NcclGraphXml: return readNcclXml(text, path);  // refuses <graphs>
+    case TopologyFormat::NcclGraphXml:
+      return readNcclXml(text, path);  // refuses <graphs>
     case TopologyFormat::TopoJson:
       if (topologyJsonKind(text) == "cluster") {
         throw ParseError(path, 1, 1,
@@ -102,8 +110,10 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
                          "one host; load it as a cluster (loadClusterFile)");
       }
       return hostFromJson(text, path);
-    case TopologyFormat::HwlocXml: return readHwlocXml(text, path);
-    case TopologyFormat::Unknown: break;
+    case TopologyFormat::HwlocXml:
+      return readHwlocXml(text, path);
+    case TopologyFormat::Unknown:
+      break;
   }
   throw ParseError(path, 1, 1,
                    "unknown topology format: expected `nvidia-smi topo -m` text (first line with "

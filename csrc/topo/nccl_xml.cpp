@@ -8,10 +8,9 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <pugixml.hpp>
 #include <set>
 #include <sstream>
-
-#include <pugixml.hpp>
 
 #include "topo/error.h"
 #include "topo/link_tables.h"
@@ -22,10 +21,10 @@ namespace {
 
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 
-constexpr int kMaxIndex = 4095;        // dev, numaid, rank: above any real host
-constexpr int kMaxNvlinkCount = 64;    // per <nvlink>; GB200 NVL72 has 18 per GPU
-constexpr double kMaxNetMbps = 1e7;    // 10 Tbit/s per port
-constexpr size_t kMaxMaskWords = 1024; // 32768 CPUs
+constexpr int kMaxIndex = 4095;         // dev, numaid, rank: above any real host
+constexpr int kMaxNvlinkCount = 64;     // per <nvlink>; GB200 NVL72 has 18 per GPU
+constexpr double kMaxNetMbps = 1e7;     // 10 Tbit/s per port
+constexpr size_t kMaxMaskWords = 1024;  // 32768 CPUs
 const char* const kNvswitchClass = "0x068000";
 const char* const kGpuClass = "0x030200";
 
@@ -38,8 +37,8 @@ struct Pending {
 
 bool isHexString(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
-         });
+    return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+  });
 }
 
 std::string lower(std::string s) {
@@ -53,8 +52,9 @@ std::vector<long> busKey(const std::string& id) {
   std::string field;
   for (char c : id + ":") {
     if (c == ':' || c == '.') {
-      key.push_back(isHexString(field) && field.size() <= 8 ? std::strtol(field.c_str(), nullptr, 16)
-                                                             : 0x7fffffff);
+      key.push_back(isHexString(field) && field.size() <= 8
+                        ? std::strtol(field.c_str(), nullptr, 16)
+                        : 0x7fffffff);
       field.clear();
     } else {
       field += c;
@@ -94,8 +94,8 @@ class NcclXmlReader {
       if (std::string(child.name()) == "cpu") {
         readCpu(child);
       } else {
-        fail(child.offset_debug(), "<system> child <" + std::string(child.name()) +
-                                       ">: expected <cpu>");
+        fail(child.offset_debug(),
+             "<system> child <" + std::string(child.name()) + ">: expected <cpu>");
       }
     }
     linkCpus();
@@ -243,7 +243,8 @@ class NcclXmlReader {
     long cls = intAttr(pci, "class", -1, 0, 0xffffff);
     std::string vendor = lower(pci.attribute("vendor").value());
     pugi::xml_node gpu = pci.child("gpu");
-    if (gpu || ((cls >> 8 == 0x0302 || cls >> 8 == 0x0300) && (vendor.empty() || vendor == "0x10de"))) {
+    if (gpu ||
+        ((cls >> 8 == 0x0302 || cls >> 8 == 0x0300) && (vendor.empty() || vendor == "0x10de"))) {
       node.kind = NodeKind::Gpu;
     } else if (cls >> 16 == 0x02 || pci.child("nic")) {
       node.kind = NodeKind::Nic;
@@ -314,7 +315,8 @@ class NcclXmlReader {
       for (pugi::xml_node nv : gpu.children()) {
         if (nv.type() != pugi::node_element) continue;
         if (std::string(nv.name()) != "nvlink") {
-          fail(nv.offset_debug(), "<gpu> child <" + std::string(nv.name()) + ">: expected <nvlink>");
+          fail(nv.offset_debug(),
+               "<gpu> child <" + std::string(nv.name()) + ">: expected <nvlink>");
         }
         int count = static_cast<int>(intAttr(nv, "count", 1, 1, kMaxNvlinkCount));
         pending_.push_back({node, busId(nv, "target"), count, nv.offset_debug()});
@@ -337,14 +339,16 @@ class NcclXmlReader {
       n.numa_node = numa;
       double mbps = net.attribute("speed").as_double(0.0);
       if (mbps < 0 || mbps > kMaxNetMbps) {
-        fail(net.offset_debug(), "<net> speed: got '" + std::string(net.attribute("speed").value()) +
+        fail(net.offset_debug(), "<net> speed: got '" +
+                                     std::string(net.attribute("speed").value()) +
                                      "', expected Mbit/s in [0, 1e7]");
       }
       n.speed_gbps = mbps / 1000.0;
       n.attrs = attrsExcept(net, {"name"});
       long dev = intAttr(net, "dev", -1, 0, kMaxIndex);
       for (const Nic& other : host_.nics) {
-        if (other.name == n.name) fail(net.offset_debug(), "<net> name " + n.name + " appears twice");
+        if (other.name == n.name)
+          fail(net.offset_debug(), "<net> name " + n.name + " appears twice");
       }
       if (bus_id.empty()) {
         // A <nic> straight under <cpu> (no PCI device): the NIC is its own graph node.
@@ -409,8 +413,8 @@ class NcclXmlReader {
       }
       int sw = host_.graph.findNode(NodeKind::NvSwitch, p.target);
       if (sw < 0) sw = host_.graph.addNode({NodeKind::NvSwitch, p.target, "NVSwitch", -1, -1, {}});
-      host_.graph.addLink({p.gpu_node, sw, LinkKind::NvLink, p.count, p.count * lane,
-                           kNvlinkHopLatencyUs});
+      host_.graph.addLink(
+          {p.gpu_node, sw, LinkKind::NvLink, p.count, p.count * lane, kNvlinkHopLatencyUs});
     }
   }
 

@@ -4,9 +4,8 @@
 // derived from the graph (class from the node kind, link_speed/width from its uplink).
 #include <algorithm>
 #include <cstdlib>
-#include <sstream>
-
 #include <pugixml.hpp>
+#include <sstream>
 
 #include "topo/error.h"
 #include "topo/link_tables.h"
@@ -17,10 +16,14 @@ namespace {
 
 const char* defaultClass(NodeKind kind) {
   switch (kind) {
-    case NodeKind::Gpu: return "0x030200";
-    case NodeKind::Nic: return "0x020000";
-    case NodeKind::NvSwitch: return "0x068000";
-    default: return "0x060400";
+    case NodeKind::Gpu:
+      return "0x030200";
+    case NodeKind::Nic:
+      return "0x020000";
+    case NodeKind::NvSwitch:
+      return "0x068000";
+    default:
+      return "0x060400";
   }
 }
 
@@ -56,8 +59,7 @@ class NcclXmlWriter {
       : host_(host), graph_(host.graph), derive_(host.format != "nccl-xml") {}
 
   std::string write() {
-    TOPO_CHECK(!graph_.nodesOfKind(NodeKind::Cpu).empty(),
-               "writeNcclXml: topology '", host_.source,
+    TOPO_CHECK(!graph_.nodesOfKind(NodeKind::Cpu).empty(), "writeNcclXml: topology '", host_.source,
                "' has no physical graph (CPU and PCI tree), expected one; path-only sources "
                "such as nvidia-smi text carry no PCI bus ids, so read an NCCL XML or hwloc file");
     pugi::xml_document doc;
@@ -182,8 +184,8 @@ class NcclXmlWriter {
   void writeNets(pugi::xml_node parent, const std::string& key, bool bare) {
     pugi::xml_node nic_el;
     for (const Nic& nic : host_.nics) {
-      bool mine = bare ? (nic.bus_id.empty() && nic.name == key)
-                       : (nic.bus_id == key && nic.name != key);
+      bool mine =
+          bare ? (nic.bus_id.empty() && nic.name == key) : (nic.bus_id == key && nic.name != key);
       if (!mine) continue;
       if (!nic_el) nic_el = bare ? parent : parent.append_child("nic");
       pugi::xml_node net = nic_el.append_child("net");

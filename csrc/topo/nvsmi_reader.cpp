@@ -17,8 +17,8 @@
 namespace torch_topo::topo {
 namespace {
 
-constexpr int kMaxDeviceIndex = 4095;   // above any real host; keeps ids in int range
-constexpr long kMaxCpuId = 1 << 20;     // cpulist ids beyond this are corrupt input
+constexpr int kMaxDeviceIndex = 4095;  // above any real host; keeps ids in int range
+constexpr long kMaxCpuId = 1 << 20;    // cpulist ids beyond this are corrupt input
 const char* const kAffinityColumns[] = {"CPU Affinity", "NUMA Affinity", "GPU NUMA ID"};
 const char* const kClassWords[] = {"NODE", "PIX", "PXB", "PHB", "SYS", "SOC"};
 
@@ -97,9 +97,9 @@ size_t matchClassCell(const std::string& s, size_t pos) {
 
 int parseIndex(const std::string& digits, const std::string& path, int line, size_t col) {
   if (digits.size() > 4 || std::atoi(digits.c_str()) > kMaxDeviceIndex) {
-    throw ParseError(path, line, static_cast<int>(col) + 1,
-                     "device index " + digits + " out of range (max " +
-                         std::to_string(kMaxDeviceIndex) + ")");
+    throw ParseError(
+        path, line, static_cast<int>(col) + 1,
+        "device index " + digits + " out of range (max " + std::to_string(kMaxDeviceIndex) + ")");
   }
   return std::atoi(digits.c_str());
 }
@@ -118,7 +118,8 @@ long parseIdList(const std::string& text, const std::string& path, int line, siz
   };
   while (std::getline(ss, part, ',')) {
     size_t dash = part.find('-');
-    std::string lo = part.substr(0, dash), hi = dash == std::string::npos ? lo : part.substr(dash + 1);
+    std::string lo = part.substr(0, dash),
+                hi = dash == std::string::npos ? lo : part.substr(dash + 1);
     for (const std::string* num : {&lo, &hi}) {
       if (num->empty() || num->size() > 7 || digitsAt(*num, 0) != num->size()) fail();
     }
@@ -194,13 +195,15 @@ class NvsmiParser {
       }
       size_t n = matchDeviceName(s, pos);
       if (n == 0) {
-        fail(li, pos, "header: got " + excerpt(s, pos) +
-                          ", expected a device column (GPU0, NIC0, mlx5_0) or CPU Affinity / "
-                          "NUMA Affinity / GPU NUMA ID");
+        fail(li, pos,
+             "header: got " + excerpt(s, pos) +
+                 ", expected a device column (GPU0, NIC0, mlx5_0) or CPU Affinity / "
+                 "NUMA Affinity / GPU NUMA ID");
       }
       if (!affinity_.empty()) {
-        fail(li, pos, "header: device column " + excerpt(s, pos) +
-                          " after the affinity columns, expected devices first");
+        fail(li, pos,
+             "header: device column " + excerpt(s, pos) +
+                 " after the affinity columns, expected devices first");
       }
       Column c{s.substr(pos, n), pos, false, -1};
       if (startsWith(c.name, 0, "GPU") && digitsAt(c.name, 3) == n - 3) {
@@ -213,7 +216,8 @@ class NvsmiParser {
       columns_.push_back(c);
       pos = skipBlanks(s, pos + n);
     }
-    bool any_gpu = std::any_of(columns_.begin(), columns_.end(), [](const Column& c) { return c.gpu; });
+    bool any_gpu =
+        std::any_of(columns_.begin(), columns_.end(), [](const Column& c) { return c.gpu; });
     if (!any_gpu) {
       fail(li, skipBlanks(s, 0),
            "header: got " + excerpt(s, skipBlanks(s, 0)) +
@@ -239,9 +243,9 @@ class NvsmiParser {
     size_t n = matchDeviceName(s, pos);
     int row = n > 0 ? columnOf(s.substr(pos, n)) : -1;
     if (row < 0) {
-      fail(li, pos, "got " + excerpt(s, pos) +
-                        ", expected a row starting with a device of the header (" +
-                        columns_.front().name + " .. " + columns_.back().name + ")");
+      fail(li, pos,
+           "got " + excerpt(s, pos) + ", expected a row starting with a device of the header (" +
+               columns_.front().name + " .. " + columns_.back().name + ")");
     }
     if (row_seen_[row]) fail(li, pos, "row " + columns_[row].name + " appears twice");
     row_seen_[row] = true;
@@ -253,17 +257,19 @@ class NvsmiParser {
       Cell cell;
       if (len == 0 || !parsePathClass(s.substr(pos, len), &cell.cls, &cell.lanes)) {
         if (pos >= s.size()) {
-          fail(li, pos, "row " + columns_[row].name + " has " + std::to_string(c) +
-                            " path cells, expected " + std::to_string(nd) +
-                            " (one per device column)");
+          fail(li, pos,
+               "row " + columns_[row].name + " has " + std::to_string(c) +
+                   " path cells, expected " + std::to_string(nd) + " (one per device column)");
         }
-        fail(li, pos, "row " + columns_[row].name + ", column " + columns_[c].name + ": got " +
-                          excerpt(s, pos) +
-                          ", expected a path class (X, NV#, PIX, PXB, PHB, NODE, SYS, SOC)");
+        fail(li, pos,
+             "row " + columns_[row].name + ", column " + columns_[c].name + ": got " +
+                 excerpt(s, pos) +
+                 ", expected a path class (X, NV#, PIX, PXB, PHB, NODE, SYS, SOC)");
       }
       if ((cell.cls == PathClass::X) != (static_cast<size_t>(row) == c)) {
-        fail(li, pos, "row " + columns_[row].name + ", column " + columns_[c].name + ": got " +
-                          excerpt(s, pos) + ", expected X exactly on the diagonal");
+        fail(li, pos,
+             "row " + columns_[row].name + ", column " + columns_[c].name + ": got " +
+                 excerpt(s, pos) + ", expected X exactly on the diagonal");
       }
       cell.known = true;
       cells_[row * nd + c] = cell;
@@ -279,21 +285,29 @@ class NvsmiParser {
       // Tab layout: positional fields; nvidia-smi pads wide columns with an extra tab, so
       // surplus empty fields are padding.
       size_t start = s.find('\t', pos);
-      if (skipBlanks(s, pos) < start) fail(li, skipBlanks(s, pos), "got " + excerpt(s, skipBlanks(s, pos)) + " glued to the last path cell, expected a tab");
+      if (skipBlanks(s, pos) < start)
+        fail(li, skipBlanks(s, pos),
+             "got " + excerpt(s, skipBlanks(s, pos)) +
+                 " glued to the last path cell, expected a tab");
       while (start != std::string::npos) {
         size_t end = s.find('\t', start + 1);
-        std::string f = s.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
+        std::string f =
+            s.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
         size_t b = skipBlanks(f, 0), e = f.size();
         while (e > b && isBlank(f[e - 1])) --e;
         fields.push_back({f.substr(b, e - b), start + 1 + b});
         start = end;
       }
       while (fields.size() > affinity_.size()) {
-        auto empty = std::find_if(fields.rbegin(), fields.rend(), [](const Token& t) { return t.text.empty(); });
+        auto empty = std::find_if(fields.rbegin(), fields.rend(),
+                                  [](const Token& t) { return t.text.empty(); });
         if (empty == fields.rend()) break;
         fields.erase(std::next(empty).base());
       }
-      if (fields.size() > affinity_.size()) fail(li, fields[affinity_.size()].col, "got " + excerpt(s, fields[affinity_.size()].col) + ", expected no more cells (" + std::to_string(affinity_.size()) + " affinity columns in the header)");
+      if (fields.size() > affinity_.size())
+        fail(li, fields[affinity_.size()].col,
+             "got " + excerpt(s, fields[affinity_.size()].col) + ", expected no more cells (" +
+                 std::to_string(affinity_.size()) + " affinity columns in the header)");
     } else {
       for (pos = skipBlanks(s, pos); pos < s.size(); pos = skipBlanks(s, pos)) {
         size_t end = pos;
@@ -301,12 +315,18 @@ class NvsmiParser {
         fields.push_back({s.substr(pos, end - pos), pos});
         pos = end;
       }
-      if (fields.size() > affinity_.size()) fail(li, fields[affinity_.size()].col, "got " + excerpt(s, fields[affinity_.size()].col) + ", expected no more cells (" + std::to_string(affinity_.size()) + " affinity columns in the header)");
+      if (fields.size() > affinity_.size())
+        fail(li, fields[affinity_.size()].col,
+             "got " + excerpt(s, fields[affinity_.size()].col) + ", expected no more cells (" +
+                 std::to_string(affinity_.size()) + " affinity columns in the header)");
       if (fields.size() < affinity_.size() && !fields.empty()) fields = placeByHeader(li, fields);
     }
     if (!columns_[row].gpu) {
       for (const Token& f : fields) {
-        if (!f.text.empty()) fail(li, f.col, "NIC row " + columns_[row].name + ": got " + excerpt(s, f.col) + ", expected no affinity cells");
+        if (!f.text.empty())
+          fail(li, f.col,
+               "NIC row " + columns_[row].name + ": got " + excerpt(s, f.col) +
+                   ", expected no affinity cells");
       }
       return;
     }
@@ -318,10 +338,15 @@ class NvsmiParser {
         parseIdList(v, path_, static_cast<int>(li) + 1, fields[a].col, "CPU Affinity");
         cpu_affinity_[row] = v;
       } else if (name == "NUMA Affinity") {
-        numa_[row] = static_cast<int>(parseIdList(v, path_, static_cast<int>(li) + 1, fields[a].col, "NUMA Affinity"));
-        if (numa_[row] > kMaxDeviceIndex) fail(li, fields[a].col, "NUMA Affinity: got " + v + ", expected ids up to " + std::to_string(kMaxDeviceIndex));
+        numa_[row] = static_cast<int>(
+            parseIdList(v, path_, static_cast<int>(li) + 1, fields[a].col, "NUMA Affinity"));
+        if (numa_[row] > kMaxDeviceIndex)
+          fail(li, fields[a].col,
+               "NUMA Affinity: got " + v + ", expected ids up to " +
+                   std::to_string(kMaxDeviceIndex));
       } else {
-        if (digitsAt(v, 0) != v.size()) fail(li, fields[a].col, "GPU NUMA ID: got '" + v + "', expected an integer or N/A");
+        if (digitsAt(v, 0) != v.size())
+          fail(li, fields[a].col, "GPU NUMA ID: got '" + v + "', expected an integer or N/A");
         gpu_numa_id_[row] = parseIndex(v, path_, static_cast<int>(li) + 1, fields[a].col);
       }
     }
@@ -335,10 +360,16 @@ class NvsmiParser {
     for (const Token& v : values) {
       size_t best = 0;
       for (size_t a = 1; a < affinity_.size(); ++a) {
-        auto dist = [&](size_t k) { return affinity_[k].col > v.col ? affinity_[k].col - v.col : v.col - affinity_[k].col; };
+        auto dist = [&](size_t k) {
+          return affinity_[k].col > v.col ? affinity_[k].col - v.col : v.col - affinity_[k].col;
+        };
         if (dist(a) < dist(best)) best = a;
       }
-      if (used[best]) fail(li, v.col, "got " + excerpt(lines_[li], v.col) + ", expected one value per affinity column (two fall under " + affinity_[best].text + ")");
+      if (used[best])
+        fail(li, v.col,
+             "got " + excerpt(lines_[li], v.col) +
+                 ", expected one value per affinity column (two fall under " +
+                 affinity_[best].text + ")");
       used[best] = true;
       placed[best] = v;
     }
@@ -368,7 +399,8 @@ class NvsmiParser {
         continue;
       }
       if (!indices.insert(columns_[c].index).second) {
-        fail(header_line_, columns_[c].col, "header: GPU index " + std::to_string(columns_[c].index) + " appears twice");
+        fail(header_line_, columns_[c].col,
+             "header: GPU index " + std::to_string(columns_[c].index) + " appears twice");
       }
       gpu_cols.push_back(c);
     }
@@ -424,14 +456,17 @@ class NvsmiParser {
       if (!row_seen_[c]) missing += (missing.empty() ? "" : ", ") + columns_[c].name;
     }
     if (!missing.empty()) {
-      host.warnings.push_back("rows missing (file cut short?): " + missing + "; " + std::to_string(unknown) + " device pairs given by neither row nor column, assumed SYS");
+      host.warnings.push_back("rows missing (file cut short?): " + missing + "; " +
+                              std::to_string(unknown) +
+                              " device pairs given by neither row nor column, assumed SYS");
     }
     estimatePathMetrics(&host);
     return host;
   }
 
   void assignNuma(HostTopology* host) {
-    bool has_numa_column = std::any_of(affinity_.begin(), affinity_.end(), [](const Token& t) { return t.text == "NUMA Affinity"; });
+    bool has_numa_column = std::any_of(affinity_.begin(), affinity_.end(),
+                                       [](const Token& t) { return t.text == "NUMA Affinity"; });
     if (!has_numa_column) {
       // Older formats give CPU Affinity only: GPUs sharing a CPU set share a NUMA domain.
       std::vector<std::string> sets;
@@ -441,11 +476,14 @@ class NvsmiParser {
         if (it == sets.end()) it = sets.insert(sets.end(), gpu.cpu_affinity);
         gpu.numa_node = static_cast<int>(it - sets.begin());
       }
-      if (!sets.empty()) host->warnings.push_back("no NUMA Affinity column: NUMA nodes numbered 0.." + std::to_string(sets.size() - 1) + " by distinct CPU Affinity");
+      if (!sets.empty())
+        host->warnings.push_back("no NUMA Affinity column: NUMA nodes numbered 0.." +
+                                 std::to_string(sets.size() - 1) + " by distinct CPU Affinity");
     }
     std::map<int, std::string> nodes;
     for (const Gpu& gpu : host->gpus) {
-      if (gpu.numa_node >= 0 && !nodes.count(gpu.numa_node)) nodes[gpu.numa_node] = gpu.cpu_affinity;
+      if (gpu.numa_node >= 0 && !nodes.count(gpu.numa_node))
+        nodes[gpu.numa_node] = gpu.cpu_affinity;
     }
     for (const auto& [id, cpus] : nodes) host->numa_nodes.push_back({id, cpus});
   }

@@ -17,11 +17,16 @@ double linkGBps(const Link& link) {
   if (link.bandwidth_gbps > 0) return link.bandwidth_gbps;
   // A source that gave no rate: the link table's default for the kind.
   switch (link.kind) {
-    case LinkKind::NvLink: return link.lanes * nvlinkLaneGBps(0);
-    case LinkKind::Pci: return pcieGBps(0, link.lanes);
-    case LinkKind::Smp: return smpGBps("", "", 0);
-    case LinkKind::C2C: return pcieGBps(kDefaultPcieGen, kDefaultPcieWidth);
-    case LinkKind::Net: return 0.0;
+    case LinkKind::NvLink:
+      return link.lanes * nvlinkLaneGBps(0);
+    case LinkKind::Pci:
+      return pcieGBps(0, link.lanes);
+    case LinkKind::Smp:
+      return smpGBps("", "", 0);
+    case LinkKind::C2C:
+      return pcieGBps(kDefaultPcieGen, kDefaultPcieWidth);
+    case LinkKind::Net:
+      return 0.0;
   }
   return 0.0;
 }
@@ -29,10 +34,14 @@ double linkGBps(const Link& link) {
 double linkLatencyUs(const Link& link) {
   if (link.latency_us > 0) return link.latency_us;
   switch (link.kind) {
-    case LinkKind::NvLink: return kNvlinkHopLatencyUs;
-    case LinkKind::Smp: return kSmpHopLatencyUs;
-    case LinkKind::Net: return kNetHopLatencyUs;
-    default: return kPcieHopLatencyUs;
+    case LinkKind::NvLink:
+      return kNvlinkHopLatencyUs;
+    case LinkKind::Smp:
+      return kSmpHopLatencyUs;
+    case LinkKind::Net:
+      return kNetHopLatencyUs;
+    default:
+      return kPcieHopLatencyUs;
   }
 }
 

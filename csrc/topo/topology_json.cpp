@@ -4,7 +4,6 @@
 #include "topo/topology_json.h"
 
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "topo/error.h"
@@ -25,8 +24,10 @@ json attrsJson(const Attrs& attrs) {
 }
 
 json pathJson(const PathInfo& p) {
-  return {{"cls", toString(p.cls)}, {"nvlinks", p.nvlinks},
-          {"bandwidth_gbps", p.bandwidth_gbps}, {"latency_us", p.latency_us}};
+  return {{"cls", toString(p.cls)},
+          {"nvlinks", p.nvlinks},
+          {"bandwidth_gbps", p.bandwidth_gbps},
+          {"latency_us", p.latency_us}};
 }
 
 json matrixJson(const std::vector<PathInfo>& paths, size_t rows, size_t cols) {
@@ -42,26 +43,46 @@ json matrixJson(const std::vector<PathInfo>& paths, size_t rows, size_t cols) {
 json hostJson(const HostTopology& h) {
   json gpus = json::array(), nics = json::array(), numa = json::array();
   for (const Gpu& g : h.gpus) {
-    gpus.push_back({{"index", g.index}, {"bus_id", g.bus_id}, {"name", g.name}, {"sm", g.sm},
-                    {"numa_node", g.numa_node}, {"cpu_affinity", g.cpu_affinity},
+    gpus.push_back({{"index", g.index},
+                    {"bus_id", g.bus_id},
+                    {"name", g.name},
+                    {"sm", g.sm},
+                    {"numa_node", g.numa_node},
+                    {"cpu_affinity", g.cpu_affinity},
                     {"memory_numa_node", g.memory_numa_node}});
   }
   for (const Nic& n : h.nics) {
-    nics.push_back({{"name", n.name}, {"bus_id", n.bus_id}, {"numa_node", n.numa_node},
-                    {"speed_gbps", n.speed_gbps}, {"attrs", attrsJson(n.attrs)}});
+    nics.push_back({{"name", n.name},
+                    {"bus_id", n.bus_id},
+                    {"numa_node", n.numa_node},
+                    {"speed_gbps", n.speed_gbps},
+                    {"attrs", attrsJson(n.attrs)}});
   }
   for (const NumaNode& n : h.numa_nodes) numa.push_back({{"id", n.id}, {"cpus", n.cpus}});
   json nodes = json::array(), links = json::array();
   for (const Node& n : h.graph.nodes) {
-    nodes.push_back({{"kind", toString(n.kind)}, {"id", n.id}, {"name", n.name},
-                     {"numa_node", n.numa_node}, {"index", n.index}, {"attrs", attrsJson(n.attrs)}});
+    nodes.push_back({{"kind", toString(n.kind)},
+                     {"id", n.id},
+                     {"name", n.name},
+                     {"numa_node", n.numa_node},
+                     {"index", n.index},
+                     {"attrs", attrsJson(n.attrs)}});
   }
   for (const Link& l : h.graph.links) {
-    links.push_back({{"a", l.a}, {"b", l.b}, {"kind", toString(l.kind)}, {"lanes", l.lanes},
-                     {"bandwidth_gbps", l.bandwidth_gbps}, {"latency_us", l.latency_us}});
+    links.push_back({{"a", l.a},
+                     {"b", l.b},
+                     {"kind", toString(l.kind)},
+                     {"lanes", l.lanes},
+                     {"bandwidth_gbps", l.bandwidth_gbps},
+                     {"latency_us", l.latency_us}});
   }
-  return {{"hostname", h.hostname}, {"source", h.source}, {"format", h.format}, {"gpus", gpus}, {"nics", nics},
-          {"numa_nodes", numa}, {"graph", {{"nodes", nodes}, {"links", links}}},
+  return {{"hostname", h.hostname},
+          {"source", h.source},
+          {"format", h.format},
+          {"gpus", gpus},
+          {"nics", nics},
+          {"numa_nodes", numa},
+          {"graph", {{"nodes", nodes}, {"links", links}}},
           {"gpu_paths", matrixJson(h.gpu_paths, h.gpus.size(), h.gpus.size())},
           {"gpu_nic_paths", matrixJson(h.gpu_nic_paths, h.gpus.size(), h.nics.size())},
           {"warnings", h.warnings}};
@@ -77,7 +98,8 @@ class Reader {
   }
 
   const json* find(const json& obj, const char* key, const std::string& where) const {
-    if (!obj.is_object()) fail(where, "got " + std::string(obj.type_name()) + ", expected an object");
+    if (!obj.is_object())
+      fail(where, "got " + std::string(obj.type_name()) + ", expected an object");
     auto it = obj.find(key);
     return it == obj.end() ? nullptr : &*it;
   }
@@ -86,7 +108,8 @@ class Reader {
                   const std::string& fallback = "") const {
     const json* v = find(obj, key, where);
     if (v == nullptr) return fallback;
-    if (!v->is_string()) fail(where + "." + key, "got " + std::string(v->type_name()) + ", expected a string");
+    if (!v->is_string())
+      fail(where + "." + key, "got " + std::string(v->type_name()) + ", expected a string");
     return v->get<std::string>();
   }
 
@@ -94,18 +117,23 @@ class Reader {
                long lo = -1, long hi = kMaxCount) const {
     const json* v = find(obj, key, where);
     if (v == nullptr) return fallback;
-    if (!v->is_number_integer()) fail(where + "." + key, "got " + v->dump().substr(0, 40) + ", expected an integer");
+    if (!v->is_number_integer())
+      fail(where + "." + key, "got " + v->dump().substr(0, 40) + ", expected an integer");
     long long x = v->get<long long>();
-    if (x < lo || x > hi) fail(where + "." + key, "got " + std::to_string(x) + ", expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    if (x < lo || x > hi)
+      fail(where + "." + key, "got " + std::to_string(x) + ", expected an integer in [" +
+                                  std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return static_cast<long>(x);
   }
 
   double number(const json& obj, const char* key, const std::string& where, double fallback) const {
     const json* v = find(obj, key, where);
     if (v == nullptr) return fallback;
-    if (!v->is_number()) fail(where + "." + key, "got " + v->dump().substr(0, 40) + ", expected a number");
+    if (!v->is_number())
+      fail(where + "." + key, "got " + v->dump().substr(0, 40) + ", expected a number");
     double x = v->get<double>();
-    if (!std::isfinite(x) || x < 0) fail(where + "." + key, "got " + v->dump() + ", expected a finite number >= 0");
+    if (!std::isfinite(x) || x < 0)
+      fail(where + "." + key, "got " + v->dump() + ", expected a finite number >= 0");
     return x;
   }
 
@@ -113,7 +141,8 @@ class Reader {
     static const json kEmpty = json::array();
     const json* v = find(obj, key, where);
     if (v == nullptr) return kEmpty;
-    if (!v->is_array()) fail(where + "." + key, "got " + std::string(v->type_name()) + ", expected an array");
+    if (!v->is_array())
+      fail(where + "." + key, "got " + std::string(v->type_name()) + ", expected an array");
     if (v->size() > static_cast<size_t>(kMaxCount)) fail(where + "." + key, "too many entries");
     return *v;
   }
@@ -124,7 +153,8 @@ class Reader {
     for (size_t i = 0; i < list.size(); ++i) {
       const json& kv = list[i];
       if (!kv.is_array() || kv.size() != 2 || !kv[0].is_string() || !kv[1].is_string()) {
-        fail(where + ".attrs[" + std::to_string(i) + "]", "expected a [key, value] pair of strings");
+        fail(where + ".attrs[" + std::to_string(i) + "]",
+             "expected a [key, value] pair of strings");
       }
       out.emplace_back(kv[0].get<std::string>(), kv[1].get<std::string>());
     }
@@ -145,13 +175,16 @@ class Reader {
     PathInfo p;
     int lanes = 0;
     if (cell.is_string()) {
-      if (!parsePathClass(cell.get<std::string>(), &p.cls, &lanes)) fail(where, "got '" + cell.get<std::string>() + "', expected a path class such as NV12, PIX or SYS");
+      if (!parsePathClass(cell.get<std::string>(), &p.cls, &lanes))
+        fail(where, "got '" + cell.get<std::string>() +
+                        "', expected a path class such as NV12, PIX or SYS");
       p.nvlinks = lanes;
       *estimated = true;
       return p;
     }
     std::string cls = str(cell, "cls", where, "SYS");
-    if (!parsePathClass(cls, &p.cls, &lanes)) fail(where + ".cls", "got '" + cls + "', expected X, NV, PIX, PXB, PHB, NODE, SYS or NET");
+    if (!parsePathClass(cls, &p.cls, &lanes))
+      fail(where + ".cls", "got '" + cls + "', expected X, NV, PIX, PXB, PHB, NODE, SYS or NET");
     p.nvlinks = static_cast<int>(integer(cell, "nvlinks", where, lanes, 0, 4096));
     p.bandwidth_gbps = number(cell, "bandwidth_gbps", where, 0.0);
     p.latency_us = number(cell, "latency_us", where, 0.0);
@@ -165,10 +198,15 @@ class Reader {
     std::vector<PathInfo> out;
     if (!*present) return out;
     std::string w = where + "." + key;
-    if (m.size() != rows) fail(w, "got " + std::to_string(m.size()) + " rows, expected " + std::to_string(rows));
+    if (m.size() != rows)
+      fail(w, "got " + std::to_string(m.size()) + " rows, expected " + std::to_string(rows));
     for (size_t i = 0; i < rows; ++i) {
-      if (!m[i].is_array() || m[i].size() != cols) fail(w + "[" + std::to_string(i) + "]", "expected an array of " + std::to_string(cols) + " cells");
-      for (size_t j = 0; j < cols; ++j) out.push_back(path(m[i][j], w + "[" + std::to_string(i) + "][" + std::to_string(j) + "]", estimated));
+      if (!m[i].is_array() || m[i].size() != cols)
+        fail(w + "[" + std::to_string(i) + "]",
+             "expected an array of " + std::to_string(cols) + " cells");
+      for (size_t j = 0; j < cols; ++j)
+        out.push_back(
+            path(m[i][j], w + "[" + std::to_string(i) + "][" + std::to_string(j) + "]", estimated));
     }
     return out;
   }
@@ -181,7 +219,7 @@ class Reader {
 
 HostTopology Reader::host(const json& obj, const std::string& where) const {
   static const NodeKind kNodeKinds[] = {NodeKind::Host, NodeKind::Cpu, NodeKind::PciSwitch,
-                                        NodeKind::Gpu, NodeKind::Nic, NodeKind::NvSwitch};
+                                        NodeKind::Gpu,  NodeKind::Nic, NodeKind::NvSwitch};
   static const LinkKind kLinkKinds[] = {LinkKind::NvLink, LinkKind::C2C, LinkKind::Pci,
                                         LinkKind::Smp, LinkKind::Net};
   HostTopology h;
@@ -249,13 +287,15 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   }
   const json& warnings = array(obj, "warnings", where);
   for (size_t i = 0; i < warnings.size(); ++i) {
-    if (!warnings[i].is_string()) fail(where + ".warnings[" + std::to_string(i) + "]", "expected a string");
+    if (!warnings[i].is_string())
+      fail(where + ".warnings[" + std::to_string(i) + "]", "expected a string");
     h.warnings.push_back(warnings[i].get<std::string>());
   }
   bool present = false, estimated = false;
   h.gpu_paths = matrix(obj, "gpu_paths", where, h.gpus.size(), h.gpus.size(), &present, &estimated);
   bool nic_present = false;
-  h.gpu_nic_paths = matrix(obj, "gpu_nic_paths", where, h.gpus.size(), h.nics.size(), &nic_present, &estimated);
+  h.gpu_nic_paths =
+      matrix(obj, "gpu_nic_paths", where, h.gpus.size(), h.nics.size(), &nic_present, &estimated);
   if (!present && !h.graph.nodes.empty()) {
     try {
       computePaths(&h);
@@ -326,8 +366,11 @@ std::string clusterToJson(const ClusterTopology& c, int indent) {
   for (const RankPlacement& r : c.ranks) {
     ranks.push_back({{"host", r.host}, {"local_gpu", r.local_gpu}, {"local_rank", r.local_rank}});
   }
-  json doc = {{"schema", kTopologyJsonSchema}, {"kind", "cluster"}, {"hosts", hosts},
-              {"ranks", ranks}, {"inter_host_bandwidth_gbps", c.inter_host_bandwidth_gbps},
+  json doc = {{"schema", kTopologyJsonSchema},
+              {"kind", "cluster"},
+              {"hosts", hosts},
+              {"ranks", ranks},
+              {"inter_host_bandwidth_gbps", c.inter_host_bandwidth_gbps},
               {"inter_host_latency_us", c.inter_host_latency_us}};
   return dump(doc, indent);
 }
@@ -337,12 +380,14 @@ ClusterTopology clusterFromJson(const std::string& text, const std::string& path
   Reader r(path);
   ClusterTopology c;
   const json& hosts = r.array(doc, "hosts", "(root)");
-  for (size_t i = 0; i < hosts.size(); ++i) c.hosts.push_back(r.host(hosts[i], "hosts[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < hosts.size(); ++i)
+    c.hosts.push_back(r.host(hosts[i], "hosts[" + std::to_string(i) + "]"));
   const json& ranks = r.array(doc, "ranks", "(root)");
   for (size_t i = 0; i < ranks.size(); ++i) {
     std::string w = "ranks[" + std::to_string(i) + "]";
     RankPlacement p;
-    p.host = static_cast<int>(r.integer(ranks[i], "host", w, -2, 0, static_cast<long>(c.hosts.size()) - 1));
+    p.host = static_cast<int>(
+        r.integer(ranks[i], "host", w, -2, 0, static_cast<long>(c.hosts.size()) - 1));
     if (p.host < 0) r.fail(w + ".host", "missing, expected a host index");
     long gpus = static_cast<long>(c.hosts[p.host].gpus.size());
     p.local_gpu = static_cast<int>(r.integer(ranks[i], "local_gpu", w, -1, -1, gpus - 1));

@@ -16,7 +16,8 @@ namespace {
 TEST(FuzzTest, MutantsParseOrRaiseParseError) {
   std::vector<std::string> corpus;
   for (const char* dir : {"nvidia_smi_topo", "nccl_topo_xml"}) {
-    for (const std::string& path : testing::dataFiles(dir)) corpus.push_back(testing::readText(path));
+    for (const std::string& path : testing::dataFiles(dir))
+      corpus.push_back(testing::readText(path));
   }
   corpus.push_back(hostToJson(loadTopologyFile(
       testing::dataPath("nvidia_smi_topo/ncclTests331_leonardo_4xA100-64GB_NV4mesh_4xNIC.txt"))));

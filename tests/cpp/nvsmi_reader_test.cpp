@@ -31,7 +31,7 @@ TEST(NvsmiReaderTest, GluedHeaderOfTheSocEra) {
   HostTopology h = readData("sheffield_sharc_DGX-1_8xP100_NV1_4xmlx5_SOCformat.tsv.txt");
   ASSERT_EQ(h.gpuCount(), 8);
   ASSERT_EQ(h.nics.size(), 4u);
-  EXPECT_EQ(h.nics[1].name, "mlx5_2");  // header order kept
+  EXPECT_EQ(h.nics[1].name, "mlx5_2");          // header order kept
   EXPECT_EQ(h.path(0, 5).cls, PathClass::SYS);  // SOC
   EXPECT_EQ(h.path(1, 5).nvlinks, 1);
   EXPECT_EQ(h.gpu_nic_paths[0 * 4 + 2].cls, PathClass::PHB);
@@ -59,7 +59,7 @@ TEST(NvsmiReaderTest, GpuNumaIdColumnOfGb200) {
   ASSERT_EQ(h.gpuCount(), 4);
   EXPECT_EQ(h.gpus[1].memory_numa_node, 10);
   EXPECT_EQ(h.gpus[2].numa_node, 1);
-  EXPECT_EQ(h.gpus[3].numa_node, -1);  // row missing
+  EXPECT_EQ(h.gpus[3].numa_node, -1);   // row missing
   EXPECT_EQ(h.path(3, 0).nvlinks, 18);  // from the mirror cell in row GPU0
   ASSERT_FALSE(h.warnings.empty());
   EXPECT_NE(h.warnings[0].find("rows missing"), std::string::npos);
@@ -101,8 +101,9 @@ TEST(NvsmiReaderTest, ErrorsNameLineColumnAndExpectation) {
   EXPECT_EQ(parseError("        GPU0    GPU1\nGPU0     X      NVx\n"),
             "t.txt:2:17: row GPU0, column GPU1: got 'NVx', expected a path class (X, NV#, PIX, "
             "PXB, PHB, NODE, SYS, SOC)");
-  EXPECT_NE(parseError("GPU0 GPU1\nGPU0 X X\n").find("t.txt:2:8: row GPU0, column GPU1: got 'X', "
-                                                   "expected X exactly on the diagonal"),
+  EXPECT_NE(parseError("GPU0 GPU1\nGPU0 X X\n")
+                .find("t.txt:2:8: row GPU0, column GPU1: got 'X', "
+                      "expected X exactly on the diagonal"),
             std::string::npos);
   EXPECT_NE(parseError("GPU0 GPU1\nGPU7 X SYS\n").find("t.txt:2:1:"), std::string::npos);
   EXPECT_NE(parseError("GPU0 GPU1\nGPU0 X\n").find("has 1 path cells, expected 2"),

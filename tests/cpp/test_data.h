@@ -12,7 +12,9 @@
 
 namespace torch_topo::topo::testing {
 
-inline std::string dataPath(const std::string& rel) { return std::string(TORCH_TOPO_TEST_DATA) + "/" + rel; }
+inline std::string dataPath(const std::string& rel) {
+  return std::string(TORCH_TOPO_TEST_DATA) + "/" + rel;
+}
 
 inline std::string readText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -63,7 +63,8 @@ TEST(TopologyJsonTest, EveryFileRoundTripsExactly) {
 
 TEST(TopologyJsonTest, ClusterRoundTrip) {
   ClusterTopology c;
-  c.hosts.push_back(loadTopologyFile(testing::dataPath("nvidia_smi_topo/2xgpu_NV2_bridge_mlengineering.txt")));
+  c.hosts.push_back(
+      loadTopologyFile(testing::dataPath("nvidia_smi_topo/2xgpu_NV2_bridge_mlengineering.txt")));
   c.hosts.push_back(c.hosts[0]);
   c.hosts[1].hostname = "b";
   c.ranks = {{0, 0, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 1}};
@@ -101,13 +102,18 @@ std::string jsonError(const std::string& text) {
 }
 
 TEST(TopologyJsonTest, ErrorsNameTheField) {
-  EXPECT_EQ(jsonError("{\"schema\": \"torch-topo/1\",\n \"kind\": \"host\", \"gpus\": [{\"sm\": \"x\"}]}"),
-            "h.json:1:1: field (root).gpus[0].sm: got \"x\", expected an integer");
-  EXPECT_NE(jsonError("{\"schema\": \"torch-topo/2\", \"kind\": \"host\"}").find("expected 'torch-topo/1'"),
+  EXPECT_EQ(
+      jsonError(
+          "{\"schema\": \"torch-topo/1\",\n \"kind\": \"host\", \"gpus\": [{\"sm\": \"x\"}]}"),
+      "h.json:1:1: field (root).gpus[0].sm: got \"x\", expected an integer");
+  EXPECT_NE(jsonError("{\"schema\": \"torch-topo/2\", \"kind\": \"host\"}")
+                .find("expected 'torch-topo/1'"),
             std::string::npos);
-  EXPECT_NE(jsonError("{\n  \"schema\": ,\n}").find("h.json:2:13: malformed JSON"), std::string::npos);
+  EXPECT_NE(jsonError("{\n  \"schema\": ,\n}").find("h.json:2:13: malformed JSON"),
+            std::string::npos);
   EXPECT_NE(jsonError(R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{}],
-                          "gpu_paths": [["X", "X"]]})").find("expected an array of 1 cells"),
+                          "gpu_paths": [["X", "X"]]})")
+                .find("expected an array of 1 cells"),
             std::string::npos);
   EXPECT_NE(jsonError(R"({"schema": "torch-topo/1", "kind": "host",
                           "graph": {"nodes": [], "links": [{"a": 0, "b": 1, "kind": "pci"}]}})")
