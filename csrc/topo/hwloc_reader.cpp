@@ -439,6 +439,7 @@ HostTopology HwlocXmlReader::read() {
   };
   host_.hostname = info("HostName");
   host_.source = path_;
+  host_.format = "hwloc-xml";
   cpu_vendor_ = info("CPUVendor");
   arch_ = info("Architecture");
   intel_model_ = std::atoi(info("CPUModelNumber").c_str());

@@ -170,6 +170,9 @@ class NcclXmlWriter {
     setAttrs(el, node, "gpu.");
     for (const Link* l : nvlinks) {
       const Node& other = graph_.nodes[l->a == id ? l->b : l->a];
+      // NVLink to a CPU (POWER8/9, from hwloc or NVML) has no PCI bus id to name as a target;
+      // NCCL finds those links at run time, so the file leaves them out.
+      if (other.kind != NodeKind::Gpu && other.kind != NodeKind::NvSwitch) continue;
       pugi::xml_node nv = el.append_child("nvlink");
       nv.append_attribute("target") = other.id.c_str();
       nv.append_attribute("count") = l->lanes;

@@ -250,6 +250,7 @@ HostTopology probeHost(HwlocApi* hwloc, NvmlApi* nvml, const std::string& sysfs_
   // hwloc's NIC objects carry no speed; /sys is the one source of names, speeds and RDMA devices.
   host.nics.clear();
   attachNics(readSysfsNics(sysfs_root), &host);
+  host.format.clear();  // a live probe, not a file format
   host.source = "probe:";
   for (size_t i = 0; i < sources.size(); ++i) host.source += (i ? "+" : "") + sources[i];
   computePaths(&host);

@@ -104,7 +104,7 @@ def test_parse_play(spec, size, rank, expected):
 @pytest.mark.parametrize(
     "spec, fragment",
     [
-        ("a:0,b:0", "got 2 entries, expected 1 (this rank) or 3"),
+        ("a:0,b:0", r"got 2 entries, expected 1 \(this rank\) or 3"),
         ("a", "expected HOST:GPU"),
         (":1", "expected HOST:GPU"),
         ("a:-1", "expected HOST:GPU"),
