@@ -98,8 +98,20 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
                 f"topology: got {type(topology_or_cluster).__name__}, expected a file path, a "
                 "Topology or cluster object, or torch-topo JSON"
             )
-        text = _C.planner_cluster_json(text=obj, hosts=hosts)
-    return _C.PlannerCluster(text, chunk_bytes)
+        text = _C.planner_cluster_json(text=_drop_empty_nic_paths(obj), hosts=hosts)
+    return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes)
+
+
+def _drop_empty_nic_paths(text: str) -> str:
+    # The JSON writer emits `gpu_nic_paths: []` for hosts whose source has NICs but no GPU-NIC
+    # paths, and the reader then wants one row per GPU; a missing field is accepted.
+    doc = json.loads(text)
+    changed = False
+    for host in doc.get("hosts", [doc]) if isinstance(doc, dict) else []:
+        if host.get("gpu_nic_paths") == [] and host.get("gpus"):
+            del host["gpu_nic_paths"]
+            changed = True
+    return json.dumps(doc) if changed else text
 
 
 def _nest(flat: list[int], shape: Sequence[int]) -> list:
