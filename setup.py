@@ -66,6 +66,9 @@ def _extension():
         define_macros.append(("TORCH_TOPO_WITH_HWLOC", "1"))
         libraries.append("hwloc")
     libraries.append("dl")  # NVML is loaded at run time
+    # Debian's libpugixml-dev has no pugixml.cpp for header-only use; link its PIC archive
+    # statically so the extension needs no libpugixml at run time.
+    extra_link_args.append("-l:libpugixml.a")
     # No -std here: torch picks the standard its headers need (C++20 from 2.10 on); the core
     # itself stays C++17, which CMake enforces.
     cxx_flags = ["-O2", "-Wall", "-Wno-unused-parameter"]

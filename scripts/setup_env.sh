@@ -17,6 +17,7 @@ command -v cmake >/dev/null || need_apt+=(cmake)
 [ -f /usr/include/hwloc.h ] || need_apt+=(libhwloc-dev)
 command -v ip >/dev/null || need_apt+=(iproute2)
 command -v ninja >/dev/null || need_apt+=(ninja-build)
+command -v ccache >/dev/null || need_apt+=(ccache)
 if [ "${#need_apt[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
@@ -33,5 +34,9 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import torch, sys; sy
 fi
 
 cd "$ROOT"
+# ccache keeps rebuilds in fresh CI clones cheap: the sources rarely change between runs.
+export PATH="/usr/lib/ccache:$PATH"
+export CCACHE_DIR="${CCACHE_DIR:-/opt/torch-topo/ccache}" CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+export MAX_JOBS="${MAX_JOBS:-2}"
 "$VENV/bin/pip" install -q --no-build-isolation --no-deps -e . >/dev/null
 echo "$VENV"

@@ -61,6 +61,14 @@ bool parsePathClass(const std::string& text, PathClass* cls, int* nvlinks) {
   return false;
 }
 
+const std::string& findAttr(const std::vector<std::pair<std::string, std::string>>& attrs,
+                            const std::string& key, const std::string& fallback) {
+  for (const auto& kv : attrs) {
+    if (kv.first == key) return kv.second;
+  }
+  return fallback;
+}
+
 int Graph::addNode(Node node) {
   nodes.push_back(std::move(node));
   return static_cast<int>(nodes.size()) - 1;

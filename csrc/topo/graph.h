@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torch_topo::topo {
@@ -47,7 +48,14 @@ struct Node {
   int numa_node = -1;
   /// Per-kind index on the host: CUDA index for GPUs, NIC number for NICs, NUMA id for CPUs.
   int index = -1;
+  /// Attributes a source gave verbatim (NCCL XML: pci `class`, `vendor`, `link_speed`, cpu
+  /// `arch`, gpu `gdr` as "gpu.gdr"), kept so writers reproduce them; empty for live probes.
+  std::vector<std::pair<std::string, std::string>> attrs;
 };
+
+/// Value of `key` in `attrs`, or `fallback` when absent.
+const std::string& findAttr(const std::vector<std::pair<std::string, std::string>>& attrs,
+                            const std::string& key, const std::string& fallback);
 
 /// One bidirectional physical link; bandwidth is per direction.
 struct Link {
@@ -88,6 +96,8 @@ struct Gpu {
   int sm = 0;             // compute capability x 10 (90 for H100), 0 when unknown
   int numa_node = -1;
   std::string cpu_affinity;  // cpulist such as "0-47,96-143", empty when unknown
+  /// NUMA node of the GPU's own memory where it is one (GB200 "GPU NUMA ID"), -1 otherwise.
+  int memory_numa_node = -1;
 };
 
 struct Nic {
@@ -95,6 +105,8 @@ struct Nic {
   std::string bus_id;   // empty when unknown
   int numa_node = -1;
   double speed_gbps = 0.0;  // Gbit/s line rate, 0 when unknown
+  /// Source attributes kept for writers (NCCL `<net>`: dev, port, guid, gdr, ...).
+  std::vector<std::pair<std::string, std::string>> attrs;
 };
 
 struct NumaNode {
@@ -108,6 +120,9 @@ struct NumaNode {
 struct HostTopology {
   std::string hostname;
   std::string source;  // file path or "probe:<what>"
+  /// Format the topology was read from ("nvidia-smi", "nccl-xml", "hwloc-xml"), empty for
+  /// live probes; writers use it to tell source attributes from derived ones.
+  std::string format;
   std::vector<Gpu> gpus;
   std::vector<Nic> nics;
   std::vector<NumaNode> numa_nodes;

@@ -1,6 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Sequence-parallel attention ops: Ulysses, ring attention and their 2-D combination."""
+"""Model-facing ops: sequence-parallel attention (Ulysses, ring, their 2-D combination) and
+communication/compute overlap. Each algorithm lives in its own module."""
 
+from torch_topo.ops.overlap import (
+    OverlapRecorder,
+    all_gather_matmul,
+    hidden_fraction,
+    matmul_reduce_scatter,
+)
 from torch_topo.ops.ring_attention import (
     ring_attention,
     zigzag_positions,
@@ -17,9 +24,13 @@ from torch_topo.ops.sequence_parallel import (
 from torch_topo.ops.ulysses import ulysses_all_to_all, ulysses_attention
 
 __all__ = [
+    "OverlapRecorder",
     "SequenceParallelAttention",
     "UlyssesConfig",
+    "all_gather_matmul",
     "build_sequence_parallel_groups",
+    "hidden_fraction",
+    "matmul_reduce_scatter",
     "ring_attention",
     "shard_sequence",
     "ulysses_all_to_all",

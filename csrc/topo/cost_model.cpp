@@ -1,0 +1,623 @@
+// SPDX-License-Identifier: Apache-2.0
+// Alpha-beta cost model (layer: csrc/topo): per-algorithm schedules of transfers, timed against
+// the links and shared resources (GPU injection, NICs, host uplink) they use.
+#include "topo/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+#include "topo/error.h"
+#include "topo/ring_order.h"
+
+namespace torch_topo::topo {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kBytesPerGB = 1e9;
+
+// Fallbacks used only when a reader left a path's bandwidth or latency at 0. Bandwidths follow
+// NCCL src/graph/topo.h (v2.19): SM80_NVLINK_BW 20 GB/s per lane, PCI_BW 12 (Gen3 x16 as NCCL
+// counts it), SKL_QPI_BW 10; LOC_BW 5000 for a GPU with itself. Latencies are model defaults of
+// the order of NCCL's tuning.cc hwLat for the Simple protocol (a few microseconds per hop).
+constexpr double kNvlinkLaneGBps = 20.0;
+constexpr double kPciGBps = 12.0;
+constexpr double kSmpGBps = 10.0;
+constexpr double kLocalGBps = 5000.0;
+constexpr double kNvlinkLatencyUs = 1.0;
+constexpr double kPciLatencyUs = 1.5;
+constexpr double kSysLatencyUs = 2.5;
+constexpr double kNetLatencyUs = 5.0;
+// CPU-only ranks of one host (Gloo over loopback/shared memory): a model default, measured
+// order of magnitude of Gloo ring all_reduce between two local processes on x86 hosts.
+constexpr double kCpuLocalGBps = 5.0;
+constexpr double kCpuLocalLatencyUs = 10.0;
+// No NIC speed and no measured inter-host bandwidth: 100 Gbit/s, the common cloud default.
+constexpr double kDefaultNetworkGBps = 12.5;
+// A transfer between NICs of different rails crosses the spine tier: one more switch hop.
+constexpr double kCrossRailLatencyUs = 1.0;
+// Largest NVLink lane count of any GPU so far (H100/B200: 18). More lanes to every peer than
+// this means the lanes go through NVSwitch and are shared, not one bundle per peer.
+constexpr int kMaxNvlinkLanesPerGpu = 18;
+// Largest group for one-shot (direct) all-reduce, all-gather and reduce-scatter.
+constexpr int kDirectMaxGroup = 16;
+// Hierarchical size scan of computeHierarchicalThresholds.
+constexpr int64_t kScanMinBytes = 1 << 10;
+constexpr int64_t kScanMaxBytes = int64_t{16} << 30;
+
+double defaultBandwidth(const PathInfo& p) {
+  switch (p.cls) {
+    case PathClass::X: return kLocalGBps;
+    case PathClass::NV: return kNvlinkLaneGBps * std::max(1, p.nvlinks);
+    case PathClass::SYS: return kSmpGBps;
+    case PathClass::NET: return kDefaultNetworkGBps;
+    default: return kPciGBps;
+  }
+}
+
+double defaultLatency(const PathInfo& p) {
+  switch (p.cls) {
+    case PathClass::X: return 0.0;
+    case PathClass::NV: return kNvlinkLatencyUs;
+    case PathClass::SYS: return kSysLatencyUs;
+    case PathClass::NET: return kNetLatencyUs;
+    default: return kPciLatencyUs;
+  }
+}
+
+/// NVLink lanes of one GPU reach its peers through NVSwitch (shared) rather than one bundle
+/// per peer: the box has NVSwitch nodes, or every peer shows the same lane count and their sum
+/// exceeds what any GPU has.
+bool nvlinkSwitched(const HostTopology& host) {
+  if (!host.graph.nodesOfKind(NodeKind::NvSwitch).empty()) return true;
+  const int g = host.gpuCount();
+  if (g < 3) return false;
+  const int lanes = host.path(0, 1).nvlinks;
+  for (int a = 0; a < g; ++a)
+    for (int b = 0; b < g; ++b)
+      if (a != b && (host.path(a, b).cls != PathClass::NV || host.path(a, b).nvlinks != lanes))
+        return false;
+  return lanes * (g - 1) > kMaxNvlinkLanesPerGpu;
+}
+
+/// The rail (NIC index) of each GPU: the NIC with the best path class, ties to the lower
+/// index; without GPU-NIC paths, NICs are spread evenly over GPUs in index order.
+std::vector<int> railsOfHost(const HostTopology& host) {
+  const int g = host.gpuCount();
+  const int nics = static_cast<int>(host.nics.size());
+  std::vector<int> rail(std::max(g, 0), 0);
+  if (nics == 0) return rail;
+  const bool have_paths = host.gpu_nic_paths.size() == static_cast<size_t>(g) * nics;
+  for (int i = 0; i < g; ++i) {
+    if (!have_paths) {
+      rail[i] = std::min(nics - 1, i * nics / std::max(g, 1));
+      continue;
+    }
+    int best = 0;
+    for (int k = 1; k < nics; ++k) {
+      if (host.gpu_nic_paths[i * nics + k].cls < host.gpu_nic_paths[i * nics + best].cls) best = k;
+    }
+    rail[i] = best;
+  }
+  return rail;
+}
+
+}  // namespace
+
+const char* toString(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return "all_reduce";
+    case CollectiveOp::AllGather: return "all_gather";
+    case CollectiveOp::ReduceScatter: return "reduce_scatter";
+    case CollectiveOp::AllToAll: return "all_to_all";
+    case CollectiveOp::Broadcast: return "broadcast";
+    case CollectiveOp::SendRecv: return "send_recv";
+  }
+  return "?";
+}
+
+const char* toString(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::Ring: return "ring";
+    case Algorithm::Tree: return "tree";
+    case Algorithm::HalvingDoubling: return "halving_doubling";
+    case Algorithm::Direct: return "direct";
+    case Algorithm::Hierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+CollectiveOp parseCollectiveOp(const std::string& text) {
+  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather,
+                          CollectiveOp::ReduceScatter, CollectiveOp::AllToAll,
+                          CollectiveOp::Broadcast, CollectiveOp::SendRecv}) {
+    if (text == toString(op)) return op;
+  }
+  throw InvalidArgument("collective op: got '" + text +
+                        "', expected all_reduce, all_gather, reduce_scatter, all_to_all, "
+                        "broadcast or send_recv");
+}
+
+Algorithm parseAlgorithm(const std::string& text) {
+  for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling,
+                      Algorithm::Direct, Algorithm::Hierarchical}) {
+    if (text == toString(a)) return a;
+  }
+  throw InvalidArgument("algorithm: got '" + text +
+                        "', expected ring, tree, halving_doubling, direct or hierarchical");
+}
+
+double busBandwidthFactor(CollectiveOp op, int group_size) {
+  const double n = std::max(group_size, 1);
+  switch (op) {
+    case CollectiveOp::AllReduce: return 2.0 * (n - 1) / n;
+    case CollectiveOp::AllGather:
+    case CollectiveOp::ReduceScatter:
+    case CollectiveOp::AllToAll: return (n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
+    : cluster_(cluster), options_(options), n_(static_cast<int>(cluster.ranks.size())) {
+  TOPO_CHECK(options_.chunk_bytes > 0, "CostOptions.chunk_bytes: got ", options_.chunk_bytes,
+             ", expected > 0");
+  const int hosts = static_cast<int>(cluster_.hosts.size());
+  std::vector<std::vector<int>> host_rails(hosts);
+  std::vector<char> switched(hosts, 0);
+  nic_base_.assign(hosts, 0);
+  host_uplink_gbps_.assign(hosts, kInf);
+  for (int h = 0; h < hosts; ++h) {
+    const HostTopology& host = cluster_.hosts[h];
+    host_rails[h] = railsOfHost(host);
+    switched[h] = nvlinkSwitched(host);
+    nic_base_[h] = static_cast<int>(nic_gbps_.size());
+    const int nics = std::max<int>(1, static_cast<int>(host.nics.size()));
+    for (int k = 0; k < nics; ++k) {
+      double gbps = k < static_cast<int>(host.nics.size()) ? host.nics[k].speed_gbps / 8.0 : 0.0;
+      if (gbps <= 0) {
+        gbps = cluster_.inter_host_bandwidth_gbps > 0 ? cluster_.inter_host_bandwidth_gbps / nics
+                                                      : kDefaultNetworkGBps;
+      }
+      nic_gbps_.push_back(gbps);
+    }
+    if (cluster_.inter_host_bandwidth_gbps > 0) {
+      host_uplink_gbps_[h] = cluster_.inter_host_bandwidth_gbps;
+    }
+  }
+  for (int r = 0; r < n_; ++r) {
+    const RankPlacement& p = cluster_.ranks[r];
+    TOPO_CHECK(p.host >= 0 && p.host < hosts, "ClusterTopology.ranks[", r, "].host: got ",
+               p.host, ", expected 0..", hosts - 1);
+    TOPO_CHECK(p.local_gpu < cluster_.hosts[p.host].gpuCount(), "ClusterTopology.ranks[", r,
+               "].local_gpu: got ", p.local_gpu, ", expected < ",
+               cluster_.hosts[p.host].gpuCount(), " (GPUs of host ", p.host, ")");
+  }
+  rail_.assign(n_, 0);
+  nvlink_injection_gbps_.assign(n_, kInf);
+  pcie_injection_gbps_.assign(n_, kInf);
+  for (int r = 0; r < n_; ++r) {
+    const RankPlacement& p = cluster_.ranks[r];
+    const HostTopology& host = cluster_.hosts[p.host];
+    if (p.local_gpu < 0) continue;
+    rail_[r] = host_rails[p.host][p.local_gpu];
+    // Switched: one GPU's lanes are the same bundle to every peer; direct: bundles add up.
+    double nv_sum = 0.0, nv_max = 0.0, pcie_max = 0.0;
+    for (int j = 0; j < host.gpuCount(); ++j) {
+      if (j == p.local_gpu) continue;
+      const PathInfo& path = host.path(p.local_gpu, j);
+      const double bw = path.bandwidth_gbps > 0 ? path.bandwidth_gbps : defaultBandwidth(path);
+      if (path.cls == PathClass::NV) {
+        nv_sum += bw;
+        nv_max = std::max(nv_max, bw);
+      } else {
+        pcie_max = std::max(pcie_max, bw);
+      }
+    }
+    if (nv_max > 0) nvlink_injection_gbps_[r] = switched[p.host] ? nv_max : nv_sum;
+    if (pcie_max > 0) pcie_injection_gbps_[r] = pcie_max;
+  }
+  bandwidth_.assign(static_cast<size_t>(n_) * n_, kLocalGBps);
+  latency_.assign(static_cast<size_t>(n_) * n_, 0.0);
+  for (int a = 0; a < n_; ++a) {
+    const RankPlacement& pa = cluster_.ranks[a];
+    for (int b = 0; b < n_; ++b) {
+      if (a == b) continue;
+      const RankPlacement& pb = cluster_.ranks[b];
+      double bw, lat;
+      if (pa.host != pb.host) {
+        bw = std::min({nic_gbps_[nic_base_[pa.host] + rail_[a]],
+                       nic_gbps_[nic_base_[pb.host] + rail_[b]], host_uplink_gbps_[pa.host],
+                       host_uplink_gbps_[pb.host]});
+        lat = cluster_.inter_host_latency_us > 0 ? cluster_.inter_host_latency_us : kNetLatencyUs;
+        if (rail_[a] != rail_[b]) lat += kCrossRailLatencyUs;
+      } else if (pa.local_gpu < 0 || pb.local_gpu < 0) {
+        bw = kCpuLocalGBps;
+        lat = kCpuLocalLatencyUs;
+      } else {
+        const PathInfo& path = cluster_.hosts[pa.host].path(pa.local_gpu, pb.local_gpu);
+        bw = path.bandwidth_gbps > 0 ? path.bandwidth_gbps : defaultBandwidth(path);
+        lat = path.latency_us > 0 ? path.latency_us : defaultLatency(path);
+      }
+      bandwidth_[a * n_ + b] = bw;
+      latency_[a * n_ + b] = lat;
+    }
+  }
+}
+
+double CostModel::pairBandwidth(int a, int b) const { return bandwidth_.at(a * n_ + b); }
+double CostModel::pairLatency(int a, int b) const { return latency_.at(a * n_ + b); }
+int CostModel::railOf(int rank) const { return rail_.at(rank); }
+
+void CostModel::checkRanks(const std::vector<int>& ranks) const {
+  TOPO_CHECK(!ranks.empty(), "CostModel: group: got no ranks, expected at least one");
+  std::vector<char> seen(n_, 0);
+  for (int r : ranks) {
+    TOPO_CHECK(r >= 0 && r < n_, "CostModel: group rank: got ", r, ", expected 0..", n_ - 1);
+    TOPO_CHECK(!seen[r], "CostModel: group: rank ", r, " appears twice");
+    seen[r] = 1;
+  }
+}
+
+std::vector<int> CostModel::ringOrderOf(const std::vector<int>& ranks) const {
+  const int m = static_cast<int>(ranks.size());
+  if (!options_.search_ring_order || m <= 2) return ranks;
+  std::vector<double> sub(static_cast<size_t>(m) * m);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < m; ++j) sub[i * m + j] = i == j ? 0.0 : pairBandwidth(ranks[i], ranks[j]);
+  std::vector<int> order;
+  for (int i : findRingOrder(sub, m)) order.push_back(ranks[i]);
+  return order;
+}
+
+double CostModel::phaseTime(const Phase& phase) const {
+  // Load per resource; the phase lasts as long as its most loaded resource needs.
+  std::unordered_map<int64_t, double> path_load;
+  std::map<int, double> nic_tx, nic_rx, up_tx, up_rx;
+  std::unordered_map<int, double> nv_tx, nv_rx, pci_tx, pci_rx;
+  double alpha = 0.0;
+  for (const Transfer& t : phase.transfers) {
+    if (t.bytes <= 0 || t.src == t.dst) continue;
+    alpha = std::max(alpha, pairLatency(t.src, t.dst));
+    const RankPlacement& ps = cluster_.ranks[t.src];
+    const RankPlacement& pd = cluster_.ranks[t.dst];
+    path_load[static_cast<int64_t>(t.src) * n_ + t.dst] += t.bytes;
+    if (ps.host != pd.host) {
+      nic_tx[nic_base_[ps.host] + rail_[t.src]] += t.bytes;
+      nic_rx[nic_base_[pd.host] + rail_[t.dst]] += t.bytes;
+      up_tx[ps.host] += t.bytes;
+      up_rx[pd.host] += t.bytes;
+      pci_tx[t.src] += t.bytes;  // GPUDirect RDMA leaves through the GPU's PCIe link
+      pci_rx[t.dst] += t.bytes;
+    } else if (ps.local_gpu >= 0 && pd.local_gpu >= 0) {
+      const bool nv =
+          cluster_.hosts[ps.host].path(ps.local_gpu, pd.local_gpu).cls == PathClass::NV;
+      (nv ? nv_tx : pci_tx)[t.src] += t.bytes;
+      (nv ? nv_rx : pci_rx)[t.dst] += t.bytes;
+    }
+  }
+  double worst = 0.0;
+  for (const auto& [key, bytes] : path_load) {
+    worst = std::max(worst, bytes / bandwidth_[key]);
+  }
+  for (const auto* load : {&nic_tx, &nic_rx}) {
+    for (const auto& [nic, bytes] : *load) worst = std::max(worst, bytes / nic_gbps_[nic]);
+  }
+  for (const auto* load : {&up_tx, &up_rx}) {
+    for (const auto& [h, bytes] : *load) worst = std::max(worst, bytes / host_uplink_gbps_[h]);
+  }
+  for (const auto* load : {&nv_tx, &nv_rx}) {
+    for (const auto& [r, bytes] : *load) worst = std::max(worst, bytes / nvlink_injection_gbps_[r]);
+  }
+  for (const auto* load : {&pci_tx, &pci_rx}) {
+    for (const auto& [r, bytes] : *load) worst = std::max(worst, bytes / pcie_injection_gbps_[r]);
+  }
+  return phase.latency_steps * alpha * 1e-6 + worst / kBytesPerGB;
+}
+
+double CostModel::timeOf(const Schedule& schedule) const {
+  double total = 0.0;
+  for (const Phase& phase : schedule) total += phaseTime(phase);
+  return total;
+}
+
+CostModel::Schedule CostModel::buildFlat(CollectiveOp op, double bytes,
+                                         const std::vector<int>& order,
+                                         Algorithm algorithm) const {
+  const int n = static_cast<int>(order.size());
+  auto at = [&](int p) { return order[((p % n) + n) % n]; };
+  Schedule s;
+  switch (algorithm) {
+    case Algorithm::Ring: {
+      // Ring (Patarasuk & Yuan 2009): every step each rank forwards one 1/n block to its
+      // successor; all-reduce = reduce-scatter + all-gather (2(n-1) steps).
+      Phase phase;
+      double per_edge = 0.0;
+      if (op == CollectiveOp::AllReduce) {
+        per_edge = 2.0 * (n - 1) / n * bytes;
+        phase.latency_steps = 2 * (n - 1);
+      } else if (op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter) {
+        per_edge = (n - 1.0) / n * bytes;
+        phase.latency_steps = n - 1;
+      } else if (op == CollectiveOp::Broadcast) {
+        // Pipelined chain from order[0]: every edge but the closing one carries the tensor.
+        for (int p = 0; p + 1 < n; ++p) phase.transfers.push_back({at(p), at(p + 1), bytes});
+        phase.latency_steps = n - 1;
+        return {phase};
+      } else {
+        return {};
+      }
+      for (int p = 0; p < n; ++p) phase.transfers.push_back({at(p), at(p + 1), per_edge});
+      return {phase};
+    }
+    case Algorithm::Tree: {
+      // Double binary tree (NCCL 2.4; Sanders, Speck & Traeff 2009): two trees each carry
+      // half the data, reduce up and broadcast down pipelined; tree B is tree A shifted by
+      // one position so each rank is a leaf in at least one of them.
+      if (op != CollectiveOp::AllReduce && op != CollectiveOp::Broadcast) return {};
+      const int depth = static_cast<int>(std::ceil(std::log2(std::max(n, 2))));
+      Phase phase;
+      if (op == CollectiveOp::Broadcast) {
+        for (int p = 1; p < n; ++p) phase.transfers.push_back({at((p - 1) / 2), at(p), bytes});
+        phase.latency_steps = depth;
+        return {phase};
+      }
+      for (int shift : {0, 1}) {
+        for (int p = 1; p < n; ++p) {
+          const int child = at(p + shift), parent = at((p - 1) / 2 + shift);
+          phase.transfers.push_back({child, parent, bytes / 2});
+          phase.transfers.push_back({parent, child, bytes / 2});
+        }
+      }
+      phase.latency_steps = 2 * depth;
+      return {phase};
+    }
+    case Algorithm::HalvingDoubling: {
+      // Recursive halving reduce-scatter then doubling all-gather (Thakur, Rabenseifner &
+      // Gropp 2005); power-of-two groups only.
+      if ((n & (n - 1)) != 0) return {};
+      if (op != CollectiveOp::AllReduce && op != CollectiveOp::AllGather &&
+          op != CollectiveOp::ReduceScatter)
+        return {};
+      auto exchange = [&](int distance, double chunk) {
+        Phase phase;
+        for (int p = 0; p < n; ++p) phase.transfers.push_back({order[p], order[p ^ distance], chunk});
+        return phase;
+      };
+      if (op != CollectiveOp::AllGather) {
+        for (int d = n / 2, k = 1; d >= 1; d /= 2, ++k) s.push_back(exchange(d, bytes / (1 << k)));
+      }
+      if (op != CollectiveOp::ReduceScatter) {
+        for (int d = 1; d < n; d *= 2) s.push_back(exchange(d, bytes * d / n));
+      }
+      return s;
+    }
+    case Algorithm::Direct: {
+      Phase phase;
+      if (op == CollectiveOp::SendRecv) {
+        // Pipeline-parallel hand-off: every stage sends to the next one at once.
+        for (int p = 0; p + 1 < n; ++p) phase.transfers.push_back({at(p), at(p + 1), bytes});
+        return {phase};
+      }
+      if (op == CollectiveOp::Broadcast) {
+        for (int p = 1; p < n; ++p) phase.transfers.push_back({at(0), at(p), bytes});
+        return {phase};
+      }
+      // One-shot all-reduce / all-gather / reduce-scatter are latency algorithms for small
+      // groups (NCCL keeps its one-shot paths to single NVLink domains); beyond, n^2 transfers
+      // only slow the model down.
+      if (op != CollectiveOp::AllToAll && n > kDirectMaxGroup) return {};
+      for (int a = 0; a < n; ++a)
+        for (int b = 0; b < n; ++b)
+          if (a != b) phase.transfers.push_back({order[a], order[b], bytes / n});
+      if (op == CollectiveOp::AllReduce) return {phase, phase};  // reduce-scatter + all-gather
+      return {phase};
+    }
+    case Algorithm::Hierarchical: return {};
+  }
+  return s;
+}
+
+std::vector<CostModel::Schedule> CostModel::buildHierarchical(CollectiveOp op, double bytes,
+                                                              const std::vector<int>& ranks) const {
+  if (op == CollectiveOp::AllToAll || op == CollectiveOp::SendRecv) return {};
+  // Hosts in order of first appearance; members of a host sorted by GPU so rails align.
+  std::vector<int> host_ids;
+  std::map<int, std::vector<int>> members;
+  for (int r : ranks) {
+    const int h = cluster_.ranks[r].host;
+    if (!members.count(h)) host_ids.push_back(h);
+    members[h].push_back(r);
+  }
+  const int hosts = static_cast<int>(host_ids.size());
+  const size_t local = members[host_ids[0]].size();
+  if (hosts < 2 || local < 2) return {};
+  for (auto& [h, list] : members) {
+    if (list.size() != local) return {};
+    std::stable_sort(list.begin(), list.end(), [&](int a, int b) {
+      return cluster_.ranks[a].local_gpu < cluster_.ranks[b].local_gpu;
+    });
+  }
+  auto merged = [&](CollectiveOp level_op, double level_bytes, bool intra) {
+    Schedule out;
+    const size_t groups = intra ? hosts : local;
+    for (size_t g = 0; g < groups; ++g) {
+      std::vector<int> group;
+      if (intra) {
+        group = ringOrderOf(members[host_ids[g]]);
+      } else {
+        for (int h : host_ids) group.push_back(members[h][g]);
+      }
+      Schedule part = buildFlat(level_op, level_bytes, group, Algorithm::Ring);
+      if (out.size() < part.size()) out.resize(part.size());
+      for (size_t i = 0; i < part.size(); ++i) {
+        out[i].transfers.insert(out[i].transfers.end(), part[i].transfers.begin(),
+                                part[i].transfers.end());
+        out[i].latency_steps = std::max(out[i].latency_steps, part[i].latency_steps);
+      }
+    }
+    return out;
+  };
+  const double L = static_cast<double>(local);
+  switch (op) {
+    case CollectiveOp::AllReduce:
+      return {merged(CollectiveOp::ReduceScatter, bytes, true),
+              merged(CollectiveOp::AllReduce, bytes / L, false),
+              merged(CollectiveOp::AllGather, bytes, true)};
+    case CollectiveOp::AllGather:
+      return {merged(CollectiveOp::AllGather, bytes / L, false),
+              merged(CollectiveOp::AllGather, bytes, true)};
+    case CollectiveOp::ReduceScatter:
+      return {merged(CollectiveOp::ReduceScatter, bytes, true),
+              merged(CollectiveOp::ReduceScatter, bytes / L, false)};
+    case CollectiveOp::Broadcast: {
+      // Root's rail carries the tensor across hosts, then each host forwards it locally.
+      Schedule inter, intra;
+      const int root = ranks[0];
+      const auto& root_list = members[cluster_.ranks[root].host];
+      const size_t rail = std::find(root_list.begin(), root_list.end(), root) - root_list.begin();
+      std::vector<int> across{root};
+      for (int h : host_ids)
+        if (h != cluster_.ranks[root].host) across.push_back(members[h][rail]);
+      inter = buildFlat(op, bytes, across, Algorithm::Ring);
+      Phase local_phase;
+      for (int h : host_ids) {
+        std::vector<int> group{members[h][rail]};
+        for (int r : members[h])
+          if (r != members[h][rail]) group.push_back(r);
+        const Schedule chain = buildFlat(op, bytes, group, Algorithm::Ring);
+        local_phase.transfers.insert(local_phase.transfers.end(), chain[0].transfers.begin(),
+                                     chain[0].transfers.end());
+        local_phase.latency_steps = static_cast<int>(local) - 1;
+      }
+      intra.push_back(local_phase);
+      return {inter, intra};
+    }
+    default: return {};
+  }
+}
+
+CostEstimate CostModel::estimateConcurrent(CollectiveOp op, int64_t bytes,
+                                           const std::vector<std::vector<int>>& groups,
+                                           Algorithm algorithm) const {
+  TOPO_CHECK(bytes >= 0, "CostModel: bytes: got ", bytes, ", expected >= 0");
+  TOPO_CHECK(!groups.empty(), "CostModel: groups: got none, expected at least one");
+  std::vector<int> all;
+  for (const auto& g : groups) {
+    TOPO_CHECK(g.size() == groups[0].size(), "CostModel: groups: sizes ", groups[0].size(),
+               " and ", g.size(), " differ, expected groups of one size");
+    all.insert(all.end(), g.begin(), g.end());
+  }
+  checkRanks(all);
+  CostEstimate est;
+  est.algorithm = algorithm;
+  const int n = static_cast<int>(groups[0].size());
+  if (n == 1) {  // nothing moves; reported once, as a ring
+    est.applicable = algorithm == Algorithm::Ring;
+    est.seconds = est.applicable ? 0.0 : kInf;
+    est.order = groups[0];
+    return est;
+  }
+  // Levels of the schedule, each merged over the groups (their transfers run at once).
+  std::vector<Schedule> levels;
+  auto add_levels = [&](std::vector<Schedule> parts) {
+    if (levels.size() < parts.size()) levels.resize(parts.size());
+    for (size_t l = 0; l < parts.size(); ++l) {
+      if (levels[l].size() < parts[l].size()) levels[l].resize(parts[l].size());
+      for (size_t i = 0; i < parts[l].size(); ++i) {
+        auto& dst = levels[l][i];
+        dst.transfers.insert(dst.transfers.end(), parts[l][i].transfers.begin(),
+                             parts[l][i].transfers.end());
+        dst.latency_steps = std::max(dst.latency_steps, parts[l][i].latency_steps);
+      }
+    }
+  };
+  double chunks = 1.0;
+  if (algorithm == Algorithm::Hierarchical) {
+    chunks = std::max(1.0, std::ceil(static_cast<double>(bytes) / options_.chunk_bytes));
+    for (const auto& g : groups) {
+      auto parts = buildHierarchical(op, bytes / chunks, g);
+      if (parts.empty()) {
+        est.seconds = kInf;
+        return est;
+      }
+      add_levels(std::move(parts));
+    }
+    // Levels pipelined over chunks: the first chunk passes every level, the rest follow at
+    // the pace of the slowest level.
+    double sum = 0.0, slowest = 0.0;
+    for (const Schedule& level : levels) {
+      const double t = timeOf(level);
+      sum += t;
+      slowest = std::max(slowest, t);
+    }
+    est.seconds = sum + (chunks - 1.0) * slowest;
+  } else {
+    for (const auto& g : groups) {
+      std::vector<int> order = algorithm == Algorithm::Direct ? g : ringOrderOf(g);
+      Schedule s = buildFlat(op, static_cast<double>(bytes), order, algorithm);
+      if (s.empty()) {
+        est.seconds = kInf;
+        return est;
+      }
+      if (est.order.empty()) est.order = order;
+      add_levels({std::move(s)});
+    }
+    est.seconds = timeOf(levels[0]);
+  }
+  est.applicable = true;
+  est.alg_bandwidth_gbps = est.seconds > 0 ? bytes / est.seconds / kBytesPerGB : 0.0;
+  est.bus_bandwidth_gbps = est.alg_bandwidth_gbps * busBandwidthFactor(op, n);
+  return est;
+}
+
+CostEstimate CostModel::estimateCollective(CollectiveOp op, int64_t bytes,
+                                           const std::vector<int>& ranks,
+                                           Algorithm algorithm) const {
+  return estimateConcurrent(op, bytes, {ranks}, algorithm);
+}
+
+CostEstimate CostModel::chooseConcurrent(CollectiveOp op, int64_t bytes,
+                                         const std::vector<std::vector<int>>& groups) const {
+  CostEstimate best;
+  best.seconds = kInf;
+  for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling,
+                      Algorithm::Direct, Algorithm::Hierarchical}) {
+    CostEstimate e = estimateConcurrent(op, bytes, groups, a);
+    if (e.applicable && e.seconds < best.seconds) best = std::move(e);
+  }
+  return best;
+}
+
+CostEstimate CostModel::chooseAlgorithm(CollectiveOp op, int64_t bytes,
+                                        const std::vector<int>& ranks) const {
+  return chooseConcurrent(op, bytes, {ranks});
+}
+
+std::vector<HierarchicalThreshold> computeHierarchicalThresholds(const CostModel& model,
+                                                                 const std::vector<int>& ranks) {
+  std::vector<HierarchicalThreshold> out;
+  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather,
+                          CollectiveOp::ReduceScatter, CollectiveOp::Broadcast}) {
+    HierarchicalThreshold th;
+    th.op = op;
+    for (int64_t bytes = kScanMaxBytes; bytes >= kScanMinBytes; bytes /= 2) {
+      const CostEstimate hier = model.estimateCollective(op, bytes, ranks, Algorithm::Hierarchical);
+      double flat = kInf;
+      for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling,
+                          Algorithm::Direct}) {
+        const CostEstimate e = model.estimateCollective(op, bytes, ranks, a);
+        if (e.applicable) flat = std::min(flat, e.seconds);
+      }
+      if (!hier.applicable || hier.seconds >= flat) break;
+      th.min_bytes = bytes;  // wins here and at every larger scanned size
+    }
+    out.push_back(th);
+  }
+  return out;
+}
+
+}  // namespace torch_topo::topo

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// Alpha-beta cost model of collectives over the ranks of a ClusterTopology (layer: csrc/topo,
+// pure C++17). Consumed by placement (group cost), the CLI and the backend (hierarchical
+// thresholds).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topo/graph.h"
+
+namespace torch_topo::topo {
+
+enum class CollectiveOp { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, SendRecv };
+
+/// Algorithms the model knows. Not every algorithm applies to every op (`estimateCollective`
+/// returns `applicable = false`): e.g. all_to_all is Direct only, send/recv is Direct only.
+enum class Algorithm { Ring, Tree, HalvingDoubling, Direct, Hierarchical };
+
+const char* toString(CollectiveOp op);
+const char* toString(Algorithm algorithm);
+/// Parses "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv";
+/// throws InvalidArgument naming the text otherwise.
+CollectiveOp parseCollectiveOp(const std::string& text);
+Algorithm parseAlgorithm(const std::string& text);
+
+/// nccl-tests bus bandwidth factor (doc/PERFORMANCE.md of NVIDIA/nccl-tests): all-reduce
+/// 2(n-1)/n, all-gather / reduce-scatter / all-to-all (n-1)/n, broadcast and send/recv 1.
+double busBandwidthFactor(CollectiveOp op, int group_size);
+
+/// Result of one estimate. `seconds` is +inf when the algorithm does not apply.
+struct CostEstimate {
+  Algorithm algorithm = Algorithm::Ring;
+  bool applicable = false;
+  double seconds = 0.0;
+  double alg_bandwidth_gbps = 0.0;  // bytes / seconds, GB/s
+  double bus_bandwidth_gbps = 0.0;  // alg bandwidth x busBandwidthFactor
+  /// Ring order used (global ranks), filled for Ring and for the flat level of Tree.
+  std::vector<int> order;
+};
+
+/// Knobs of the model.
+struct CostOptions {
+  /// Pipelining grain of the hierarchical levels (TopoConfig.pipeline_chunk_bytes).
+  int64_t chunk_bytes = 4 << 20;
+  /// Search a bandwidth-maximising ring order when none is given (else the given rank order).
+  bool search_ring_order = true;
+};
+
+/// Per-pair view of a cluster plus the shared resources (GPU injection, NICs, host uplink)
+/// each transfer uses. Built once per cluster; all queries are by global rank.
+///
+/// Sizes follow nccl-tests: `bytes` is the whole buffer (all_reduce/broadcast: the tensor;
+/// all_gather: the output; reduce_scatter: the input; all_to_all: the send buffer of one rank).
+///
+/// Model (per algorithm, see cost_model.cpp): a schedule is a list of phases; a phase is a set
+/// of concurrent transfers plus a number of latency steps. Phase time = steps x alpha (the
+/// largest path latency among its transfers) + max over resources of bytes carried / capacity.
+/// Resources: every directed GPU pair path, every GPU's NVLink and PCIe injection (send and
+/// receive), every NIC (send and receive) and every host's network uplink, so several ring edges
+/// through one NIC share it.
+class CostModel {
+ public:
+  explicit CostModel(const ClusterTopology& cluster, CostOptions options = {});
+
+  int rankCount() const { return static_cast<int>(cluster_.ranks.size()); }
+  /// Bandwidth (GB/s per direction) and latency (us) of the path between two ranks.
+  double pairBandwidth(int a, int b) const;
+  double pairLatency(int a, int b) const;
+  /// NIC index a rank's cross-host traffic leaves through (its rail), 0 without NICs.
+  int railOf(int rank) const;
+  const ClusterTopology& cluster() const { return cluster_; }
+  const CostOptions& options() const { return options_; }
+
+  /// Time of one collective over `ranks` (global ranks; for Ring the ring order, unless
+  /// options.search_ring_order). Throws InvalidArgument for empty or repeated ranks, ranks
+  /// out of range, or negative bytes.
+  CostEstimate estimateCollective(CollectiveOp op, int64_t bytes, const std::vector<int>& ranks,
+                                  Algorithm algorithm) const;
+  /// Same collective run at once on several disjoint groups of one size (the groups of one mesh
+  /// dimension): they compete for shared NICs and host uplinks. Time of the slowest.
+  CostEstimate estimateConcurrent(CollectiveOp op, int64_t bytes,
+                                  const std::vector<std::vector<int>>& groups,
+                                  Algorithm algorithm) const;
+  /// Best applicable algorithm for this op and size.
+  CostEstimate chooseAlgorithm(CollectiveOp op, int64_t bytes,
+                               const std::vector<int>& ranks) const;
+  CostEstimate chooseConcurrent(CollectiveOp op, int64_t bytes,
+                                const std::vector<std::vector<int>>& groups) const;
+
+ private:
+  struct Transfer {
+    int src = -1;
+    int dst = -1;
+    double bytes = 0.0;
+  };
+  struct Phase {
+    std::vector<Transfer> transfers;
+    int latency_steps = 1;
+  };
+  using Schedule = std::vector<Phase>;
+
+  Schedule buildFlat(CollectiveOp op, double bytes, const std::vector<int>& order,
+                     Algorithm algorithm) const;
+  /// The three levels (intra, inter, intra) of a two-level schedule, or empty when the group
+  /// does not span several hosts with the same number of ranks each.
+  std::vector<Schedule> buildHierarchical(CollectiveOp op, double bytes,
+                                          const std::vector<int>& ranks) const;
+  double timeOf(const Schedule& schedule) const;
+  double phaseTime(const Phase& phase) const;
+  std::vector<int> ringOrderOf(const std::vector<int>& ranks) const;
+  void checkRanks(const std::vector<int>& ranks) const;
+
+  ClusterTopology cluster_;
+  CostOptions options_;
+  int n_ = 0;
+  std::vector<double> bandwidth_;  // n_ x n_
+  std::vector<double> latency_;    // n_ x n_
+  std::vector<int> rail_;          // per rank
+  std::vector<int> nic_base_;      // first NIC resource of each host
+  std::vector<double> nic_gbps_;   // per NIC resource
+  std::vector<double> host_uplink_gbps_;
+  std::vector<double> nvlink_injection_gbps_;  // per rank
+  std::vector<double> pcie_injection_gbps_;    // per rank
+};
+
+/// Per op, the smallest message size (bytes, scanned in powers of two from 1 KiB to 16 GiB)
+/// from which the hierarchical schedule is predicted faster than the best flat algorithm for
+/// every larger scanned size; -1 means never (one host, uneven hosts, or flat always wins).
+struct HierarchicalThreshold {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  int64_t min_bytes = -1;
+};
+std::vector<HierarchicalThreshold> computeHierarchicalThresholds(const CostModel& model,
+                                                                 const std::vector<int>& ranks);
+
+}  // namespace torch_topo::topo

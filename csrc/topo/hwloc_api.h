@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// The hwloc calls the live probe needs, behind an abstract interface (layer: csrc/topo): the live
+// topology is exported as hwloc XML and read by the same reader as hwloc files, so a fake that
+// returns a real file's text exercises the whole probe on any machine.
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace torch_topo::topo {
+
+class HwlocApi {
+ public:
+  virtual ~HwlocApi() = default;
+  /// True when libhwloc is compiled in and discovered this host.
+  virtual bool available() const = 0;
+  /// Why not ("built without TORCH_TOPO_WITH_HWLOC; ..."), "" when available.
+  virtual std::string unavailableReason() const = 0;
+  /// This host's topology with I/O devices (PCI bridges, PCI devices, OS devices) as hwloc XML
+  /// (hwloc_topology_export_xmlbuffer). Throws Unavailable when !available().
+  virtual std::string exportXml() = 0;
+};
+
+/// The libhwloc-backed implementation; with TORCH_TOPO_WITH_HWLOC unset at build time it is
+/// never available and says which build option enables it.
+std::unique_ptr<HwlocApi> loadHwloc();
+
+}  // namespace torch_topo::topo

@@ -1,0 +1,493 @@
+// SPDX-License-Identifier: Apache-2.0
+// hwloc XML -> HostTopology (layer: csrc/topo). One walk over the object tree builds the graph;
+// the NVLinkBandwidth matrix then adds the NVLink edges.
+#include "topo/hwloc_reader.h"
+
+#include <pugixml.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "topo/cpulist.h"
+#include "topo/error.h"
+#include "topo/link_tables.h"
+#include "topo/paths.h"
+
+namespace torch_topo::topo {
+namespace {
+
+constexpr unsigned kNvidiaVendor = 0x10de;
+// hwloc writes pci_link_speed as the raw rate after line encoding (GB/s); a Gen3 x16 link reads
+// 15.753846 (16 lanes x 8 GT/s x 128/130 / 8). Scaling by the usable/raw ratio of that link puts
+// hwloc numbers on the same footing as the other sources.
+constexpr double kHwlocGen3x16RawGBps = 15.753846;
+
+// hwloc's NVLinkBandwidth values are links x a per-link MB/s fixed by the NVML NVLink version
+// (hwloc 2.x hwloc/nvml.c, hwloc_nvml_discover: version 1 -> 20000, 2..6 -> 25000, 7 -> 50000),
+// i.e. Pascal 20000, Volta to Hopper 25000, Blackwell 50000. Dividing recovers the lane count;
+// the bandwidth then comes from link_tables like every other source.
+double hwlocLaneMBps(int sm) {
+  if (sm > 0 && sm < 70) return 20000.0;
+  if (sm >= 100) return 50000.0;
+  return 25000.0;  // unknown model: the Volta-to-Hopper rate covers most files
+}
+
+struct PciType {
+  unsigned cls = 0;
+  unsigned vendor = 0;
+  unsigned device = 0;
+};
+
+class HwlocXmlReader {
+ public:
+  HwlocXmlReader(const std::string& text, const std::string& path) : text_(text), path_(path) {}
+
+  HostTopology read();
+
+ private:
+  // Where I/O children of the object being walked hang in the graph.
+  struct Context {
+    int attach = -1;          // graph node the next PCI device links to
+    int numa = -1;            // NUMA os index, -1 unknown
+    bool host_bridge = false; // directly under a host bridge: bridges here are root ports
+    bool upstream = false;    // `attach` is a switch's upstream port (children are its ports)
+    std::string switch_id;    // vendor:device of that switch
+  };
+
+  [[noreturn]] void fail(const pugi::xml_node& node, const std::string& what) const;
+  void lineCol(ptrdiff_t offset, int* line, int* col) const;
+  PciType parsePciType(const pugi::xml_node& obj) const;
+  double pciGBps(const pugi::xml_node& obj) const;
+  int numaOf(const pugi::xml_node& obj, const Context& parent) const;
+
+  void readNumaNodes(const pugi::xml_node& root);
+  void walk(const pugi::xml_node& obj, Context ctx);
+  void walkBridge(const pugi::xml_node& obj, Context ctx);
+  void addPciDevice(const pugi::xml_node& obj, const Context& ctx);
+  void addNic(const pugi::xml_node& obj, const Context& ctx, const std::string& bus_id);
+  bool isNetworkOsDev(const pugi::xml_node& osdev) const;
+  void finishGpus();
+  void readNvlinkMatrix(const pugi::xml_node& dist);
+  int nodeForRef(const std::string& type, const std::string& ref) const;
+
+  const std::string& text_;
+  const std::string& path_;
+  int version_major_ = 2;
+  HostTopology host_;
+  std::map<int, int> numa_cpu_node_;            // NUMA os index -> Cpu node
+  std::map<std::string, int> gp_node_;          // "Type:gp_index" -> graph node
+  std::map<std::string, int> package_cpu_node_; // Package gp_index -> its first Cpu node
+  std::string cpu_vendor_, arch_;
+  int intel_model_ = 0;
+};
+
+void HwlocXmlReader::lineCol(ptrdiff_t offset, int* line, int* col) const {
+  *line = 1;
+  *col = 1;
+  for (ptrdiff_t i = 0; i < offset && i < static_cast<ptrdiff_t>(text_.size()); ++i) {
+    if (text_[i] == '\n') {
+      ++*line;
+      *col = 1;
+    } else {
+      ++*col;
+    }
+  }
+}
+
+void HwlocXmlReader::fail(const pugi::xml_node& node, const std::string& what) const {
+  int line, col;
+  lineCol(node.offset_debug(), &line, &col);
+  throw ParseError(path_, line, col, what);
+}
+
+PciType HwlocXmlReader::parsePciType(const pugi::xml_node& obj) const {
+  // "0302 [10de:1db8] [10de:131d] a1 00": class, [vendor:device], [subvendor:subdevice], rev.
+  std::string text = obj.attribute("pci_type").as_string();
+  PciType t;
+  char open = 0, colon = 0, close = 0;
+  std::istringstream is(text);
+  is >> std::hex >> t.cls >> open >> t.vendor >> colon >> t.device >> close;
+  if (!is || open != '[' || colon != ':' || close != ']' || t.cls > 0xffff || t.vendor > 0xffff) {
+    fail(obj, "bad pci_type: got '" + text + "', expected e.g. '0302 [10de:1db8] [10de:131d] a1 00'");
+  }
+  return t;
+}
+
+double HwlocXmlReader::pciGBps(const pugi::xml_node& obj) const {
+  pugi::xml_attribute attr = obj.attribute("pci_link_speed");
+  if (!attr) return pcieGBps(0, 0);  // absent: the table's documented default link
+  char* end = nullptr;
+  std::string text = attr.as_string();
+  double raw = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !(raw >= 0.0) || raw > 1e4) {
+    fail(obj, "bad pci_link_speed: got '" + text + "', expected GB/s between 0 and 10000");
+  }
+  return raw * pcieGBps(3, 16) / kHwlocGen3x16RawGBps;
+}
+
+int HwlocXmlReader::numaOf(const pugi::xml_node& obj, const Context& parent) const {
+  pugi::xml_attribute nodeset = obj.attribute("nodeset");
+  if (!nodeset) return parent.numa;
+  std::set<int> nodes = parseHwlocBitmap(nodeset.as_string(), path_ + ": nodeset");
+  if (nodes.size() == 1) return *nodes.begin();
+  return -1;  // spans several NUMA nodes (Machine, Group): locality unknown at this level
+}
+
+void HwlocXmlReader::readNumaNodes(const pugi::xml_node& root) {
+  for (const pugi::xpath_node& hit : root.select_nodes(".//object[@type='NUMANode']")) {
+    pugi::xml_node obj = hit.node();
+    pugi::xml_attribute os = obj.attribute("os_index");
+    int id = os ? os.as_int(-1) : static_cast<int>(host_.numa_nodes.size());
+    if (id < 0 || id > 4095) fail(obj, "bad NUMANode os_index: got '" +
+                                           std::string(os.as_string()) + "', expected 0..4095");
+    if (numa_cpu_node_.count(id)) fail(obj, "duplicate NUMANode os_index " + std::to_string(id));
+    std::set<int> cpus;
+    try {
+      cpus = parseHwlocBitmap(obj.attribute("cpuset").as_string(), "cpuset");
+    } catch (const InvalidArgument& e) {
+      fail(obj, e.what());
+    }
+    host_.numa_nodes.push_back({id, formatCpulist(cpus)});
+    numa_cpu_node_[id] = host_.graph.addNode(makeCpuNode(id));
+    pugi::xml_node pkg = obj.parent();
+    while (pkg && std::string(pkg.attribute("type").as_string()) != "Package") pkg = pkg.parent();
+    if (pkg && pkg.attribute("gp_index")) {
+      package_cpu_node_.emplace(pkg.attribute("gp_index").as_string(), numa_cpu_node_[id]);
+    }
+  }
+  if (host_.numa_nodes.empty()) {
+    // Single-node machines may omit NUMANode objects in old exports: the machine is one node.
+    pugi::xml_node machine = root.child("object");
+    std::set<int> cpus = parseHwlocBitmap(machine.attribute("cpuset").as_string(), "cpuset");
+    host_.numa_nodes.push_back({0, formatCpulist(cpus)});
+    numa_cpu_node_[0] = host_.graph.addNode(makeCpuNode(0));
+    host_.warnings.push_back(path_ + ": no NUMANode objects; the machine is taken as one node");
+  }
+  std::sort(host_.numa_nodes.begin(), host_.numa_nodes.end(),
+            [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
+  double smp = smpGBps(cpu_vendor_, arch_, intel_model_);
+  for (auto a = numa_cpu_node_.begin(); a != numa_cpu_node_.end(); ++a) {
+    for (auto b = std::next(a); b != numa_cpu_node_.end(); ++b) {
+      host_.graph.addLink({a->second, b->second, LinkKind::Smp, 0, smp, kSmpHopLatencyUs});
+    }
+  }
+}
+
+void HwlocXmlReader::walk(const pugi::xml_node& obj, Context ctx) {
+  std::string type = obj.attribute("type").as_string();
+  if (type == "Bridge") return walkBridge(obj, ctx);
+  if (type == "PCIDev") return addPciDevice(obj, ctx);
+  if (type == "OSDev") {
+    if (isNetworkOsDev(obj)) addNic(obj, ctx, "");  // a NIC without a PCI parent (virtual)
+    return;
+  }
+  // CPU-side object: its nodeset says which NUMA node I/O below it is local to.
+  ctx.numa = numaOf(obj, ctx);
+  auto it = numa_cpu_node_.find(ctx.numa);
+  ctx.attach = it != numa_cpu_node_.end() ? it->second : numa_cpu_node_.begin()->second;
+  ctx.host_bridge = false;
+  ctx.upstream = false;
+  for (pugi::xml_node child : obj.children("object")) walk(child, ctx);
+}
+
+void HwlocXmlReader::walkBridge(const pugi::xml_node& obj, Context ctx) {
+  std::string bridge_type = obj.attribute("bridge_type").as_string();
+  Context inner = ctx;
+  if (bridge_type.compare(0, 2, "0-") == 0) {
+    // Host bridge: part of the CPU, not a hop of its own.
+    inner.host_bridge = true;
+    inner.upstream = false;
+  } else if (ctx.host_bridge) {
+    // Root port of the CPU: NCCL folds it into the CPU too.
+    inner.host_bridge = false;
+    inner.upstream = false;
+  } else {
+    PciType t = parsePciType(obj);
+    std::ostringstream sw;
+    sw << std::hex << t.vendor << ":" << t.device;
+    if (ctx.upstream && sw.str() == ctx.switch_id) {
+      // Downstream port of the switch whose upstream port is `ctx.attach`.
+      inner.upstream = false;
+    } else {
+      Node node;
+      node.kind = NodeKind::PciSwitch;
+      node.id = obj.attribute("pci_busid").as_string();
+      node.name = sw.str();
+      node.numa_node = ctx.numa;
+      int idx = host_.graph.addNode(node);
+      host_.graph.addLink({ctx.attach, idx, LinkKind::Pci, 0, pciGBps(obj), kPcieHopLatencyUs});
+      inner.attach = idx;
+      inner.upstream = true;
+      inner.switch_id = sw.str();
+    }
+  }
+  for (pugi::xml_node child : obj.children("object")) walk(child, inner);
+}
+
+bool HwlocXmlReader::isNetworkOsDev(const pugi::xml_node& osdev) const {
+  unsigned kind = osdev.attribute("osdev_type").as_uint(0);
+  // hwloc 2 numbers the kinds (NETWORK=2, OPENFABRICS=3); hwloc 3 writes flags
+  // (NETWORK=1<<4, OPENFABRICS=1<<5). See hwloc's hwloc_obj_osdev_type_e in each release.
+  if (version_major_ >= 3) return (kind & ((1u << 4) | (1u << 5))) != 0;
+  return kind == 2 || kind == 3;
+}
+
+void HwlocXmlReader::addPciDevice(const pugi::xml_node& obj, const Context& ctx) {
+  PciType t = parsePciType(obj);
+  std::string bus_id = obj.attribute("pci_busid").as_string();
+  std::string subtype = obj.attribute("subtype").as_string();
+  std::string gp = obj.attribute("gp_index").as_string();
+  bool nvidia = t.vendor == kNvidiaVendor;
+  bool gpu = nvidia && (t.cls == 0x0302 || t.cls == 0x0300);
+  bool nvswitch = subtype == "NVSwitch" || (nvidia && t.cls == 0x0680);
+  bool nic = t.cls == 0x0200 || t.cls == 0x0207;
+  if (nic) return addNic(obj, ctx, bus_id);
+  if (!gpu && !nvswitch) return;
+  Node node;
+  node.kind = gpu ? NodeKind::Gpu : NodeKind::NvSwitch;
+  node.id = bus_id;
+  node.numa_node = ctx.numa;
+  for (pugi::xml_node osdev : obj.children("object")) {
+    for (pugi::xml_node info : osdev.children("info")) {
+      if (std::string(info.attribute("name").as_string()) == "GPUModel") {
+        node.name = info.attribute("value").as_string();
+      }
+    }
+  }
+  int idx = host_.graph.addNode(node);
+  host_.graph.addLink({ctx.attach, idx, LinkKind::Pci, 0, pciGBps(obj), kPcieHopLatencyUs});
+  if (!gp.empty()) gp_node_["PCIDev:" + gp] = idx;
+  for (pugi::xml_node osdev : obj.children("object")) {
+    if (osdev.attribute("gp_index")) {
+      gp_node_[std::string("OSDev:") + osdev.attribute("gp_index").as_string()] = idx;
+    }
+  }
+}
+
+void HwlocXmlReader::addNic(const pugi::xml_node& obj, const Context& ctx,
+                            const std::string& bus_id) {
+  // One NIC per PCI function; its name is the RDMA device (what NCCL_IB_HCA names) when there
+  // is one, else the network interface.
+  std::string name, netdev;
+  auto consider = [&](const pugi::xml_node& osdev) {
+    if (!isNetworkOsDev(osdev)) return;
+    unsigned kind = osdev.attribute("osdev_type").as_uint(0);
+    bool fabric = version_major_ >= 3 ? (kind & (1u << 5)) != 0 : kind == 3;
+    (fabric ? name : netdev) = osdev.attribute("name").as_string();
+  };
+  if (bus_id.empty()) {
+    consider(obj);
+  } else {
+    for (pugi::xml_node osdev : obj.children("object")) consider(osdev);
+  }
+  if (name.empty()) name = netdev;
+  if (name.empty()) name = bus_id;
+  Nic nic;
+  nic.name = name;
+  nic.bus_id = bus_id;
+  nic.numa_node = ctx.numa;
+  host_.nics.push_back(nic);
+  Node node;
+  node.kind = NodeKind::Nic;
+  node.id = bus_id.empty() ? name : bus_id;
+  node.name = name;
+  node.numa_node = ctx.numa;
+  node.index = static_cast<int>(host_.nics.size()) - 1;
+  int idx = host_.graph.addNode(node);
+  if (!bus_id.empty()) {
+    host_.graph.addLink({ctx.attach, idx, LinkKind::Pci, 0, pciGBps(obj), kPcieHopLatencyUs});
+  }
+}
+
+void HwlocXmlReader::finishGpus() {
+  std::vector<int> gpu_nodes = host_.graph.nodesOfKind(NodeKind::Gpu);
+  // CUDA's default order (CUDA_DEVICE_ORDER=PCI_BUS_ID as NCCL sees it): ascending bus id; the
+  // ids are fixed-width lower-case hex, so string order is bus order.
+  std::sort(gpu_nodes.begin(), gpu_nodes.end(), [&](int a, int b) {
+    return host_.graph.nodes[a].id < host_.graph.nodes[b].id;
+  });
+  for (size_t i = 0; i < gpu_nodes.size(); ++i) {
+    Node& node = host_.graph.nodes[gpu_nodes[i]];
+    node.index = static_cast<int>(i);
+    Gpu gpu;
+    gpu.index = node.index;
+    gpu.bus_id = node.id;
+    gpu.name = node.name;
+    gpu.sm = smFromGpuName(node.name);
+    gpu.numa_node = node.numa_node;
+    for (const NumaNode& numa : host_.numa_nodes) {
+      if (numa.id == gpu.numa_node) gpu.cpu_affinity = numa.cpus;
+    }
+    host_.gpus.push_back(gpu);
+  }
+}
+
+int HwlocXmlReader::nodeForRef(const std::string& type, const std::string& ref) const {
+  if (type == "Package") {
+    auto it = package_cpu_node_.find(ref);
+    return it == package_cpu_node_.end() ? -1 : it->second;
+  }
+  auto it = gp_node_.find(type + ":" + ref);
+  return it == gp_node_.end() ? -1 : it->second;
+}
+
+void HwlocXmlReader::readNvlinkMatrix(const pugi::xml_node& dist) {
+  int n = dist.attribute("nbobjs").as_int(-1);
+  if (n <= 0 || n > 4096) {
+    fail(dist, "bad nbobjs: got '" + std::string(dist.attribute("nbobjs").as_string()) +
+                   "', expected 1..4096");
+  }
+  // Heterogeneous matrices name each object "Type:gp_index"; homogeneous ones give the type once
+  // and bare indexes (gp indexes when indexing="gp").
+  std::string common_type = dist.attribute("type").as_string();
+  std::vector<int> nodes;
+  for (pugi::xml_node idx : dist.children("indexes")) {
+    std::istringstream is(idx.text().as_string());
+    std::string token;
+    while (is >> token) {
+      size_t colon = token.find(':');
+      std::string type = colon == std::string::npos ? common_type : token.substr(0, colon);
+      std::string ref = colon == std::string::npos ? token : token.substr(colon + 1);
+      int node = nodeForRef(type, ref);
+      if (node < 0) {
+        host_.warnings.push_back(path_ + ": NVLinkBandwidth object " + token +
+                                 " is not a GPU, NVSwitch or package of this file; ignored");
+      }
+      nodes.push_back(node);
+    }
+  }
+  std::vector<double> values;
+  for (pugi::xml_node vals : dist.children("u64values")) {
+    std::istringstream is(vals.text().as_string());
+    std::string token;
+    while (is >> token) {
+      char* end = nullptr;
+      double v = std::strtod(token.c_str(), &end);
+      if (*end != '\0' || !(v >= 0.0) || v > 1e12) {
+        fail(vals, "bad NVLinkBandwidth value: got '" + token + "', expected MB/s >= 0");
+      }
+      values.push_back(v);
+    }
+  }
+  if (static_cast<int>(nodes.size()) != n || values.size() != static_cast<size_t>(n) * n) {
+    fail(dist, "NVLinkBandwidth matrix size: got " + std::to_string(nodes.size()) +
+                   " objects and " + std::to_string(values.size()) + " values, expected " +
+                   std::to_string(n) + " and " + std::to_string(n * n));
+  }
+  // hwloc itself reads every NVSwitch of the matrix as a port of one fabric (its
+  // HWLOC_DISTANCES_TRANSFORM_MERGE_SWITCH_PORTS), and the files list no switch-to-switch trunks:
+  // GPU links to any switch are summed onto the first, so every switched GPU reaches every other.
+  int fabric = -1;
+  for (int node : nodes) {
+    if (node >= 0 && host_.graph.nodes[node].kind == NodeKind::NvSwitch && fabric < 0) fabric = node;
+  }
+  std::map<std::pair<int, int>, double> mbps_by_pair;
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) {
+      double ab = values[i * n + j], ba = values[j * n + i];
+      double mbps = (ab > 0 && ba > 0) ? std::min(ab, ba) : std::max(ab, ba);
+      if (mbps <= 0 || nodes[i] < 0 || nodes[j] < 0) continue;
+      auto rep = [&](int node) {
+        return host_.graph.nodes[node].kind == NodeKind::NvSwitch ? fabric : node;
+      };
+      int a = rep(nodes[i]), b = rep(nodes[j]);
+      if (a == b) continue;
+      mbps_by_pair[{std::min(a, b), std::max(a, b)}] += mbps;
+    }
+  }
+  for (const auto& [pair, mbps] : mbps_by_pair) {
+    const Node& a = host_.graph.nodes[pair.first];
+    int sm = smFromGpuName(a.kind == NodeKind::Gpu ? a.name : host_.graph.nodes[pair.second].name);
+    int lanes = std::max(1, static_cast<int>(std::lround(mbps / hwlocLaneMBps(sm))));
+    host_.graph.addLink({pair.first, pair.second, LinkKind::NvLink, lanes,
+                         lanes * nvlinkLaneGBps(sm), kNvlinkHopLatencyUs});
+  }
+}
+
+HostTopology HwlocXmlReader::read() {
+  size_t first = text_.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || text_[first] != '<') {
+    std::string head = text_.substr(first == std::string::npos ? 0 : first, 10);
+    std::string what = head.compare(0, 7, "Machine") == 0
+                           ? "lstopo console output is not supported: got text starting '" +
+                                 head + "', expected hwloc XML; export it with `lstopo FILE.xml`"
+                           : "not hwloc XML: got text starting '" + head + "', expected '<'";
+    throw ParseError(path_, 1, 1, what);
+  }
+  pugi::xml_document doc;
+  pugi::xml_parse_result result = doc.load_buffer(text_.data(), text_.size());
+  if (!result) {
+    int line, col;
+    lineCol(result.offset, &line, &col);
+    throw ParseError(path_, line, col, std::string("malformed XML: ") + result.description());
+  }
+  pugi::xml_node root = doc.child("topology");
+  if (!root) {
+    throw ParseError(path_, 1, 1, std::string("not an hwloc topology: got root element <") +
+                                      doc.document_element().name() + ">, expected <topology>");
+  }
+  version_major_ = root.attribute("version") ? std::atoi(root.attribute("version").as_string()) : 2;
+  auto info = [&](const char* name) -> std::string {
+    pugi::xpath_node hit = root.select_node(
+        (std::string(".//info[@name='") + name + "']").c_str());
+    return hit ? hit.node().attribute("value").as_string() : "";
+  };
+  host_.hostname = info("HostName");
+  host_.source = path_;
+  cpu_vendor_ = info("CPUVendor");
+  arch_ = info("Architecture");
+  intel_model_ = std::atoi(info("CPUModelNumber").c_str());
+  pugi::xml_node machine = root.child("object");
+  if (!machine) throw ParseError(path_, 1, 1, "hwloc topology without a Machine object");
+  readNumaNodes(root);
+  Context ctx;
+  ctx.attach = numa_cpu_node_.begin()->second;
+  walk(machine, ctx);
+  finishGpus();
+  bool matrix = false;
+  for (pugi::xml_node dist : root.children()) {
+    std::string tag = dist.name();
+    if ((tag == "distances2" || tag == "distances2hetero") &&
+        std::string(dist.attribute("name").as_string()) == "NVLinkBandwidth") {
+      readNvlinkMatrix(dist);
+      matrix = true;
+    }
+  }
+  if (!matrix && !host_.gpus.empty()) {
+    host_.warnings.push_back(path_ + ": no NVLinkBandwidth matrix; GPUs are joined by PCIe only");
+  }
+  computePaths(&host_);
+  return host_;
+}
+
+}  // namespace
+
+HostTopology readHwlocXml(const std::string& text, const std::string& path) {
+  return HwlocXmlReader(text, path).read();
+}
+
+int smFromGpuName(const std::string& name) {
+  // Model families by marketing name (NVIDIA's CUDA GPUs compute-capability list). Every name
+  // precedes the names it contains ("A100" before "A10", "GH200" before "H200").
+  static const struct {
+    const char* token;
+    int sm;
+  } kFamilies[] = {
+      {"GB200", 100}, {"B200", 100}, {"B100", 100}, {"GB10", 121}, {"GH200", 90},
+      {"H200", 90},   {"H100", 90},  {"H800", 90},  {"H20", 90},   {"L40", 89},
+      {"L4", 89},     {"RTX 40", 89}, {"A100", 80}, {"A800", 80},  {"A30", 80},
+      {"A40", 86},    {"A10", 86},   {"RTX 30", 86}, {"A6000", 86}, {"V100", 70},
+      {"T4", 75},     {"P100", 60},
+  };
+  for (const auto& family : kFamilies) {
+    if (name.find(family.token) != std::string::npos) return family.sm;
+  }
+  return 0;
+}
+
+}  // namespace torch_topo::topo

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// Hardware link constants (layer: csrc/topo): NVLink per GPU generation, PCIe per generation and
+// width, SMP interconnects, NICs and per-hop latencies. Every other stage takes its numbers here.
+#pragma once
+
+#include <string>
+
+namespace torch_topo::topo {
+
+/// One row of the NVLink table: a GPU generation by compute capability (sm x 10).
+struct NvlinkGeneration {
+  int sm;                // lowest compute capability of the row (60, 70, 80, 86, 90, 100)
+  const char* name;      // "sm90 Hopper"
+  double lane_gbps;      // GB/s per bonded lane per direction, as NCCL counts it
+};
+
+/// One row of the PCIe table.
+struct PcieGeneration {
+  int gen;               // 1 .. 6
+  double transfer_gts;   // GT/s per lane, as sysfs prints it ("16 GT/s")
+  double lane_gbps;      // usable GB/s per lane per direction
+};
+
+/// One row of the SMP (CPU-to-CPU) table.
+struct SmpInterconnect {
+  const char* name;      // "intel-skl" (UPI), "amd" (xGMI/Infinity Fabric), ...
+  double gbps;           // GB/s per direction usable by GPU peer traffic
+};
+
+const NvlinkGeneration* nvlinkTable(int* rows);
+const PcieGeneration* pcieTable(int* rows);
+const SmpInterconnect* smpTable(int* rows);
+
+/// GB/s per NVLink lane per direction for a GPU of compute capability `sm` (x 10); sm <= 0
+/// (unknown) gives the sm80 row, the generation most files without a model name come from.
+double nvlinkLaneGBps(int sm);
+/// Usable GB/s per direction of a PCIe link of `gen` and `width` lanes; gen <= 0 or width <= 0
+/// fall back to Gen3 x16, NCCL's default for empty sysfs fields.
+double pcieGBps(int gen, int width);
+/// PCIe generation from a sysfs/NCCL `link_speed` string ("16 GT/s", "32.0 GT/s PCIe",
+/// "2.5 GT/s"); 0 when the string is empty or names no known rate.
+int pcieGenFromSpeed(const std::string& text);
+/// PCIe generation whose per-lane rate is nearest `lane_gbps` (a link's GB/s over its width).
+int pcieGenFromLaneGBps(double lane_gbps);
+/// `link_speed` string NCCL itself dumps for a generation ("16.0 GT/s PCIe").
+std::string pcieSpeedString(int gen);
+/// GB/s of the SMP interconnect by CPU vendor/arch ("GenuineIntel", "AuthenticAMD", "ppc64",
+/// "arm64") and Intel model id (0 when unknown).
+double smpGBps(const std::string& vendor, const std::string& arch, int intel_model);
+/// GB/s per direction of a NIC of `gbit` Gbit/s line rate.
+double nicGBps(double gbit);
+
+// Defaults for sources that name no hardware (nvidia-smi text).
+constexpr int kDefaultPcieGen = 4;    // A100/H100-era hosts dominate the collection
+constexpr int kDefaultPcieWidth = 16;
+constexpr int kNcclPlaceholderPcieGen = 3;  // NCCL reads empty link_speed as Gen3 (topo.cc)
+
+// Per-hop latency in microseconds. Source: NCCL src/graph/tuning.cc `hwLat`, the LL protocol
+// column of the ring algorithm (NVLINK .6, PCI 1.0, NET 2.7), which is the per-hop base latency
+// NCCL adds for each link class. The SMP and NVSwitch hops have no NCCL row: SMP is taken as
+// one more PCI hop, NVSwitch as one more NVLink hop (store-and-forward free crossbar).
+constexpr double kNvlinkHopLatencyUs = 0.6;
+constexpr double kPcieHopLatencyUs = 1.0;
+constexpr double kSmpHopLatencyUs = 1.0;
+constexpr double kNetHopLatencyUs = 2.7;
+/// Bandwidth NCCL gives a device to itself (LOC_BW, topo.h): a copy within one GPU's memory.
+constexpr double kLocalGBps = 5000.0;
+
+}  // namespace torch_topo::topo

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// Topology file loader (layer: csrc/topo): content sniffing and dispatch to the readers.
+#include "topo/loader.h"
+
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include "topo/error.h"
+#include "topo/nccl_xml.h"
+#include "topo/nvsmi_reader.h"
+#include "topo/topology_json.h"
+
+namespace torch_topo::topo {
+namespace {
+
+constexpr size_t kMaxFileBytes = 64u << 20;  // far above any real topology dump
+
+/// Name of the first element of an XML text, skipping the declaration, comments and DOCTYPE.
+std::string xmlRootName(const std::string& text, size_t pos) {
+  while (pos < text.size()) {
+    pos = text.find('<', pos);
+    if (pos == std::string::npos) return "";
+    if (text.compare(pos, 4, "<!--") == 0) {
+      pos = text.find("-->", pos);
+      if (pos == std::string::npos) return "";
+      continue;
+    }
+    if (text.compare(pos, 2, "<?") == 0 || text.compare(pos, 2, "<!") == 0) {
+      pos = text.find('>', pos);
+      if (pos == std::string::npos) return "";
+      continue;
+    }
+    size_t end = pos + 1;
+    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) ||
+                                 text[end] == '_' || text[end] == ':' || text[end] == '-')) {
+      ++end;
+    }
+    return text.substr(pos + 1, end - pos - 1);
+  }
+  return "";
+}
+
+size_t firstNonSpace(const std::string& text) {
+  size_t pos = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
+  return pos;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TOPO_CHECK(in.good(), "loadTopologyFile: cannot open '", path,
+             "', expected a readable topology file");
+  std::ostringstream os;
+  os << in.rdbuf();
+  std::string text = os.str();
+  TOPO_CHECK(text.size() <= kMaxFileBytes, "loadTopologyFile: '", path, "' has ", text.size(),
+             " bytes, expected at most ", kMaxFileBytes);
+  return text;
+}
+
+}  // namespace
+
+const char* toString(TopologyFormat format) {
+  switch (format) {
+    case TopologyFormat::NvidiaSmi: return "nvidia-smi";
+    case TopologyFormat::NcclXml: return "nccl-xml";
+    case TopologyFormat::NcclGraphXml: return "nccl-graph-xml";
+    case TopologyFormat::HwlocXml: return "hwloc-xml";
+    case TopologyFormat::TopoJson: return "torch-topo-json";
+    case TopologyFormat::Unknown: break;
+  }
+  return "unknown";
+}
+
+TopologyFormat sniffTopologyFormat(const std::string& text) {
+  size_t pos = firstNonSpace(text);
+  if (pos >= text.size()) return TopologyFormat::Unknown;
+  if (text[pos] == '{') {
+    return topologyJsonKind(text).empty() ? TopologyFormat::Unknown : TopologyFormat::TopoJson;
+  }
+  if (text[pos] == '<') {
+    std::string root = xmlRootName(text, pos);
+    if (root == "system") return TopologyFormat::NcclXml;
+    if (root == "graphs") return TopologyFormat::NcclGraphXml;
+    if (root == "topology") return TopologyFormat::HwlocXml;
+    return TopologyFormat::Unknown;
+  }
+  return looksLikeNvidiaSmi(text) ? TopologyFormat::NvidiaSmi : TopologyFormat::Unknown;
+}
+
+HostTopology loadTopologyText(const std::string& text, const std::string& path) {
+  switch (sniffTopologyFormat(text)) {
+    case TopologyFormat::NvidiaSmi: return readNvidiaSmi(text, path);
+    case TopologyFormat::NcclXml:
+    case TopologyFormat::NcclGraphXml: return readNcclXml(text, path);  // refuses <graphs>
+    case TopologyFormat::TopoJson:
+      if (topologyJsonKind(text) == "cluster") {
+        throw ParseError(path, 1, 1,
+                         "this is a torch-topo cluster file (\"kind\": \"cluster\"), expected "
+                         "one host; load it as a cluster (loadClusterFile)");
+      }
+      return hostFromJson(text, path);
+    case TopologyFormat::HwlocXml:
+      throw ParseError(path, 1, 1, "hwloc XML: no reader in this build");
+    case TopologyFormat::Unknown: break;
+  }
+  throw ParseError(path, 1, 1,
+                   "unknown topology format: expected `nvidia-smi topo -m` text (first line with "
+                   "GPU0), NCCL topology XML (<system>), hwloc XML (<topology>) or torch-topo "
+                   "JSON (\"schema\": \"torch-topo/1\")");
+}
+
+HostTopology loadTopologyFile(const std::string& path) {
+  return loadTopologyText(readFile(path), path);
+}
+
+ClusterTopology loadClusterFile(const std::string& path) {
+  std::string text = readFile(path);
+  if (topologyJsonKind(text) == "cluster") return clusterFromJson(text, path);
+  ClusterTopology cluster;
+  cluster.hosts.push_back(loadTopologyText(text, path));
+  return cluster;
+}
+
+}  // namespace torch_topo::topo

@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: Apache-2.0
+// NCCL topology XML reader and writer (layer: csrc/topo). Elements and attribute formats follow
+// what NCCL's src/graph/xml.cc dumps and reads; attributes we do not model are kept verbatim
+// on the graph nodes so that a file we read is written back with them.
+#include "topo/nccl_xml.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <pugixml.hpp>
+
+#include "topo/error.h"
+#include "topo/link_tables.h"
+#include "topo/paths.h"
+
+namespace torch_topo::topo {
+namespace {
+
+using Attrs = std::vector<std::pair<std::string, std::string>>;
+
+constexpr int kMaxIndex = 4095;        // dev, numaid, rank: above any real host
+constexpr int kMaxNvlinkCount = 64;    // per <nvlink>; GB200 NVL72 has 18 per GPU
+constexpr double kMaxNetMbps = 1e7;    // 10 Tbit/s per port
+constexpr size_t kMaxMaskWords = 1024; // 32768 CPUs
+const char* const kNvswitchClass = "0x068000";
+const char* const kGpuClass = "0x030200";
+
+struct Pending {
+  int gpu_node;
+  std::string target;
+  int count;
+  ptrdiff_t offset;
+};
+
+bool isHexString(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+         });
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// Sort key of a PCI bus id "dddd:bb:dd.f" (hex fields); unparsable ids sort last by text.
+std::vector<long> busKey(const std::string& id) {
+  std::vector<long> key;
+  std::string field;
+  for (char c : id + ":") {
+    if (c == ':' || c == '.') {
+      key.push_back(isHexString(field) && field.size() <= 8 ? std::strtol(field.c_str(), nullptr, 16)
+                                                             : 0x7fffffff);
+      field.clear();
+    } else {
+      field += c;
+    }
+  }
+  return key;
+}
+
+class NcclXmlReader {
+ public:
+  NcclXmlReader(const std::string& text, const std::string& path) : text_(text), path_(path) {}
+
+  HostTopology read() {
+    pugi::xml_document doc;
+    pugi::xml_parse_result result = doc.load_buffer(text_.data(), text_.size());
+    if (!result) {
+      bool truncated = result.status == pugi::status_end_element_mismatch &&
+                       text_.find_first_not_of(" \t\r\n", result.offset) == std::string::npos;
+      if (!truncated) fail(result.offset, std::string("malformed XML: ") + result.description());
+      host_.warnings.push_back(
+          "file ends before its closing tags (cut short?): kept the elements read so far");
+    }
+    pugi::xml_node root = doc.document_element();
+    if (std::string(root.name()) == "graphs") {
+      fail(root.offset_debug(),
+           "this is an NCCL graph file (NCCL_GRAPH_FILE: <graphs> of ring/tree channels), not a "
+           "topology; expected an NCCL_TOPO_FILE with a <system> root");
+    }
+    if (std::string(root.name()) != "system") {
+      fail(root ? root.offset_debug() : 0, "got root element <" + std::string(root.name()) +
+                                               ">, expected <system> (NCCL topology XML)");
+    }
+    host_.source = path_;
+    host_.format = "nccl-xml";
+    for (pugi::xml_node child : root.children()) {
+      if (child.type() != pugi::node_element) continue;
+      if (std::string(child.name()) == "cpu") {
+        readCpu(child);
+      } else {
+        fail(child.offset_debug(), "<system> child <" + std::string(child.name()) +
+                                       ">: expected <cpu>");
+      }
+    }
+    linkCpus();
+    resolveNvlinks();
+    orderGpus();
+    orderNics();
+    if (host_.gpus.empty()) {
+      host_.warnings.push_back("no GPUs in the file (NCCL finds them at run time): no GPU paths");
+    }
+    computePaths(&host_);
+    return std::move(host_);
+  }
+
+ private:
+  [[noreturn]] void fail(ptrdiff_t offset, const std::string& what) const {
+    // pugixml points at an element's name; the diagnostic points at its '<'.
+    if (offset > 0 && offset <= static_cast<ptrdiff_t>(text_.size()) && text_[offset - 1] == '<') {
+      --offset;
+    }
+    int line = 1, col = 1;
+    for (ptrdiff_t i = 0; i < offset && i < static_cast<ptrdiff_t>(text_.size()); ++i) {
+      if (text_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    throw ParseError(path_, line, col, what);
+  }
+
+  long intAttr(pugi::xml_node node, const char* name, long fallback, long lo, long hi) const {
+    pugi::xml_attribute attr = node.attribute(name);
+    if (!attr || std::string(attr.value()).empty()) return fallback;
+    std::string v = attr.value();
+    char* end = nullptr;
+    long value = std::strtol(v.c_str(), &end, 0);  // base 0: NCCL writes class ids in hex
+    if (end == v.c_str() || *end != '\0' || v.size() > 12 || value < lo || value > hi) {
+      fail(node.offset_debug(), "<" + std::string(node.name()) + "> " + name + ": got '" + v +
+                                    "', expected an integer in [" + std::to_string(lo) + ", " +
+                                    std::to_string(hi) + "]");
+    }
+    return value;
+  }
+
+  std::string busId(pugi::xml_node node, const char* name) const {
+    std::string id = lower(node.attribute(name).value());
+    bool ok = !id.empty() && id.size() <= 32 && std::all_of(id.begin(), id.end(), [](char c) {
+      return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.';
+    });
+    if (!ok) {
+      fail(node.offset_debug(), "<" + std::string(node.name()) + "> " + name + ": got '" + id +
+                                    "', expected a PCI bus id such as 0000:07:00.0");
+    }
+    return id;
+  }
+
+  static Attrs attrsExcept(pugi::xml_node node, std::initializer_list<const char*> skip,
+                           const std::string& prefix = "") {
+    Attrs out;
+    for (pugi::xml_attribute a : node.attributes()) {
+      bool skipped = std::any_of(skip.begin(), skip.end(),
+                                 [&](const char* s) { return std::string(a.name()) == s; });
+      if (!skipped) out.emplace_back(prefix + a.name(), a.value());
+    }
+    return out;
+  }
+
+  std::string maskToCpulist(pugi::xml_node cpu) const {
+    std::string mask = cpu.attribute("affinity").value();
+    if (mask.empty()) return "";
+    std::vector<std::string> words;
+    std::stringstream ss(mask);
+    for (std::string w; std::getline(ss, w, ',');) words.push_back(w);
+    if (words.size() > kMaxMaskWords ||
+        !std::all_of(words.begin(), words.end(),
+                     [](const std::string& w) { return isHexString(w) && w.size() <= 8; })) {
+      fail(cpu.offset_debug(), "<cpu> affinity: got '" + mask.substr(0, 40) +
+                                   "', expected comma-separated 32-bit hex words");
+    }
+    std::string out;
+    int run_start = -1, cpu_id = 0;
+    auto close = [&](int end) {
+      if (run_start < 0) return;
+      if (!out.empty()) out += ",";
+      out += std::to_string(run_start);
+      if (end - 1 > run_start) out += "-" + std::to_string(end - 1);
+      run_start = -1;
+    };
+    for (auto w = words.rbegin(); w != words.rend(); ++w) {
+      unsigned long bits = std::strtoul(w->c_str(), nullptr, 16);
+      for (int b = 0; b < 32; ++b, ++cpu_id) {
+        if ((bits >> b) & 1UL) {
+          if (run_start < 0) run_start = cpu_id;
+        } else {
+          close(cpu_id);
+        }
+      }
+    }
+    close(cpu_id);
+    return out;
+  }
+
+  void readCpu(pugi::xml_node cpu) {
+    int numa = static_cast<int>(intAttr(cpu, "numaid", -1, -1, kMaxIndex));
+    Node node;
+    node.kind = NodeKind::Cpu;
+    node.id = numa >= 0 ? "numa" + std::to_string(numa) : "cpu" + std::to_string(cpu_count_);
+    ++cpu_count_;
+    if (host_.graph.findNode(NodeKind::Cpu, node.id) >= 0) {
+      fail(cpu.offset_debug(), "<cpu> numaid " + std::to_string(numa) + " appears twice");
+    }
+    node.index = numa;
+    node.numa_node = numa;
+    node.attrs = attrsExcept(cpu, {"numaid"});
+    std::string cpus = maskToCpulist(cpu);
+    int id = host_.graph.addNode(node);
+    if (numa >= 0) host_.numa_nodes.push_back({numa, cpus});
+    cpu_affinity_[id] = cpus;
+    smp_gbps_[id] = smpGBps(cpu.attribute("vendor").value(), cpu.attribute("arch").value(),
+                            static_cast<int>(intAttr(cpu, "modelid", 0, 0, 1 << 20)));
+    readChildren(cpu, id, numa);
+  }
+
+  void readChildren(pugi::xml_node parent, int parent_node, int numa) {
+    for (pugi::xml_node child : parent.children()) {
+      if (child.type() != pugi::node_element) continue;
+      std::string name = child.name();
+      if (name == "pci") {
+        readPci(child, parent_node, numa);
+      } else if (name == "nic") {
+        readNic(child, parent_node, "", numa);
+      } else if (name != "gpu") {  // <gpu> is read with its pci device
+        fail(child.offset_debug(), "<" + std::string(parent.name()) + "> child <" + name +
+                                       ">: expected <pci>, <nic> or <gpu>");
+      }
+    }
+  }
+
+  void readPci(pugi::xml_node pci, int parent, int numa) {
+    Node node;
+    node.id = busId(pci, "busid");
+    node.numa_node = numa;
+    node.attrs = attrsExcept(pci, {"busid"});
+    long cls = intAttr(pci, "class", -1, 0, 0xffffff);
+    std::string vendor = lower(pci.attribute("vendor").value());
+    pugi::xml_node gpu = pci.child("gpu");
+    if (gpu || ((cls >> 8 == 0x0302 || cls >> 8 == 0x0300) && (vendor.empty() || vendor == "0x10de"))) {
+      node.kind = NodeKind::Gpu;
+    } else if (cls >> 16 == 0x02 || pci.child("nic")) {
+      node.kind = NodeKind::Nic;
+    } else if (cls >> 8 == 0x0680) {
+      node.kind = NodeKind::NvSwitch;
+    } else {
+      node.kind = NodeKind::PciSwitch;  // bridges, and NCCL's class-less placeholders
+    }
+    for (NodeKind kind : {NodeKind::Gpu, NodeKind::Nic, NodeKind::NvSwitch, NodeKind::PciSwitch}) {
+      if (host_.graph.findNode(kind, node.id) >= 0) {
+        fail(pci.offset_debug(), "<pci> busid " + node.id + " appears twice");
+      }
+    }
+    int id = host_.graph.addNode(node);
+    addPciLink(pci, parent, id);
+    if (node.kind == NodeKind::Gpu) readGpu(pci, gpu, id, numa);
+    if (node.kind == NodeKind::Nic) {
+      size_t before = host_.nics.size();
+      for (pugi::xml_node nic : pci.children("nic")) readNic(nic, id, node.id, numa);
+      if (host_.nics.size() == before) {
+        Nic nic;
+        nic.name = node.id;
+        nic.bus_id = node.id;
+        nic.numa_node = numa;
+        nics_in_file_order_.push_back({nic, -1});
+        host_.nics.push_back(nic);
+      }
+    }
+    for (pugi::xml_node child : pci.children("pci")) readPci(child, id, numa);
+    for (pugi::xml_node child : pci.children()) {
+      std::string n = child.name();
+      if (child.type() == pugi::node_element && n != "pci" && n != "gpu" && n != "nic") {
+        fail(child.offset_debug(), "<pci> child <" + n + ">: expected <pci>, <gpu> or <nic>");
+      }
+    }
+  }
+
+  void addPciLink(pugi::xml_node pci, int parent, int child) {
+    std::string speed = pci.attribute("link_speed").value();
+    int width = static_cast<int>(intAttr(pci, "link_width", 0, 0, 64));
+    int gen = pcieGenFromSpeed(speed);
+    if (gen == 0 && !speed.empty() && warned_speeds_.insert(speed).second) {
+      host_.warnings.push_back("unknown link_speed '" + speed + "': rated as PCIe Gen" +
+                               std::to_string(kNcclPlaceholderPcieGen) + " like NCCL");
+    }
+    Link link;
+    link.a = parent;
+    link.b = child;
+    link.kind = LinkKind::Pci;
+    link.lanes = width;
+    link.bandwidth_gbps = pcieGBps(gen, width);
+    link.latency_us = kPcieHopLatencyUs;
+    host_.graph.addLink(link);
+  }
+
+  void readGpu(pugi::xml_node pci, pugi::xml_node gpu, int node, int numa) {
+    Gpu g;
+    g.bus_id = host_.graph.nodes[node].id;
+    g.numa_node = numa;
+    g.cpu_affinity = cpu_affinity_[cpuOf(node)];
+    if (gpu) {
+      g.sm = static_cast<int>(intAttr(gpu, "sm", 0, 0, 10000));
+      long dev = intAttr(gpu, "dev", -1, 0, kMaxIndex);
+      if (dev >= 0) devs_[node] = static_cast<int>(dev);
+      Attrs extra = attrsExcept(gpu, {"dev", "sm"}, "gpu.");
+      auto& attrs = host_.graph.nodes[node].attrs;
+      attrs.insert(attrs.end(), extra.begin(), extra.end());
+      for (pugi::xml_node nv : gpu.children()) {
+        if (nv.type() != pugi::node_element) continue;
+        if (std::string(nv.name()) != "nvlink") {
+          fail(nv.offset_debug(), "<gpu> child <" + std::string(nv.name()) + ">: expected <nvlink>");
+        }
+        int count = static_cast<int>(intAttr(nv, "count", 1, 1, kMaxNvlinkCount));
+        pending_.push_back({node, busId(nv, "target"), count, nv.offset_debug()});
+      }
+    }
+    gpu_nodes_.push_back(node);
+    gpu_info_[node] = g;
+  }
+
+  void readNic(pugi::xml_node nic, int parent, const std::string& bus_id, int numa) {
+    for (pugi::xml_node net : nic.children()) {
+      if (net.type() != pugi::node_element) continue;
+      if (std::string(net.name()) != "net") {
+        fail(net.offset_debug(), "<nic> child <" + std::string(net.name()) + ">: expected <net>");
+      }
+      Nic n;
+      n.name = net.attribute("name").value();
+      if (n.name.empty()) fail(net.offset_debug(), "<net> has no name attribute, expected one");
+      n.bus_id = bus_id;
+      n.numa_node = numa;
+      double mbps = net.attribute("speed").as_double(0.0);
+      if (mbps < 0 || mbps > kMaxNetMbps) {
+        fail(net.offset_debug(), "<net> speed: got '" + std::string(net.attribute("speed").value()) +
+                                     "', expected Mbit/s in [0, 1e7]");
+      }
+      n.speed_gbps = mbps / 1000.0;
+      n.attrs = attrsExcept(net, {"name"});
+      long dev = intAttr(net, "dev", -1, 0, kMaxIndex);
+      for (const Nic& other : host_.nics) {
+        if (other.name == n.name) fail(net.offset_debug(), "<net> name " + n.name + " appears twice");
+      }
+      if (bus_id.empty()) {
+        // A <nic> straight under <cpu> (no PCI device): the NIC is its own graph node.
+        Node node{NodeKind::Nic, n.name, "", numa, -1, {}};
+        int id = host_.graph.addNode(node);
+        host_.graph.addLink({parent, id, LinkKind::Pci, 0, pcieGBps(0, 0), kPcieHopLatencyUs});
+      }
+      nics_in_file_order_.push_back({n, static_cast<int>(dev)});
+      host_.nics.push_back(n);
+    }
+  }
+
+  int cpuOf(int node) const {
+    // PCI links run parent -> child (a -> b), so walking `a` ends at the CPU.
+    for (int hops = 0; hops < 64; ++hops) {
+      if (host_.graph.nodes[node].kind == NodeKind::Cpu) return node;
+      int up = -1;
+      for (const Link& l : host_.graph.links) {
+        if (l.kind == LinkKind::Pci && l.b == node) up = l.a;
+      }
+      if (up < 0) return -1;
+      node = up;
+    }
+    return -1;
+  }
+
+  void linkCpus() {
+    std::vector<int> cpus = host_.graph.nodesOfKind(NodeKind::Cpu);
+    for (size_t i = 0; i < cpus.size(); ++i) {
+      for (size_t j = i + 1; j < cpus.size(); ++j) {
+        double gbps = std::min(smp_gbps_[cpus[i]], smp_gbps_[cpus[j]]);
+        host_.graph.addLink({cpus[i], cpus[j], LinkKind::Smp, 0, gbps, kSmpHopLatencyUs});
+      }
+    }
+  }
+
+  void resolveNvlinks() {
+    std::map<std::pair<int, int>, int> gpu_pairs;
+    for (const Pending& p : pending_) {
+      int target = host_.graph.findNode(NodeKind::Gpu, p.target);
+      double lane = nvlinkLaneGBps(gpu_info_[p.gpu_node].sm);
+      if (target == p.gpu_node) {
+        host_.warnings.push_back("GPU " + p.target + " lists an NVLink to itself (count " +
+                                 std::to_string(p.count) + "): ignored");
+        continue;
+      }
+      if (target >= 0) {
+        // NCCL lists a GPU-GPU link on both GPUs; one bidirectional link stands for both.
+        auto key = std::minmax(p.gpu_node, target);
+        auto it = gpu_pairs.find(key);
+        if (it != gpu_pairs.end()) {
+          if (host_.graph.links[it->second].lanes != p.count) {
+            host_.warnings.push_back("NVLink " + host_.graph.nodes[p.gpu_node].id + " <-> " +
+                                     p.target + ": the two GPUs list different counts; kept " +
+                                     std::to_string(host_.graph.links[it->second].lanes));
+          }
+          continue;
+        }
+        gpu_pairs[key] = host_.graph.addLink(
+            {p.gpu_node, target, LinkKind::NvLink, p.count, p.count * lane, kNvlinkHopLatencyUs});
+        continue;
+      }
+      int sw = host_.graph.findNode(NodeKind::NvSwitch, p.target);
+      if (sw < 0) sw = host_.graph.addNode({NodeKind::NvSwitch, p.target, "NVSwitch", -1, -1, {}});
+      host_.graph.addLink({p.gpu_node, sw, LinkKind::NvLink, p.count, p.count * lane,
+                           kNvlinkHopLatencyUs});
+    }
+  }
+
+  void orderGpus() {
+    bool all_dev = !gpu_nodes_.empty() && devs_.size() == gpu_nodes_.size();
+    std::set<int> unique;
+    for (const auto& kv : devs_) unique.insert(kv.second);
+    if (all_dev && unique.size() != devs_.size()) {
+      host_.warnings.push_back("<gpu> dev values repeat: GPUs ordered by PCI bus id instead");
+      all_dev = false;
+    } else if (!all_dev && !devs_.empty()) {
+      host_.warnings.push_back("only some GPUs have a dev attribute: ordered by PCI bus id");
+    }
+    std::vector<int> order = gpu_nodes_;
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      if (all_dev) return devs_[a] < devs_[b];
+      return busKey(host_.graph.nodes[a].id) < busKey(host_.graph.nodes[b].id);
+    });
+    for (size_t i = 0; i < order.size(); ++i) {
+      Gpu g = gpu_info_[order[i]];
+      g.index = all_dev ? devs_[order[i]] : static_cast<int>(i);
+      host_.graph.nodes[order[i]].index = g.index;
+      host_.gpus.push_back(g);
+    }
+  }
+
+  void orderNics() {
+    bool all_dev = std::all_of(nics_in_file_order_.begin(), nics_in_file_order_.end(),
+                               [](const auto& n) { return n.second >= 0; });
+    auto order = nics_in_file_order_;
+    if (all_dev) {
+      std::stable_sort(order.begin(), order.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    }
+    host_.nics.clear();
+    for (const auto& n : order) host_.nics.push_back(n.first);
+    for (size_t k = 0; k < host_.nics.size(); ++k) {
+      const Nic& nic = host_.nics[k];
+      int node = host_.graph.findNode(NodeKind::Nic, nic.bus_id.empty() ? nic.name : nic.bus_id);
+      if (node >= 0 && host_.graph.nodes[node].index < 0) {
+        host_.graph.nodes[node].index = static_cast<int>(k);
+      }
+    }
+  }
+
+  const std::string& text_;
+  const std::string& path_;
+  HostTopology host_;
+  int cpu_count_ = 0;
+  std::map<int, std::string> cpu_affinity_;
+  std::map<int, double> smp_gbps_;
+  std::vector<int> gpu_nodes_;
+  std::map<int, int> devs_;
+  std::map<int, Gpu> gpu_info_;
+  std::vector<std::pair<Nic, int>> nics_in_file_order_;  // with the <net> dev, -1 when none
+  std::vector<Pending> pending_;
+  std::set<std::string> warned_speeds_;
+};
+
+}  // namespace
+
+HostTopology readNcclXml(const std::string& text, const std::string& path) {
+  return NcclXmlReader(text, path).read();
+}
+
+}  // namespace torch_topo::topo

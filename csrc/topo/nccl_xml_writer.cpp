@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+// NCCL topology XML writer (layer: csrc/topo): walks the PCI tree down from each CPU and emits
+// the elements NCCL dumps; a node's source attributes are written verbatim, missing ones are
+// derived from the graph (class from the node kind, link_speed/width from its uplink).
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include <pugixml.hpp>
+
+#include "topo/error.h"
+#include "topo/link_tables.h"
+#include "topo/nccl_xml.h"
+
+namespace torch_topo::topo {
+namespace {
+
+const char* defaultClass(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::Gpu: return "0x030200";
+    case NodeKind::Nic: return "0x020000";
+    case NodeKind::NvSwitch: return "0x068000";
+    default: return "0x060400";
+  }
+}
+
+/// cpulist "0-23,48-71" -> NCCL affinity mask "000000ff,ff000000,00ffffff" (32-bit words,
+/// most significant first).
+std::string cpulistToMask(const std::string& cpus) {
+  std::vector<unsigned long> words(1, 0);
+  std::stringstream ss(cpus);
+  for (std::string part; std::getline(ss, part, ',');) {
+    size_t dash = part.find('-');
+    long lo = std::atol(part.c_str());
+    long hi = dash == std::string::npos ? lo : std::atol(part.c_str() + dash + 1);
+    for (long c = lo; c <= hi && c < (1L << 20); ++c) {
+      if (words.size() <= static_cast<size_t>(c / 32)) words.resize(c / 32 + 1, 0);
+      words[c / 32] |= 1UL << (c % 32);
+    }
+  }
+  std::string out;
+  for (auto w = words.rbegin(); w != words.rend(); ++w) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "%08lx", *w);
+    if (!out.empty()) out += ",";
+    out += buf;
+  }
+  return out;
+}
+
+class NcclXmlWriter {
+ public:
+  // Attributes are derived only for graphs from other sources: an NCCL file's element without
+  // attributes is written back without them.
+  explicit NcclXmlWriter(const HostTopology& host)
+      : host_(host), graph_(host.graph), derive_(host.format != "nccl-xml") {}
+
+  std::string write() {
+    TOPO_CHECK(!graph_.nodesOfKind(NodeKind::Cpu).empty(),
+               "writeNcclXml: topology '", host_.source,
+               "' has no physical graph (CPU and PCI tree), expected one; path-only sources "
+               "such as nvidia-smi text carry no PCI bus ids, so read an NCCL XML or hwloc file");
+    pugi::xml_document doc;
+    pugi::xml_node system = doc.append_child("system");
+    system.append_attribute("version") = "1";
+    visited_.assign(graph_.nodes.size(), false);
+    for (int cpu : graph_.nodesOfKind(NodeKind::Cpu)) visited_[cpu] = true;
+    for (int cpu : graph_.nodesOfKind(NodeKind::Cpu)) writeCpu(system, cpu);
+    std::ostringstream os;
+    doc.save(os, "  ", pugi::format_indent | pugi::format_no_declaration);
+    // NCCL dumps empty elements as `<x a="1"/>`; pugixml puts a space before the slash.
+    std::string out, line;
+    std::istringstream lines(os.str());
+    while (std::getline(lines, line)) {
+      if (line.size() >= 3 && line.compare(line.size() - 3, 3, " />") == 0) {
+        line.erase(line.size() - 3, 1);
+      }
+      out += line + "\n";
+    }
+    return out;
+  }
+
+ private:
+  static void setAttrs(pugi::xml_node el, const Node& node, const std::string& prefix) {
+    for (const auto& kv : node.attrs) {
+      bool match = prefix.empty() ? kv.first.find('.') == std::string::npos
+                                  : kv.first.compare(0, prefix.size(), prefix) == 0;
+      if (match && !el.attribute(kv.first.c_str() + prefix.size())) {
+        el.append_attribute(kv.first.c_str() + prefix.size()) = kv.second.c_str();
+      }
+    }
+  }
+
+  void writeCpu(pugi::xml_node parent, int cpu) {
+    const Node& node = graph_.nodes[cpu];
+    pugi::xml_node el = parent.append_child("cpu");
+    el.append_attribute("numaid") = node.index;
+    if (derive_) {
+      for (const NumaNode& numa : host_.numa_nodes) {
+        if (numa.id == node.index && !numa.cpus.empty()) {
+          el.append_attribute("affinity") = cpulistToMask(numa.cpus).c_str();
+        }
+      }
+    }
+    setAttrs(el, node, "");
+    writeChildren(el, cpu);
+  }
+
+  void writeChildren(pugi::xml_node el, int node) {
+    for (size_t l = 0; l < graph_.links.size(); ++l) {
+      const Link& link = graph_.links[l];
+      if (link.kind != LinkKind::Pci && link.kind != LinkKind::C2C) continue;
+      int child = link.a == node ? link.b : (link.b == node ? link.a : -1);
+      if (child < 0 || visited_[child]) continue;
+      visited_[child] = true;
+      const Node& c = graph_.nodes[child];
+      const Nic* bare = bareNic(c);
+      if (bare != nullptr) {
+        writeNets(el.append_child("nic"), c.id, true);
+      } else {
+        writePci(el, child, link);
+      }
+    }
+  }
+
+  /// The NIC entry a graph node stands for when the NIC has no PCI device of its own.
+  const Nic* bareNic(const Node& node) const {
+    if (node.kind != NodeKind::Nic) return nullptr;
+    for (const Nic& nic : host_.nics) {
+      if (nic.bus_id.empty() && nic.name == node.id) return &nic;
+    }
+    return nullptr;
+  }
+
+  void writePci(pugi::xml_node parent, int id, const Link& uplink) {
+    const Node& node = graph_.nodes[id];
+    pugi::xml_node el = parent.append_child("pci");
+    el.append_attribute("busid") = node.id.c_str();
+    if (derive_) {
+      el.append_attribute("class") = defaultClass(node.kind);
+      int gen = uplink.lanes > 0 ? pcieGenFromLaneGBps(uplink.bandwidth_gbps / uplink.lanes) : 0;
+      el.append_attribute("link_speed") = gen > 0 ? pcieSpeedString(gen).c_str() : "";
+      el.append_attribute("link_width") = uplink.lanes;
+    }
+    setAttrs(el, node, "");
+    if (node.kind == NodeKind::Gpu) writeGpu(el, id);
+    if (node.kind == NodeKind::Nic) writeNets(el, node.id, false);
+    writeChildren(el, id);
+  }
+
+  void writeGpu(pugi::xml_node pci, int id) {
+    const Node& node = graph_.nodes[id];
+    const Gpu* gpu = nullptr;
+    for (const Gpu& g : host_.gpus) {
+      if (g.bus_id == node.id) gpu = &g;
+    }
+    bool has_gpu_attrs = std::any_of(node.attrs.begin(), node.attrs.end(),
+                                     [](const auto& kv) { return kv.first.rfind("gpu.", 0) == 0; });
+    std::vector<const Link*> nvlinks;
+    for (const Link& l : graph_.links) {
+      if (l.kind == LinkKind::NvLink && (l.a == id || l.b == id)) nvlinks.push_back(&l);
+    }
+    // Without any of these NCCL fills the <gpu> element itself at run time, so none is written.
+    if (!has_gpu_attrs && nvlinks.empty() && (gpu == nullptr || gpu->sm <= 0)) return;
+    pugi::xml_node el = pci.append_child("gpu");
+    el.append_attribute("dev") = node.index;
+    if (gpu != nullptr && gpu->sm > 0) el.append_attribute("sm") = gpu->sm;
+    setAttrs(el, node, "gpu.");
+    for (const Link* l : nvlinks) {
+      const Node& other = graph_.nodes[l->a == id ? l->b : l->a];
+      pugi::xml_node nv = el.append_child("nvlink");
+      nv.append_attribute("target") = other.id.c_str();
+      nv.append_attribute("count") = l->lanes;
+      nv.append_attribute("tclass") =
+          other.kind == NodeKind::NvSwitch ? defaultClass(NodeKind::NvSwitch) : "0x030200";
+    }
+  }
+
+  void writeNets(pugi::xml_node parent, const std::string& key, bool bare) {
+    pugi::xml_node nic_el;
+    for (const Nic& nic : host_.nics) {
+      bool mine = bare ? (nic.bus_id.empty() && nic.name == key)
+                       : (nic.bus_id == key && nic.name != key);
+      if (!mine) continue;
+      if (!nic_el) nic_el = bare ? parent : parent.append_child("nic");
+      pugi::xml_node net = nic_el.append_child("net");
+      net.append_attribute("name") = nic.name.c_str();
+      // NCCL writes speed in Mbit/s; the model's Gbit/s wins over a stale source value.
+      std::string speed = std::to_string(static_cast<long long>(nic.speed_gbps * 1000.0 + 0.5));
+      for (const auto& kv : nic.attrs) {
+        bool is_speed = kv.first == "speed" && nic.speed_gbps > 0;
+        net.append_attribute(kv.first.c_str()) = is_speed ? speed.c_str() : kv.second.c_str();
+      }
+      if (nic.speed_gbps > 0 && !net.attribute("speed")) {
+        net.append_attribute("speed") = speed.c_str();
+      }
+    }
+  }
+
+  const HostTopology& host_;
+  const Graph& graph_;
+  bool derive_;
+  std::vector<bool> visited_;
+};
+
+}  // namespace
+
+std::string writeNcclXml(const HostTopology& host) { return NcclXmlWriter(host).write(); }
+
+}  // namespace torch_topo::topo

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// The NVML calls the live probe needs, behind an abstract interface (layer: csrc/topo) so tests
+// inject a fake built from a real topology file, as torchcomms does with its NcclApi.
+#pragma once
+
+#include <string>
+
+namespace torch_topo::topo {
+
+/// What sits at the far end of an NVLink (nvmlIntNvLinkDeviceType_t).
+enum class NvlinkPeer { Gpu, Cpu, Switch, Unknown };
+
+/// The subset of NVML (libnvidia-ml) the probe uses. Device indexes are NVML's; every query
+/// returns false when NVML reports an error or "not supported", so callers handle absences
+/// without exceptions (an A10 has no NVLink, old drivers have no NUMA query).
+class NvmlApi {
+ public:
+  /// NVML_NVLINK_MAX_LINKS in nvml.h since r535 (18 links: H100).
+  static constexpr int kMaxLinks = 18;
+
+  virtual ~NvmlApi() = default;
+  /// True when the library was loaded and initialised.
+  virtual bool available() const = 0;
+  /// Why NVML is unavailable ("libnvidia-ml.so.1: cannot open shared object file"), "" if it is.
+  virtual std::string unavailableReason() const = 0;
+  /// Number of GPUs NVML sees (0 when unavailable).
+  virtual int deviceCount() = 0;
+  /// PCI bus id as "dddd:bb:dd.f", lower-case hex (the form hwloc and sysfs use).
+  virtual bool pciBusId(int dev, std::string* bus_id) = 0;
+  /// Marketing name ("NVIDIA H100 80GB HBM3").
+  virtual bool name(int dev, std::string* name) = 0;
+  /// CUDA compute capability x 10 (90 for sm_90).
+  virtual bool computeCapability(int dev, int* sm) = 0;
+  /// NUMA node of the GPU's PCI attachment.
+  virtual bool numaNode(int dev, int* node) = 0;
+  /// Bus id and kind of the device at the far end of NVLink `link` (0 .. kMaxLinks-1); false
+  /// when the link is absent or inactive. `kind` is Unknown where the driver cannot tell
+  /// (nvmlDeviceGetNvLinkRemoteDeviceType appeared in r450).
+  virtual bool nvlinkRemote(int dev, int link, std::string* remote_bus_id, NvlinkPeer* kind) = 0;
+};
+
+}  // namespace torch_topo::topo

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: Apache-2.0
+// NVML loaded with dlopen, and the GPUs/NVLinks it reports added to a host graph (layer:
+// csrc/topo). The declarations below mirror nvml.h; the header is not needed to build.
+#include "topo/nvml_probe.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+#include "topo/cpulist.h"
+#include "topo/link_tables.h"
+
+namespace torch_topo::topo {
+namespace {
+
+// nvml.h types, by value as the C API defines them (nvmlPciInfo_t layout of the _v3 call).
+using NvmlReturn = int;
+using NvmlDevice = struct NvmlDeviceOpaque*;
+constexpr NvmlReturn kNvmlSuccess = 0;
+constexpr int kNvmlNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+struct NvmlPciInfo {
+  char bus_id_legacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pci_device_id;
+  unsigned int pci_subsystem_id;
+  char bus_id[32];
+};
+
+std::string formatBusId(const NvmlPciInfo& pci) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%04x:%02x:%02x.0", pci.domain & 0xffff, pci.bus & 0xff,
+                pci.device & 0x1f);
+  return text;
+}
+
+class DlNvml : public NvmlApi {
+ public:
+  explicit DlNvml(const std::string& library) {
+    handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) {
+      const char* err = dlerror();
+      reason_ = err ? err : (library + ": cannot be loaded");
+      return;
+    }
+    init_ = sym<NvmlReturn (*)()>("nvmlInit_v2");
+    shutdown_ = sym<NvmlReturn (*)()>("nvmlShutdown");
+    count_ = sym<NvmlReturn (*)(unsigned*)>("nvmlDeviceGetCount_v2");
+    handle_by_index_ = sym<NvmlReturn (*)(unsigned, NvmlDevice*)>("nvmlDeviceGetHandleByIndex_v2");
+    pci_ = sym<NvmlReturn (*)(NvmlDevice, NvmlPciInfo*)>("nvmlDeviceGetPciInfo_v3");
+    name_ = sym<NvmlReturn (*)(NvmlDevice, char*, unsigned)>("nvmlDeviceGetName");
+    cc_ = sym<NvmlReturn (*)(NvmlDevice, int*, int*)>("nvmlDeviceGetCudaComputeCapability");
+    link_state_ = sym<NvmlReturn (*)(NvmlDevice, unsigned, int*)>("nvmlDeviceGetNvLinkState");
+    link_remote_ =
+        sym<NvmlReturn (*)(NvmlDevice, unsigned, NvmlPciInfo*)>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    link_type_ = sym<NvmlReturn (*)(NvmlDevice, unsigned, int*)>(
+        "nvmlDeviceGetNvLinkRemoteDeviceType");
+    // Optional: added in r470 drivers; older ones leave the NUMA node to sysfs.
+    numa_ = sym<NvmlReturn (*)(NvmlDevice, unsigned*)>("nvmlDeviceGetNumaNodeId");
+    if (!init_ || !count_ || !handle_by_index_ || !pci_) {
+      reason_ = library + ": missing nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlDeviceGetPciInfo_v3 "
+                          "(driver older than r418?)";
+      return;
+    }
+    NvmlReturn rc = init_();
+    if (rc != kNvmlSuccess) {
+      reason_ = "nvmlInit_v2 failed with NVML error " + std::to_string(rc) +
+                " (no NVIDIA driver loaded, or no GPU visible in this container)";
+      return;
+    }
+    initialised_ = true;
+  }
+
+  ~DlNvml() override {
+    if (initialised_ && shutdown_) shutdown_();
+    if (handle_) dlclose(handle_);
+  }
+
+  bool available() const override { return initialised_; }
+  std::string unavailableReason() const override { return initialised_ ? "" : reason_; }
+
+  int deviceCount() override {
+    unsigned n = 0;
+    if (!initialised_ || count_(&n) != kNvmlSuccess) return 0;
+    return static_cast<int>(n);
+  }
+
+  bool pciBusId(int dev, std::string* bus_id) override {
+    NvmlPciInfo pci{};
+    NvmlDevice d = device(dev);
+    if (!d || pci_(d, &pci) != kNvmlSuccess) return false;
+    *bus_id = formatBusId(pci);
+    return true;
+  }
+
+  bool name(int dev, std::string* name) override {
+    char text[kNvmlNameBufferSize] = {};
+    NvmlDevice d = device(dev);
+    if (!d || !name_ || name_(d, text, sizeof(text)) != kNvmlSuccess) return false;
+    *name = text;
+    return true;
+  }
+
+  bool computeCapability(int dev, int* sm) override {
+    int major = 0, minor = 0;
+    NvmlDevice d = device(dev);
+    if (!d || !cc_ || cc_(d, &major, &minor) != kNvmlSuccess) return false;
+    *sm = major * 10 + minor;
+    return true;
+  }
+
+  bool numaNode(int dev, int* node) override {
+    unsigned id = 0;
+    NvmlDevice d = device(dev);
+    if (!d || !numa_ || numa_(d, &id) != kNvmlSuccess) return false;
+    *node = static_cast<int>(id);
+    return true;
+  }
+
+  bool nvlinkRemote(int dev, int link, std::string* remote_bus_id, NvlinkPeer* kind) override {
+    int active = 0;
+    NvmlPciInfo pci{};
+    NvmlDevice d = device(dev);
+    if (!d || !link_state_ || !link_remote_) return false;
+    if (link_state_(d, static_cast<unsigned>(link), &active) != kNvmlSuccess || !active) {
+      return false;
+    }
+    if (link_remote_(d, static_cast<unsigned>(link), &pci) != kNvmlSuccess) return false;
+    *remote_bus_id = formatBusId(pci);
+    // NVML_NVLINK_DEVICE_TYPE_GPU = 0, _IBMNPU = 1, _SWITCH = 2, _UNKNOWN = 0xFF.
+    int type = 0xff;
+    if (!link_type_ || link_type_(d, static_cast<unsigned>(link), &type) != kNvmlSuccess) type = 0xff;
+    *kind = type == 0 ? NvlinkPeer::Gpu
+            : type == 1 ? NvlinkPeer::Cpu
+            : type == 2 ? NvlinkPeer::Switch
+                        : NvlinkPeer::Unknown;
+    return true;
+  }
+
+ private:
+  template <typename Fn>
+  Fn sym(const char* name) {
+    return reinterpret_cast<Fn>(dlsym(handle_, name));
+  }
+
+  NvmlDevice device(int dev) {
+    NvmlDevice d = nullptr;
+    if (!initialised_ || dev < 0 || handle_by_index_(static_cast<unsigned>(dev), &d) != kNvmlSuccess) {
+      return nullptr;
+    }
+    return d;
+  }
+
+  void* handle_ = nullptr;
+  bool initialised_ = false;
+  std::string reason_;
+  NvmlReturn (*init_)() = nullptr;
+  NvmlReturn (*shutdown_)() = nullptr;
+  NvmlReturn (*count_)(unsigned*) = nullptr;
+  NvmlReturn (*handle_by_index_)(unsigned, NvmlDevice*) = nullptr;
+  NvmlReturn (*pci_)(NvmlDevice, NvmlPciInfo*) = nullptr;
+  NvmlReturn (*name_)(NvmlDevice, char*, unsigned) = nullptr;
+  NvmlReturn (*cc_)(NvmlDevice, int*, int*) = nullptr;
+  NvmlReturn (*link_state_)(NvmlDevice, unsigned, int*) = nullptr;
+  NvmlReturn (*link_remote_)(NvmlDevice, unsigned, NvmlPciInfo*) = nullptr;
+  NvmlReturn (*numa_)(NvmlDevice, unsigned*) = nullptr;
+  NvmlReturn (*link_type_)(NvmlDevice, unsigned, int*) = nullptr;
+};
+
+int cpuNodeFor(Graph* graph, int numa) {
+  for (int idx : graph->nodesOfKind(NodeKind::Cpu)) {
+    if (graph->nodes[idx].index == numa) return idx;
+  }
+  std::vector<int> cpus = graph->nodesOfKind(NodeKind::Cpu);
+  if (!cpus.empty()) return cpus.front();
+  return graph->addNode(makeCpuNode(0));
+}
+
+}  // namespace
+
+std::unique_ptr<NvmlApi> loadNvml(const std::string& library) {
+  return std::make_unique<DlNvml>(library);
+}
+
+void addNvmlGpus(NvmlApi* nvml, HostTopology* host) {
+  if (!nvml || !nvml->available()) return;
+  struct Found {
+    int dev;
+    Gpu gpu;
+  };
+  std::vector<Found> found;
+  int count = nvml->deviceCount();
+  for (int dev = 0; dev < count; ++dev) {
+    Found f{dev, {}};
+    if (!nvml->pciBusId(dev, &f.gpu.bus_id)) {
+      host->warnings.push_back("probe:nvml: GPU " + std::to_string(dev) +
+                               ": PCI bus id unreadable; GPU skipped");
+      continue;
+    }
+    nvml->name(dev, &f.gpu.name);
+    nvml->computeCapability(dev, &f.gpu.sm);
+    int numa = -1;
+    if (nvml->numaNode(dev, &numa)) f.gpu.numa_node = numa;
+    found.push_back(f);
+  }
+  std::sort(found.begin(), found.end(),
+            [](const Found& a, const Found& b) { return a.gpu.bus_id < b.gpu.bus_id; });
+  Graph& graph = host->graph;
+  std::map<std::string, int> node_of_bus;
+  for (size_t i = 0; i < found.size(); ++i) {
+    Gpu& gpu = found[i].gpu;
+    gpu.index = static_cast<int>(i);
+    int node = graph.findNode(NodeKind::Gpu, gpu.bus_id);
+    if (node < 0) {
+      Node n;
+      n.kind = NodeKind::Gpu;
+      n.id = gpu.bus_id;
+      n.numa_node = gpu.numa_node;
+      node = graph.addNode(n);
+      graph.addLink({cpuNodeFor(&graph, gpu.numa_node), node, LinkKind::Pci, 0, pcieGBps(0, 0),
+                     kPcieHopLatencyUs});
+    }
+    Node& n = graph.nodes[node];
+    n.name = gpu.name;
+    n.index = gpu.index;
+    if (gpu.numa_node < 0) gpu.numa_node = n.numa_node;  // the PCI tree's locality
+    n.numa_node = gpu.numa_node;
+    for (const NumaNode& numa : host->numa_nodes) {
+      if (numa.id == gpu.numa_node) gpu.cpu_affinity = numa.cpus;
+    }
+    node_of_bus[gpu.bus_id] = node;
+    host->gpus.push_back(gpu);
+  }
+  // Lanes per peer; a GPU pair is counted from the lower index only (NVML reports it twice).
+  for (size_t i = 0; i < found.size(); ++i) {
+    std::map<std::pair<std::string, NvlinkPeer>, int> lanes;
+    for (int link = 0; link < NvmlApi::kMaxLinks; ++link) {
+      std::string remote;
+      NvlinkPeer kind = NvlinkPeer::Unknown;
+      if (nvml->nvlinkRemote(found[i].dev, link, &remote, &kind)) ++lanes[{remote, kind}];
+    }
+    int self = node_of_bus[found[i].gpu.bus_id];
+    double lane_gbps = nvlinkLaneGBps(found[i].gpu.sm);
+    for (const auto& [peer_key, n] : lanes) {
+      const auto& [remote, kind] = peer_key;
+      auto peer = node_of_bus.find(remote);
+      int other;
+      if (kind == NvlinkPeer::Cpu) {
+        // POWER9/POWER8 NVLink to the CPU: the link ends at the GPU's own socket.
+        other = cpuNodeFor(&graph, found[i].gpu.numa_node);
+      } else if (peer != node_of_bus.end()) {
+        if (graph.nodes[peer->second].index < static_cast<int>(i)) continue;
+        other = peer->second;
+      } else {
+        other = graph.findNode(NodeKind::NvSwitch, remote);
+        if (other < 0) {
+          Node sw;
+          sw.kind = NodeKind::NvSwitch;
+          sw.id = remote;
+          sw.name = "NVSwitch";
+          other = graph.addNode(sw);
+        }
+      }
+      graph.addLink({self, other, LinkKind::NvLink, n, n * lane_gbps, kNvlinkHopLatencyUs});
+    }
+  }
+}
+
+}  // namespace torch_topo::topo

@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reader of `nvidia-smi topo -m` text (layer: csrc/topo). A small scanner instead of splitting
+// on whitespace: pasted files lose tabs (`GPU0GPU1`, `NODENODE`) and affinity cells can be empty,
+// so cells are matched by their vocabulary and affinity cells placed by header position.
+#include "topo/nvsmi_reader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "topo/error.h"
+#include "topo/paths.h"
+
+namespace torch_topo::topo {
+namespace {
+
+constexpr int kMaxDeviceIndex = 4095;   // above any real host; keeps ids in int range
+constexpr long kMaxCpuId = 1 << 20;     // cpulist ids beyond this are corrupt input
+const char* const kAffinityColumns[] = {"CPU Affinity", "NUMA Affinity", "GPU NUMA ID"};
+const char* const kClassWords[] = {"NODE", "PIX", "PXB", "PHB", "SYS", "SOC"};
+
+struct Token {
+  std::string text;
+  size_t col = 0;  // byte offset in the line
+};
+
+bool isBlank(char c) { return c == ' ' || c == '\t'; }
+bool isDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool isAlpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
+
+bool startsWith(const std::string& s, size_t pos, const char* prefix) {
+  return s.compare(pos, std::char_traits<char>::length(prefix), prefix) == 0;
+}
+
+size_t skipBlanks(const std::string& s, size_t pos) {
+  while (pos < s.size() && isBlank(s[pos])) ++pos;
+  return pos;
+}
+
+size_t digitsAt(const std::string& s, size_t pos) {
+  size_t n = 0;
+  while (pos + n < s.size() && isDigit(s[pos + n])) ++n;
+  return n;
+}
+
+/// A printable excerpt of the text at `pos` for error messages.
+std::string excerpt(const std::string& s, size_t pos) {
+  std::string out;
+  for (size_t i = pos; i < s.size() && !isBlank(s[i]) && out.size() < 16; ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    out += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
+  }
+  return out.empty() ? "end of line" : "'" + out + "'";
+}
+
+/// Length of the device name at `pos`: `GPU<n>`, `NIC<n>`, `mlx<n>_<n>` (these three stop where
+/// a glued neighbour begins), else a run of name characters; 0 when none.
+size_t matchDeviceName(const std::string& s, size_t pos) {
+  for (const char* prefix : {"GPU", "NIC"}) {
+    if (startsWith(s, pos, prefix)) {
+      size_t d = digitsAt(s, pos + 3);
+      if (d > 0) return 3 + d;
+    }
+  }
+  if (startsWith(s, pos, "mlx")) {
+    size_t d1 = digitsAt(s, pos + 3);
+    if (d1 > 0 && pos + 3 + d1 < s.size() && s[pos + 3 + d1] == '_') {
+      size_t d2 = digitsAt(s, pos + 4 + d1);
+      if (d2 > 0) return 4 + d1 + d2;
+    }
+  }
+  if (pos >= s.size() || !isAlpha(s[pos])) return 0;
+  size_t n = 0;
+  while (pos + n < s.size()) {
+    char c = s[pos + n];
+    if (!(isAlpha(c) || isDigit(c) || c == '_' || c == '-' || c == '.')) break;
+    ++n;
+  }
+  return n;
+}
+
+/// Length of the path-class cell at `pos` ("X", "NV12", "NODE", ...); 0 when none.
+size_t matchClassCell(const std::string& s, size_t pos) {
+  for (const char* word : kClassWords) {
+    if (startsWith(s, pos, word)) return std::char_traits<char>::length(word);
+  }
+  if (startsWith(s, pos, "NV")) {
+    size_t d = digitsAt(s, pos + 2);
+    return d > 0 ? 2 + d : 0;  // a bare "NV" names no lane count
+  }
+  if (startsWith(s, pos, "X")) return 1;
+  return 0;
+}
+
+int parseIndex(const std::string& digits, const std::string& path, int line, size_t col) {
+  if (digits.size() > 4 || std::atoi(digits.c_str()) > kMaxDeviceIndex) {
+    throw ParseError(path, line, static_cast<int>(col) + 1,
+                     "device index " + digits + " out of range (max " +
+                         std::to_string(kMaxDeviceIndex) + ")");
+  }
+  return std::atoi(digits.c_str());
+}
+
+/// Validates a cpulist ("0-23,48-71") and returns its first id.
+long parseIdList(const std::string& text, const std::string& path, int line, size_t col,
+                 const char* what) {
+  long first = -1;
+  std::stringstream ss(text);
+  std::string part;
+  auto fail = [&]() {
+    throw ParseError(path, line, static_cast<int>(col) + 1,
+                     std::string(what) + ": got '" + text +
+                         "', expected a list such as 0-23,48-71 (ids up to " +
+                         std::to_string(kMaxCpuId) + ") or N/A");
+  };
+  while (std::getline(ss, part, ',')) {
+    size_t dash = part.find('-');
+    std::string lo = part.substr(0, dash), hi = dash == std::string::npos ? lo : part.substr(dash + 1);
+    for (const std::string* num : {&lo, &hi}) {
+      if (num->empty() || num->size() > 7 || digitsAt(*num, 0) != num->size()) fail();
+    }
+    long a = std::atol(lo.c_str()), b = std::atol(hi.c_str());
+    if (a > kMaxCpuId || b > kMaxCpuId || a > b) fail();
+    if (first < 0) first = a;
+  }
+  if (first < 0) fail();
+  return first;
+}
+
+struct Cell {
+  bool known = false;
+  PathClass cls = PathClass::SYS;
+  int lanes = 0;
+};
+
+struct Column {
+  std::string name;
+  size_t col = 0;
+  bool gpu = false;
+  int index = -1;  // N of GPU<N> / NIC<N>
+};
+
+class NvsmiParser {
+ public:
+  NvsmiParser(const std::string& text, const std::string& path) : path_(path) {
+    std::string body = startsWith(text, 0, "\xEF\xBB\xBF") ? text.substr(3) : text;
+    std::stringstream ss(body);
+    std::string line;
+    while (std::getline(ss, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      lines_.push_back(line);
+    }
+  }
+
+  HostTopology parse() {
+    size_t i = 0;
+    while (i < lines_.size() && skipBlanks(lines_[i], 0) == lines_[i].size()) ++i;
+    if (i == lines_.size()) {
+      throw ParseError(path_, 1, 1, "empty file: expected `nvidia-smi topo -m` output");
+    }
+    parseHeader(i);
+    for (++i; i < lines_.size(); ++i) {
+      const std::string& s = lines_[i];
+      size_t pos = skipBlanks(s, 0);
+      if (pos == s.size()) continue;
+      if (startsWith(s, pos, "Legend") || startsWith(s, pos, "NIC Legend")) break;
+      parseRow(i);
+    }
+    for (; i < lines_.size(); ++i) parseLegendLine(lines_[i]);
+    return build();
+  }
+
+ private:
+  [[noreturn]] void fail(size_t line_idx, size_t col, const std::string& what) const {
+    throw ParseError(path_, static_cast<int>(line_idx) + 1, static_cast<int>(col) + 1, what);
+  }
+
+  void parseHeader(size_t li) {
+    header_line_ = li;
+    const std::string& s = lines_[li];
+    size_t pos = skipBlanks(s, 0);
+    while (pos < s.size()) {
+      const char* affinity = nullptr;
+      for (const char* name : kAffinityColumns) {
+        if (startsWith(s, pos, name)) affinity = name;
+      }
+      if (affinity != nullptr) {
+        affinity_.push_back({affinity, pos});
+        pos = skipBlanks(s, pos + std::char_traits<char>::length(affinity));
+        continue;
+      }
+      size_t n = matchDeviceName(s, pos);
+      if (n == 0) {
+        fail(li, pos, "header: got " + excerpt(s, pos) +
+                          ", expected a device column (GPU0, NIC0, mlx5_0) or CPU Affinity / "
+                          "NUMA Affinity / GPU NUMA ID");
+      }
+      if (!affinity_.empty()) {
+        fail(li, pos, "header: device column " + excerpt(s, pos) +
+                          " after the affinity columns, expected devices first");
+      }
+      Column c{s.substr(pos, n), pos, false, -1};
+      if (startsWith(c.name, 0, "GPU") && digitsAt(c.name, 3) == n - 3) {
+        c.gpu = true;
+        c.index = parseIndex(c.name.substr(3), path_, static_cast<int>(li) + 1, pos);
+      }
+      for (const Column& other : columns_) {
+        if (other.name == c.name) fail(li, pos, "header: column " + c.name + " appears twice");
+      }
+      columns_.push_back(c);
+      pos = skipBlanks(s, pos + n);
+    }
+    bool any_gpu = std::any_of(columns_.begin(), columns_.end(), [](const Column& c) { return c.gpu; });
+    if (!any_gpu) {
+      fail(li, skipBlanks(s, 0),
+           "header: got " + excerpt(s, skipBlanks(s, 0)) +
+               ", expected the `nvidia-smi topo -m` header with columns GPU0 GPU1 ...");
+    }
+    cells_.assign(columns_.size() * columns_.size(), Cell{});
+    row_seen_.assign(columns_.size(), false);
+    cpu_affinity_.assign(columns_.size(), "");
+    numa_.assign(columns_.size(), -1);
+    gpu_numa_id_.assign(columns_.size(), -1);
+  }
+
+  int columnOf(const std::string& name) const {
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      if (columns_[c].name == name) return static_cast<int>(c);
+    }
+    return -1;
+  }
+
+  void parseRow(size_t li) {
+    const std::string& s = lines_[li];
+    size_t pos = skipBlanks(s, 0);
+    size_t n = matchDeviceName(s, pos);
+    int row = n > 0 ? columnOf(s.substr(pos, n)) : -1;
+    if (row < 0) {
+      fail(li, pos, "got " + excerpt(s, pos) +
+                        ", expected a row starting with a device of the header (" +
+                        columns_.front().name + " .. " + columns_.back().name + ")");
+    }
+    if (row_seen_[row]) fail(li, pos, "row " + columns_[row].name + " appears twice");
+    row_seen_[row] = true;
+    pos += n;
+    const size_t nd = columns_.size();
+    for (size_t c = 0; c < nd; ++c) {
+      pos = skipBlanks(s, pos);
+      size_t len = matchClassCell(s, pos);
+      Cell cell;
+      if (len == 0 || !parsePathClass(s.substr(pos, len), &cell.cls, &cell.lanes)) {
+        if (pos >= s.size()) {
+          fail(li, pos, "row " + columns_[row].name + " has " + std::to_string(c) +
+                            " path cells, expected " + std::to_string(nd) +
+                            " (one per device column)");
+        }
+        fail(li, pos, "row " + columns_[row].name + ", column " + columns_[c].name + ": got " +
+                          excerpt(s, pos) +
+                          ", expected a path class (X, NV#, PIX, PXB, PHB, NODE, SYS, SOC)");
+      }
+      if ((cell.cls == PathClass::X) != (static_cast<size_t>(row) == c)) {
+        fail(li, pos, "row " + columns_[row].name + ", column " + columns_[c].name + ": got " +
+                          excerpt(s, pos) + ", expected X exactly on the diagonal");
+      }
+      cell.known = true;
+      cells_[row * nd + c] = cell;
+      pos += len;
+    }
+    parseAffinity(li, pos, row);
+  }
+
+  void parseAffinity(size_t li, size_t pos, int row) {
+    const std::string& s = lines_[li];
+    std::vector<Token> fields;
+    if (s.find('\t', pos) != std::string::npos) {
+      // Tab layout: positional fields; nvidia-smi pads wide columns with an extra tab, so
+      // surplus empty fields are padding.
+      size_t start = s.find('\t', pos);
+      if (skipBlanks(s, pos) < start) fail(li, skipBlanks(s, pos), "got " + excerpt(s, skipBlanks(s, pos)) + " glued to the last path cell, expected a tab");
+      while (start != std::string::npos) {
+        size_t end = s.find('\t', start + 1);
+        std::string f = s.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
+        size_t b = skipBlanks(f, 0), e = f.size();
+        while (e > b && isBlank(f[e - 1])) --e;
+        fields.push_back({f.substr(b, e - b), start + 1 + b});
+        start = end;
+      }
+      while (fields.size() > affinity_.size()) {
+        auto empty = std::find_if(fields.rbegin(), fields.rend(), [](const Token& t) { return t.text.empty(); });
+        if (empty == fields.rend()) break;
+        fields.erase(std::next(empty).base());
+      }
+      if (fields.size() > affinity_.size()) fail(li, fields[affinity_.size()].col, "got " + excerpt(s, fields[affinity_.size()].col) + ", expected no more cells (" + std::to_string(affinity_.size()) + " affinity columns in the header)");
+    } else {
+      for (pos = skipBlanks(s, pos); pos < s.size(); pos = skipBlanks(s, pos)) {
+        size_t end = pos;
+        while (end < s.size() && !isBlank(s[end])) ++end;
+        fields.push_back({s.substr(pos, end - pos), pos});
+        pos = end;
+      }
+      if (fields.size() > affinity_.size()) fail(li, fields[affinity_.size()].col, "got " + excerpt(s, fields[affinity_.size()].col) + ", expected no more cells (" + std::to_string(affinity_.size()) + " affinity columns in the header)");
+      if (fields.size() < affinity_.size() && !fields.empty()) fields = placeByHeader(li, fields);
+    }
+    if (!columns_[row].gpu) {
+      for (const Token& f : fields) {
+        if (!f.text.empty()) fail(li, f.col, "NIC row " + columns_[row].name + ": got " + excerpt(s, f.col) + ", expected no affinity cells");
+      }
+      return;
+    }
+    for (size_t a = 0; a < fields.size(); ++a) {
+      const std::string& v = fields[a].text;
+      if (v.empty() || v == "N/A") continue;
+      const std::string name = affinity_[a].text;
+      if (name == "CPU Affinity") {
+        parseIdList(v, path_, static_cast<int>(li) + 1, fields[a].col, "CPU Affinity");
+        cpu_affinity_[row] = v;
+      } else if (name == "NUMA Affinity") {
+        numa_[row] = static_cast<int>(parseIdList(v, path_, static_cast<int>(li) + 1, fields[a].col, "NUMA Affinity"));
+        if (numa_[row] > kMaxDeviceIndex) fail(li, fields[a].col, "NUMA Affinity: got " + v + ", expected ids up to " + std::to_string(kMaxDeviceIndex));
+      } else {
+        if (digitsAt(v, 0) != v.size()) fail(li, fields[a].col, "GPU NUMA ID: got '" + v + "', expected an integer or N/A");
+        gpu_numa_id_[row] = parseIndex(v, path_, static_cast<int>(li) + 1, fields[a].col);
+      }
+    }
+  }
+
+  /// Space layout with empty cells: each value goes to the affinity column whose header starts
+  /// nearest to it (nvidia-smi aligns cells under their header).
+  std::vector<Token> placeByHeader(size_t li, const std::vector<Token>& values) const {
+    std::vector<Token> placed(affinity_.size());
+    std::vector<bool> used(affinity_.size(), false);
+    for (const Token& v : values) {
+      size_t best = 0;
+      for (size_t a = 1; a < affinity_.size(); ++a) {
+        auto dist = [&](size_t k) { return affinity_[k].col > v.col ? affinity_[k].col - v.col : v.col - affinity_[k].col; };
+        if (dist(a) < dist(best)) best = a;
+      }
+      if (used[best]) fail(li, v.col, "got " + excerpt(lines_[li], v.col) + ", expected one value per affinity column (two fall under " + affinity_[best].text + ")");
+      used[best] = true;
+      placed[best] = v;
+    }
+    return placed;
+  }
+
+  void parseLegendLine(const std::string& s) {
+    size_t pos = skipBlanks(s, 0);
+    if (!startsWith(s, pos, "NIC")) return;
+    size_t n = matchDeviceName(s, pos);
+    size_t colon = skipBlanks(s, pos + n);
+    if (n == 0 || colon >= s.size() || s[colon] != ':') return;
+    size_t b = skipBlanks(s, colon + 1), e = s.size();
+    while (e > b && isBlank(s[e - 1])) --e;
+    if (e > b) legend_[s.substr(pos, n)] = s.substr(b, e - b);
+  }
+
+  HostTopology build() {
+    HostTopology host;
+    host.source = path_;
+    host.format = "nvidia-smi";
+    std::vector<size_t> gpu_cols, nic_cols;
+    std::set<int> indices;
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      if (!columns_[c].gpu) {
+        nic_cols.push_back(c);
+        continue;
+      }
+      if (!indices.insert(columns_[c].index).second) {
+        fail(header_line_, columns_[c].col, "header: GPU index " + std::to_string(columns_[c].index) + " appears twice");
+      }
+      gpu_cols.push_back(c);
+    }
+    for (size_t c : gpu_cols) {
+      Gpu gpu;
+      gpu.index = columns_[c].index;
+      gpu.numa_node = numa_[c];
+      gpu.cpu_affinity = cpu_affinity_[c];
+      gpu.memory_numa_node = gpu_numa_id_[c];
+      host.gpus.push_back(gpu);
+    }
+    for (size_t c : nic_cols) {
+      Nic nic;
+      auto it = legend_.find(columns_[c].name);
+      nic.name = it == legend_.end() ? columns_[c].name : it->second;
+      host.nics.push_back(nic);
+    }
+    assignNuma(&host);
+
+    int unknown = 0;
+    const size_t nd = columns_.size();
+    // Prefer the row of the lower column (the GPU row for GPU-NIC pairs); the mirror cell
+    // stands in for rows a cut-short file lost.
+    auto resolve = [&](size_t a, size_t b) {
+      size_t lo = std::min(a, b), hi = std::max(a, b);
+      const Cell& primary = cells_[lo * nd + hi];
+      const Cell& mirror = cells_[hi * nd + lo];
+      if (a < b && primary.known && mirror.known &&
+          (primary.cls != mirror.cls || primary.lanes != mirror.lanes)) {
+        host.warnings.push_back("cells " + columns_[lo].name + "/" + columns_[hi].name + " and " +
+                                columns_[hi].name + "/" + columns_[lo].name +
+                                " disagree; kept row " + columns_[lo].name + "'s");
+      }
+      const Cell& use = primary.known ? primary : mirror;
+      PathInfo p;
+      if (use.known) {
+        p.cls = use.cls;
+        p.nvlinks = use.lanes;
+      } else {
+        if (a < b) ++unknown;
+        p.cls = a == b ? PathClass::X : PathClass::SYS;
+      }
+      return p;
+    };
+    for (size_t i : gpu_cols) {
+      for (size_t j : gpu_cols) host.gpu_paths.push_back(resolve(i, j));
+    }
+    for (size_t i : gpu_cols) {
+      for (size_t k : nic_cols) host.gpu_nic_paths.push_back(resolve(i, k));
+    }
+    std::string missing;
+    for (size_t c = 0; c < nd; ++c) {
+      if (!row_seen_[c]) missing += (missing.empty() ? "" : ", ") + columns_[c].name;
+    }
+    if (!missing.empty()) {
+      host.warnings.push_back("rows missing (file cut short?): " + missing + "; " + std::to_string(unknown) + " device pairs given by neither row nor column, assumed SYS");
+    }
+    estimatePathMetrics(&host);
+    return host;
+  }
+
+  void assignNuma(HostTopology* host) {
+    bool has_numa_column = std::any_of(affinity_.begin(), affinity_.end(), [](const Token& t) { return t.text == "NUMA Affinity"; });
+    if (!has_numa_column) {
+      // Older formats give CPU Affinity only: GPUs sharing a CPU set share a NUMA domain.
+      std::vector<std::string> sets;
+      for (Gpu& gpu : host->gpus) {
+        if (gpu.cpu_affinity.empty()) continue;
+        auto it = std::find(sets.begin(), sets.end(), gpu.cpu_affinity);
+        if (it == sets.end()) it = sets.insert(sets.end(), gpu.cpu_affinity);
+        gpu.numa_node = static_cast<int>(it - sets.begin());
+      }
+      if (!sets.empty()) host->warnings.push_back("no NUMA Affinity column: NUMA nodes numbered 0.." + std::to_string(sets.size() - 1) + " by distinct CPU Affinity");
+    }
+    std::map<int, std::string> nodes;
+    for (const Gpu& gpu : host->gpus) {
+      if (gpu.numa_node >= 0 && !nodes.count(gpu.numa_node)) nodes[gpu.numa_node] = gpu.cpu_affinity;
+    }
+    for (const auto& [id, cpus] : nodes) host->numa_nodes.push_back({id, cpus});
+  }
+
+  std::string path_;
+  std::vector<std::string> lines_;
+  size_t header_line_ = 0;
+  std::vector<Column> columns_;
+  std::vector<Token> affinity_;
+  std::vector<Cell> cells_;  // columns x columns, row-major by row device
+  std::vector<bool> row_seen_;
+  std::vector<std::string> cpu_affinity_;
+  std::vector<int> numa_;
+  std::vector<int> gpu_numa_id_;
+  std::map<std::string, std::string> legend_;
+};
+
+}  // namespace
+
+HostTopology readNvidiaSmi(const std::string& text, const std::string& path) {
+  return NvsmiParser(text, path).parse();
+}
+
+bool looksLikeNvidiaSmi(const std::string& text) {
+  size_t pos = 0;
+  while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
+  size_t eol = text.find('\n', pos);
+  std::string first = text.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
+  return first.find("GPU0") != std::string::npos;
+}
+
+}  // namespace torch_topo::topo

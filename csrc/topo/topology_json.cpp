@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: Apache-2.0
+// torch-topo JSON (layer: csrc/topo). Attribute lists are arrays of [key, value] pairs so
+// their order survives (JSON objects are unordered, and writers reproduce source order).
+#include "topo/topology_json.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "topo/error.h"
+#include "topo/paths.h"
+
+namespace torch_topo::topo {
+namespace {
+
+using nlohmann::json;
+using Attrs = std::vector<std::pair<std::string, std::string>>;
+
+constexpr long kMaxCount = 1 << 20;  // list sizes, indices and lanes beyond this are corrupt
+
+json attrsJson(const Attrs& attrs) {
+  json out = json::array();
+  for (const auto& kv : attrs) out.push_back({kv.first, kv.second});
+  return out;
+}
+
+json pathJson(const PathInfo& p) {
+  return {{"cls", toString(p.cls)}, {"nvlinks", p.nvlinks},
+          {"bandwidth_gbps", p.bandwidth_gbps}, {"latency_us", p.latency_us}};
+}
+
+json matrixJson(const std::vector<PathInfo>& paths, size_t rows, size_t cols) {
+  json out = json::array();
+  for (size_t i = 0; i < rows && (i + 1) * cols <= paths.size(); ++i) {
+    json row = json::array();
+    for (size_t j = 0; j < cols; ++j) row.push_back(pathJson(paths[i * cols + j]));
+    out.push_back(row);
+  }
+  return out;
+}
+
+json hostJson(const HostTopology& h) {
+  json gpus = json::array(), nics = json::array(), numa = json::array();
+  for (const Gpu& g : h.gpus) {
+    gpus.push_back({{"index", g.index}, {"bus_id", g.bus_id}, {"name", g.name}, {"sm", g.sm},
+                    {"numa_node", g.numa_node}, {"cpu_affinity", g.cpu_affinity},
+                    {"memory_numa_node", g.memory_numa_node}});
+  }
+  for (const Nic& n : h.nics) {
+    nics.push_back({{"name", n.name}, {"bus_id", n.bus_id}, {"numa_node", n.numa_node},
+                    {"speed_gbps", n.speed_gbps}, {"attrs", attrsJson(n.attrs)}});
+  }
+  for (const NumaNode& n : h.numa_nodes) numa.push_back({{"id", n.id}, {"cpus", n.cpus}});
+  json nodes = json::array(), links = json::array();
+  for (const Node& n : h.graph.nodes) {
+    nodes.push_back({{"kind", toString(n.kind)}, {"id", n.id}, {"name", n.name},
+                     {"numa_node", n.numa_node}, {"index", n.index}, {"attrs", attrsJson(n.attrs)}});
+  }
+  for (const Link& l : h.graph.links) {
+    links.push_back({{"a", l.a}, {"b", l.b}, {"kind", toString(l.kind)}, {"lanes", l.lanes},
+                     {"bandwidth_gbps", l.bandwidth_gbps}, {"latency_us", l.latency_us}});
+  }
+  return {{"hostname", h.hostname}, {"source", h.source}, {"format", h.format}, {"gpus", gpus}, {"nics", nics},
+          {"numa_nodes", numa}, {"graph", {{"nodes", nodes}, {"links", links}}},
+          {"gpu_paths", matrixJson(h.gpu_paths, h.gpus.size(), h.gpus.size())},
+          {"gpu_nic_paths", matrixJson(h.gpu_nic_paths, h.gpus.size(), h.nics.size())},
+          {"warnings", h.warnings}};
+}
+
+/// Typed field access that reports the field path on error.
+class Reader {
+ public:
+  explicit Reader(const std::string& path) : path_(path) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw ParseError(path_, 1, 1, "field " + where + ": " + what);
+  }
+
+  const json* find(const json& obj, const char* key, const std::string& where) const {
+    if (!obj.is_object()) fail(where, "got " + std::string(obj.type_name()) + ", expected an object");
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+
+  std::string str(const json& obj, const char* key, const std::string& where,
+                  const std::string& fallback = "") const {
+    const json* v = find(obj, key, where);
+    if (v == nullptr) return fallback;
+    if (!v->is_string()) fail(where + "." + key, "got " + std::string(v->type_name()) + ", expected a string");
+    return v->get<std::string>();
+  }
+
+  long integer(const json& obj, const char* key, const std::string& where, long fallback,
+               long lo = -1, long hi = kMaxCount) const {
+    const json* v = find(obj, key, where);
+    if (v == nullptr) return fallback;
+    if (!v->is_number_integer()) fail(where + "." + key, "got " + v->dump().substr(0, 40) + ", expected an integer");
+    long long x = v->get<long long>();
+    if (x < lo || x > hi) fail(where + "." + key, "got " + std::to_string(x) + ", expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return static_cast<long>(x);
+  }
+
+  double number(const json& obj, const char* key, const std::string& where, double fallback) const {
+    const json* v = find(obj, key, where);
+    if (v == nullptr) return fallback;
+    if (!v->is_number()) fail(where + "." + key, "got " + v->dump().substr(0, 40) + ", expected a number");
+    double x = v->get<double>();
+    if (!std::isfinite(x) || x < 0) fail(where + "." + key, "got " + v->dump() + ", expected a finite number >= 0");
+    return x;
+  }
+
+  const json& array(const json& obj, const char* key, const std::string& where) const {
+    static const json kEmpty = json::array();
+    const json* v = find(obj, key, where);
+    if (v == nullptr) return kEmpty;
+    if (!v->is_array()) fail(where + "." + key, "got " + std::string(v->type_name()) + ", expected an array");
+    if (v->size() > static_cast<size_t>(kMaxCount)) fail(where + "." + key, "too many entries");
+    return *v;
+  }
+
+  Attrs attrs(const json& obj, const std::string& where) const {
+    Attrs out;
+    const json& list = array(obj, "attrs", where);
+    for (size_t i = 0; i < list.size(); ++i) {
+      const json& kv = list[i];
+      if (!kv.is_array() || kv.size() != 2 || !kv[0].is_string() || !kv[1].is_string()) {
+        fail(where + ".attrs[" + std::to_string(i) + "]", "expected a [key, value] pair of strings");
+      }
+      out.emplace_back(kv[0].get<std::string>(), kv[1].get<std::string>());
+    }
+    return out;
+  }
+
+  template <typename Enum, size_t N>
+  Enum kind(const std::string& text, const Enum (&values)[N], const std::string& where) const {
+    std::string names;
+    for (Enum e : values) {
+      if (text == toString(e)) return e;
+      names += (names.empty() ? "" : ", ") + std::string(toString(e));
+    }
+    fail(where, "got '" + text + "', expected one of " + names);
+  }
+
+  PathInfo path(const json& cell, const std::string& where, bool* estimated) const {
+    PathInfo p;
+    int lanes = 0;
+    if (cell.is_string()) {
+      if (!parsePathClass(cell.get<std::string>(), &p.cls, &lanes)) fail(where, "got '" + cell.get<std::string>() + "', expected a path class such as NV12, PIX or SYS");
+      p.nvlinks = lanes;
+      *estimated = true;
+      return p;
+    }
+    std::string cls = str(cell, "cls", where, "SYS");
+    if (!parsePathClass(cls, &p.cls, &lanes)) fail(where + ".cls", "got '" + cls + "', expected X, NV, PIX, PXB, PHB, NODE, SYS or NET");
+    p.nvlinks = static_cast<int>(integer(cell, "nvlinks", where, lanes, 0, 4096));
+    p.bandwidth_gbps = number(cell, "bandwidth_gbps", where, 0.0);
+    p.latency_us = number(cell, "latency_us", where, 0.0);
+    return p;
+  }
+
+  std::vector<PathInfo> matrix(const json& obj, const char* key, const std::string& where,
+                               size_t rows, size_t cols, bool* present, bool* estimated) const {
+    const json& m = array(obj, key, where);
+    *present = find(obj, key, where) != nullptr;
+    std::vector<PathInfo> out;
+    if (!*present) return out;
+    std::string w = where + "." + key;
+    if (m.size() != rows) fail(w, "got " + std::to_string(m.size()) + " rows, expected " + std::to_string(rows));
+    for (size_t i = 0; i < rows; ++i) {
+      if (!m[i].is_array() || m[i].size() != cols) fail(w + "[" + std::to_string(i) + "]", "expected an array of " + std::to_string(cols) + " cells");
+      for (size_t j = 0; j < cols; ++j) out.push_back(path(m[i][j], w + "[" + std::to_string(i) + "][" + std::to_string(j) + "]", estimated));
+    }
+    return out;
+  }
+
+  HostTopology host(const json& obj, const std::string& where) const;
+
+ private:
+  std::string path_;
+};
+
+HostTopology Reader::host(const json& obj, const std::string& where) const {
+  static const NodeKind kNodeKinds[] = {NodeKind::Host, NodeKind::Cpu, NodeKind::PciSwitch,
+                                        NodeKind::Gpu, NodeKind::Nic, NodeKind::NvSwitch};
+  static const LinkKind kLinkKinds[] = {LinkKind::NvLink, LinkKind::C2C, LinkKind::Pci,
+                                        LinkKind::Smp, LinkKind::Net};
+  HostTopology h;
+  h.hostname = str(obj, "hostname", where);
+  h.source = str(obj, "source", where);
+  h.format = str(obj, "format", where);
+  const json& gpus = array(obj, "gpus", where);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    std::string w = where + ".gpus[" + std::to_string(i) + "]";
+    Gpu g;
+    g.index = static_cast<int>(integer(gpus[i], "index", w, static_cast<long>(i), 0, 4095));
+    g.bus_id = str(gpus[i], "bus_id", w);
+    g.name = str(gpus[i], "name", w);
+    g.sm = static_cast<int>(integer(gpus[i], "sm", w, 0, 0, 10000));
+    g.numa_node = static_cast<int>(integer(gpus[i], "numa_node", w, -1, -1, 4095));
+    g.cpu_affinity = str(gpus[i], "cpu_affinity", w);
+    g.memory_numa_node = static_cast<int>(integer(gpus[i], "memory_numa_node", w, -1, -1, 4095));
+    h.gpus.push_back(g);
+  }
+  const json& nics = array(obj, "nics", where);
+  for (size_t i = 0; i < nics.size(); ++i) {
+    std::string w = where + ".nics[" + std::to_string(i) + "]";
+    Nic n;
+    n.name = str(nics[i], "name", w);
+    n.bus_id = str(nics[i], "bus_id", w);
+    n.numa_node = static_cast<int>(integer(nics[i], "numa_node", w, -1, -1, 4095));
+    n.speed_gbps = number(nics[i], "speed_gbps", w, 0.0);
+    n.attrs = attrs(nics[i], w);
+    h.nics.push_back(n);
+  }
+  const json& numa = array(obj, "numa_nodes", where);
+  for (size_t i = 0; i < numa.size(); ++i) {
+    std::string w = where + ".numa_nodes[" + std::to_string(i) + "]";
+    int id = static_cast<int>(integer(numa[i], "id", w, -1, -1, 4095));
+    h.numa_nodes.push_back({id, str(numa[i], "cpus", w)});
+  }
+  static const json kNoGraph = json::object();
+  const json* graph = find(obj, "graph", where);
+  const json& g = graph != nullptr ? *graph : kNoGraph;
+  const json& nodes = array(g, "nodes", where + ".graph");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::string w = where + ".graph.nodes[" + std::to_string(i) + "]";
+    Node n;
+    n.kind = kind(str(nodes[i], "kind", w), kNodeKinds, w + ".kind");
+    n.id = str(nodes[i], "id", w);
+    n.name = str(nodes[i], "name", w);
+    n.numa_node = static_cast<int>(integer(nodes[i], "numa_node", w, -1, -1, 4095));
+    n.index = static_cast<int>(integer(nodes[i], "index", w, -1, -1, kMaxCount));
+    n.attrs = attrs(nodes[i], w);
+    h.graph.nodes.push_back(n);
+  }
+  const json& links = array(g, "links", where + ".graph");
+  for (size_t i = 0; i < links.size(); ++i) {
+    std::string w = where + ".graph.links[" + std::to_string(i) + "]";
+    long last = static_cast<long>(h.graph.nodes.size()) - 1;
+    Link l;
+    l.a = static_cast<int>(integer(links[i], "a", w, -2, 0, last));
+    l.b = static_cast<int>(integer(links[i], "b", w, -2, 0, last));
+    if (l.a < 0 || l.b < 0) fail(w, "expected node indices a and b");
+    l.kind = kind(str(links[i], "kind", w), kLinkKinds, w + ".kind");
+    l.lanes = static_cast<int>(integer(links[i], "lanes", w, 0, 0, 4096));
+    l.bandwidth_gbps = number(links[i], "bandwidth_gbps", w, 0.0);
+    l.latency_us = number(links[i], "latency_us", w, 0.0);
+    h.graph.links.push_back(l);
+  }
+  const json& warnings = array(obj, "warnings", where);
+  for (size_t i = 0; i < warnings.size(); ++i) {
+    if (!warnings[i].is_string()) fail(where + ".warnings[" + std::to_string(i) + "]", "expected a string");
+    h.warnings.push_back(warnings[i].get<std::string>());
+  }
+  bool present = false, estimated = false;
+  h.gpu_paths = matrix(obj, "gpu_paths", where, h.gpus.size(), h.gpus.size(), &present, &estimated);
+  bool nic_present = false;
+  h.gpu_nic_paths = matrix(obj, "gpu_nic_paths", where, h.gpus.size(), h.nics.size(), &nic_present, &estimated);
+  if (!present && !h.graph.nodes.empty()) {
+    try {
+      computePaths(&h);
+    } catch (const InvalidArgument& e) {
+      fail(where + ".graph", e.what());
+    }
+    return h;
+  }
+  if (!present) {
+    for (size_t i = 0; i < h.gpus.size(); ++i) {
+      for (size_t j = 0; j < h.gpus.size(); ++j) {
+        PathInfo p;
+        p.cls = i == j ? PathClass::X : PathClass::SYS;
+        h.gpu_paths.push_back(p);
+      }
+    }
+    estimated = true;
+  }
+  if (!nic_present) h.gpu_nic_paths.assign(h.gpus.size() * h.nics.size(), PathInfo{});
+  if (estimated) estimatePathMetrics(&h);
+  return h;
+}
+
+json parseDocument(const std::string& text, const std::string& path, const char* want) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    int line = 1, col = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string what = e.what();
+    throw ParseError(path, line, col, "malformed JSON: " + what.substr(what.find(' ') + 1));
+  }
+  Reader r(path);
+  std::string schema = r.str(doc, "schema", "(root)");
+  if (schema != kTopologyJsonSchema) {
+    r.fail("schema", "got '" + schema + "', expected '" + kTopologyJsonSchema + "'");
+  }
+  std::string kind = r.str(doc, "kind", "(root)");
+  if (kind != want) r.fail("kind", "got '" + kind + "', expected '" + want + "'");
+  return doc;
+}
+
+std::string dump(json doc, int indent) { return doc.dump(indent); }
+
+}  // namespace
+
+std::string hostToJson(const HostTopology& host, int indent) {
+  json doc = {{"schema", kTopologyJsonSchema}, {"kind", "host"}};
+  doc.update(hostJson(host));
+  return dump(doc, indent);
+}
+
+HostTopology hostFromJson(const std::string& text, const std::string& path) {
+  return Reader(path).host(parseDocument(text, path, "host"), "(root)");
+}
+
+std::string clusterToJson(const ClusterTopology& c, int indent) {
+  json hosts = json::array(), ranks = json::array();
+  for (const HostTopology& h : c.hosts) hosts.push_back(hostJson(h));
+  for (const RankPlacement& r : c.ranks) {
+    ranks.push_back({{"host", r.host}, {"local_gpu", r.local_gpu}, {"local_rank", r.local_rank}});
+  }
+  json doc = {{"schema", kTopologyJsonSchema}, {"kind", "cluster"}, {"hosts", hosts},
+              {"ranks", ranks}, {"inter_host_bandwidth_gbps", c.inter_host_bandwidth_gbps},
+              {"inter_host_latency_us", c.inter_host_latency_us}};
+  return dump(doc, indent);
+}
+
+ClusterTopology clusterFromJson(const std::string& text, const std::string& path) {
+  json doc = parseDocument(text, path, "cluster");
+  Reader r(path);
+  ClusterTopology c;
+  const json& hosts = r.array(doc, "hosts", "(root)");
+  for (size_t i = 0; i < hosts.size(); ++i) c.hosts.push_back(r.host(hosts[i], "hosts[" + std::to_string(i) + "]"));
+  const json& ranks = r.array(doc, "ranks", "(root)");
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    std::string w = "ranks[" + std::to_string(i) + "]";
+    RankPlacement p;
+    p.host = static_cast<int>(r.integer(ranks[i], "host", w, -2, 0, static_cast<long>(c.hosts.size()) - 1));
+    if (p.host < 0) r.fail(w + ".host", "missing, expected a host index");
+    long gpus = static_cast<long>(c.hosts[p.host].gpus.size());
+    p.local_gpu = static_cast<int>(r.integer(ranks[i], "local_gpu", w, -1, -1, gpus - 1));
+    p.local_rank = static_cast<int>(r.integer(ranks[i], "local_rank", w, -1, -1, kMaxCount));
+    c.ranks.push_back(p);
+  }
+  c.inter_host_bandwidth_gbps = r.number(doc, "inter_host_bandwidth_gbps", "(root)", 0.0);
+  c.inter_host_latency_us = r.number(doc, "inter_host_latency_us", "(root)", 0.0);
+  return c;
+}
+
+std::string topologyJsonKind(const std::string& text) {
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return "";
+  auto schema = doc.find("schema");
+  if (schema == doc.end() || !schema->is_string() ||
+      schema->get<std::string>().rfind("torch-topo/", 0) != 0) {
+    return "";
+  }
+  auto kind = doc.find("kind");
+  return kind != doc.end() && kind->is_string() ? kind->get<std::string>() : "";
+}
+
+}  // namespace torch_topo::topo

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of csrc/topo/cost_model: closed-form alpha-beta times on uniform groups, NIC sharing
+// across hosts, algorithm choice and hierarchical thresholds.
+#include "topo/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "planner_fixtures.h"
+#include "topo/error.h"
+
+namespace torch_topo::topo {
+namespace {
+
+using testing::makeCluster;
+using testing::makeHost;
+
+constexpr double kLaneGBps = 25.0;
+constexpr double kLatencyUs = 2.0;
+
+// 4 GPUs behind NVSwitch, NV12 to every peer: 300 GB/s per pair, shared per GPU.
+ClusterTopology uniformSwitched(int hosts = 1) {
+  return makeCluster(makeHost({"X NV12 NV12 NV12", "NV12 X NV12 NV12", "NV12 NV12 X NV12",
+                               "NV12 NV12 NV12 X"},
+                              kLaneGBps, 12.0, kLatencyUs),
+                     hosts, 12.5, 5.0);
+}
+
+constexpr double kB = 12 * kLaneGBps * 1e9;  // bytes/s
+constexpr double kA = kLatencyUs * 1e-6;     // s
+constexpr double kS = 64.0 * (1 << 20);      // bytes
+
+TEST(CostModelTest, RingMatchesClosedForms) {
+  const CostModel model(uniformSwitched());
+  const std::vector<int> g{0, 1, 2, 3};
+  const double n = 4;
+  EXPECT_NEAR(model.estimateCollective(CollectiveOp::AllReduce, kS, g, Algorithm::Ring).seconds,
+              2 * (n - 1) / n * kS / kB + 2 * (n - 1) * kA, 1e-12);
+  EXPECT_NEAR(model.estimateCollective(CollectiveOp::AllGather, kS, g, Algorithm::Ring).seconds,
+              (n - 1) / n * kS / kB + (n - 1) * kA, 1e-12);
+  EXPECT_NEAR(
+      model.estimateCollective(CollectiveOp::ReduceScatter, kS, g, Algorithm::Ring).seconds,
+      (n - 1) / n * kS / kB + (n - 1) * kA, 1e-12);
+  EXPECT_NEAR(model.estimateCollective(CollectiveOp::Broadcast, kS, g, Algorithm::Ring).seconds,
+              kS / kB + (n - 1) * kA, 1e-12);
+}
+
+TEST(CostModelTest, OtherAlgorithmsMatchClosedForms) {
+  const CostModel model(uniformSwitched());
+  const std::vector<int> g{0, 1, 2, 3};
+  const double n = 4;
+  // Recursive halving-doubling: same volume as the ring, log2(n) steps each way.
+  EXPECT_NEAR(model.estimateCollective(CollectiveOp::AllReduce, kS, g,
+                                       Algorithm::HalvingDoubling).seconds,
+              2 * (n - 1) / n * kS / kB + 2 * std::log2(n) * kA, 1e-12);
+  // Double binary tree: the root of one tree sends S/2 up and 3 x S/2 down over its shared
+  // NVSwitch lanes: 2S at B, and 2 x depth latency steps.
+  EXPECT_NEAR(model.estimateCollective(CollectiveOp::AllReduce, kS, g, Algorithm::Tree).seconds,
+              2 * kS / kB + 2 * 2 * kA, 1e-12);
+  // Direct all-to-all: each rank sends (n-1)/n of its buffer through its shared lanes.
+  EXPECT_NEAR(model.estimateCollective(CollectiveOp::AllToAll, kS, g, Algorithm::Direct).seconds,
+              (n - 1) / n * kS / kB + kA, 1e-12);
+  EXPECT_NEAR(model.estimateCollective(CollectiveOp::SendRecv, kS, {0, 1}, Algorithm::Direct)
+                  .seconds,
+              kS / kB + kA, 1e-12);
+  EXPECT_FALSE(
+      model.estimateCollective(CollectiveOp::AllToAll, kS, g, Algorithm::Ring).applicable);
+  EXPECT_FALSE(model.estimateCollective(CollectiveOp::AllReduce, kS, {0, 1, 2},
+                                        Algorithm::HalvingDoubling).applicable);
+}
+
+TEST(CostModelTest, BusBandwidthFollowsNcclTests) {
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveOp::AllReduce, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveOp::AllGather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveOp::AllToAll, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveOp::Broadcast, 4), 1.0);
+  const CostModel model(uniformSwitched());
+  const CostEstimate e =
+      model.estimateCollective(CollectiveOp::AllReduce, kS, {0, 1, 2, 3}, Algorithm::Ring);
+  EXPECT_NEAR(e.bus_bandwidth_gbps, kS / e.seconds / 1e9 * 1.5, 1e-9);
+}
+
+TEST(CostModelTest, RingEdgesThroughOneNicShareIt) {
+  // 2 hosts x 4 GPUs, one 12.5 GB/s network per host. A host-major ring crosses each host's
+  // NIC once per direction; an interleaved ring (given as is) crosses it four times.
+  CostOptions fixed;
+  fixed.search_ring_order = false;
+  const CostModel model(uniformSwitched(2), fixed);
+  const double net = 12.5e9, net_lat = 5e-6, n = 8;
+  const double per_edge = 2 * (n - 1) / n * kS;
+  EXPECT_NEAR(model.estimateCollective(CollectiveOp::AllReduce, kS, {0, 1, 2, 3, 4, 5, 6, 7},
+                                       Algorithm::Ring).seconds,
+              per_edge / net + 2 * (n - 1) * net_lat, 1e-9);
+  EXPECT_NEAR(model.estimateCollective(CollectiveOp::AllReduce, kS, {0, 4, 1, 5, 2, 6, 3, 7},
+                                       Algorithm::Ring).seconds,
+              4 * per_edge / net + 2 * (n - 1) * net_lat, 1e-9);
+  // With the order search on, the interleaved group gets the host-major cost back.
+  const CostModel searching(uniformSwitched(2));
+  EXPECT_NEAR(searching.estimateCollective(CollectiveOp::AllReduce, kS, {0, 4, 1, 5, 2, 6, 3, 7},
+                                           Algorithm::Ring).seconds,
+              per_edge / net + 2 * (n - 1) * net_lat, 1e-9);
+}
+
+TEST(CostModelTest, HierarchicalMatchesPipelinedLevels) {
+  CostOptions one_chunk;
+  one_chunk.chunk_bytes = int64_t{1} << 40;
+  const CostModel model(uniformSwitched(2), one_chunk);
+  const double net = 12.5e9, net_lat = 5e-6, L = 4;
+  // Intra reduce-scatter + 4 rails all-reducing S/4 across 2 hosts through one NIC + intra
+  // all-gather.
+  const double intra = (L - 1) / L * kS / kB + (L - 1) * kA;
+  const double inter = 4 * (2 * 0.5 * kS / L) / net + 2 * net_lat;
+  EXPECT_NEAR(model.estimateCollective(CollectiveOp::AllReduce, kS, {0, 1, 2, 3, 4, 5, 6, 7},
+                                       Algorithm::Hierarchical).seconds,
+              2 * intra + inter, 1e-9);
+  EXPECT_EQ(model.chooseAlgorithm(CollectiveOp::AllReduce, kS, {0, 1, 2, 3, 4, 5, 6, 7})
+                .algorithm,
+            Algorithm::Hierarchical);
+}
+
+TEST(CostModelTest, HierarchicalThresholds) {
+  const CostModel single(uniformSwitched(1));
+  for (const auto& t : computeHierarchicalThresholds(single, {0, 1, 2, 3}))
+    EXPECT_EQ(t.min_bytes, -1) << toString(t.op);
+  const CostModel two(uniformSwitched(2));
+  const auto thresholds = computeHierarchicalThresholds(two, {0, 1, 2, 3, 4, 5, 6, 7});
+  ASSERT_EQ(thresholds.size(), 4u);
+  EXPECT_EQ(thresholds[0].op, CollectiveOp::AllReduce);
+  EXPECT_GT(thresholds[0].min_bytes, 0);
+  // The threshold is where hierarchical starts winning: check the definition directly.
+  const int64_t at = thresholds[0].min_bytes;
+  const auto hier = two.estimateCollective(CollectiveOp::AllReduce, at, {0, 1, 2, 3, 4, 5, 6, 7},
+                                           Algorithm::Hierarchical);
+  const auto ring = two.estimateCollective(CollectiveOp::AllReduce, at, {0, 1, 2, 3, 4, 5, 6, 7},
+                                           Algorithm::Ring);
+  EXPECT_LT(hier.seconds, ring.seconds);
+}
+
+TEST(CostModelTest, RejectsBadGroups) {
+  const CostModel model(uniformSwitched());
+  EXPECT_THROW(model.chooseAlgorithm(CollectiveOp::AllReduce, 8, {}), InvalidArgument);
+  EXPECT_THROW(model.chooseAlgorithm(CollectiveOp::AllReduce, 8, {0, 0}), InvalidArgument);
+  EXPECT_THROW(model.chooseAlgorithm(CollectiveOp::AllReduce, 8, {0, 9}), InvalidArgument);
+  EXPECT_THROW(model.chooseAlgorithm(CollectiveOp::AllReduce, -1, {0, 1}), InvalidArgument);
+  EXPECT_THROW(parseCollectiveOp("allreduce"), InvalidArgument);
+  EXPECT_EQ(parseAlgorithm("tree"), Algorithm::Tree);
+}
+
+}  // namespace
+}  // namespace torch_topo::topo

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of csrc/topo/hwloc_reader against the real hwloc XML files in tests/data/hwloc. Expected
+// counts, bus ids and cpulists were read from the files by hand.
+#include "topo/hwloc_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "topo/error.h"
+
+namespace torch_topo::topo {
+namespace {
+
+std::string dataPath(const std::string& name) {
+  return std::string(TORCH_TOPO_TEST_DATA) + "/hwloc/" + name;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+HostTopology readData(const std::string& name) {
+  std::string path = dataPath(name);
+  return readHwlocXml(slurp(path), path);
+}
+
+int countLinks(const HostTopology& host, LinkKind kind, int lanes) {
+  int n = 0;
+  for (const Link& link : host.graph.links) n += link.kind == kind && link.lanes == lanes;
+  return n;
+}
+
+TEST(HwlocReaderTest, Dgx2Has16V100And12NvSwitchesOnTwoNumaNodes) {
+  HostTopology host = readData("hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml");
+  ASSERT_EQ(host.gpuCount(), 16);
+  EXPECT_EQ(host.graph.nodesOfKind(NodeKind::NvSwitch).size(), 12u);
+  ASSERT_EQ(host.numa_nodes.size(), 2u);
+  EXPECT_EQ(host.numa_nodes[0].cpus, "0-1");    // cpuset 0x00000003
+  EXPECT_EQ(host.numa_nodes[1].cpus, "24-25");  // cpuset 0x03000000
+  EXPECT_EQ(host.gpus[0].bus_id, "0000:34:00.0");
+  EXPECT_EQ(host.gpus[1].bus_id, "0000:36:00.0");
+  EXPECT_EQ(host.gpus[15].bus_id, "0000:e7:00.0");
+  EXPECT_EQ(host.gpus[0].name, "Tesla V100-SXM3-32GB-H");
+  EXPECT_EQ(host.gpus[0].sm, 70);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(host.gpus[i].numa_node, i < 8 ? 0 : 1) << i;
+  EXPECT_EQ(host.gpus[9].cpu_affinity, "24-25");
+  // Each V100 has 6 links of 25000 MB/s to the switches of its board; the switches form one
+  // fabric, so each GPU gets one 6-lane NVLink edge.
+  EXPECT_EQ(countLinks(host, LinkKind::NvLink, 6), 16);
+  EXPECT_EQ(countLinks(host, LinkKind::NvLink, 1), 0);
+  EXPECT_TRUE(host.nics.empty());
+  EXPECT_EQ(host.graph.nodesOfKind(NodeKind::Cpu).size(), 2u);
+}
+
+TEST(HwlocReaderTest, Dgx2PcieTreeFoldsSwitchPorts) {
+  HostTopology host = readData("hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml");
+  // GPU0 (34:00.0) and GPU1 (36:00.0) sit behind downstream ports 33:00.0 and 33:10.0 of the
+  // switch whose upstream port is 32:00.0: both hang from that one PciSwitch node.
+  int gpu0 = host.graph.findNode(NodeKind::Gpu, "0000:34:00.0");
+  int gpu1 = host.graph.findNode(NodeKind::Gpu, "0000:36:00.0");
+  int sw = host.graph.findNode(NodeKind::PciSwitch, "0000:32:00.0");
+  ASSERT_GE(gpu0, 0);
+  ASSERT_GE(sw, 0);
+  EXPECT_EQ(host.graph.findNode(NodeKind::PciSwitch, "0000:33:00.0"), -1);
+  EXPECT_EQ(host.graph.findNode(NodeKind::PciSwitch, "0000:2b:00.0"), -1);  // CPU root port
+  int parents = 0;
+  for (const Link& link : host.graph.links) {
+    if (link.kind != LinkKind::Pci) continue;
+    if ((link.a == sw && (link.b == gpu0 || link.b == gpu1))) ++parents;
+  }
+  EXPECT_EQ(parents, 2);
+}
+
+TEST(HwlocReaderTest, Power8HasNvlinkPairsAndCpuLinks) {
+  HostTopology host = readData("hwloc_power8_gpu_nvlink_distances.xml");
+  ASSERT_EQ(host.gpuCount(), 4);
+  EXPECT_EQ(host.hostname, "drac-12.grenoble.grid5000.fr");
+  ASSERT_EQ(host.numa_nodes.size(), 2u);
+  EXPECT_EQ(host.numa_nodes[0].cpus, "0-1,8-9,16-17,24-25");         // 0x03030303
+  EXPECT_EQ(host.numa_nodes[1].cpus, "80-81,88-89,96-97,104-105");   // 0x00000303,0x03030000,,0x0
+  EXPECT_EQ(host.gpus[0].bus_id, "0002:01:00.0");
+  EXPECT_EQ(host.gpus[3].bus_id, "000b:01:00.0");
+  EXPECT_EQ(host.gpus[2].numa_node, 1);
+  EXPECT_EQ(host.gpus[0].sm, 60);
+  // 40000 MB/s = 2 NVLink1 lanes: GPU0-GPU1, GPU2-GPU3 and each GPU to its POWER8 package.
+  EXPECT_EQ(countLinks(host, LinkKind::NvLink, 2), 6);
+  int gpu0 = host.graph.findNode(NodeKind::Gpu, "0002:01:00.0");
+  int gpu1 = host.graph.findNode(NodeKind::Gpu, "0003:01:00.0");
+  int cpu0 = host.graph.findNode(NodeKind::Cpu, "numa0");
+  bool pair = false, to_cpu = false;
+  for (const Link& link : host.graph.links) {
+    if (link.kind != LinkKind::NvLink) continue;
+    pair |= (link.a == gpu0 && link.b == gpu1) || (link.a == gpu1 && link.b == gpu0);
+    to_cpu |= (link.a == gpu0 && link.b == cpu0) || (link.a == cpu0 && link.b == gpu0);
+  }
+  EXPECT_TRUE(pair);
+  EXPECT_TRUE(to_cpu);
+}
+
+TEST(HwlocReaderTest, Gb10HasNoPciGpusAndOneNode) {
+  HostTopology host = readData("hwloc_nvidia_DGX-GB10.xml");
+  EXPECT_EQ(host.gpuCount(), 0);
+  ASSERT_EQ(host.numa_nodes.size(), 1u);
+  EXPECT_EQ(host.numa_nodes[0].cpus, "0-19");  // cpuset 0x000fffff
+  EXPECT_EQ(host.hostname, "cfarm107");
+}
+
+TEST(HwlocReaderTest, GpuPathsAreFilledByThePathsStage) {
+  HostTopology host = readData("hwloc_power8_gpu_nvlink_distances.xml");
+  ASSERT_EQ(host.gpu_paths.size(), 16u);
+  EXPECT_EQ(host.path(0, 1).cls, PathClass::NV);
+  EXPECT_EQ(host.path(0, 1).nvlinks, 2);
+  EXPECT_EQ(host.path(0, 0).cls, PathClass::X);
+}
+
+TEST(HwlocReaderTest, LstopoConsoleTextIsRefusedWithTheFix) {
+  std::string path = dataPath("lstopo_power9_AC922_gpu_numanodes.console.txt");
+  try {
+    readHwlocXml(slurp(path), path);
+    FAIL() << "console text was accepted";
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("lstopo console output is not supported"),
+              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("lstopo FILE.xml"), std::string::npos);
+    EXPECT_EQ(e.line(), 1);
+  }
+}
+
+TEST(HwlocReaderTest, MalformedInputNamesFileAndLine) {
+  std::string good = slurp(dataPath("hwloc_power8_gpu_nvlink_distances.xml"));
+  try {
+    readHwlocXml(good.substr(0, good.size() / 2), "half.xml");
+    FAIL();
+  } catch (const ParseError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("half.xml:", 0), 0u) << e.what();
+    EXPECT_GT(e.line(), 1);
+  }
+  std::string bad = good;
+  bad.replace(bad.find("0302 [10de:15f9]"), 16, "03zz [10de:15f9]");
+  EXPECT_THROW(readHwlocXml(bad, "bad.xml"), ParseError);
+  std::string matrix = good;
+  matrix.replace(matrix.find("0 0 40000 40000 0 1000000"), 25, "0 0 40000 40000");
+  EXPECT_THROW(readHwlocXml(matrix, "matrix.xml"), ParseError);
+  EXPECT_THROW(readHwlocXml("<nccl_topo/>", "nccl.xml"), ParseError);
+}
+
+TEST(HwlocReaderTest, SmFromGpuNamePrefersLongerFamilies) {
+  EXPECT_EQ(smFromGpuName("NVIDIA A100-SXM4-80GB"), 80);
+  EXPECT_EQ(smFromGpuName("NVIDIA A10G"), 86);
+  EXPECT_EQ(smFromGpuName("NVIDIA GH200 480GB"), 90);
+  EXPECT_EQ(smFromGpuName("Matrox G200"), 0);
+}
+
+}  // namespace
+}  // namespace torch_topo::topo

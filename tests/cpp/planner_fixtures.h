@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// Hand-typed host topologies for the planner's C++ tests (cost_model, ring_order, placement):
+// path matrices copied by eye from files in tests/data/nvidia_smi_topo/.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "topo/graph.h"
+
+namespace torch_topo::topo::testing {
+
+/// A host from an `nvidia-smi topo -m`-style matrix of path cells ("X", "NV2", "SYS", ...).
+/// Bandwidth: lanes x `lane_gbps` for NV#, `pci_gbps` otherwise; latency `latency_us` on every
+/// pair, so closed-form expectations stay simple.
+inline HostTopology makeHost(const std::vector<std::string>& rows, double lane_gbps = 25.0,
+                             double pci_gbps = 12.0, double latency_us = 2.0) {
+  HostTopology host;
+  const int n = static_cast<int>(rows.size());
+  for (int i = 0; i < n; ++i) {
+    Gpu g;
+    g.index = i;
+    g.numa_node = 0;
+    host.gpus.push_back(g);
+  }
+  host.gpu_paths.resize(static_cast<size_t>(n) * n);
+  for (int i = 0; i < n; ++i) {
+    std::istringstream in(rows[i]);
+    for (int j = 0; j < n; ++j) {
+      std::string cell;
+      in >> cell;
+      PathInfo& p = host.path(i, j);
+      parsePathClass(cell, &p.cls, &p.nvlinks);
+      p.bandwidth_gbps = p.cls == PathClass::NV ? lane_gbps * p.nvlinks : pci_gbps;
+      p.latency_us = i == j ? 0.0 : latency_us;
+    }
+  }
+  return host;
+}
+
+/// DGX-1 (8x V100 SXM2) hybrid cube-mesh, from
+/// tests/data/nvidia_smi_topo/dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt.
+inline std::vector<std::string> dgx1Rows() {
+  return {
+      "X   NV1 NV1 NV2 NV2 SYS SYS SYS",  //
+      "NV1 X   NV2 NV1 SYS NV2 SYS SYS",  //
+      "NV1 NV2 X   NV2 SYS SYS NV1 SYS",  //
+      "NV2 NV1 NV2 X   SYS SYS SYS NV1",  //
+      "NV2 SYS SYS SYS X   NV1 NV1 NV2",  //
+      "SYS NV2 SYS SYS NV1 X   NV2 NV1",  //
+      "SYS SYS NV1 SYS NV1 NV2 X   NV2",  //
+      "SYS SYS SYS NV1 NV2 NV1 NV2 X  ",
+  };
+}
+
+/// `hosts` copies of one host, ranks host-major with rank r on GPU r % gpus.
+inline ClusterTopology makeCluster(const HostTopology& host, int hosts, double net_gbps = 12.5,
+                                   double net_latency_us = 5.0) {
+  ClusterTopology c;
+  for (int h = 0; h < hosts; ++h) {
+    c.hosts.push_back(host);
+    for (int g = 0; g < host.gpuCount(); ++g) c.ranks.push_back({h, g, g});
+  }
+  c.inter_host_bandwidth_gbps = net_gbps;
+  c.inter_host_latency_us = net_latency_us;
+  return c;
+}
+
+/// The same host with GPU i renamed perm[i] (rows and columns permuted).
+inline HostTopology relabel(const HostTopology& host, const std::vector<int>& perm) {
+  HostTopology out = host;
+  const int n = host.gpuCount();
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) out.path(perm[i], perm[j]) = host.path(i, j);
+  return out;
+}
+
+}  // namespace torch_topo::topo::testing

@@ -1,0 +1,286 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The emulated cluster (torch_topo.emulate): collectives across emulated nodes against local
+references, host names, rank placement, link shaping, cleanup on every exit path, refusal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from torch_topo import emulate
+from torch_topo.emulation import netns
+from torch_topo.emulation.launcher import place_ranks
+from torch_topo.emulation.shaping import parse_delay_us, parse_rate_bps
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORKER = os.path.join(ROOT, "tests", "py", "emulated_worker.py")
+LINKCHECK = os.path.join(ROOT, "torch_topo", "emulation", "linkcheck.py")
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="the emulator needs root (network namespaces)"
+)
+
+
+def _host_links() -> set[str]:
+    out = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return {line.split(":")[1].strip() for line in out.splitlines()}
+
+
+def _assert_clean(pid: int, links_before: set[str]) -> None:
+    left = [ns for ns in netns.list_namespaces() if ns.startswith(f"{netns.NS_PREFIX}{pid}-")]
+    assert left == []
+    etc = os.listdir("/etc/netns") if os.path.isdir("/etc/netns") else []
+    assert [d for d in etc if d.startswith(f"{netns.NS_PREFIX}{pid}-")] == []
+    assert _host_links() == links_before
+
+
+def _run_here(args: list[str]) -> int:
+    """Runs the emulator in this process (torch is already imported: saves a start-up) and
+    checks that it left nothing behind."""
+    links_before = _host_links()
+    rc = emulate.main(args)
+    _assert_clean(os.getpid(), links_before)
+    return rc
+
+
+def _records(out_dir, world: int) -> list[dict]:
+    return [json.load(open(os.path.join(out_dir, f"rank{r}.json"))) for r in range(world)]
+
+
+@needs_root
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("nodes,ppn,placement", [(2, 2, "contiguous"), (3, 2, "interleaved")])
+def test_collectives_match_references(tmp_path, capfd, nodes, ppn, placement):
+    rc = _run_here(["--nodes", str(nodes), "--procs-per-node", str(ppn), "--placement",
+                    placement, "--timeout-s", "200", "--",
+                    sys.executable, WORKER, "--out", str(tmp_path)])
+    assert rc == 0, capfd.readouterr().err[-3000:]
+    records = _records(tmp_path, nodes * ppn)
+    for spec, rec in zip(place_ranks(nodes, ppn, placement), records, strict=True):
+        assert "exception" not in rec, rec["exception"]
+        assert rec["hostname"] == f"node{spec.node}"
+        assert (rec["node"], rec["local_rank"]) == (spec.node, spec.local_rank)
+        assert rec["gloo_mismatches"] == []
+        if rec["topo_unavailable"]:
+            continue
+        assert rec["topo_mismatches"] == []
+    if any(rec["topo_unavailable"] for rec in records):
+        pytest.skip(f"gloo checked; topo part not run: {records[0]['topo_unavailable']}")
+
+
+@needs_root
+@pytest.mark.timeout(120)
+def test_killed_rank_fails_the_others_quickly(tmp_path, capfd):
+    timeout_s = 20
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "1", "--grace-s", "60", "--",
+                    sys.executable, WORKER, "--out", str(tmp_path), "--kill-rank", "1",
+                    "--timeout-s", str(timeout_s)])
+    err = capfd.readouterr().err
+    assert rc == 128 + signal.SIGKILL, err[-2000:]
+    assert "rank 1 failed with exit code 137" in err
+    survivor = json.load(open(tmp_path / "rank0.json"))
+    assert survivor["error"], survivor
+    assert survivor["error_after_s"] < timeout_s + 5
+    assert not (tmp_path / "rank1.json").exists()
+
+
+_ENV_PROBE = (
+    "import json, os, socket, sys; "
+    "keys = ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'NODE_RANK', "
+    "'MASTER_ADDR', 'MASTER_PORT', 'TORCH_TOPO_FILE', 'EMULATED_CLUSTER_FILE']; "
+    "rec = {k: os.environ[k] for k in keys}; rec['hostname'] = socket.gethostname(); "
+    "rec['host'] = json.load(open(os.environ['TORCH_TOPO_FILE'])); "
+    "rec['cluster'] = json.load(open(os.environ['EMULATED_CLUSTER_FILE'])); "
+    "json.dump(rec, open(os.path.join(sys.argv[1], 'rank%s.json' % os.environ['RANK']), 'w'))"
+)
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_environment_placement_and_cluster_file(tmp_path):
+    rc = _run_here(["--nodes", "3", "--procs-per-node", "2", "--placement", "interleaved",
+                    "--inter-bw", "500mbit", "--inter-delay", "2ms", "--",
+                    sys.executable, "-c", _ENV_PROBE, str(tmp_path)])
+    assert rc == 0
+    recs = _records(tmp_path, 6)
+    for r, rec in enumerate(recs):
+        # Interleaved by hand: rank r on node r % 3, local rank r // 3.
+        assert rec["hostname"] == f"node{r % 3}"
+        assert (rec["RANK"], rec["WORLD_SIZE"], rec["LOCAL_RANK"], rec["LOCAL_WORLD_SIZE"],
+                rec["NODE_RANK"]) == (str(r), "6", str(r // 3), "2", str(r % 3))
+        assert rec["MASTER_ADDR"] == "10.213.0.1"
+        assert (rec["host"]["schema"], rec["host"]["kind"]) == ("torch-topo/1", "host")
+        assert rec["host"]["hostname"] == f"node{r % 3}"
+        assert rec["host"]["nics"] == [{"name": "eth0", "bus_id": "", "numa_node": -1,
+                                        "speed_gbps": 0.5}]  # Gbit/s
+        cluster = rec["cluster"]
+        assert (cluster["schema"], cluster["kind"]) == ("torch-topo/1", "cluster")
+        assert cluster["ranks"][r] == {"host": r % 3, "local_rank": r // 3, "local_gpu": -1}
+        assert cluster["inter_host_bandwidth_gbps"] == pytest.approx(500e6 / 8 / 1e9)
+        assert cluster["inter_host_latency_us"] == pytest.approx(2000)
+    assert [h["hostname"] for h in recs[0]["cluster"]["hosts"]] == ["node0", "node1", "node2"]
+    # The project's own readers take both files, and the cluster the backend assembles from the
+    # ranks' pinned host files has the emulated link speed (500 Mbit/s = 0.0625 GB/s).
+    from torch_topo import _C
+
+    parsed = json.loads(_C.planner_cluster_json(text=json.dumps(recs[0]["cluster"])))
+    assert parsed["inter_host_bandwidth_gbps"] == pytest.approx(0.0625)
+    assert parsed["inter_host_latency_us"] == pytest.approx(2000)
+    records = [_C.RankRecord(r, rec["hostname"], int(rec["LOCAL_RANK"]), -1,
+                             json.dumps(rec["host"])) for r, rec in enumerate(recs)]
+    assembled = _C.assemble_cluster(records)
+    assert assembled.inter_host_bandwidth_gbps == pytest.approx(0.0625)
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_nodes_play_a_host_topology_file(tmp_path):
+    # 2 GPUs joined by 2 NVLinks (read by hand from the file's matrix: GPU0-GPU1 "NV2").
+    src = os.path.join(ROOT, "tests", "data", "nvidia_smi_topo",
+                       "2xgpu_NV2_bridge_mlengineering.txt")
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "2", "--topology", src, "--",
+                    sys.executable, "-c", _ENV_PROBE, str(tmp_path)])
+    assert rc == 0
+    for r, rec in enumerate(_records(tmp_path, 4)):
+        host = rec["host"]
+        assert host["hostname"] == f"node{r // 2}"
+        assert len(host["gpus"]) == 2
+        assert [n["name"] for n in host["nics"]] == ["eth0"]  # the file's NICs are not ours
+        assert rec["cluster"]["ranks"][r] == {"host": r // 2, "local_rank": r % 2,
+                                              "local_gpu": r % 2}
+
+
+def test_bad_topology_file_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("this is not a topology\n")
+    args = ["--nodes", "2", "--procs-per-node", "1", "--topology", str(bad), "--", "true"]
+    assert emulate.main(args) == 2
+    assert str(bad) in capsys.readouterr().err
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_link_is_shaped(capfd):
+    mbytes, rate_bps, delay_s = 8, 200e6, 0.002
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "200mbit",
+                    "--inter-delay", "2ms", "--", sys.executable, LINKCHECK,
+                    "--mbytes", str(mbytes)])
+    out, err = capfd.readouterr()
+    assert rc == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    # The link may run a little below its rate (TCP overhead) but never above it; an unshaped
+    # veth moves 8 MiB in a few milliseconds.
+    assert result["seconds"] >= 0.95 * mbytes * (1 << 20) * 8 / rate_bps
+    assert result["rtt_ms"] >= 2 * delay_s * 1e3 * 0.95
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_failing_rank_code_and_lingering_rank_killed(capfd):
+    # Rank 1 fails with 7 at once; rank 0 would sleep for a minute and is killed after the grace.
+    script = "import os, sys, time; r = int(os.environ['RANK']); " \
+             "sys.exit(7) if r == 1 else time.sleep(60)"
+    t0 = time.monotonic()
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "1", "--grace-s", "1", "--",
+                    sys.executable, "-c", script])
+    err = capfd.readouterr().err
+    assert rc == 7, err
+    assert time.monotonic() - t0 < 30
+    assert "killing ranks [0]" in err
+
+
+@needs_root
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_stops_ranks_and_cleans_up(tmp_path, sig):
+    marker = tmp_path / "started"
+    script = f"import time; open({str(marker)!r}, 'a').close(); time.sleep(60)"
+
+    def signal_when_started():
+        deadline = time.monotonic() + 40
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), sig)  # as Ctrl-C or `kill` would, to the emulator's process
+
+    sender = threading.Thread(target=signal_when_started)
+    sender.start()
+    t0 = time.monotonic()
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "2", "--", sys.executable, "-c", script])
+    sender.join()
+    assert marker.exists()
+    assert rc == 128 + sig
+    assert time.monotonic() - t0 < 30  # the sleeping ranks were stopped, not waited for
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_startup_sweeps_namespaces_of_dead_runs():
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = f"{netns.NS_PREFIX}{dead.pid}-n0"
+    subprocess.run(["ip", "netns", "add", stale], check=True)
+    os.makedirs(f"/etc/netns/{stale}", exist_ok=True)
+    try:
+        assert _run_here(["--nodes", "1", "--procs-per-node", "1", "--", "true"]) == 0
+        assert stale not in netns.list_namespaces()
+        assert not os.path.exists(f"/etc/netns/{stale}")
+    finally:
+        subprocess.run(["ip", "netns", "delete", stale], capture_output=True)
+
+
+def test_refuses_without_root(monkeypatch, capsys):
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 1000)
+    assert emulate.main(["--nodes", "2", "--procs-per-node", "1", "--", "true"]) == 2
+    assert "needs root" in capsys.readouterr().err
+
+
+def test_refuses_when_namespaces_unavailable(monkeypatch, capsys):
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 0)
+    real_run = subprocess.run
+
+    def refuse_netns_add(cmd, *args, **kwargs):
+        if cmd[:3] == ["ip", "netns", "add"]:
+            return subprocess.CompletedProcess(cmd, 1, "", "mount --make-shared: Permission denied")
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(netns.subprocess, "run", refuse_netns_add)
+    assert emulate.main(["--nodes", "2", "--procs-per-node", "1", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot create network namespace" in err and "Permission denied" in err
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["--nodes", "0", "--procs-per-node", "1", "--", "true"], "--nodes: got 0"),
+    (["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "fast", "--", "true"],
+     "--inter-bw: got 'fast'"),
+    (["--nodes", "2", "--procs-per-node", "1", "--inter-delay", "1 parsec", "--", "true"],
+     "--inter-delay: got '1 parsec'"),
+    (["--nodes", "2", "--procs-per-node", "1"], "no COMMAND given"),
+])
+def test_bad_options_exit_2(argv, fragment, capsys):
+    assert emulate.main(argv) == 2
+    assert fragment in capsys.readouterr().err
+
+
+def test_rate_and_delay_units():
+    # tc's convention (tc(8) "RATES"): "bit" units are bits/s, "bps" units are bytes/s.
+    assert parse_rate_bps("1gbit") == 1e9
+    assert parse_rate_bps("100mbit") == 1e8
+    assert parse_rate_bps("125mbps") == 1e9
+    assert parse_delay_us("1ms") == 1000
+    assert parse_delay_us("250us") == 250
+    assert parse_delay_us("0") == 0
+
+
+def test_placement_by_hand():
+    contiguous = [(s.node, s.local_rank) for s in place_ranks(2, 3, "contiguous")]
+    assert contiguous == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    interleaved = [(s.node, s.local_rank) for s in place_ranks(2, 3, "interleaved")]
+    assert interleaved == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]

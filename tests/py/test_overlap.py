@@ -1,0 +1,257 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Overlap ops on 2 and 4 CPU processes: forward and backward against the unchunked computation
+(full matmul, then a plain Gloo collective / single-process autograd), chunks 1, 2, 3, 4, 8,
+with random delays on either side, bad input, and the timing records."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import traceback
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+CHUNKS = (1, 2, 3, 4, 8)
+ROWS_PER_RANK = 8  # 3 chunks split it unevenly (3, 3, 2)
+K, N = 24, 20
+
+
+# ---------------------------------------------------------------- process pool (one per size)
+def _worker(rank: int, world: int, store_path: str, tasks, results) -> None:
+    import torch_topo  # noqa: F401  (registers "topo" when the backend has landed)
+
+    backend = "topo" if "topo" in dist.Backend.backend_list else "gloo"
+    store = dist.FileStore(store_path, world)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world)
+    # The independent reference always runs on plain Gloo.
+    gloo = dist.new_group(backend="gloo") if backend != "gloo" else dist.group.WORLD
+    while True:
+        item = tasks.get()
+        if item is None:
+            break
+        name, args = item
+        try:
+            results.put((rank, "ok", globals()[name](gloo, *args)))
+        except Exception:  # reported to the test, which fails with the traceback
+            results.put((rank, "error", traceback.format_exc()))
+    dist.destroy_process_group()
+
+
+class Pool:
+    def __init__(self, world: int) -> None:
+        ctx = mp.get_context("spawn")
+        self.world = world
+        self._dir = tempfile.TemporaryDirectory()
+        self.tasks = [ctx.Queue() for _ in range(world)]
+        self.results = ctx.Queue()
+        store = os.path.join(self._dir.name, "store")
+        self.procs = [
+            ctx.Process(target=_worker, args=(r, world, store, self.tasks[r], self.results),
+                        daemon=True)
+            for r in range(world)
+        ]
+        for p in self.procs:
+            p.start()
+
+    def run(self, name: str, *args, timeout: float = 120.0) -> list:
+        for q in self.tasks:
+            q.put((name, args))
+        out = [None] * self.world
+        for _ in range(self.world):
+            rank, status, value = self.results.get(timeout=timeout)
+            if status != "ok":
+                pytest.fail(f"rank {rank} failed in {name}:\n{value}")
+            out[rank] = value
+        return out
+
+    def close(self) -> None:
+        for q in self.tasks:
+            q.put(None)
+        for p in self.procs:
+            p.join(timeout=20)
+            if p.is_alive():
+                p.kill()
+        self._dir.cleanup()
+
+
+@pytest.fixture(scope="module", params=[2, 4], ids=["world2", "world4"])
+def pool(request):
+    p = Pool(request.param)
+    yield p
+    p.close()
+
+
+# ---------------------------------------------------------------- tasks run on every rank
+def _inputs(dtype: torch.dtype, exact: bool, seed: int, *shape: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed * 7919 + dist.get_rank())
+    if exact:
+        # Small integers: every sum is exact, so any reduction order gives the same bits.
+        return torch.randint(-4, 5, shape, generator=gen).to(dtype)
+    return torch.randn(shape, generator=gen, dtype=dtype)
+
+
+def _max_error(a: torch.Tensor, b: torch.Tensor) -> float:
+    return (a.double() - b.double()).abs().max().item()
+
+
+def task_forward(gloo, dtype: torch.dtype, exact: bool, chunks: int, delays: tuple) -> dict:
+    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+    from torch_topo.ops.overlap import inject_delays
+
+    world = dist.get_world_size()
+    x = _inputs(dtype, exact, 1, world * ROWS_PER_RANK, K)
+    w = _inputs(dtype, exact, 2, N, K)
+    with inject_delays(*delays, seed=chunks):
+        mrs = matmul_reduce_scatter(x, w, chunks=chunks)
+    ref = torch.empty(ROWS_PER_RANK, N, dtype=dtype)
+    dist.reduce_scatter_tensor(ref, x @ w.t(), group=gloo)
+
+    xs = _inputs(dtype, exact, 3, ROWS_PER_RANK, K)
+    with inject_delays(*delays, seed=chunks + 100):
+        agm = all_gather_matmul(xs, w, chunks=chunks)
+    gathered = torch.empty(world * ROWS_PER_RANK, K, dtype=dtype)
+    dist.all_gather_into_tensor(gathered, xs, group=gloo)
+    return {
+        "mrs_bitwise": torch.equal(mrs, ref),
+        "mrs_err": _max_error(mrs, ref),
+        "agm_bitwise": torch.equal(agm, gathered @ w.t()),
+        "agm_err": _max_error(agm, gathered @ w.t()),
+    }
+
+
+def _gather_cat(gloo, t: torch.Tensor, dim: int) -> torch.Tensor:
+    parts = [torch.empty_like(t) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, t.contiguous(), group=gloo)
+    return torch.cat(parts, dim)
+
+
+def _grad_errors(gloo, op, x, w, g, dims: tuple[int, int, int], chunks: int, delays: tuple,
+                 seed: int) -> tuple[float, float]:
+    """Gradients of <op(x, w), g> against the unsharded layer: x, w and g are gathered along
+    `dims` into the full tensors, the full layer runs under autograd in this process alone, and
+    this rank's slices of its gradients are compared."""
+    from torch_topo.ops.overlap import inject_delays
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    x, w = x.requires_grad_(), w.requires_grad_()
+    with inject_delays(*delays, seed=seed):
+        (op(x, w, chunks=chunks) * g).sum().backward()
+    xd, wd, gd = dims
+    xf = _gather_cat(gloo, x.detach(), xd).requires_grad_()
+    wf = _gather_cat(gloo, w.detach(), wd).requires_grad_()
+    ((xf @ wf.t()) * _gather_cat(gloo, g, gd)).sum().backward()
+    return (_max_error(x.grad, xf.grad.chunk(world, xd)[rank]),
+            _max_error(w.grad, wf.grad.chunk(world, wd)[rank]))
+
+
+def task_backward(gloo, chunks: int, delays: tuple) -> dict:
+    """Sharded ops vs the unsharded single-process layer under autograd (float64)."""
+    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+
+    dt, m = torch.float64, dist.get_world_size() * ROWS_PER_RANK
+    # Row parallel: x [M, K_r] and w [N, K_r] are this rank's feature columns.
+    mrs = _grad_errors(gloo, matmul_reduce_scatter, _inputs(dt, False, 10, m, K // 2),
+                       _inputs(dt, False, 11, N, K // 2),
+                       _inputs(dt, False, 12, ROWS_PER_RANK, N), (1, 1, 0), chunks, delays,
+                       chunks + 200)
+    # Column parallel: x [M_r, K] is this rank's rows, w [N_r, K] its output features.
+    agm = _grad_errors(gloo, all_gather_matmul, _inputs(dt, False, 13, ROWS_PER_RANK, K),
+                       _inputs(dt, False, 14, N // 2, K), _inputs(dt, False, 15, m, N // 2),
+                       (0, 0, 1), chunks, delays, chunks + 300)
+    return {"mrs_dx": mrs[0], "mrs_dw": mrs[1], "agm_dx": agm[0], "agm_dw": agm[1]}
+
+
+def task_bad_input(gloo) -> list[str]:
+    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+
+    world = dist.get_world_size()
+    w = torch.randn(N, K)
+    cases = [
+        lambda: matmul_reduce_scatter(torch.randn(world * 2 + 1, K), w),
+        lambda: matmul_reduce_scatter(torch.randn(world * 2, K), w, chunks=3),
+        lambda: matmul_reduce_scatter(torch.randn(world * 2, K + 1), w, chunks=1),
+        lambda: all_gather_matmul(torch.randn(4, K), w, chunks=0),
+        lambda: all_gather_matmul(torch.randn(4, K), w.double(), chunks=1),
+        lambda: all_gather_matmul(torch.randn(4, K), w, chunks=1, max_inflight=0),
+    ]
+    messages = []
+    for case in cases:
+        try:
+            case()
+            messages.append("no error")
+        except ValueError as e:
+            messages.append(str(e).splitlines()[0])
+    return messages
+
+
+def task_timing(gloo, chunks: int) -> list[tuple]:
+    from torch_topo.ops import OverlapRecorder, all_gather_matmul, matmul_reduce_scatter
+
+    world = dist.get_world_size()
+    with OverlapRecorder() as rec:
+        matmul_reduce_scatter(torch.randn(world * ROWS_PER_RANK, K), torch.randn(N, K),
+                              chunks=chunks)
+        all_gather_matmul(torch.randn(ROWS_PER_RANK, K), torch.randn(N, K), chunks=chunks)
+    return [(c.op, len(c.chunks), c.start, c.end,
+             [(t.compute_start, t.compute_end, t.comm_issue, t.comm_end) for t in c.chunks])
+            for c in rec.calls]
+
+
+# ---------------------------------------------------------------- tests
+NO_DELAY = (0, 0)
+DELAYS = [NO_DELAY, (3000, 0), (0, 3000)]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("delays", DELAYS, ids=["none", "compute", "comm"])
+def test_forward_exact_inputs_bitwise(pool, delays):
+    for chunks in CHUNKS:
+        for rank, r in enumerate(pool.run("task_forward", torch.float64, True, chunks, delays)):
+            assert r["mrs_bitwise"], (chunks, rank, r)
+            assert r["agm_bitwise"], (chunks, rank, r)
+
+
+@pytest.mark.timeout(240)
+def test_forward_random_float32(pool):
+    # all_gather_matmul computes each row with the same GEMM as the unchunked reference; the
+    # reduce_scatter sums P partials whose order Gloo may choose per message size, so float32
+    # agrees to rounding: |err| <= 1e-5 for K=24 products of N(0,1) values (|y| ~ 5).
+    for chunks in CHUNKS:
+        for r in pool.run("task_forward", torch.float32, False, chunks, NO_DELAY):
+            assert r["mrs_err"] <= 1e-5, (chunks, r)
+            assert r["agm_err"] <= 1e-5, (chunks, r)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("delays", [NO_DELAY, (2000, 2000)], ids=["none", "both"])
+def test_backward_matches_unsharded_autograd(pool, delays):
+    for chunks in CHUNKS:
+        for r in pool.run("task_backward", chunks, delays):
+            assert max(r.values()) <= 1e-12, (chunks, r)
+
+
+def test_bad_input_names_the_problem(pool):
+    expected = ["x.shape[0]: got", "chunks: got 3, expected <= rows per rank 2", "in_features",
+                "chunks: got 0", "dtypes", "max_inflight: got 0"]
+    for messages in pool.run("task_bad_input"):
+        for fragment, message in zip(expected, messages, strict=True):
+            assert fragment in message, (fragment, message)
+
+
+def test_timing_records_every_chunk_in_order(pool):
+    for calls in pool.run("task_timing", 4):
+        assert [c[0] for c in calls] == ["matmul_reduce_scatter", "all_gather_matmul"]
+        for op, n, start, end, chunks in calls:
+            assert n == 4
+            for cs, ce, ci, cend in chunks:
+                assert start <= cs <= ce <= end
+                assert start <= ci < cend <= end
+                if op == "matmul_reduce_scatter":
+                    assert ci >= ce  # a chunk's reduce_scatter follows its matmul
+                else:
+                    # a chunk's matmul waits for its all_gather (whose completion stamp is
+                    # written by the future callback, a moment after the waiter wakes)
+                    assert ci < cs
