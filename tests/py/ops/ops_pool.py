@@ -62,7 +62,7 @@ class RankPool:
 
     def run(self, case: str, **kwargs) -> list:
         if self.broken:
-            raise RuntimeError("rank pool is broken by an earlier timeout")
+            raise RuntimeError("rank pool is broken by an earlier failure")
         for q in self._tasks:
             q.put((case, kwargs))
         return self._collect(case, _CASE_TIMEOUT_S)
@@ -80,6 +80,8 @@ class RankPool:
             else:
                 errors.append(f"rank {rank}:\n{value}")
         if errors:
+            # A rank that failed may have left the others inside a collective: restart.
+            self.broken = True
             raise AssertionError(f"{case} failed:\n" + "\n".join(errors))
         return out
 
@@ -108,7 +110,7 @@ def backends() -> list[str]:
 
 def get_pool(world: int, backend: str = "gloo") -> RankPool:
     """The pool for (world, backend), started on first use and kept for the session (so test
-    order never restarts ranks); a pool broken by a timeout is replaced."""
+    order never restarts ranks); a pool broken by a failure is replaced."""
     key = (world, backend)
     if key in _current and _current[key].broken:
         _current.pop(key).close()
