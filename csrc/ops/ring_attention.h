@@ -17,8 +17,9 @@ namespace torch_topo::ops {
 /// exponentiating a large lse (the form used by zhuzilin/ring-flash-attention, utils.py).
 ///
 /// Args:
-///   out: float32 [..., s, d] running output (may be a view, e.g. one zigzag half).
-///   lse: float32 [..., s] running log-sum-exp.
+///   out: float32 [..., s, d] running output (may be a view, e.g. one zigzag half); float64
+///        is accepted too (gradcheck).
+///   lse: [..., s] running log-sum-exp, same dtype as out.
 ///   block_out: [..., s, d] block output, any floating dtype (promoted to fp32).
 ///   block_lse: [..., s] block log-sum-exp, any floating dtype.
 void mergeAttnBlock(at::Tensor& out, at::Tensor& lse, const at::Tensor& block_out,

@@ -39,10 +39,15 @@ def _expand_kv(t: torch.Tensor, q_heads: int) -> torch.Tensor:
     return t if groups == 1 else t.repeat_interleave(groups, dim=1)
 
 
+def acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Accumulation type: fp32, or fp64 for fp64 inputs (gradcheck)."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
 def _fold_kv(grad: torch.Tensor, kv_heads: int) -> torch.Tensor:
     """Inverse of _expand_kv for gradients: sum each K/V head's query group, in fp32."""
     b, h, s, d = grad.shape
-    grad = grad.float()
+    grad = grad.to(acc_dtype(grad.dtype))
     return grad if h == kv_heads else grad.view(b, kv_heads, h // kv_heads, s, d).sum(2)
 
 
@@ -133,7 +138,7 @@ class RingAttentionFunction(torch.autograd.Function):
                 b_out, b_lse = block_forward(qh[:, :, qs], cur[0][:, :, ks], cur[1][:, :, ks],
                                              blk_causal, scale)
                 if out is None:  # step 0 always covers every query row
-                    out, lse = b_out.float(), b_lse.float()
+                    out, lse = b_out.to(acc_dtype(q.dtype)), b_lse.to(acc_dtype(q.dtype))
                 else:
                     merge_block(out[:, :, qs], lse[:, :, qs], b_out, b_lse)
             ring.wait()
@@ -148,21 +153,22 @@ class RingAttentionFunction(torch.autograd.Function):
         q, k, v, out, lse = ctx.saved_tensors
         rank, world = group_rank_size(ctx.group)
         qh, douth = q.transpose(1, 2), dout.transpose(1, 2).contiguous()
-        dq = torch.zeros(qh.shape, dtype=torch.float32, device=q.device)
+        acc = acc_dtype(q.dtype)
+        dq = torch.zeros(qh.shape, dtype=acc, device=q.device)
         kv = torch.stack([k.transpose(1, 2), v.transpose(1, 2)])
         ring, bufs = RingExchange(ctx.group), [kv, torch.empty_like(kv)]
         # dK/dV accumulators (fp32) follow the K/V block: the one at hand at step i is the
         # block's running sum from the ranks it visited; after the last step it goes home.
         dring = RingExchange(ctx.group)
-        dkv = [torch.zeros(kv.shape, dtype=torch.float32, device=q.device),
-               torch.empty(kv.shape, dtype=torch.float32, device=q.device)]
+        dkv = [torch.zeros(kv.shape, dtype=acc, device=q.device),
+               torch.empty(kv.shape, dtype=acc, device=q.device)]
         for step in range(world):
             cur = bufs[step % 2]
             if step + 1 < world:
                 ring.post(cur, bufs[(step + 1) % 2], _KV_TAG)
             if step > 0:
                 dring.wait()
-            acc = dkv[step % 2]
+            carried = dkv[step % 2]
             blk = block_slices(step, rank, world, ctx.causal, ctx.balance, q.shape[1])
             if blk is not None:
                 qs, ks, blk_causal = blk
@@ -170,10 +176,10 @@ class RingAttentionFunction(torch.autograd.Function):
                     douth[:, :, qs], qh[:, :, qs], cur[0][:, :, ks], cur[1][:, :, ks],
                     out[:, :, qs], lse[:, :, qs], blk_causal, ctx.scale)
                 dq[:, :, qs] += dq_b
-                acc[0][:, :, ks] += dk_b
-                acc[1][:, :, ks] += dv_b
+                carried[0][:, :, ks] += dk_b
+                carried[1][:, :, ks] += dv_b
             if world > 1:
-                dring.post(acc, dkv[(step + 1) % 2], _DKV_TAG)
+                dring.post(carried, dkv[(step + 1) % 2], _DKV_TAG)
             ring.wait()
         dring.wait()
         home = dkv[world % 2] if world > 1 else dkv[0]

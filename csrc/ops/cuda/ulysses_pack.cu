@@ -3,9 +3,10 @@
 // writes each destination rank's slice straight into the all-to-all buffer.
 #include "ops/cuda/ulysses_pack.h"
 
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
 
 namespace torch_topo::ops::cuda {
@@ -79,7 +80,7 @@ void packSliceCuda(const at::Tensor& src, at::Tensor& buffer, int64_t outer, int
   const int64_t ranks_per_row = replicate ? world / n : 0;
   const int64_t total = world * outer * rows * inner;
   if (total == 0) return;
-  auto stream = at::cuda::getCurrentCUDAStream();
+  auto stream = c10::cuda::getCurrentCUDAStream();
   dispatchElementSize(src.element_size(), "packSliceCuda", [&](auto tag) {
     using T = decltype(tag);
     packSliceKernel<T><<<gridFor(total), kThreadsPerBlock, 0, stream>>>(
@@ -94,7 +95,7 @@ void unpackSliceCuda(const at::Tensor& buffer, at::Tensor& dst, int64_t outer, i
   const c10::cuda::CUDAGuard guard(buffer.device());
   const int64_t total = outer * world * rows * inner;
   if (total == 0) return;
-  auto stream = at::cuda::getCurrentCUDAStream();
+  auto stream = c10::cuda::getCurrentCUDAStream();
   dispatchElementSize(buffer.element_size(), "unpackSliceCuda", [&](auto tag) {
     using T = decltype(tag);
     unpackSliceKernel<T><<<gridFor(total), kThreadsPerBlock, 0, stream>>>(

@@ -13,6 +13,8 @@ import traceback
 import torch.multiprocessing as mp
 
 _CASE_TIMEOUT_S = 120
+# Starting ranks imports torch in each; on a loaded 2-core host that alone can take minutes.
+_START_TIMEOUT_S = 600
 
 
 def _worker(rank: int, world: int, backend: str, store_path: str, tasks, results) -> None:
@@ -26,6 +28,7 @@ def _worker(rank: int, world: int, backend: str, store_path: str, tasks, results
                             world_size=world, timeout=datetime.timedelta(seconds=60))
     import ops_cases
 
+    results.put((rank, True, "ready"))
     while True:
         task = tasks.get()
         if task is None:
@@ -55,24 +58,30 @@ class RankPool:
         for p in self._procs:
             p.start()
         self.broken = False
+        self._collect("start", _START_TIMEOUT_S)
 
     def run(self, case: str, **kwargs) -> list:
         if self.broken:
-            raise RuntimeError("rank pool is broken by an earlier timeout")
+            raise RuntimeError("rank pool is broken by an earlier failure")
         for q in self._tasks:
             q.put((case, kwargs))
+        return self._collect(case, _CASE_TIMEOUT_S)
+
+    def _collect(self, case: str, timeout_s: float) -> list:
         out, errors = [None] * self.world, []
         for _ in range(self.world):
             try:
-                rank, ok, value = self._results.get(timeout=_CASE_TIMEOUT_S)
+                rank, ok, value = self._results.get(timeout=timeout_s)
             except queue.Empty:
                 self.broken = True
-                raise TimeoutError(f"{case}: no answer from every rank in {_CASE_TIMEOUT_S} s")
+                raise TimeoutError(f"{case}: no answer from every rank in {timeout_s} s")
             if ok:
                 out[rank] = value
             else:
                 errors.append(f"rank {rank}:\n{value}")
         if errors:
+            # A rank that failed may have left the others inside a collective: restart.
+            self.broken = True
             raise AssertionError(f"{case} failed:\n" + "\n".join(errors))
         return out
 
@@ -100,10 +109,12 @@ def backends() -> list[str]:
 
 
 def get_pool(world: int, backend: str = "gloo") -> RankPool:
-    """The pool for (world, backend); the previous pool is closed (memory on a small host)."""
+    """The pool for (world, backend), started on first use and kept for the session (so test
+    order never restarts ranks); a pool broken by a failure is replaced."""
     key = (world, backend)
-    if key not in _current or _current[key].broken:
-        close_pools()
+    if key in _current and _current[key].broken:
+        _current.pop(key).close()
+    if key not in _current:
         _current[key] = RankPool(world, backend)
     return _current[key]
 
