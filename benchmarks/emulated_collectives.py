@@ -126,7 +126,7 @@ def plot(summary: list[dict], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ops = sorted({s["op"] for s in summary})
+    ops = [op for op in OP_ORDER if any(s["op"] == op for s in summary)]
     fig, axes = plt.subplots(1, len(ops), figsize=(4.5 * len(ops), 3.8), squeeze=False)
     for ax, op in zip(axes[0], ops, strict=True):
         for placement in sorted({s["placement"] for s in summary}):
