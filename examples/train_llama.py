@@ -65,7 +65,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--chunks", type=int, default=4, help="overlap chunks per tp collective")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--backend", choices=["topo", "gloo", "nccl"], default=None,
-                   help="process-group backend (default: topo)")
+                   help="process-group backend (default: topo where registered)")
     p.add_argument("--device", choices=["cpu", "cuda"], default=None,
                    help="default: cuda when available")
     p.add_argument("--checkpoint-dir", default=None, help="default: a fresh temporary folder")
@@ -105,10 +105,13 @@ def init_distributed(args) -> torch.device:
         torch.cuda.set_device(device)
     else:
         device = torch.device("cpu")
-    backend = args.backend or "topo"
-    if backend == "topo" and "topo" not in dist.Backend.backend_list:
+    registered = "topo" in dist.Backend.backend_list
+    if args.backend == "topo" and not registered:
         raise ValueError("--backend topo: this torch_topo build does not register the 'topo' "
-                         "backend yet; use --backend gloo")
+                         "backend; use --backend gloo")
+    backend = args.backend or ("topo" if registered else "gloo")
+    if args.backend is None and not registered and os.environ.get("RANK") == "0":
+        print("note: backend 'topo' is not registered in this build; running on gloo")
     dist.init_process_group(backend)
     world = dist.get_world_size()
     if args.dp * args.tp * args.sp != world:
@@ -233,13 +236,19 @@ def checkpoint_round_trip(trainer: Trainer, folder: str) -> bool:
             t = tree.to_local() if hasattr(tree, "to_local") else tree
             yield prefix, t
 
+    # tp shards are plain tensors under the same names on every tp rank, so each tp rank
+    # keeps its own checkpoint, written together by its data-parallel group.
+    group = None
+    if trainer.tp_group is not None:
+        folder = os.path.join(folder, f"tp{trainer.tp_group.rank()}")
+        group = trainer.dp_group
     saved = {k: t.detach().clone() for k, t in flat(state())}
-    dcp.save(state(), checkpoint_id=folder)
+    dcp.save(state(), checkpoint_id=folder, process_group=group)
     with torch.no_grad():
         for p in trainer.model.parameters():
             p.add_(1.0)
     restored = state()
-    dcp.load(restored, checkpoint_id=folder)
+    dcp.load(restored, checkpoint_id=folder, process_group=group)
     set_model_state_dict(trainer.model, restored["model"])
     set_optimizer_state_dict(trainer.model, trainer.opt, restored["optim"])
     now = dict(flat(state()))
