@@ -65,7 +65,6 @@ def _extension():
     if _hwloc_enabled():
         define_macros.append(("TORCH_TOPO_WITH_HWLOC", "1"))
         libraries.append("hwloc")
-    libraries.append("pugixml")  # XML readers (libpugixml-dev)
     libraries.append("dl")  # NVML is loaded at run time
     # Debian's libpugixml-dev has no pugixml.cpp for header-only use; link its PIC archive
     # statically so the extension needs no libpugixml at run time.

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Collective benchmark on an emulated cluster (issue 5 goals): runs the rank program
-benchmarks/emulated_perf.py under `python -m torch_topo.emulate` for each placement, then prints
+"""Collective benchmark on an emulated cluster (issue 5 goals): runs benchmarks/collective_perf.py
+(or, where that is absent, benchmarks/emulated_perf.py, which also measures gloo alone before
+the "topo" backend exists) under `python -m torch_topo.emulate` for each placement, then prints
 nccl-tests tables for "topo" and "gloo", their ratio and the inter-node link lower bound, and
 writes --json results and a --plot PNG of busbw against size.
 
@@ -28,7 +29,9 @@ sys.path.insert(0, ROOT)
 
 from torch_topo.emulation.shaping import parse_rate_bps  # noqa: E402
 
-RANK_PROGRAM = os.path.join(ROOT, "benchmarks", "emulated_perf.py")
+RANK_PROGRAMS = [os.path.join(ROOT, "benchmarks", name)
+                 for name in ("collective_perf.py", "emulated_perf.py")]
+OP_ORDER = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
 GOAL_BYTES = 64 << 20
 # Issue 5: 64 MiB float32 all_reduce, topo vs gloo per placement, and vs the link bound.
 GOALS = {"contiguous": 1.6, "interleaved": 4.0}
@@ -41,59 +44,59 @@ def link_factor(op: str, hosts: int) -> float:
             "broadcast": 1.0}[op]
 
 
-def run_placement(args, placement: str, out_json: str) -> dict:
+def run_placement(args, placement: str, out_json: str) -> list[dict]:
+    program = next(p for p in RANK_PROGRAMS if os.path.exists(p))
     cmd = [sys.executable, "-m", "torch_topo.emulate", "--nodes", str(args.nodes),
            "--procs-per-node", str(args.procs_per_node), "--inter-bw", args.inter_bw,
            "--inter-delay", args.inter_delay, "--placement", placement,
            "--timeout-s", str(args.timeout_s), "--",
-           sys.executable, RANK_PROGRAM, "--json", out_json, "--ops", args.ops,
+           sys.executable, program, "--json", out_json, "--collectives", *args.ops.split(","),
            "--min-bytes", str(args.min_bytes), "--max-bytes", str(args.max_bytes),
-           "--max-iters", str(args.max_iters)]
+           "--reps", str(args.reps)]
+    print(f"emulated_collectives: {placement}: {os.path.basename(program)} on "
+          f"{args.nodes} x {args.procs_per_node} ranks, {args.inter_bw}, {args.inter_delay}",
+          flush=True)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(cmd, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"emulated_collectives: {placement} run failed ({proc.returncode})")
     with open(out_json) as f:
-        return json.load(f)
+        return json.load(f)["records"]
 
 
-def print_tables(placement: str, rows: list[dict], hosts: int, rate_Bps: float) -> list[dict]:
-    """nccl-tests style table per op; returns the summary rows (one per op and size)."""
+def _cells(rec: dict, name: str) -> str:
+    if not rec.get(f"{name}_time_us"):
+        return f"{'n/a':>27}"
+    return (f"{rec[f'{name}_time_us']:>11.0f} {rec[f'{name}_algbw_GBps']:>7.3f} "
+            f"{rec[f'{name}_busbw_GBps']:>7.3f}")
+
+
+def print_tables(placement: str, records: list[dict], hosts: int, rate_Bps: float) -> list[dict]:
+    """nccl-tests style table per collective; returns one summary row per collective and size."""
     summary = []
-    ops = sorted({r["op"] for r in rows}, key=["all_reduce", "all_gather", "reduce_scatter",
-                                               "broadcast"].index)
+    ops = [op for op in OP_ORDER if any(r["collective"] == op for r in records)]
     for op in ops:
-        by_size: dict[int, dict[str, dict]] = {}
-        for r in rows:
-            if r["op"] == op:
-                by_size.setdefault(r["bytes"], {})[r["backend"]] = r
-        print(f"\n# {op}, {placement} placement, {rows[0]['world_size']} ranks on {hosts} hosts")
-        print(f"# {'size':>10} {'count':>10} {'type':>6} {'redop':>6} | "
+        rows = sorted((r for r in records if r["collective"] == op), key=lambda r: r["size"])
+        print(f"\n# {op}, {placement} placement, {rows[0]['ranks']} ranks on {hosts} hosts")
+        print(f"# {'size':>10} {'count':>10} {'type':>8} {'redop':>5} | "
               f"{'topo us':>11} {'algbw':>7} {'busbw':>7} | {'gloo us':>11} {'algbw':>7} "
               f"{'busbw':>7} | {'ratio':>6} {'bound us':>10} {'topo/bnd':>8}")
-        for size in sorted(by_size):
-            cell = by_size[size]
-            gloo, topo = cell.get("gloo"), cell.get("topo")
-            bound_us = link_factor(op, hosts) * size / rate_Bps * 1e6
-            ref = topo or gloo
-            line = f"  {size:>10} {ref['count']:>10} {ref['type']:>6} {ref['redop']:>6} | "
-            line += (f"{topo['time_us']:>11.0f} {topo['algbw_GBps']:>7.3f} "
-                     f"{topo['busbw_GBps']:>7.3f} | " if topo else f"{'n/a':>27} | ")
-            line += (f"{gloo['time_us']:>11.0f} {gloo['algbw_GBps']:>7.3f} "
-                     f"{gloo['busbw_GBps']:>7.3f} | ")
-            ratio = gloo["time_us"] / topo["time_us"] if topo else None
-            bound_frac = bound_us / topo["time_us"] if topo else None
-            line += f"{ratio:>6.2f} " if ratio else f"{'n/a':>6} "
-            line += f"{bound_us:>10.0f} "
-            line += f"{bound_frac:>8.2f}" if bound_frac else f"{'n/a':>8}"
-            print(line)
-            summary.append({"placement": placement, "op": op, "bytes": size,
-                            "topo_us": topo["time_us"] if topo else None,
-                            "gloo_us": gloo["time_us"], "ratio": ratio, "bound_us": bound_us,
-                            "gloo_bound_fraction": bound_us / gloo["time_us"],
+        for r in rows:
+            bound_us = link_factor(op, hosts) * r["size"] / rate_Bps * 1e6
+            topo_us = r.get("topo_time_us")
+            ratio = r["gloo_time_us"] / topo_us if topo_us else None
+            bound_frac = bound_us / topo_us if topo_us else None
+            print(f"  {r['size']:>10} {r['count']:>10} {r['type']:>8} {r['redop']:>5} | "
+                  f"{_cells(r, 'topo')} | {_cells(r, 'gloo')} | "
+                  + (f"{ratio:>6.2f}" if ratio else f"{'n/a':>6}") + f" {bound_us:>10.0f} "
+                  + (f"{bound_frac:>8.2f}" if bound_frac else f"{'n/a':>8}"))
+            summary.append({"placement": placement, "op": op, "bytes": r["size"],
+                            "topo_us": topo_us, "gloo_us": r["gloo_time_us"], "ratio": ratio,
+                            "bound_us": bound_us,
+                            "gloo_bound_fraction": bound_us / r["gloo_time_us"],
                             "topo_bound_fraction": bound_frac,
-                            "topo_busbw_GBps": topo["busbw_GBps"] if topo else None,
-                            "gloo_busbw_GBps": gloo["busbw_GBps"]})
+                            "topo_busbw_GBps": r.get("topo_busbw_GBps"),
+                            "gloo_busbw_GBps": r["gloo_busbw_GBps"]})
     return summary
 
 
@@ -125,7 +128,7 @@ def plot(summary: list[dict], path: str) -> None:
 
     ops = sorted({s["op"] for s in summary})
     fig, axes = plt.subplots(1, len(ops), figsize=(4.5 * len(ops), 3.8), squeeze=False)
-    for ax, op in zip(axes[0], ops):
+    for ax, op in zip(axes[0], ops, strict=True):
         for placement in sorted({s["placement"] for s in summary}):
             pts = [s for s in summary if s["op"] == op and s["placement"] == placement]
             sizes = [p["bytes"] for p in pts]
@@ -153,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", default="all_reduce,all_gather,reduce_scatter,broadcast")
     parser.add_argument("--min-bytes", type=int, default=256 << 10)
     parser.add_argument("--max-bytes", type=int, default=64 << 20)
-    parser.add_argument("--max-iters", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=1800)
     parser.add_argument("--json", default=None, help="write all rows and the goals here")
     parser.add_argument("--plot", default=None, help="write a PNG of busbw against size here")
@@ -162,13 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     summary, raw = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for placement in args.placements.split(","):
-            result = run_placement(args, placement, os.path.join(tmp, f"{placement}.json"))
-            raw[placement] = result["rows"]
-            summary += print_tables(placement, result["rows"], args.nodes, rate_Bps)
+            records = run_placement(args, placement, os.path.join(tmp, f"{placement}.json"))
+            raw[placement] = records
+            summary += print_tables(placement, records, args.nodes, rate_Bps)
     goals = print_goals(summary)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"config": vars(args), "link_rate_Bps": rate_Bps, "rows": raw,
+            json.dump({"config": vars(args), "link_rate_Bps": rate_Bps, "records": raw,
                        "summary": summary, "goals": goals}, f, indent=1)
     if args.plot:
         plot(summary, args.plot)

@@ -108,7 +108,7 @@ def run_step(seed: int, step: int, case: dict, rank: int, world: int) -> bool:
     if op == "all_gather":
         out = [torch.empty(numel, dtype=dtype) for _ in everyone]
         dist.all_gather(out, inp(rank))
-        return all(torch.equal(o, inp(r)) for r, o in zip(everyone, out))
+        return all(torch.equal(o, inp(r)) for r, o in zip(everyone, out, strict=True))
     if op == "all_gather_into_tensor":
         out = torch.empty(world * numel, dtype=dtype)
         ALL_GATHER_SINGLE(out, inp(rank))
@@ -129,7 +129,8 @@ def run_step(seed: int, step: int, case: dict, rank: int, world: int) -> bool:
     if op == "gather":
         out = [torch.empty(numel, dtype=dtype) for _ in everyone] if rank == root else None
         dist.gather(inp(rank), out, dst=root)
-        return rank != root or all(torch.equal(o, inp(r)) for r, o in zip(everyone, out))
+        return rank != root or all(
+            torch.equal(o, inp(r)) for r, o in zip(everyone, out, strict=True))
     if op == "scatter":
         out = torch.empty(numel, dtype=dtype)
         parts = [inp(root, 1 + d) for d in everyone] if rank == root else None

@@ -5,6 +5,52 @@ sequence-parallel ops. Importing this package registers the "topo" backend."""
 import torch  # noqa: F401  (loads libtorch before the extension)
 
 from torch_topo import _C
+from torch_topo._C import TopoError, TopoMismatchError, TopoParseError, TopoUnavailableError
+from torch_topo.cluster import Cluster, exchange_cluster
 from torch_topo.config import TopoConfig
+from torch_topo.mesh import init_device_mesh
+from torch_topo.ops import (
+    SequenceParallelAttention,
+    UlyssesConfig,
+    build_sequence_parallel_groups,
+    ring_attention,
+    shard_sequence,
+    ulysses_all_to_all,
+    ulysses_attention,
+    unshard_sequence,
+    zigzag_positions,
+    zigzag_shard,
+    zigzag_unshard,
+)
+from torch_topo.plan import Plan, plan
+from torch_topo.probe import PinnedTopologyWarning, cpus_near_gpu, probe
+from torch_topo.topology import Topology, load_topology
 
-__all__ = ["TopoConfig"]
+__all__ = [
+    "Cluster",
+    "PinnedTopologyWarning",
+    "Plan",
+    "SequenceParallelAttention",
+    "TopoConfig",
+    "TopoError",
+    "TopoMismatchError",
+    "TopoParseError",
+    "TopoUnavailableError",
+    "Topology",
+    "UlyssesConfig",
+    "build_sequence_parallel_groups",
+    "cpus_near_gpu",
+    "exchange_cluster",
+    "init_device_mesh",
+    "load_topology",
+    "plan",
+    "probe",
+    "ring_attention",
+    "shard_sequence",
+    "ulysses_all_to_all",
+    "ulysses_attention",
+    "unshard_sequence",
+    "zigzag_positions",
+    "zigzag_shard",
+    "zigzag_unshard",
+]

@@ -27,6 +27,7 @@ ENV_VARS: dict[str, str] = {
     "nccl_hints": "TORCH_TOPO_NCCL_HINTS",
     "debug": "TORCH_TOPO_DEBUG",
     "play": "TORCH_TOPO_PLAY",
+    "inter_host_gbps": "TORCH_TOPO_INTER_HOST_GBPS",
 }
 
 
@@ -75,6 +76,10 @@ class TopoConfig:
     (or "HOST:GPU" for this rank alone) makes the rank play a GPU of the pinned topology file
     on a named host, so multi-host layouts can be exercised on one CPU machine."""
 
+    inter_host_gbps: float | None = None
+    """Measured or pinned network bandwidth between hosts in GB/s per direction; None derives it
+    from the NIC speeds the hosts report (the slowest host's fastest NIC)."""
+
     extra: dict[str, str] = field(default_factory=dict)
     """Unrecognised TORCH_TOPO_* variables are refused; this holds nothing by default and exists
     so callers can attach labels that show in explain()."""
@@ -86,6 +91,10 @@ class TopoConfig:
             raise ValueError(
                 f"TopoConfig.hierarchical: got {self.hierarchical!r}, "
                 "expected 'auto', 'always' or 'never'"
+            )
+        if self.inter_host_gbps is not None and not self.inter_host_gbps > 0:
+            raise ValueError(
+                f"TopoConfig.inter_host_gbps: got {self.inter_host_gbps}, expected > 0 or None"
             )
         if self.pipeline_chunk_bytes < 1024:
             raise ValueError(

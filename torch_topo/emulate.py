@@ -20,8 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from torch_topo.emulation import netns
-from torch_topo.emulation.cluster_file import build_cluster_file, write_cluster_file
+from torch_topo.emulation import cluster_file, netns
 from torch_topo.emulation.launcher import RankProcesses, die_with_parent, place_ranks
 from torch_topo.emulation.shaping import LinkSpec, parse_delay_us, parse_rate_bps
 
@@ -98,8 +97,21 @@ def _start_relay(net: netns.ClusterNetwork) -> subprocess.Popen:
     return relay
 
 
-def _rank_env(base: dict[str, str], spec, world: int, nodes: int, net: netns.ClusterNetwork,
-              master_port: int, cluster_path: str) -> dict[str, str]:
+def _write_topology_files(workdir: str, net: netns.ClusterNetwork, ranks,
+                          base: dict) -> list[str]:
+    """Writes node<i>.json per node and cluster.json; returns the host file paths."""
+    hosts = [cluster_file.node_host(base, net, i) for i in range(net.nodes)]
+    paths = []
+    for i, host in enumerate(hosts):
+        paths.append(os.path.join(workdir, f"node{i}.json"))
+        cluster_file.write_json(paths[-1], host)
+    cluster_file.write_json(os.path.join(workdir, "cluster.json"),
+                            cluster_file.cluster_document(hosts, ranks, net))
+    return paths
+
+
+def _rank_env(base: dict[str, str], spec, world: int, net: netns.ClusterNetwork,
+              master_port: int, host_path: str, cluster_path: str) -> dict[str, str]:
     env = dict(base)
     env.update({
         "RANK": str(spec.rank),
@@ -110,13 +122,18 @@ def _rank_env(base: dict[str, str], spec, world: int, nodes: int, net: netns.Clu
         "NODE_RANK": str(spec.node),
         "MASTER_ADDR": net.address(0),
         "MASTER_PORT": str(master_port),
-        "TORCH_TOPO_FILE": cluster_path,
+        # What a user pins on a real cluster: this host's topology with its NIC speed.
+        "TORCH_TOPO_FILE": host_path,
+        # Not a TORCH_TOPO_* variable (TopoConfig refuses unknown ones): for tools and tests.
+        "EMULATED_CLUSTER_FILE": cluster_path,
     })
     return env
 
 
 def run_emulated(args: argparse.Namespace) -> int:
     link, command = _validate(args)
+    # Before any namespace exists: a bad --topology file fails fast, root or not.
+    base_host = cluster_file.base_host(args.topology)
     netns.check_available()
     swept = netns.sweep_stale()
     if swept:
@@ -128,20 +145,29 @@ def run_emulated(args: argparse.Namespace) -> int:
     procs = RankProcesses()
     relay = None
 
+    got_signal: list[int] = []
+
     def on_signal(signum, _frame):
-        raise _Interrupted(signum)
+        # Only recorded here: raising from the handler could land inside Popen and lose track
+        # of a rank being spawned; check() raises at points where every child is accounted for.
+        got_signal.append(signum)
+
+    def check() -> None:
+        if got_signal:
+            raise _Interrupted(got_signal[0])
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
+        host_paths = _write_topology_files(workdir, net, ranks, base_host)
         net.create()
+        check()
         relay = _start_relay(net)
-        cluster_path = os.path.join(workdir, "cluster.json")
-        write_cluster_file(cluster_path, build_cluster_file(net, ranks, args.topology))
         for spec in ranks:
-            env = _rank_env(os.environ, spec, len(ranks), args.nodes, net, args.master_port,
-                            cluster_path)
+            env = _rank_env(os.environ, spec, len(ranks), net, args.master_port,
+                            host_paths[spec.node], os.path.join(workdir, "cluster.json"))
+            check()
             procs.spawn(spec, net.node_ns(spec.node), net.hostname(spec.node), command, env)
-        return procs.watch(args.grace_s, args.timeout_s)
+        return procs.watch(args.grace_s, args.timeout_s, check)
     except _Interrupted as exc:
         print(f"torch_topo.emulate: got {exc}, stopping the ranks", file=sys.stderr)
         return 128 + exc.signum
@@ -152,7 +178,11 @@ def run_emulated(args: argparse.Namespace) -> int:
         procs.stop()
         if relay is not None:
             relay.terminate()
-            relay.wait()
+            try:
+                relay.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                relay.kill()
+                relay.wait()
         left = net.destroy()
         shutil.rmtree(workdir, ignore_errors=True)
         for sig, handler in old.items():
@@ -169,9 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return run_emulated(args)
-    except (ValueError, netns.EmulationUnavailable) as exc:
-        print(f"torch_topo.emulate: error: {exc}" if isinstance(exc, ValueError) else str(exc),
-              file=sys.stderr)
+    except netns.EmulationUnavailable as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except (ValueError, RuntimeError) as exc:  # bad options, unreadable --topology file
+        print(f"torch_topo.emulate: error: {exc}", file=sys.stderr)
         return 2
 
 

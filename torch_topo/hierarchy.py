@@ -1,16 +1,409 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Topology-derived inner groups of the "topo" backend (intra-host, NIC rails, leaders).
+"""Topology-derived inner groups of the "topo" backend (intra-host, NIC rails, host leaders).
 
 `attach_hierarchy` is called by the backend creator on member ranks only, after the flat inner
-backends exist; it may add hierarchical levels to the C++ backend. With one host, or
-`use_topo_aware_collectives=False`, the backend stays flat.
+backends exist. It learns which host every group rank runs on, builds one inner backend per
+level among the members of that level only (over prefixed stores: never a world collective or
+`new_group`), hands them to the C++ backend (`set_levels`) and sets, per collective, the message
+size from which the hierarchical schedule is used (`set_hierarchical_thresholds`). With one
+host, `use_topo_aware_collectives=False` or `hierarchical="never"` the backend stays flat.
 """
 
 from __future__ import annotations
 
-__all__ = ["attach_hierarchy"]
+import dataclasses
+import json
+import os
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from torch_topo.config import TopoConfig
+
+__all__ = [
+    "HIERARCHICAL_OPS",
+    "HostLayout",
+    "Levels",
+    "attach_hierarchy",
+    "backend_thresholds",
+    "build_levels",
+    "discover_layout",
+    "exchange_hostnames",
+    "hierarchical_thresholds",
+    "play_host",
+]
+
+HIERARCHICAL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+"""Collectives that have a hierarchical schedule (names as set_hierarchical_thresholds takes)."""
+
+_KEY_PREFIX = "topo_hier"
+_DEFAULT_TIMEOUT = timedelta(minutes=30)
 
 
-def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, config) -> None:
-    """Flat for now: the hierarchical levels arrive with the schedules (see docs/backend.md)."""
-    return None
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HostLayout:
+    """Which host every group rank runs on. Hosts are numbered in order of their lowest group
+    rank and local ranks in group-rank order, so every rank derives the same layout."""
+
+    host_names: tuple[str, ...]
+    """Name of each host, by host index."""
+
+    host_of_rank: tuple[int, ...]
+    """Host index of every group rank."""
+
+    local_of_rank: tuple[int, ...]
+    """Rank within its host of every group rank."""
+
+    @classmethod
+    def from_hostnames(cls, names: list[str] | tuple[str, ...]) -> HostLayout:
+        """Layout of a group whose rank r runs on host `names[r]`."""
+        if not names:
+            raise ValueError("HostLayout.from_hostnames: got no ranks, expected at least one")
+        index: dict[str, int] = {}
+        counts: list[int] = []
+        host_of_rank, local_of_rank = [], []
+        for name in names:
+            if not name:
+                raise ValueError("HostLayout.from_hostnames: got an empty host name")
+            h = index.setdefault(name, len(index))
+            if h == len(counts):
+                counts.append(0)
+            host_of_rank.append(h)
+            local_of_rank.append(counts[h])
+            counts[h] += 1
+        return cls(host_names=tuple(index), host_of_rank=tuple(host_of_rank),
+                   local_of_rank=tuple(local_of_rank))
+
+    @property
+    def host_count(self) -> int:
+        return len(self.host_names)
+
+    @property
+    def group_size(self) -> int:
+        return len(self.host_of_rank)
+
+    def host_size(self, host: int) -> int:
+        return self.host_of_rank.count(host)
+
+    @property
+    def uniform(self) -> bool:
+        """Every host holds the same number of ranks (rails can be used)."""
+        return len({self.host_size(h) for h in range(self.host_count)}) == 1
+
+    def ranks_of_host(self, host: int) -> list[int]:
+        return [r for r, h in enumerate(self.host_of_rank) if h == host]
+
+    def rail(self, local: int) -> list[int]:
+        """Group ranks with local rank `local`, by host index (hosts lacking one are skipped)."""
+        return [r for r, l in enumerate(self.local_of_rank) if l == local]
+
+    def ring_crossings(self) -> int:
+        """Most edges of the flat ring (rank r -> r+1) that leave any one host: how many ring
+        edges share a host's uplink (1 for host-major ranks, local size when interleaved)."""
+        leaving = [0] * self.host_count
+        n = self.group_size
+        for r in range(n):
+            a, b = self.host_of_rank[r], self.host_of_rank[(r + 1) % n]
+            if a != b:
+                leaving[a] += 1
+        return max(leaving)
+
+
+def play_host(play: str | None, global_rank: int) -> str | None:
+    """The host a rank plays under TopoConfig.play ("HOST:GPU[,HOST:GPU...]" indexed by global
+    rank, or one "HOST:GPU" for this rank alone), or None without play."""
+    if not play:
+        return None
+    entries = [e.strip() for e in play.split(",")]
+    if len(entries) == 1:
+        entry = entries[0]
+    elif 0 <= global_rank < len(entries):
+        entry = entries[global_rank]
+    else:
+        raise ValueError(f"TopoConfig.play: got {len(entries)} entries, expected one per rank "
+                         f"(rank {global_rank} has none)")
+    host, sep, gpu = entry.rpartition(":")
+    if not sep or not host or not gpu.lstrip("-").isdigit():
+        raise ValueError(f"TopoConfig.play: got entry {entry!r}, expected HOST:GPU "
+                         "(e.g. node0:3)")
+    return host
+
+
+def exchange_hostnames(store, group_rank: int, group_size: int, my_host: str) -> list[str]:
+    """Every member publishes its host name through the group's store and reads all of them
+    (blocking until each has published, bounded by the store's timeout)."""
+    store.set(f"{_KEY_PREFIX}/host/{group_rank}", my_host.encode())
+    return [store.get(f"{_KEY_PREFIX}/host/{r}").decode() for r in range(group_size)]
+
+
+@dataclass(kw_only=True, slots=True)
+class Levels:
+    """Inner backends of one device type and this rank's place: the arguments of the C++
+    backend's `set_levels` (and of `_C._ScheduleLevels`)."""
+
+    intra: object
+    """Backend of this host's ranks (rank = local rank)."""
+    rail: object | None
+    """Backend of this local index across hosts (rank = host index); None when uneven."""
+    leaders: object | None
+    """Backend of local rank 0 of every host (rank = host index); None elsewhere, or when
+    hosts are uniform (the rails carry everything)."""
+    local_rank: int
+    local_size: int
+    host_index: int
+    host_count: int
+    uniform: bool
+    host_of_rank: list[int]
+    local_of_rank: list[int]
+    chunk_bytes: int
+
+    def as_args(self) -> tuple:
+        """Positional arguments in set_levels order (after the device type)."""
+        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+
+
+def _make_inner(device_type: str, store, rank: int, size: int, timeout: timedelta):
+    if device_type == "cpu":
+        return dist.ProcessGroupGloo(store, rank, size, timeout)
+    if device_type == "cuda":
+        opts = dist.ProcessGroupNCCL.Options()
+        opts._timeout = timeout
+        return dist.ProcessGroupNCCL(store, rank, size, opts)
+    raise ValueError(f"build_levels: device_type: got {device_type!r}, expected 'cpu' or 'cuda'")
+
+
+def build_levels(store, group_rank: int, layout: HostLayout, *, device_type: str = "cpu",
+                 chunk_bytes: int = 4 << 20, timeout: timedelta = _DEFAULT_TIMEOUT) -> Levels:
+    """Builds this rank's inner backends of `layout` over prefixed stores, among the members of
+    each level only (each level's rendezvous waits for its own members, nobody else)."""
+    h = layout.host_of_rank[group_rank]
+    local = layout.local_of_rank[group_rank]
+    uniform = layout.uniform
+    tag = f"{_KEY_PREFIX}/{device_type}"
+
+    def inner(name: str, rank: int, size: int):
+        return _make_inner(device_type, dist.PrefixStore(f"{tag}/{name}", store), rank, size,
+                           timeout)
+
+    intra = inner(f"intra{h}", local, layout.host_size(h))
+    rail = leaders = None
+    if uniform:
+        rail = inner(f"rail{local}", h, layout.host_count)
+    elif local == 0:
+        leaders = inner("leaders", h, layout.host_count)
+    return Levels(intra=intra, rail=rail, leaders=leaders, local_rank=local,
+                  local_size=layout.host_size(h), host_index=h, host_count=layout.host_count,
+                  uniform=uniform, host_of_rank=list(layout.host_of_rank),
+                  local_of_rank=list(layout.local_of_rank), chunk_bytes=chunk_bytes)
+
+
+# Size rule used until the planner's cost model is available (see docs/schedules.md). Links are
+# described per direction: the host uplink (cluster inter_host_bandwidth / latency) and the
+# intra-host path. Where the cluster knows no inter-host speed, a 10 GbE link is assumed.
+_ASSUMED_INTER_GBPS = 1.25  # 10 Gbit/s Ethernet, per direction
+_ASSUMED_INTER_LATENCY_US = 50.0
+_INTRA_CPU_GBPS = 5.0  # Gloo over loopback between processes of one host (order of magnitude)
+_INTRA_CPU_LATENCY_US = 10.0
+_STEP_OVERHEAD_US = 30.0  # cost of issuing and waiting one more inner collective
+# Ring steps per (n - 1) ranks: all-reduce is a reduce-scatter plus an all-gather.
+_RING_FACTOR = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1, "broadcast": 1,
+                "reduce": 1}
+_LEVEL_STEPS = {"all_reduce": 3, "all_gather": 2, "reduce_scatter": 2, "broadcast": 3,
+                "reduce": 3}
+
+
+def _rule_seconds(op: str, nbytes: int, layout: HostLayout, inter_gbps: float,
+                  inter_latency_us: float) -> tuple[float, float]:
+    """(flat, hierarchical) predicted seconds of `op` on `nbytes` under the alpha-beta rule."""
+    f = _RING_FACTOR[op]
+    g, hosts = layout.group_size, layout.host_count
+    local = max(layout.host_size(h) for h in range(hosts))
+    inter_bps, intra_bps = inter_gbps * 1e9, _INTRA_CPU_GBPS * 1e9
+    a_inter, a_intra = inter_latency_us * 1e-6, _INTRA_CPU_LATENCY_US * 1e-6
+    # Flat ring: every step waits on its slowest edge (an inter-host one); the edges leaving a
+    # host share its uplink.
+    flat = (f * (g - 1) * (a_inter + _STEP_OVERHEAD_US * 1e-6)
+            + f * (g - 1) / g * nbytes * layout.ring_crossings() / inter_bps)
+    # Two levels: the host link carries each remote byte once ((hosts-1)/hosts of the buffer
+    # in total, spread over the rails); the intra levels move the buffer over the fast path.
+    hier = (f * (hosts - 1) * a_inter + f * (local - 1) * a_intra
+            + _LEVEL_STEPS[op] * _STEP_OVERHEAD_US * 1e-6
+            + f * (hosts - 1) / hosts * nbytes / inter_bps
+            + f * (local - 1) / local * nbytes / intra_bps)
+    return flat, hier
+
+
+def _rule_thresholds(layout: HostLayout, inter_gbps: float, inter_latency_us: float
+                     ) -> dict[str, int]:
+    out = {}
+    sizes = [1 << p for p in range(10, 35)]  # 1 KiB .. 16 GiB
+    for op in HIERARCHICAL_OPS:
+        faster = [_rule_seconds(op, s, layout, inter_gbps, inter_latency_us)[1]
+                  < _rule_seconds(op, s, layout, inter_gbps, inter_latency_us)[0]
+                  for s in sizes]
+        # The smallest size from which hierarchical wins at every larger scanned size.
+        start = None
+        for i in range(len(sizes) - 1, -1, -1):
+            if not faster[i]:
+                break
+            start = sizes[i]
+        if start is not None:
+            out[op] = 0 if start == sizes[0] else start
+    return out
+
+
+def _cost_model_thresholds(cluster, group_size: int, chunk_bytes: int) -> dict[str, int]:
+    """Thresholds from the planner's cost model over the exchanged cluster (GPU ranks)."""
+    from torch_topo import _C
+
+    hosts = []
+    for topology in cluster.hosts:
+        host = json.loads(topology.to_json())
+        host.pop("schema", None)
+        host.pop("kind", None)
+        hosts.append(host)
+    doc = {
+        "schema": "torch-topo/1", "kind": "cluster", "hosts": hosts,
+        "ranks": [{"host": p.host, "local_gpu": p.local_gpu, "local_rank": p.local_rank}
+                  for p in cluster.placements],
+        "inter_host_bandwidth_gbps": cluster.inter_host_bandwidth_gbps or _ASSUMED_INTER_GBPS,
+        "inter_host_latency_us": cluster.inter_host_latency_us or _ASSUMED_INTER_LATENCY_US,
+    }
+    model = _C.PlannerCluster(json.dumps(doc), chunk_bytes)
+    found = model.hierarchical_thresholds(list(range(group_size)))
+    # The model has no reduce of its own; reduce mirrors broadcast (same levels, reversed).
+    found.setdefault("reduce", found.get("broadcast"))
+    return {op: found[op] for op in HIERARCHICAL_OPS if found.get(op) is not None}
+
+
+def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=None,
+                            inter_gbps: float = 0.0, inter_latency_us: float = 0.0
+                            ) -> dict[str, int]:
+    """Per collective, the smallest message (bytes, whole buffer as nccl-tests counts it) that
+    takes the hierarchical schedule; an op left out stays flat.
+
+    "always": 0 for every op; "never", `use_topo_aware_collectives=False` or one host: none;
+    "auto": the planner's cost model when `cluster` (a torch_topo.cluster.Cluster) places every
+    rank on a GPU, else the size rule over the inter-host bandwidth and latency (the cluster's,
+    else the arguments; 0 = unknown: 10 GbE assumed).
+    """
+    if (config.hierarchical == "never" or not config.use_topo_aware_collectives
+            or layout.host_count < 2):
+        return {}
+    if config.hierarchical == "always":
+        return dict.fromkeys(HIERARCHICAL_OPS, 0)
+    if cluster is not None:
+        if all(p.local_gpu >= 0 for p in cluster.placements):
+            return _cost_model_thresholds(cluster, layout.group_size, config.pipeline_chunk_bytes)
+        inter_gbps = cluster.inter_host_bandwidth_gbps
+        inter_latency_us = cluster.inter_host_latency_us
+    return _rule_thresholds(layout, inter_gbps or _ASSUMED_INTER_GBPS,
+                            inter_latency_us or _ASSUMED_INTER_LATENCY_US)
+
+
+# TopoBackend keys its thresholds by c10d op name and measures a call by its input bytes: the
+# whole buffer, except for all-gathers, whose input is one rank's share of it.
+_BACKEND_OPS = {
+    "all_reduce": ("allreduce",),
+    "all_gather": ("allgather", "_allgather_base"),
+    "reduce_scatter": ("reduce_scatter", "_reduce_scatter_base"),
+    "broadcast": ("broadcast",),
+    "reduce": ("reduce",),
+}
+
+
+def backend_thresholds(thresholds: dict[str, int], group_size: int) -> dict[str, int]:
+    """`hierarchical_thresholds` (whole-buffer bytes per collective) keyed and measured as
+    TopoBackend.set_hierarchical_thresholds takes them (c10d op name, input bytes)."""
+    out = {}
+    for op, nbytes in thresholds.items():
+        per_call = -(-nbytes // group_size) if op == "all_gather" else nbytes
+        for name in _BACKEND_OPS[op]:
+            out[name] = per_call
+    return out
+
+
+def _debug(config: TopoConfig, text: str) -> None:
+    if config.debug:
+        print(f"torch_topo.hierarchy: {text}", file=sys.stderr, flush=True)
+
+
+def _served_device_types(backend) -> list[str]:
+    """Device types the backend has a flat inner backend for (CUDA needs NCCL here too)."""
+    inner = getattr(backend, "inner_backend", None)
+    types = []
+    for device_type in ("cpu", "cuda"):
+        if device_type == "cuda" and not (torch.cuda.is_available() and dist.is_nccl_available()):
+            continue
+        if inner is None or inner(device_type) is not None:
+            types.append(device_type)
+    return types
+
+
+def _flat_timeout(backend) -> timedelta | None:
+    """The group's timeout as its flat CPU inner backend holds it (levels fail no later)."""
+    inner = getattr(backend, "inner_backend", None)
+    flat = inner("cpu") if inner is not None else None
+    return getattr(getattr(flat, "options", None), "_timeout", None)
+
+
+def discover_layout(store, group_rank: int, group_size: int, global_rank: int,
+                    config: TopoConfig):
+    """(HostLayout, Cluster or None) of the group, through its store.
+
+    With a play string but no topology file to play, only host names are exchanged (a rank
+    then plays a host, not a GPU); otherwise the full cluster exchange runs (host graphs, GPU
+    placements, inter-host bandwidth) and the layout follows its hosts.
+    """
+    from torch_topo.probe import resolve_pinned_file
+
+    if (config.play or os.environ.get("TORCH_TOPO_PLAY")) and resolve_pinned_file(config) is None:
+        play = config.play or os.environ["TORCH_TOPO_PLAY"]
+        names = exchange_hostnames(store, group_rank, group_size, play_host(play, global_rank))
+        return HostLayout.from_hostnames(names), None
+    from torch_topo.cluster import exchange_cluster
+
+    cluster = exchange_cluster(store, group_rank, group_size, config, global_rank=global_rank)
+    names = [cluster.hostnames[cluster.host_of(r)] for r in range(group_size)]
+    return HostLayout.from_hostnames(names), cluster
+
+
+def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, config, *,
+                     timeout: timedelta | None = None):
+    """Adds hierarchical levels to `backend` (a `_C.TopoBackend`) for every device type it
+    serves.
+
+    Args:
+        backend: the C++ backend; receives set_levels / set_hierarchical_thresholds.
+        store: the creator's (group-prefixed) store.
+        group_rank, group_size: this rank's place in the group.
+        global_ranks: global rank of every group rank (TopoConfig.play is indexed by these).
+        config: the group's TopoConfig.
+        timeout: timeout of the inner backends (default: that of the backend's flat CPU
+            inner backend, else config.timeout, else 30 minutes).
+
+    Returns the HostLayout, or None when the group stays flat.
+    """
+    if not config.use_topo_aware_collectives or config.hierarchical == "never":
+        _debug(config, "flat (hierarchical schedules disabled by the config)")
+        return None
+    global_rank = global_ranks[group_rank] if global_ranks else group_rank
+    layout, cluster = discover_layout(store, group_rank, group_size, global_rank, config)
+    if layout.host_count < 2:
+        _debug(config, f"flat (all {group_size} ranks on host {layout.host_names[0]})")
+        return None
+    thresholds = hierarchical_thresholds(layout, config, cluster=cluster)
+    per_call = backend_thresholds(thresholds, group_size)
+    timeout = timeout or _flat_timeout(backend) or config.timeout or _DEFAULT_TIMEOUT
+    for device_type in _served_device_types(backend):
+        levels = build_levels(store, group_rank, layout, device_type=device_type,
+                              chunk_bytes=config.pipeline_chunk_bytes, timeout=timeout)
+        backend.set_levels(device_type, *levels.as_args())
+        backend.set_hierarchical_thresholds(device_type, per_call)
+    sizes = "+".join(str(layout.host_size(h)) for h in range(layout.host_count))
+    _debug(config, f"{layout.host_count} hosts ({sizes} ranks), "
+                   f"{'rails' if layout.uniform else 'leaders'}, thresholds {per_call}")
+    return layout

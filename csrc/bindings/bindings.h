@@ -16,6 +16,8 @@ void defProbe(py::module_& m);
 void defPlanner(py::module_& m);
 /// The c10d backend "topo" and its Work.
 void defBackend(py::module_& m);
+/// Hierarchical schedules' direct entry points (tests and benchmarks).
+void defSchedules(py::module_& m);
 /// Sequence-parallel attention ops.
 void defOps(py::module_& m);
 /// Communication/compute overlap ops.

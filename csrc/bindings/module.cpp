@@ -9,6 +9,7 @@ PYBIND11_MODULE(_C, m) {
   torch_topo::bindings::defProbe(m);
   torch_topo::bindings::defPlanner(m);
   torch_topo::bindings::defBackend(m);
+  torch_topo::bindings::defSchedules(m);
   torch_topo::bindings::defOps(m);
   torch_topo::bindings::defOverlap(m);
 }

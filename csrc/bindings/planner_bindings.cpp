@@ -1,9 +1,357 @@
 // SPDX-License-Identifier: Apache-2.0
-// Python bindings of the planner layer (layer: csrc/bindings).
+// Python bindings of the planner layer (layer: csrc/bindings): cost model, ring order search and
+// placement over a cluster given as torch-topo JSON. Types in and out are plain Python values.
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <pybind11/stl.h>
+
 #include "bindings/bindings.h"
+#include "topo/cost_model.h"
+#include "topo/error.h"
+#include "topo/loader.h"
+#include "topo/placement.h"
+#include "topo/ring_order.h"
+#include "topo/topology_json.h"
 
 namespace torch_topo::bindings {
+namespace {
 
-void defPlanner(py::module_& m) {}
+using topo::ClusterTopology;
+using topo::CostEstimate;
+using topo::MeshDim;
+using topo::MeshPlan;
+
+/// Argument errors of the planner surface as ValueError (they name the option); other core
+/// errors keep their registered types.
+template <typename Fn>
+auto valueErrors(Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const topo::InvalidArgument& e) {
+    throw py::value_error(e.what());
+  }
+}
+
+py::dict estimateToDict(const CostEstimate& e) {
+  py::dict d;
+  d["algorithm"] = topo::toString(e.algorithm);
+  d["applicable"] = e.applicable;
+  d["seconds"] = e.seconds;
+  d["alg_bandwidth_gbps"] = e.alg_bandwidth_gbps;
+  d["bus_bandwidth_gbps"] = e.bus_bandwidth_gbps;
+  d["order"] = e.order;
+  return d;
+}
+
+py::dict planToDict(const MeshPlan& plan) {
+  py::list dims;
+  for (size_t i = 0; i < plan.dims.size(); ++i) {
+    py::dict d;
+    d["name"] = plan.dims[i].name;
+    d["size"] = plan.dims[i].size;
+    d["bytes"] = plan.dims[i].bytes;
+    d["op"] = plan.dims[i].op;
+    d["intra_size"] = plan.intra_size[i];
+    d["inter_size"] = plan.inter_size[i];
+    dims.append(d);
+  }
+  py::dict out;
+  out["dims"] = dims;
+  out["mesh"] = plan.mesh;
+  out["priority"] = plan.priority;
+  out["exact"] = plan.exact;
+  out["contiguous"] = plan.contiguous;
+  return out;
+}
+
+/// (name, size) pairs plus optional {name: (bytes, op)} traffic into core dims.
+std::pair<std::vector<MeshDim>, topo::PlanOptions> toDims(
+    const std::vector<std::pair<std::string, int>>& mesh,
+    const std::optional<std::map<std::string, std::pair<double, std::string>>>& traffic,
+    bool keep_contiguous_if_faster, int64_t chunk_bytes) {
+  std::vector<MeshDim> dims;
+  for (const auto& [name, size] : mesh) dims.push_back({name, size, -1.0, ""});
+  topo::PlanOptions options;
+  options.keep_contiguous_if_faster = keep_contiguous_if_faster;
+  options.cost.chunk_bytes = chunk_bytes;
+  if (traffic) {
+    options.traffic_given = true;
+    for (const auto& [name, entry] : *traffic) {
+      bool found = false;
+      for (MeshDim& d : dims) {
+        if (d.name != name) continue;
+        TOPO_CHECK(entry.first >= 0, "traffic: dimension '", name, "': got ", entry.first,
+                   " bytes, expected >= 0");
+        d.bytes = entry.first;
+        d.op = entry.second;
+        found = true;
+      }
+      TOPO_CHECK(found, "traffic: unknown dimension '", name, "', expected a mesh dimension");
+    }
+  }
+  return {dims, options};
+}
+
+/// A cluster with a cost model built once; the Python Plan keeps one per topology.
+class PlannerCluster {
+ public:
+  PlannerCluster(const std::string& cluster_json, int64_t chunk_bytes)
+      : cluster_(topo::clusterFromJson(cluster_json, "<cluster json>")),
+        model_(cluster_, topo::CostOptions{chunk_bytes, true}) {}
+
+  const ClusterTopology& cluster() const { return cluster_; }
+  const topo::CostModel& model() const { return model_; }
+
+ private:
+  ClusterTopology cluster_;
+  topo::CostModel model_;
+};
+
+/// A loaded topology as a cluster with rank placements: a one-host topology is repeated
+/// `hosts` times; missing ranks run host-major, rank r of a host on GPU r (one CPU rank on a
+/// host without GPUs).
+std::string completeCluster(ClusterTopology c, int hosts, const std::string& where) {
+  TOPO_CHECK(hosts >= 1, "--hosts: got ", hosts, ", expected >= 1");
+  if (hosts > 1) {
+    TOPO_CHECK(c.hosts.size() == 1, "--hosts: got ", hosts, " for ", where, ", which already "
+               "describes ", c.hosts.size(), " hosts; expected --hosts only with a one-host file");
+    c.hosts.resize(hosts, c.hosts[0]);
+    c.ranks.clear();
+  }
+  if (c.ranks.empty()) {
+    for (int h = 0; h < static_cast<int>(c.hosts.size()); ++h) {
+      const int gpus = c.hosts[h].gpuCount();
+      if (gpus == 0) c.ranks.push_back({h, -1, 0});
+      for (int g = 0; g < gpus; ++g) c.ranks.push_back({h, g, g});
+    }
+  }
+  return topo::clusterToJson(c);
+}
+
+ClusterTopology clusterOfText(const std::string& text, const std::string& where) {
+  if (topo::topologyJsonKind(text) == "cluster") return topo::clusterFromJson(text, where);
+  ClusterTopology c;
+  c.hosts.push_back(topo::loadTopologyText(text, where));
+  return c;
+}
+
+}  // namespace
+
+void defPlanner(py::module_& m) {
+  m.def("planner_cluster_json",
+        [](std::optional<std::string> path, std::optional<std::string> text, int hosts) {
+          return valueErrors([&] {
+            TOPO_CHECK(path.has_value() != text.has_value(),
+                       "planner_cluster_json: expected exactly one of path and text");
+            ClusterTopology c = path ? topo::loadClusterFile(*path) : clusterOfText(*text, "<topology>");
+            return completeCluster(std::move(c), hosts, path ? *path : "<topology>");
+          });
+        },
+        py::arg("path") = py::none(), py::arg("text") = py::none(), py::arg("hosts") = 1,
+        R"(A topology as a torch-topo cluster JSON with rank placements.
+
+Args:
+  path: any host topology file (nvidia-smi text, NCCL XML, torch-topo JSON) or a cluster JSON.
+  text: the same content as a string (e.g. Topology.to_json()); give path or text.
+  hosts: copies of a one-host topology; ranks run host-major, rank r of a host on GPU r.)");
+
+  m.def("find_ring_order",
+        [](const std::vector<std::vector<double>>& bandwidth) {
+          std::vector<double> flat;
+          for (const auto& row : bandwidth) {
+            TOPO_CHECK(row.size() == bandwidth.size(), "find_ring_order: bandwidth: row of ",
+                       row.size(), " entries, expected ", bandwidth.size());
+            flat.insert(flat.end(), row.begin(), row.end());
+          }
+          return valueErrors([&] {
+            return topo::findRingOrder(flat, static_cast<int>(bandwidth.size()));
+          });
+        },
+        py::arg("bandwidth"),
+        R"(Cyclic order maximising the ring's bottleneck bandwidth (exact up to 12 devices).
+
+Args:
+  bandwidth: n x n matrix, GB/s from row to column.)");
+
+  m.def("bus_bandwidth_factor",
+        [](const std::string& op, int n) {
+          return valueErrors([&] { return topo::busBandwidthFactor(topo::parseCollectiveOp(op), n); });
+        },
+        py::arg("op"), py::arg("group_size"),
+        R"(nccl-tests bus bandwidth factor of a collective.
+
+Args:
+  op: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast or send_recv.
+  group_size: ranks in the group.)");
+
+  py::class_<PlannerCluster>(m, "PlannerCluster",
+                             "A cluster (torch-topo JSON) with its cost model, built once.")
+      .def(py::init([](const std::string& json, int64_t chunk_bytes) {
+             return valueErrors([&] { return new PlannerCluster(json, chunk_bytes); });
+           }),
+           py::arg("cluster_json"), py::arg("chunk_bytes") = int64_t{4} << 20,
+           R"(Args:
+  cluster_json: a torch-topo/1 cluster document with rank placements.
+  chunk_bytes: pipelining grain of hierarchical schedules (TopoConfig.pipeline_chunk_bytes).)")
+      .def_property_readonly("world_size", [](const PlannerCluster& c) { return c.model().rankCount(); })
+      .def("rank_host", [](const PlannerCluster& c, int r) { return c.cluster().ranks.at(r).host; },
+           py::arg("rank"), "Host index of a rank.\n\nArgs:\n  rank: global rank.")
+      .def("rank_gpu", [](const PlannerCluster& c, int r) { return c.cluster().ranks.at(r).local_gpu; },
+           py::arg("rank"), "Local GPU of a rank (-1 for CPU-only).\n\nArgs:\n  rank: global rank.")
+      .def("rank_cpus",
+           [](const PlannerCluster& c, int r) {
+             const auto& p = c.cluster().ranks.at(r);
+             const auto& host = c.cluster().hosts.at(p.host);
+             py::dict d;
+             d["numa_node"] = p.local_gpu >= 0 ? host.gpus.at(p.local_gpu).numa_node : -1;
+             d["cpu_affinity"] = p.local_gpu >= 0 ? host.gpus.at(p.local_gpu).cpu_affinity : "";
+             std::string numa_cpus;
+             for (const auto& n : host.numa_nodes)
+               if (n.id == d["numa_node"].cast<int>()) numa_cpus = n.cpus;
+             d["numa_cpus"] = numa_cpus;
+             return d;
+           },
+           py::arg("rank"),
+           "NUMA node and cpulists nearest a rank's GPU (empty when unknown).\n\nArgs:\n  rank: global rank.")
+      .def("pair_path",
+           [](const PlannerCluster& c, int a, int b) {
+             const auto& pa = c.cluster().ranks.at(a);
+             const auto& pb = c.cluster().ranks.at(b);
+             if (pa.host != pb.host) return std::make_pair(std::string("NET"), 0);
+             if (pa.local_gpu < 0 || pb.local_gpu < 0) return std::make_pair(std::string("SYS"), 0);
+             const auto& p = c.cluster().hosts[pa.host].path(pa.local_gpu, pb.local_gpu);
+             return std::make_pair(std::string(topo::toString(p.cls)), p.nvlinks);
+           },
+           py::arg("a"), py::arg("b"),
+           "(path class, NVLink lanes) between two ranks.\n\nArgs:\n  a: rank.\n  b: rank.")
+      .def("gpu_pcie_links",
+           [](const PlannerCluster& c, int host) {
+             // (gpu index, lanes, GB/s) of every PCIe link that ends at a GPU of the host.
+             std::vector<std::tuple<int, int, double>> out;
+             const auto& g = c.cluster().hosts.at(host).graph;
+             for (const auto& link : g.links) {
+               if (link.kind != topo::LinkKind::Pci) continue;
+               for (int end : {link.a, link.b}) {
+                 if (g.nodes.at(end).kind == topo::NodeKind::Gpu)
+                   out.emplace_back(g.nodes[end].index, link.lanes, link.bandwidth_gbps);
+               }
+             }
+             return out;
+           },
+           py::arg("host"),
+           "PCIe links ending at GPUs of a host: (gpu, lanes, GB/s); empty without a graph.\n\n"
+           "Args:\n  host: host index.")
+      .def_property_readonly("host_count", [](const PlannerCluster& c) {
+             return static_cast<int>(c.cluster().hosts.size());
+           })
+      .def("rail", [](const PlannerCluster& c, int r) { return c.model().railOf(r); },
+           py::arg("rank"), "NIC index (rail) of a rank.\n\nArgs:\n  rank: global rank.")
+      .def("bandwidth", [](const PlannerCluster& c, int a, int b) {
+             return valueErrors([&] { return c.model().pairBandwidth(a, b); });
+           }, py::arg("a"), py::arg("b"),
+           "Path bandwidth between two ranks, GB/s.\n\nArgs:\n  a: rank.\n  b: rank.")
+      .def("estimate",
+           [](const PlannerCluster& c, const std::string& op, int64_t bytes,
+              const std::vector<std::vector<int>>& groups, std::optional<std::string> algorithm) {
+             return valueErrors([&] {
+               const auto cop = topo::parseCollectiveOp(op);
+               CostEstimate e;
+               {
+                 py::gil_scoped_release nogil;
+                 e = algorithm ? c.model().estimateConcurrent(cop, bytes, groups,
+                                                              topo::parseAlgorithm(*algorithm))
+                               : c.model().chooseConcurrent(cop, bytes, groups);
+               }
+               return estimateToDict(e);
+             });
+           },
+           py::arg("op"), py::arg("bytes"), py::arg("groups"), py::arg("algorithm") = py::none(),
+           R"(Predicted time of one collective run at once on disjoint groups of one size.
+
+Args:
+  op: collective name (all_reduce, ...).
+  bytes: buffer size as nccl-tests counts it.
+  groups: list of rank lists.
+  algorithm: ring, tree, halving_doubling, direct or hierarchical; None picks the fastest.)")
+      .def("hierarchical_thresholds",
+           [](const PlannerCluster& c, const std::vector<int>& ranks) {
+             return valueErrors([&] {
+               py::dict out;
+               for (const auto& t : topo::computeHierarchicalThresholds(c.model(), ranks)) {
+                 out[topo::toString(t.op)] =
+                     t.min_bytes < 0 ? py::object(py::none()) : py::object(py::int_(t.min_bytes));
+               }
+               return out;
+             });
+           },
+           py::arg("ranks"),
+           R"(Per op, the size in bytes from which hierarchical beats flat (None: never).
+
+Args:
+  ranks: global ranks of the group.)")
+      .def("plan_mesh",
+           [](const PlannerCluster& c, const std::vector<std::pair<std::string, int>>& mesh,
+              std::optional<std::map<std::string, std::pair<double, std::string>>> traffic,
+              bool contiguous, bool keep_contiguous_if_faster) {
+             return valueErrors([&] {
+               auto [dims, options] = toDims(mesh, traffic, keep_contiguous_if_faster,
+                                             c.model().options().chunk_bytes);
+               MeshPlan plan;
+               {
+                 py::gil_scoped_release nogil;
+                 plan = contiguous ? topo::contiguousMesh(c.cluster(), dims, options)
+                                   : topo::planMesh(c.cluster(), dims, options);
+               }
+               return planToDict(plan);
+             });
+           },
+           py::arg("mesh"), py::arg("traffic") = py::none(), py::arg("contiguous") = false,
+           py::arg("keep_contiguous_if_faster") = true,
+           R"(Lays a device mesh out on the cluster's ranks.
+
+Args:
+  mesh: [(name, size)] outermost first.
+  traffic: {name: (bytes per step, collective)} for every dimension, or None for defaults.
+  contiguous: return the launcher's contiguous layout instead of searching.
+  keep_contiguous_if_faster: keep the contiguous layout when predicted strictly faster.)")
+      .def("mesh_cost",
+           [](const PlannerCluster& c, const std::vector<std::tuple<std::string, int, double, std::string>>& dims,
+              const std::vector<int>& mesh) {
+             return valueErrors([&] {
+               MeshPlan plan;
+               int64_t product = 1;
+               for (const auto& [name, size, bytes, op] : dims) {
+                 TOPO_CHECK(size >= 1, "mesh_cost: dimension '", name, "': size got ", size,
+                            ", expected >= 1");
+                 plan.dims.push_back({name, size, bytes, op});
+                 product *= size;
+               }
+               TOPO_CHECK(product == static_cast<int64_t>(mesh.size()), "mesh_cost: dims: product ",
+                          product, ", expected the mesh's ", mesh.size(), " ranks");
+               TOPO_CHECK(mesh.size() == c.cluster().ranks.size(), "mesh_cost: mesh: got ",
+                          mesh.size(), " ranks, expected ", c.cluster().ranks.size());
+               plan.mesh = mesh;
+               std::vector<CostEstimate> costs;
+               {
+                 py::gil_scoped_release nogil;
+                 costs = topo::estimateMeshCost(c.model(), plan);
+               }
+               py::list out;
+               for (const auto& e : costs) out.append(estimateToDict(e));
+               return out;
+             });
+           },
+           py::arg("dims"), py::arg("mesh"),
+           R"(Predicted seconds per step of every dimension of a laid-out mesh.
+
+Args:
+  dims: [(name, size, bytes, op)] outermost first.
+  mesh: ranks in mesh shape, flattened row-major.)");
+}
 
 }  // namespace torch_topo::bindings

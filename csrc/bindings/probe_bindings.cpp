@@ -1,9 +1,75 @@
 // SPDX-License-Identifier: Apache-2.0
-// Python bindings of the probe layer (layer: csrc/bindings).
+// Python bindings of the probe layer (layer: csrc/bindings): the live probe, hwloc XML files and
+// the cluster assembled from per-rank records. HostTopology and ClusterTopology are bound by
+// topo_bindings.cpp.
 #include "bindings/bindings.h"
 
-namespace torch_topo::bindings {
+#include "topo/cluster.h"
+#include "topo/cpulist.h"
+#include "topo/hwloc_reader.h"
+#include "topo/probe.h"
 
-void defProbe(py::module_& m) {}
+namespace torch_topo::bindings {
+namespace {
+
+using topo::RankRecord;
+
+void defCluster(py::module_& m) {
+  py::class_<RankRecord>(m, "RankRecord", "What one rank publishes about itself.")
+      .def(py::init([](int rank, std::string hostname, int local_rank, int local_device,
+                       std::string host_json) {
+             return RankRecord{rank, std::move(hostname), local_rank, local_device,
+                               std::move(host_json)};
+           }),
+           py::arg("rank"), py::arg("hostname"), py::arg("local_rank"), py::arg("local_device"),
+           py::arg("host_json"))
+      .def_readonly("rank", &RankRecord::rank)
+      .def_readonly("hostname", &RankRecord::hostname)
+      .def_readonly("local_rank", &RankRecord::local_rank)
+      .def_readonly("local_device", &RankRecord::local_device);
+  m.def(
+      "assemble_cluster",
+      [](std::vector<RankRecord> records, double bandwidth_gbps, double latency_us) {
+        topo::ClusterOptions options;
+        options.inter_host_bandwidth_gbps = bandwidth_gbps;
+        options.inter_host_latency_us = latency_us;
+        return topo::assembleCluster(std::move(records), options);
+      },
+      py::arg("records"), py::arg("inter_host_bandwidth_gbps") = 0.0,
+      py::arg("inter_host_latency_us") = 0.0, py::call_guard<py::gil_scoped_release>(),
+      R"(Builds the cluster from one record per rank (any order).
+
+Args:
+  records: list of RankRecord, ranks 0..n-1 once each.
+  inter_host_bandwidth_gbps: measured or pinned GB/s between hosts; 0 derives it from NICs.
+  inter_host_latency_us: measured or pinned latency; 0 takes NCCL's network hop latency.
+
+Raises TopoMismatchError when ranks of one host published different host graphs.)");
+}
+
+}  // namespace
+
+void defProbe(py::module_& m) {
+  m.def("probe_host", &topo::probeThisHost, py::arg("require_gpus") = false,
+        py::call_guard<py::gil_scoped_release>(),
+        R"(Probes this host: hwloc (or /sys) for NUMA and PCI, /sys for NICs, NVML for GPUs.
+
+Args:
+  require_gpus: raise TopoUnavailableError instead of reporting zero GPUs.)");
+  m.def("read_hwloc_xml", &topo::readHwlocXml, py::arg("text"), py::arg("path"),
+        py::call_guard<py::gil_scoped_release>(),
+        R"(Parses hwloc XML text into a HostTopology.
+
+Args:
+  text: the XML document.
+  path: file name used in error messages.)");
+  m.def("parse_cpulist", &topo::parseCpulist, py::arg("text"), py::arg("where") = "cpulist",
+        R"(Parses a Linux cpulist ("0-3,8") into a set of CPU ids.
+
+Args:
+  text: the cpulist.
+  where: what the text is, for the error message.)");
+  defCluster(m);
+}
 
 }  // namespace torch_topo::bindings

@@ -42,6 +42,8 @@ constexpr double kCrossRailLatencyUs = 1.0;
 // Largest NVLink lane count of any GPU so far (H100/B200: 18). More lanes to every peer than
 // this means the lanes go through NVSwitch and are shared, not one bundle per peer.
 constexpr int kMaxNvlinkLanesPerGpu = 18;
+// Largest group for one-shot (direct) all-reduce, all-gather and reduce-scatter.
+constexpr int kDirectMaxGroup = 16;
 // Hierarchical size scan of computeHierarchicalThresholds.
 constexpr int64_t kScanMinBytes = 1 << 10;
 constexpr int64_t kScanMaxBytes = int64_t{16} << 30;
@@ -404,6 +406,10 @@ CostModel::Schedule CostModel::buildFlat(CollectiveOp op, double bytes,
         for (int p = 1; p < n; ++p) phase.transfers.push_back({at(0), at(p), bytes});
         return {phase};
       }
+      // One-shot all-reduce / all-gather / reduce-scatter are latency algorithms for small
+      // groups (NCCL keeps its one-shot paths to single NVLink domains); beyond, n^2 transfers
+      // only slow the model down.
+      if (op != CollectiveOp::AllToAll && n > kDirectMaxGroup) return {};
       for (int a = 0; a < n; ++a)
         for (int b = 0; b < n; ++b)
           if (a != b) phase.transfers.push_back({order[a], order[b], bytes / n});

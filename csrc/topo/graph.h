@@ -120,6 +120,9 @@ struct NumaNode {
 struct HostTopology {
   std::string hostname;
   std::string source;  // file path or "probe:<what>"
+  /// Format the topology was read from ("nvidia-smi", "nccl-xml", "hwloc-xml"), empty for
+  /// live probes; writers use it to tell source attributes from derived ones.
+  std::string format;
   std::vector<Gpu> gpus;
   std::vector<Nic> nics;
   std::vector<NumaNode> numa_nodes;

@@ -88,6 +88,7 @@ class NcclXmlReader {
                                                ">, expected <system> (NCCL topology XML)");
     }
     host_.source = path_;
+    host_.format = "nccl-xml";
     for (pugi::xml_node child : root.children()) {
       if (child.type() != pugi::node_element) continue;
       if (std::string(child.name()) == "cpu") {
@@ -110,6 +111,10 @@ class NcclXmlReader {
 
  private:
   [[noreturn]] void fail(ptrdiff_t offset, const std::string& what) const {
+    // pugixml points at an element's name; the diagnostic points at its '<'.
+    if (offset > 0 && offset <= static_cast<ptrdiff_t>(text_.size()) && text_[offset - 1] == '<') {
+      --offset;
+    }
     int line = 1, col = 1;
     for (ptrdiff_t i = 0; i < offset && i < static_cast<ptrdiff_t>(text_.size()); ++i) {
       if (text_[i] == '\n') {

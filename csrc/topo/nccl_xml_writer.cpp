@@ -50,7 +50,10 @@ std::string cpulistToMask(const std::string& cpus) {
 
 class NcclXmlWriter {
  public:
-  explicit NcclXmlWriter(const HostTopology& host) : host_(host), graph_(host.graph) {}
+  // Attributes are derived only for graphs from other sources: an NCCL file's element without
+  // attributes is written back without them.
+  explicit NcclXmlWriter(const HostTopology& host)
+      : host_(host), graph_(host.graph), derive_(host.format != "nccl-xml") {}
 
   std::string write() {
     TOPO_CHECK(!graph_.nodesOfKind(NodeKind::Cpu).empty(),
@@ -92,7 +95,7 @@ class NcclXmlWriter {
     const Node& node = graph_.nodes[cpu];
     pugi::xml_node el = parent.append_child("cpu");
     el.append_attribute("numaid") = node.index;
-    if (node.attrs.empty()) {
+    if (derive_) {
       for (const NumaNode& numa : host_.numa_nodes) {
         if (numa.id == node.index && !numa.cpus.empty()) {
           el.append_attribute("affinity") = cpulistToMask(numa.cpus).c_str();
@@ -133,7 +136,7 @@ class NcclXmlWriter {
     const Node& node = graph_.nodes[id];
     pugi::xml_node el = parent.append_child("pci");
     el.append_attribute("busid") = node.id.c_str();
-    if (node.attrs.empty()) {
+    if (derive_) {
       el.append_attribute("class") = defaultClass(node.kind);
       int gen = uplink.lanes > 0 ? pcieGenFromLaneGBps(uplink.bandwidth_gbps / uplink.lanes) : 0;
       el.append_attribute("link_speed") = gen > 0 ? pcieSpeedString(gen).c_str() : "";
@@ -196,6 +199,7 @@ class NcclXmlWriter {
 
   const HostTopology& host_;
   const Graph& graph_;
+  bool derive_;
   std::vector<bool> visited_;
 };
 

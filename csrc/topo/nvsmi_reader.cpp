@@ -87,7 +87,10 @@ size_t matchClassCell(const std::string& s, size_t pos) {
   for (const char* word : kClassWords) {
     if (startsWith(s, pos, word)) return std::char_traits<char>::length(word);
   }
-  if (startsWith(s, pos, "NV")) return 2 + digitsAt(s, pos + 2);
+  if (startsWith(s, pos, "NV")) {
+    size_t d = digitsAt(s, pos + 2);
+    return d > 0 ? 2 + d : 0;  // a bare "NV" names no lane count
+  }
   if (startsWith(s, pos, "X")) return 1;
   return 0;
 }
@@ -356,6 +359,7 @@ class NvsmiParser {
   HostTopology build() {
     HostTopology host;
     host.source = path_;
+    host.format = "nvidia-smi";
     std::vector<size_t> gpu_cols, nic_cols;
     std::set<int> indices;
     for (size_t c = 0; c < columns_.size(); ++c) {

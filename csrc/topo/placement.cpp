@@ -29,14 +29,14 @@ constexpr double kMiB = 1 << 20;
 const KnownDim kKnownDims[] = {
   {"tp",           1024 * kMiB, "all_reduce",      0},
   {"sp",            512 * kMiB, "all_to_all",      1},  // Ulysses: inside the NVLink clique
-  {"cp",            512 * kMiB, "all_gather",      1},  // ring attention: K/V pass the ring
-  {"ring",          512 * kMiB, "all_gather",      1},
-  {"ep",            256 * kMiB, "all_to_all",      2},
-  {"dp_shard",      128 * kMiB, "all_reduce",      3},  // FSDP: all-gather + reduce-scatter
-  {"fsdp",          128 * kMiB, "all_reduce",      3},
-  {"dp",            128 * kMiB, "all_reduce",      3},
-  {"dp_replicate",  128 * kMiB, "all_reduce",      4},
-  {"pp",             32 * kMiB, "send_recv",       5},
+  {"cp",            256 * kMiB, "all_gather",      2},  // ring attention: K/V pass the ring,
+  {"ring",          256 * kMiB, "all_gather",      2},  // overlapped with compute: may cross
+  {"ep",            256 * kMiB, "all_to_all",      3},
+  {"dp_shard",      128 * kMiB, "all_reduce",      4},  // FSDP: all-gather + reduce-scatter
+  {"fsdp",          128 * kMiB, "all_reduce",      4},
+  {"dp",            128 * kMiB, "all_reduce",      4},
+  {"dp_replicate",  128 * kMiB, "all_reduce",      5},
+  {"pp",             32 * kMiB, "send_recv",       6},
 };
 // clang-format on
 
@@ -117,7 +117,9 @@ MeshPlan resolveMesh(const std::vector<MeshDim>& dims, const PlanOptions& option
     if (plan.dims[a].bytes != plan.dims[b].bytes) return plan.dims[a].bytes > plan.dims[b].bytes;
     return rank[a] < rank[b];
   });
-  // Heaviest dimensions take the host's ranks first; gcd keeps every split a tiling.
+  // Heaviest dimensions take the host's ranks first. Taking gcd(size, room) per dimension
+  // consumes every prime factor of the host size (the product is hosts x local), so the
+  // splits always tile equal hosts exactly.
   plan.intra_size.assign(dims.size(), 1);
   plan.inter_size.assign(dims.size(), 1);
   int room = local;
@@ -126,8 +128,6 @@ MeshPlan resolveMesh(const std::vector<MeshDim>& dims, const PlanOptions& option
     plan.inter_size[d] = plan.dims[d].size / plan.intra_size[d];
     room /= plan.intra_size[d];
   }
-  TOPO_CHECK(room == 1, "mesh: sizes ", describeMesh(dims), " cannot tile hosts of ", local,
-             " ranks, expected sizes whose factors fill each host exactly");
   return plan;
 }
 

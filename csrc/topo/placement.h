@@ -50,15 +50,16 @@ struct MeshPlan {
 };
 
 /// Default bytes per step and collective for a dimension name: tp all_reduce 1 GiB, sp
-/// all_to_all 512 MiB, cp/ring all_gather 512 MiB, ep all_to_all 256 MiB, dp/fsdp/dp_shard
+/// all_to_all 512 MiB, cp/ring all_gather 256 MiB, ep all_to_all 256 MiB, dp/fsdp/dp_shard
 /// all_reduce 128 MiB, dp_replicate all_reduce 128 MiB, pp send_recv 32 MiB. They encode the
 /// usual order of traffic (tp heaviest, pp lightest), not any one model; pass traffic for real
 /// numbers. Returns false for unknown names.
 bool defaultTraffic(const std::string& name, double* bytes, std::string* op, int* rank);
 
 /// Lays the mesh out. Throws InvalidArgument naming the option for: no dims, sizes < 1,
-/// repeated names, product != world size, hosts with different rank counts, sizes that cannot
-/// tile the hosts, unknown names without traffic, bad ops.
+/// repeated names, product != world size, hosts with different rank counts (no mesh tiles
+/// them), unknown names without traffic, bad ops. A dimension that does not divide a host
+/// spans hosts (e.g. tp=6 on 8-GPU hosts: 2 per host x 3 hosts).
 MeshPlan planMesh(const ClusterTopology& cluster, const std::vector<MeshDim>& dims,
                   const PlanOptions& options = {});
 /// The launcher's layout: mesh position i holds rank i.

@@ -29,9 +29,9 @@ json pathJson(const PathInfo& p) {
           {"bandwidth_gbps", p.bandwidth_gbps}, {"latency_us", p.latency_us}};
 }
 
-json matrixJson(const std::vector<PathInfo>& paths, size_t cols) {
+json matrixJson(const std::vector<PathInfo>& paths, size_t rows, size_t cols) {
   json out = json::array();
-  for (size_t i = 0; cols > 0 && i < paths.size() / cols; ++i) {
+  for (size_t i = 0; i < rows && (i + 1) * cols <= paths.size(); ++i) {
     json row = json::array();
     for (size_t j = 0; j < cols; ++j) row.push_back(pathJson(paths[i * cols + j]));
     out.push_back(row);
@@ -60,10 +60,10 @@ json hostJson(const HostTopology& h) {
     links.push_back({{"a", l.a}, {"b", l.b}, {"kind", toString(l.kind)}, {"lanes", l.lanes},
                      {"bandwidth_gbps", l.bandwidth_gbps}, {"latency_us", l.latency_us}});
   }
-  return {{"hostname", h.hostname}, {"source", h.source}, {"gpus", gpus}, {"nics", nics},
+  return {{"hostname", h.hostname}, {"source", h.source}, {"format", h.format}, {"gpus", gpus}, {"nics", nics},
           {"numa_nodes", numa}, {"graph", {{"nodes", nodes}, {"links", links}}},
-          {"gpu_paths", matrixJson(h.gpu_paths, h.gpus.size())},
-          {"gpu_nic_paths", matrixJson(h.gpu_nic_paths, h.nics.size())},
+          {"gpu_paths", matrixJson(h.gpu_paths, h.gpus.size(), h.gpus.size())},
+          {"gpu_nic_paths", matrixJson(h.gpu_nic_paths, h.gpus.size(), h.nics.size())},
           {"warnings", h.warnings}};
 }
 
@@ -187,6 +187,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   HostTopology h;
   h.hostname = str(obj, "hostname", where);
   h.source = str(obj, "source", where);
+  h.format = str(obj, "format", where);
   const json& gpus = array(obj, "gpus", where);
   for (size_t i = 0; i < gpus.size(); ++i) {
     std::string w = where + ".gpus[" + std::to_string(i) + "]";

@@ -4,7 +4,8 @@
 Runs collectives on a "gloo" world group, checks each against a result computed locally from
 the seeded inputs of every rank, and repeats them on a "topo" group (when torch_topo and its
 backend load) compared with the gloo result. Writes <out>/rank<R>.json. `--kill-rank R` makes
-rank R kill itself with SIGKILL while the others wait in an all_reduce.
+rank R kill itself with SIGKILL while the others wait in an all_reduce (on the topo group when
+there is one).
 """
 
 from __future__ import annotations
@@ -92,13 +93,16 @@ def main() -> int:
     try:
         dist.init_process_group("gloo", timeout=timeout)
         if args.kill_rank >= 0:
+            # On the topo group where the backend loads: its failure path is the one to test.
+            group, why = _topo_group(timeout)
+            record["kill_backend"] = "gloo" if group is None else "topo"
             dist.barrier()
             if rank == args.kill_rank:
                 os.kill(os.getpid(), signal.SIGKILL)
             t0 = time.monotonic()
             try:
                 big = torch.ones(4 << 20)  # 16 MiB: the victim dies before its part arrives
-                dist.all_reduce(big)
+                dist.all_reduce(big, group=group)
                 record["error"] = None
             except Exception as exc:  # noqa: BLE001  (the test inspects the message)
                 record["error"] = f"{type(exc).__name__}: {exc}"[:500]

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -32,12 +33,6 @@ def _host_links() -> set[str]:
     return {line.split(":")[1].strip() for line in out.splitlines()}
 
 
-def _run(args: list[str], timeout: float = 150) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "torch_topo.emulate", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
 def _assert_clean(pid: int, links_before: set[str]) -> None:
     left = [ns for ns in netns.list_namespaces() if ns.startswith(f"{netns.NS_PREFIX}{pid}-")]
     assert left == []
@@ -46,20 +41,13 @@ def _assert_clean(pid: int, links_before: set[str]) -> None:
     assert _host_links() == links_before
 
 
-class _Tracked:
-    """Runs the emulator and remembers its pid, which names its namespaces."""
-
-    def __init__(self, args: list[str]) -> None:
-        self.links_before = _host_links()
-        env = dict(os.environ, PYTHONPATH=ROOT)
-        self.proc = subprocess.Popen([sys.executable, "-m", "torch_topo.emulate", *args],
-                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-
-    def finish(self, timeout: float = 150) -> tuple[int, str, str]:
-        out, err = self.proc.communicate(timeout=timeout)
-        _assert_clean(self.proc.pid, self.links_before)
-        return self.proc.returncode, out, err
+def _run_here(args: list[str]) -> int:
+    """Runs the emulator in this process (torch is already imported: saves a start-up) and
+    checks that it left nothing behind."""
+    links_before = _host_links()
+    rc = emulate.main(args)
+    _assert_clean(os.getpid(), links_before)
+    return rc
 
 
 def _records(out_dir, world: int) -> list[dict]:
@@ -69,13 +57,13 @@ def _records(out_dir, world: int) -> list[dict]:
 @needs_root
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("nodes,ppn,placement", [(2, 2, "contiguous"), (3, 2, "interleaved")])
-def test_collectives_match_references(tmp_path, nodes, ppn, placement):
-    run = _Tracked(["--nodes", str(nodes), "--procs-per-node", str(ppn), "--placement",
-                    placement, "--", sys.executable, WORKER, "--out", str(tmp_path)])
-    rc, out, err = run.finish(timeout=230)
-    assert rc == 0, err[-3000:]
+def test_collectives_match_references(tmp_path, capfd, nodes, ppn, placement):
+    rc = _run_here(["--nodes", str(nodes), "--procs-per-node", str(ppn), "--placement",
+                    placement, "--timeout-s", "200", "--",
+                    sys.executable, WORKER, "--out", str(tmp_path)])
+    assert rc == 0, capfd.readouterr().err[-3000:]
     records = _records(tmp_path, nodes * ppn)
-    for spec, rec in zip(place_ranks(nodes, ppn, placement), records):
+    for spec, rec in zip(place_ranks(nodes, ppn, placement), records, strict=True):
         assert "exception" not in rec, rec["exception"]
         assert rec["hostname"] == f"node{spec.node}"
         assert (rec["node"], rec["local_rank"]) == (spec.node, spec.local_rank)
@@ -89,12 +77,12 @@ def test_collectives_match_references(tmp_path, nodes, ppn, placement):
 
 @needs_root
 @pytest.mark.timeout(120)
-def test_killed_rank_fails_the_others_quickly(tmp_path):
+def test_killed_rank_fails_the_others_quickly(tmp_path, capfd):
     timeout_s = 20
-    run = _Tracked(["--nodes", "2", "--procs-per-node", "1", "--grace-s", "60", "--",
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "1", "--grace-s", "60", "--",
                     sys.executable, WORKER, "--out", str(tmp_path), "--kill-rank", "1",
                     "--timeout-s", str(timeout_s)])
-    rc, _, err = run.finish(timeout=110)
+    err = capfd.readouterr().err
     assert rc == 128 + signal.SIGKILL, err[-2000:]
     assert "rank 1 failed with exit code 137" in err
     survivor = json.load(open(tmp_path / "rank0.json"))
@@ -106,9 +94,10 @@ def test_killed_rank_fails_the_others_quickly(tmp_path):
 _ENV_PROBE = (
     "import json, os, socket, sys; "
     "keys = ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'NODE_RANK', "
-    "'MASTER_ADDR', 'MASTER_PORT', 'TORCH_TOPO_FILE']; "
+    "'MASTER_ADDR', 'MASTER_PORT', 'TORCH_TOPO_FILE', 'EMULATED_CLUSTER_FILE']; "
     "rec = {k: os.environ[k] for k in keys}; rec['hostname'] = socket.gethostname(); "
-    "rec['cluster'] = json.load(open(os.environ['TORCH_TOPO_FILE'])); "
+    "rec['host'] = json.load(open(os.environ['TORCH_TOPO_FILE'])); "
+    "rec['cluster'] = json.load(open(os.environ['EMULATED_CLUSTER_FILE'])); "
     "json.dump(rec, open(os.path.join(sys.argv[1], 'rank%s.json' % os.environ['RANK']), 'w'))"
 )
 
@@ -116,11 +105,10 @@ _ENV_PROBE = (
 @needs_root
 @pytest.mark.timeout(60)
 def test_environment_placement_and_cluster_file(tmp_path):
-    run = _Tracked(["--nodes", "3", "--procs-per-node", "2", "--placement", "interleaved",
+    rc = _run_here(["--nodes", "3", "--procs-per-node", "2", "--placement", "interleaved",
                     "--inter-bw", "500mbit", "--inter-delay", "2ms", "--",
                     sys.executable, "-c", _ENV_PROBE, str(tmp_path)])
-    rc, _, err = run.finish(timeout=50)
-    assert rc == 0, err
+    assert rc == 0
     recs = _records(tmp_path, 6)
     for r, rec in enumerate(recs):
         # Interleaved by hand: rank r on node r % 3, local rank r // 3.
@@ -128,22 +116,63 @@ def test_environment_placement_and_cluster_file(tmp_path):
         assert (rec["RANK"], rec["WORLD_SIZE"], rec["LOCAL_RANK"], rec["LOCAL_WORLD_SIZE"],
                 rec["NODE_RANK"]) == (str(r), "6", str(r // 3), "2", str(r % 3))
         assert rec["MASTER_ADDR"] == "10.213.0.1"
+        assert (rec["host"]["schema"], rec["host"]["kind"]) == ("torch-topo/1", "host")
+        assert rec["host"]["hostname"] == f"node{r % 3}"
+        assert rec["host"]["nics"] == [{"name": "eth0", "bus_id": "", "numa_node": -1,
+                                        "speed_gbps": 0.5}]  # Gbit/s
         cluster = rec["cluster"]
-        assert cluster["format"] == "torch-topo-cluster"
+        assert (cluster["schema"], cluster["kind"]) == ("torch-topo/1", "cluster")
         assert cluster["ranks"][r] == {"host": r % 3, "local_rank": r // 3, "local_gpu": -1}
         assert cluster["inter_host_bandwidth_gbps"] == pytest.approx(500e6 / 8 / 1e9)
         assert cluster["inter_host_latency_us"] == pytest.approx(2000)
     assert [h["hostname"] for h in recs[0]["cluster"]["hosts"]] == ["node0", "node1", "node2"]
+    # The project's own readers take both files, and the cluster the backend assembles from the
+    # ranks' pinned host files has the emulated link speed (500 Mbit/s = 0.0625 GB/s).
+    from torch_topo import _C
+
+    parsed = json.loads(_C.planner_cluster_json(text=json.dumps(recs[0]["cluster"])))
+    assert parsed["inter_host_bandwidth_gbps"] == pytest.approx(0.0625)
+    assert parsed["inter_host_latency_us"] == pytest.approx(2000)
+    records = [_C.RankRecord(r, rec["hostname"], int(rec["LOCAL_RANK"]), -1,
+                             json.dumps(rec["host"])) for r, rec in enumerate(recs)]
+    assembled = _C.assemble_cluster(records)
+    assert assembled.inter_host_bandwidth_gbps == pytest.approx(0.0625)
 
 
 @needs_root
 @pytest.mark.timeout(60)
-def test_link_is_shaped(tmp_path):
+def test_nodes_play_a_host_topology_file(tmp_path):
+    # 2 GPUs joined by 2 NVLinks (read by hand from the file's matrix: GPU0-GPU1 "NV2").
+    src = os.path.join(ROOT, "tests", "data", "nvidia_smi_topo",
+                       "2xgpu_NV2_bridge_mlengineering.txt")
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "2", "--topology", src, "--",
+                    sys.executable, "-c", _ENV_PROBE, str(tmp_path)])
+    assert rc == 0
+    for r, rec in enumerate(_records(tmp_path, 4)):
+        host = rec["host"]
+        assert host["hostname"] == f"node{r // 2}"
+        assert len(host["gpus"]) == 2
+        assert [n["name"] for n in host["nics"]] == ["eth0"]  # the file's NICs are not ours
+        assert rec["cluster"]["ranks"][r] == {"host": r // 2, "local_rank": r % 2,
+                                              "local_gpu": r % 2}
+
+
+def test_bad_topology_file_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("this is not a topology\n")
+    args = ["--nodes", "2", "--procs-per-node", "1", "--topology", str(bad), "--", "true"]
+    assert emulate.main(args) == 2
+    assert str(bad) in capsys.readouterr().err
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_link_is_shaped(capfd):
     mbytes, rate_bps, delay_s = 8, 200e6, 0.002
-    run = _Tracked(["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "200mbit",
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "200mbit",
                     "--inter-delay", "2ms", "--", sys.executable, LINKCHECK,
                     "--mbytes", str(mbytes)])
-    rc, out, err = run.finish(timeout=50)
+    out, err = capfd.readouterr()
     assert rc == 0, err
     result = json.loads(out.strip().splitlines()[-1])
     # The link may run a little below its rate (TCP overhead) but never above it; an unshaped
@@ -154,14 +183,14 @@ def test_link_is_shaped(tmp_path):
 
 @needs_root
 @pytest.mark.timeout(60)
-def test_failing_rank_code_and_lingering_rank_killed():
+def test_failing_rank_code_and_lingering_rank_killed(capfd):
     # Rank 1 fails with 7 at once; rank 0 would sleep for a minute and is killed after the grace.
     script = "import os, sys, time; r = int(os.environ['RANK']); " \
              "sys.exit(7) if r == 1 else time.sleep(60)"
-    run = _Tracked(["--nodes", "2", "--procs-per-node", "1", "--grace-s", "1", "--",
-                    sys.executable, "-c", script])
     t0 = time.monotonic()
-    rc, _, err = run.finish(timeout=50)
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "1", "--grace-s", "1", "--",
+                    sys.executable, "-c", script])
+    err = capfd.readouterr().err
     assert rc == 7, err
     assert time.monotonic() - t0 < 30
     assert "killing ranks [0]" in err
@@ -173,28 +202,33 @@ def test_failing_rank_code_and_lingering_rank_killed():
 def test_signal_stops_ranks_and_cleans_up(tmp_path, sig):
     marker = tmp_path / "started"
     script = f"import time; open({str(marker)!r}, 'a').close(); time.sleep(60)"
-    run = _Tracked(["--nodes", "2", "--procs-per-node", "2", "--", sys.executable, "-c", script])
-    deadline = time.monotonic() + 40
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+
+    def signal_when_started():
+        deadline = time.monotonic() + 40
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), sig)  # as Ctrl-C or `kill` would, to the emulator's process
+
+    sender = threading.Thread(target=signal_when_started)
+    sender.start()
+    t0 = time.monotonic()
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "2", "--", sys.executable, "-c", script])
+    sender.join()
     assert marker.exists()
-    run.proc.send_signal(sig)
-    rc, _, err = run.finish(timeout=30)
-    assert rc == 128 + sig, err
+    assert rc == 128 + sig
+    assert time.monotonic() - t0 < 30  # the sleeping ranks were stopped, not waited for
 
 
 @needs_root
 @pytest.mark.timeout(60)
-def test_startup_sweeps_namespaces_of_dead_runs(tmp_path):
+def test_startup_sweeps_namespaces_of_dead_runs():
     dead = subprocess.Popen(["true"])
     dead.wait()
     stale = f"{netns.NS_PREFIX}{dead.pid}-n0"
     subprocess.run(["ip", "netns", "add", stale], check=True)
     os.makedirs(f"/etc/netns/{stale}", exist_ok=True)
     try:
-        run = _Tracked(["--nodes", "1", "--procs-per-node", "1", "--", "true"])
-        rc, _, err = run.finish(timeout=50)
-        assert rc == 0, err
+        assert _run_here(["--nodes", "1", "--procs-per-node", "1", "--", "true"]) == 0
         assert stale not in netns.list_namespaces()
         assert not os.path.exists(f"/etc/netns/{stale}")
     finally:

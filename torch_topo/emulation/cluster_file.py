@@ -1,16 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The cluster topology file the emulator hands to its ranks through TORCH_TOPO_FILE.
+"""The topology files the emulator writes for its ranks, in torch-topo JSON (schema
+"torch-topo/1", csrc/topo/topology_json.h), as a user of a real cluster would pin them:
 
-It says what a user of a real cluster would write down: which host each rank runs on and how
-fast the network between hosts is. The field names follow `ClusterTopology`, `HostTopology`,
-`Nic` and `RankPlacement` of csrc/topo/graph.h, with their units (see docs/emulator.md):
-
-    {"format": "torch-topo-cluster", "version": 1,
-     "hosts": [{"hostname": "node0", "address": "10.213.0.1", "host_file": null,
-                "nics": [{"name": "eth0", "speed_gbps": 1.0}]}, ...],
-     "ranks": [{"host": 0, "local_rank": 0, "local_gpu": -1}, ...],
-     "inter_host_bandwidth_gbps": 0.125,   # GB/s per direction
-     "inter_host_latency_us": 1000.0}      # one way
+- one host file per node (`"kind": "host"`), named by TORCH_TOPO_FILE in that node's ranks: the
+  host topology (--topology FILE, or a CPU-only host) whose only NIC is the emulated `eth0` at
+  the configured line rate. The backend's cluster stage derives the inter-host bandwidth from
+  the NIC speeds of the hosts, so it learns the emulated link speed from this file alone;
+- one cluster file (`"kind": "cluster"`), named by EMULATED_CLUSTER_FILE, with every host, the
+  rank placements and the inter-host bandwidth (GB/s per direction) and one-way latency (us),
+  for tools such as `python -m torch_topo plan`.
 """
 
 from __future__ import annotations
@@ -20,40 +18,46 @@ import json
 from torch_topo.emulation.launcher import RankSpec
 from torch_topo.emulation.netns import ClusterNetwork
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "build_cluster_file", "write_cluster_file"]
+__all__ = ["SCHEMA", "base_host", "node_host", "cluster_document", "write_json"]
 
-FORMAT_NAME = "torch-topo-cluster"
-FORMAT_VERSION = 1
+SCHEMA = "torch-topo/1"
 
 
-def build_cluster_file(net: ClusterNetwork, ranks: list[RankSpec],
-                       host_file: str | None) -> dict:
-    """With `host_file` every node plays that host topology and rank r of a node its GPU
-    `local_rank`; without one the ranks are CPU-only (local_gpu -1)."""
+def base_host(topology_file: str | None) -> dict:
+    """The host every node plays: the given file as torch-topo JSON, or a CPU-only host."""
+    if topology_file is None:
+        return {"schema": SCHEMA, "kind": "host", "source": "torch_topo.emulate", "gpus": []}
+    from torch_topo import _C  # the readers live in the extension
+
+    cluster = json.loads(_C.planner_cluster_json(path=topology_file, hosts=1))
+    return {"schema": SCHEMA, "kind": "host", **cluster["hosts"][0]}
+
+
+def node_host(base: dict, net: ClusterNetwork, node: int) -> dict:
+    """`base` as node `node`: its host name and the emulated NIC in place of the file's NICs
+    (their speeds describe a machine this emulation is not)."""
+    host = dict(base)
+    host["hostname"] = net.hostname(node)
+    host["nics"] = [{"name": net.ifname, "bus_id": "", "numa_node": -1,
+                     "speed_gbps": net.link.rate_bps / 1e9}]  # Gbit/s line rate
+    return host
+
+
+def cluster_document(hosts: list[dict], ranks: list[RankSpec], net: ClusterNetwork) -> dict:
+    gpus = min(len(h.get("gpus", [])) for h in hosts)
     return {
-        "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
-        "source": "torch_topo.emulate",
-        "hosts": [
-            {
-                "hostname": net.hostname(i),
-                "address": net.address(i),
-                "host_file": host_file,
-                "nics": [{"name": net.ifname, "speed_gbps": net.link.rate_bps / 1e9}],
-            }
-            for i in range(net.nodes)
-        ],
-        "ranks": [
-            {"host": r.node, "local_rank": r.local_rank,
-             "local_gpu": r.local_rank if host_file else -1}
-            for r in ranks
-        ],
-        "inter_host_bandwidth_gbps": net.link.rate_bps / 8e9,
+        "schema": SCHEMA,
+        "kind": "cluster",
+        "hosts": [{k: v for k, v in h.items() if k not in ("schema", "kind")} for h in hosts],
+        # With a host file, rank r of a node plays that host's GPU local_rank where it has one.
+        "ranks": [{"host": r.node, "local_gpu": r.local_rank if r.local_rank < gpus else -1,
+                   "local_rank": r.local_rank} for r in ranks],
+        "inter_host_bandwidth_gbps": net.link.rate_bps / 8e9,  # GB/s per direction
         "inter_host_latency_us": net.link.delay_us,
     }
 
 
-def write_cluster_file(path: str, content: dict) -> None:
+def write_json(path: str, content: dict) -> None:
     with open(path, "w") as f:
         json.dump(content, f, indent=1)
         f.write("\n")

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -95,8 +96,11 @@ class RankProcesses:
         for proc in self.procs.values():
             proc.wait()
 
-    def watch(self, grace_s: float, timeout_s: float | None) -> int:
+    def watch(self, grace_s: float, timeout_s: float | None,
+              check: Callable[[], None] = lambda: None) -> int:
         """Waits for the ranks; returns the first failing rank's exit code, 0 if all succeed.
+        `check` is called every poll and may raise to abandon the wait (the caller stops the
+        ranks).
 
         Once any rank has exited the others get `grace_s` seconds to follow; after that, or
         after `timeout_s` in total, survivors are killed and the run fails with 124 (unless a
@@ -107,6 +111,7 @@ class RankProcesses:
         failure: tuple[int, int] | None = None  # (rank, code)
         live = set(self.procs)
         while live:
+            check()
             for rank in sorted(live):
                 rc = self.procs[rank].poll()
                 if rc is None:

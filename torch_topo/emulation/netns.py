@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 
 from torch_topo.emulation.shaping import LinkSpec, tbf_command
@@ -98,6 +99,12 @@ def sweep_stale() -> list[str]:
         if match and not _pid_alive(int(match.group(1))):
             _delete_namespace(ns)
             stale.append(ns)
+    # The topology files of those runs (emulate.py's work directories).
+    tmp = tempfile.gettempdir()
+    for entry in os.listdir(tmp):
+        match = _NS_NAME.match(entry)
+        if match and not _pid_alive(int(match.group(1))):
+            shutil.rmtree(os.path.join(tmp, entry), ignore_errors=True)
     return stale
 
 

@@ -56,7 +56,7 @@ def parse_port(text: str) -> tuple[str, bytes]:
 
 def run_relay(ports: list[tuple[str, bytes]], delay_s: float) -> None:
     socks = [open_port(name) for name, _ in ports]
-    by_mac = {mac: sock for (_, mac), sock in zip(ports, socks)}
+    by_mac = {mac: sock for (_, mac), sock in zip(ports, socks, strict=True)}
     # One FIFO suffices: every frame waits the same delay, so due times are already sorted.
     pending: collections.deque[tuple[float, socket.socket, bytes]] = collections.deque()
     print("relay ready", flush=True)

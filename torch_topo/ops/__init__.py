@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Model-facing ops: communication/compute overlap (and, from the seqpar layer, sequence-parallel
-attention). Each algorithm lives in its own module."""
+"""Model-facing ops: sequence-parallel attention (Ulysses, ring, their 2-D combination) and
+communication/compute overlap. Each algorithm lives in its own module."""
 
 from torch_topo.ops.overlap import (
     OverlapRecorder,
@@ -8,5 +8,35 @@ from torch_topo.ops.overlap import (
     hidden_fraction,
     matmul_reduce_scatter,
 )
+from torch_topo.ops.ring_attention import (
+    ring_attention,
+    zigzag_positions,
+    zigzag_shard,
+    zigzag_unshard,
+)
+from torch_topo.ops.sequence_parallel import (
+    SequenceParallelAttention,
+    UlyssesConfig,
+    build_sequence_parallel_groups,
+    shard_sequence,
+    unshard_sequence,
+)
+from torch_topo.ops.ulysses import ulysses_all_to_all, ulysses_attention
 
-__all__ = ["OverlapRecorder", "all_gather_matmul", "hidden_fraction", "matmul_reduce_scatter"]
+__all__ = [
+    "OverlapRecorder",
+    "SequenceParallelAttention",
+    "UlyssesConfig",
+    "all_gather_matmul",
+    "build_sequence_parallel_groups",
+    "hidden_fraction",
+    "matmul_reduce_scatter",
+    "ring_attention",
+    "shard_sequence",
+    "ulysses_all_to_all",
+    "ulysses_attention",
+    "unshard_sequence",
+    "zigzag_positions",
+    "zigzag_shard",
+    "zigzag_unshard",
+]

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of csrc/topo/loader: format sniffing of every data file and the unknown-format error.
+#include "topo/loader.h"
+
+#include <gtest/gtest.h>
+
+#include "test_data.h"
+#include "topo/error.h"
+#include "topo/topology_json.h"
+
+namespace torch_topo::topo {
+namespace {
+
+using testing::dataFiles;
+using testing::readText;
+
+TEST(LoaderTest, SniffsEveryDataFile) {
+  for (const std::string& path : dataFiles("nvidia_smi_topo")) {
+    EXPECT_EQ(sniffTopologyFormat(readText(path)), TopologyFormat::NvidiaSmi) << path;
+  }
+  for (const std::string& path : dataFiles("nccl_topo_xml")) {
+    bool graph = path.find("_graph.xml") != std::string::npos;
+    EXPECT_EQ(sniffTopologyFormat(readText(path)),
+              graph ? TopologyFormat::NcclGraphXml : TopologyFormat::NcclXml)
+        << path;
+  }
+  for (const std::string& path : dataFiles("hwloc")) {
+    bool xml = path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0;
+    EXPECT_EQ(sniffTopologyFormat(readText(path)),
+              xml ? TopologyFormat::HwlocXml : TopologyFormat::Unknown)
+        << path;
+  }
+  EXPECT_EQ(sniffTopologyFormat(R"({"schema": "torch-topo/1", "kind": "host"})"),
+            TopologyFormat::TopoJson);
+  EXPECT_EQ(sniffTopologyFormat("{\"a\": 1}"), TopologyFormat::Unknown);
+  EXPECT_EQ(sniffTopologyFormat("<?xml version=\"1.0\"?>\n<!-- c -->\n<system/>"),
+            TopologyFormat::NcclXml);
+}
+
+TEST(LoaderTest, UnknownFormatNamesTheAcceptedOnes) {
+  try {
+    loadTopologyText("Machine (64GB)\n  Package L#0\n", "lstopo.txt");
+    FAIL();
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.line(), 1);
+    std::string what = e.what();
+    EXPECT_EQ(what.rfind("lstopo.txt:1:1: unknown topology format: expected", 0), 0u);
+    for (const char* format : {"nvidia-smi", "NCCL topology XML", "hwloc XML", "torch-topo"}) {
+      EXPECT_NE(what.find(format), std::string::npos) << format;
+    }
+  }
+}
+
+TEST(LoaderTest, ClusterFilesAreLoadedAsClusters) {
+  ClusterTopology c;
+  c.hosts.resize(2);
+  std::string text = clusterToJson(c);
+  EXPECT_THROW(loadTopologyText(text, "c.json"), ParseError);
+  EXPECT_THROW(loadTopologyFile("/nonexistent/topo.xml"), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace torch_topo::topo

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of csrc/topo/nccl_xml: the variants of the real files, refusal of graph files, errors,
+// and write -> read round trips of every XML input.
+#include "topo/nccl_xml.h"
+
+#include <gtest/gtest.h>
+
+#include "test_data.h"
+#include "topo/error.h"
+#include "topo/topology_json.h"
+
+namespace torch_topo::topo {
+namespace {
+
+using testing::dataFiles;
+using testing::dataPath;
+using testing::readText;
+
+HostTopology readData(const std::string& name) {
+  std::string path = dataPath("nccl_topo_xml/" + name);
+  return readNcclXml(readText(path), path);
+}
+
+TEST(NcclXmlTest, NvswitchTargetsOfAnH200DumpGiveNv18) {
+  HostTopology h = readData("PARTIAL_ncclTests256_H200-HGX_baremetal_topo_dump_numa0.xml");
+  ASSERT_EQ(h.gpuCount(), 3);
+  EXPECT_EQ(h.path(0, 2).cls, PathClass::NV);
+  EXPECT_EQ(h.path(0, 2).nvlinks, 18);  // 5 + 5 + 4 + 4 into 4 NVSwitches
+  EXPECT_DOUBLE_EQ(h.path(0, 2).bandwidth_gbps, 18 * 20.6);
+  EXPECT_EQ(h.gpu_nic_paths[0].cls, PathClass::PIX);
+  EXPECT_DOUBLE_EQ(h.nics[0].speed_gbps, 400.0);
+  EXPECT_NE(h.warnings[0].find("closing tags"), std::string::npos);
+}
+
+TEST(NcclXmlTest, ClassOnlyGpusUnderPlaceholderSwitches) {
+  HostTopology h = readData("aws_p4d.24xlarge_8xA100_topo.xml");
+  ASSERT_EQ(h.gpuCount(), 8);
+  EXPECT_EQ(h.gpus[0].bus_id, "0000:10:1c.0");
+  EXPECT_EQ(h.path(0, 1).cls, PathClass::PIX);
+  EXPECT_DOUBLE_EQ(h.path(0, 1).bandwidth_gbps, 12.0);  // "8 GT/s" x16
+  EXPECT_EQ(h.path(0, 2).cls, PathClass::PHB);
+  EXPECT_EQ(h.path(0, 4).cls, PathClass::SYS);
+  EXPECT_EQ(h.nics.size(), 4u);
+}
+
+TEST(NcclXmlTest, SelfNvlinkIsDroppedAndEmptyLinkSpeedIsGen3) {
+  HostTopology h = readData("azure_ncv4_4xA100pcie_topo.xml");
+  ASSERT_EQ(h.gpuCount(), 4);
+  EXPECT_EQ(h.path(0, 1).nvlinks, 0);
+  EXPECT_EQ(h.path(0, 1).cls, PathClass::SYS);
+  EXPECT_DOUBLE_EQ(h.path(0, 1).bandwidth_gbps, 12.0);
+  EXPECT_EQ(h.gpus[3].sm, 80);
+  EXPECT_EQ(h.nics[0].name, "eth0");
+}
+
+TEST(NcclXmlTest, PlaceholderNvswitchOfAVm) {
+  HostTopology h = readData("PARTIAL_ncclTests256_H200_VM_topo_dump_fragment.xml");
+  ASSERT_EQ(h.gpuCount(), 1);
+  int sw = h.graph.findNode(NodeKind::NvSwitch, "fffffff:ff:ff.0");
+  ASSERT_GE(sw, 0);
+  EXPECT_EQ(h.gpus[0].numa_node, -1);
+}
+
+TEST(NcclXmlTest, GraphFileIsRefusedWithWhatItIs) {
+  try {
+    readData("azure_ncv4_4xA100pcie_graph.xml");
+    FAIL() << "graph file accepted";
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("NCCL graph file (NCCL_GRAPH_FILE"), std::string::npos);
+    EXPECT_EQ(e.line(), 1);
+  }
+}
+
+TEST(NcclXmlTest, ErrorsCarryLineAndColumn) {
+  try {
+    readNcclXml("<system version=\"1\">\n  <cpu numaid=\"x\"/>\n</system>\n", "t.xml");
+    FAIL();
+  } catch (const ParseError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "t.xml:2:3: <cpu> numaid: got 'x', expected an integer in [-1, 4095]");
+  }
+  EXPECT_THROW(readNcclXml("<system><cpu></system>", "t.xml"), ParseError);
+  EXPECT_THROW(readNcclXml("<topology/>", "t.xml"), ParseError);
+  EXPECT_THROW(readNcclXml("<system><cpu><pci busid=\"zz\"/></cpu></system>", "t.xml"), ParseError);
+}
+
+TEST(NcclXmlTest, NvidiaSmiSourcesCannotBeWritten) {
+  HostTopology h;
+  h.gpus.resize(2);
+  EXPECT_THROW(writeNcclXml(h), InvalidArgument);
+}
+
+std::string comparable(HostTopology h) {
+  h.source.clear();
+  h.warnings.clear();
+  return hostToJson(h, 1);
+}
+
+TEST(NcclXmlTest, WriteThenReadGivesTheSameGraphForEveryFile) {
+  int checked = 0;
+  for (const std::string& path : dataFiles("nccl_topo_xml")) {
+    if (path.find("_graph.xml") != std::string::npos) continue;
+    SCOPED_TRACE(path);
+    HostTopology first = readNcclXml(readText(path), path);
+    std::string xml = writeNcclXml(first);
+    HostTopology second = readNcclXml(xml, "written.xml");
+    EXPECT_EQ(comparable(first), comparable(second));
+    EXPECT_EQ(writeNcclXml(second), xml);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 12);
+}
+
+}  // namespace
+}  // namespace torch_topo::topo

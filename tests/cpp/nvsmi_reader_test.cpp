@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of csrc/topo/nvsmi_reader: the format variants of the real files and the error shape.
+#include "topo/nvsmi_reader.h"
+
+#include <gtest/gtest.h>
+
+#include "test_data.h"
+#include "topo/error.h"
+
+namespace torch_topo::topo {
+namespace {
+
+using testing::dataPath;
+using testing::readText;
+
+HostTopology readData(const std::string& name) {
+  std::string path = dataPath("nvidia_smi_topo/" + name);
+  return readNvidiaSmi(readText(path), path);
+}
+
+std::string parseError(const std::string& text) {
+  try {
+    readNvidiaSmi(text, "t.txt");
+  } catch (const ParseError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(NvsmiReaderTest, GluedHeaderOfTheSocEra) {
+  HostTopology h = readData("sheffield_sharc_DGX-1_8xP100_NV1_4xmlx5_SOCformat.tsv.txt");
+  ASSERT_EQ(h.gpuCount(), 8);
+  ASSERT_EQ(h.nics.size(), 4u);
+  EXPECT_EQ(h.nics[1].name, "mlx5_2");  // header order kept
+  EXPECT_EQ(h.path(0, 5).cls, PathClass::SYS);  // SOC
+  EXPECT_EQ(h.path(1, 5).nvlinks, 1);
+  EXPECT_EQ(h.gpu_nic_paths[0 * 4 + 2].cls, PathClass::PHB);
+}
+
+TEST(NvsmiReaderTest, EmptyAffinityCellsArePlacedByHeaderColumn) {
+  HostTopology h = readData("vllm19607_2xGPU_NV12_8xNIC_emptyAffinity.txt");
+  ASSERT_EQ(h.gpuCount(), 2);
+  EXPECT_EQ(h.gpus[0].cpu_affinity, "");
+  EXPECT_EQ(h.gpus[0].numa_node, -1);
+  EXPECT_EQ(h.path(0, 1).nvlinks, 12);
+  EXPECT_EQ(h.gpu_nic_paths[6].cls, PathClass::PXB);
+}
+
+TEST(NvsmiReaderTest, NicLegendNamesNicColumns) {
+  HostTopology h = readData("ncclTests331_leonardo_4xA100-64GB_NV4mesh_4xNIC.txt");
+  ASSERT_EQ(h.nics.size(), 4u);
+  EXPECT_EQ(h.nics[3].name, "mlx5_3");
+  EXPECT_EQ(h.gpus[0].cpu_affinity, "0");
+  EXPECT_EQ(h.gpus[0].numa_node, 0);  // NUMA Affinity 0-1: first id
+}
+
+TEST(NvsmiReaderTest, GpuNumaIdColumnOfGb200) {
+  HostTopology h = readData("PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt");
+  ASSERT_EQ(h.gpuCount(), 4);
+  EXPECT_EQ(h.gpus[1].memory_numa_node, 10);
+  EXPECT_EQ(h.gpus[2].numa_node, 1);
+  EXPECT_EQ(h.gpus[3].numa_node, -1);  // row missing
+  EXPECT_EQ(h.path(3, 0).nvlinks, 18);  // from the mirror cell in row GPU0
+  ASSERT_FALSE(h.warnings.empty());
+  EXPECT_NE(h.warnings[0].find("rows missing"), std::string::npos);
+  EXPECT_NE(h.warnings[0].find("GPU3"), std::string::npos);
+}
+
+TEST(NvsmiReaderTest, PairsOfTwoMissingRowsAreSysWithAWarning) {
+  HostTopology h = readData("PARTIAL_nccl1505_DGX-A100-40GB_NV12_12xNIC_NPS4.txt");
+  EXPECT_EQ(h.gpuCount(), 8);
+  EXPECT_EQ(h.path(4, 5).cls, PathClass::SYS);
+  EXPECT_EQ(h.path(4, 0).nvlinks, 12);
+  EXPECT_NE(h.warnings[0].find("GPU4, GPU5, GPU6, GPU7"), std::string::npos);
+}
+
+TEST(NvsmiReaderTest, TabFilesWithPaddingTabs) {
+  HostTopology h = readData("nccl557_2xGPU_NV3_bridge.tsv.txt");
+  EXPECT_EQ(h.gpus[0].cpu_affinity, "0-47");
+  EXPECT_EQ(h.gpus[0].numa_node, -1);  // N/A
+  HostTopology c = readData("club3090_1229_2xRTX5090_PHB.tsv.txt");
+  EXPECT_EQ(c.gpus[1].numa_node, 0);
+  EXPECT_EQ(c.path(0, 1).cls, PathClass::PHB);
+}
+
+TEST(NvsmiReaderTest, GluedCellsAndNumbering) {
+  HostTopology h = readNvidiaSmi(
+      "\tGPU2\tGPU5\tNIC0\tCPU Affinity\n"
+      "GPU2\t X \tNV4\tPIX\t0-7\n"
+      "GPU5\tNV4\t X \tNODE\t8-15\n"
+      "NIC0\tPIXNODE X\n",
+      "t.txt");
+  ASSERT_EQ(h.gpuCount(), 2);
+  EXPECT_EQ(h.gpus[0].index, 2);
+  EXPECT_EQ(h.gpus[1].index, 5);
+  EXPECT_EQ(h.gpus[1].numa_node, 1);  // numbered by distinct CPU Affinity
+  EXPECT_EQ(h.gpu_nic_paths[1].cls, PathClass::NODE);
+}
+
+TEST(NvsmiReaderTest, ErrorsNameLineColumnAndExpectation) {
+  EXPECT_EQ(parseError("        GPU0    GPU1\nGPU0     X      NVx\n"),
+            "t.txt:2:17: row GPU0, column GPU1: got 'NVx', expected a path class (X, NV#, PIX, "
+            "PXB, PHB, NODE, SYS, SOC)");
+  EXPECT_NE(parseError("GPU0 GPU1\nGPU0 X X\n").find("t.txt:2:8: row GPU0, column GPU1: got 'X', "
+                                                   "expected X exactly on the diagonal"),
+            std::string::npos);
+  EXPECT_NE(parseError("GPU0 GPU1\nGPU7 X SYS\n").find("t.txt:2:1:"), std::string::npos);
+  EXPECT_NE(parseError("GPU0 GPU1\nGPU0 X\n").find("has 1 path cells, expected 2"),
+            std::string::npos);
+  EXPECT_NE(parseError("GPU0 GPU99999\n").find("out of range (max 4095)"), std::string::npos);
+  EXPECT_NE(parseError("GPU0 CPU Affinity\nGPU0 X 0-3 junk\n").find("expected no more cells"),
+            std::string::npos);
+  EXPECT_NE(parseError("GPU0 CPU Affinity\nGPU0 X 0-99999999\n").find("CPU Affinity: got"),
+            std::string::npos);
+  EXPECT_NE(parseError("hello world\n").find("t.txt:1:1: header"), std::string::npos);
+  EXPECT_NE(parseError("").find("empty file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace torch_topo::topo

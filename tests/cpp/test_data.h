@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared helpers of the C++ core tests: read files of tests/data by directory.
+#pragma once
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace torch_topo::topo::testing {
+
+inline std::string dataPath(const std::string& rel) { return std::string(TORCH_TOPO_TEST_DATA) + "/" + rel; }
+
+inline std::string readText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+/// Sorted paths of the regular files in tests/data/<dir>.
+inline std::vector<std::string> dataFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dataPath(dir).c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') out.push_back(dataPath(dir) + "/" + e->d_name);
+    }
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace torch_topo::topo::testing

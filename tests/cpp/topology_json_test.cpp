@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of csrc/topo/topology_json: exact round trips of every readable file, clusters,
+// hand-written shorthand and the field-naming errors.
+#include "topo/topology_json.h"
+
+#include <gtest/gtest.h>
+
+#include "test_data.h"
+#include "topo/error.h"
+#include "topo/loader.h"
+
+namespace torch_topo::topo {
+namespace {
+
+using testing::dataFiles;
+
+void expectSameHost(const HostTopology& a, const HostTopology& b) {
+  ASSERT_EQ(a.gpus.size(), b.gpus.size());
+  for (size_t i = 0; i < a.gpus.size(); ++i) {
+    EXPECT_EQ(a.gpus[i].bus_id, b.gpus[i].bus_id);
+    EXPECT_EQ(a.gpus[i].numa_node, b.gpus[i].numa_node);
+    EXPECT_EQ(a.gpus[i].memory_numa_node, b.gpus[i].memory_numa_node);
+  }
+  ASSERT_EQ(a.gpu_paths.size(), b.gpu_paths.size());
+  for (size_t i = 0; i < a.gpu_paths.size(); ++i) {
+    EXPECT_EQ(a.gpu_paths[i].cls, b.gpu_paths[i].cls);
+    EXPECT_EQ(a.gpu_paths[i].nvlinks, b.gpu_paths[i].nvlinks);
+    EXPECT_EQ(a.gpu_paths[i].bandwidth_gbps, b.gpu_paths[i].bandwidth_gbps);  // exact
+    EXPECT_EQ(a.gpu_paths[i].latency_us, b.gpu_paths[i].latency_us);
+  }
+  ASSERT_EQ(a.graph.nodes.size(), b.graph.nodes.size());
+  for (size_t i = 0; i < a.graph.nodes.size(); ++i) {
+    EXPECT_EQ(a.graph.nodes[i].id, b.graph.nodes[i].id);
+    EXPECT_EQ(a.graph.nodes[i].attrs, b.graph.nodes[i].attrs);
+  }
+  ASSERT_EQ(a.graph.links.size(), b.graph.links.size());
+  for (size_t i = 0; i < a.graph.links.size(); ++i) {
+    EXPECT_EQ(a.graph.links[i].bandwidth_gbps, b.graph.links[i].bandwidth_gbps);
+  }
+  ASSERT_EQ(a.nics.size(), b.nics.size());
+  for (size_t i = 0; i < a.nics.size(); ++i) EXPECT_EQ(a.nics[i].attrs, b.nics[i].attrs);
+  EXPECT_EQ(a.warnings, b.warnings);
+  EXPECT_EQ(a.source, b.source);
+}
+
+TEST(TopologyJsonTest, EveryFileRoundTripsExactly) {
+  int checked = 0;
+  for (const char* dir : {"nvidia_smi_topo", "nccl_topo_xml"}) {
+    for (const std::string& path : dataFiles(dir)) {
+      if (path.find("_graph.xml") != std::string::npos) continue;
+      SCOPED_TRACE(path);
+      HostTopology h = loadTopologyFile(path);
+      h.hostname = "node-a";
+      std::string text = hostToJson(h);
+      HostTopology back = hostFromJson(text, "back.json");
+      expectSameHost(h, back);
+      EXPECT_EQ(hostToJson(back), text);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 30);
+}
+
+TEST(TopologyJsonTest, ClusterRoundTrip) {
+  ClusterTopology c;
+  c.hosts.push_back(loadTopologyFile(testing::dataPath("nvidia_smi_topo/2xgpu_NV2_bridge_mlengineering.txt")));
+  c.hosts.push_back(c.hosts[0]);
+  c.hosts[1].hostname = "b";
+  c.ranks = {{0, 0, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 1}};
+  c.inter_host_bandwidth_gbps = 0.1 + 0.2;  // not representable in short decimal
+  c.inter_host_latency_us = 1000.0;
+  std::string text = clusterToJson(c, 2);
+  ClusterTopology back = clusterFromJson(text, "c.json");
+  ASSERT_EQ(back.hosts.size(), 2u);
+  EXPECT_EQ(back.hosts[1].hostname, "b");
+  ASSERT_EQ(back.ranks.size(), 4u);
+  EXPECT_EQ(back.ranks[3].host, 1);
+  EXPECT_EQ(back.ranks[3].local_gpu, 1);
+  EXPECT_EQ(back.inter_host_bandwidth_gbps, 0.1 + 0.2);
+  EXPECT_EQ(clusterToJson(back, 2), text);
+}
+
+TEST(TopologyJsonTest, HandWrittenShorthand) {
+  HostTopology h = hostFromJson(
+      R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{"sm": 90}, {"sm": 90}],
+          "gpu_paths": [["X", "NV18"], ["NV18", "X"]]})",
+      "h.json");
+  ASSERT_EQ(h.gpuCount(), 2);
+  EXPECT_EQ(h.gpus[1].index, 1);
+  EXPECT_EQ(h.path(0, 1).nvlinks, 18);
+  EXPECT_DOUBLE_EQ(h.path(0, 1).bandwidth_gbps, 18 * 20.6);
+}
+
+std::string jsonError(const std::string& text) {
+  try {
+    hostFromJson(text, "h.json");
+  } catch (const ParseError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(TopologyJsonTest, ErrorsNameTheField) {
+  EXPECT_EQ(jsonError("{\"schema\": \"torch-topo/1\",\n \"kind\": \"host\", \"gpus\": [{\"sm\": \"x\"}]}"),
+            "h.json:1:1: field (root).gpus[0].sm: got \"x\", expected an integer");
+  EXPECT_NE(jsonError("{\"schema\": \"torch-topo/2\", \"kind\": \"host\"}").find("expected 'torch-topo/1'"),
+            std::string::npos);
+  EXPECT_NE(jsonError("{\n  \"schema\": ,\n}").find("h.json:2:13: malformed JSON"), std::string::npos);
+  EXPECT_NE(jsonError(R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{}],
+                          "gpu_paths": [["X", "X"]]})").find("expected an array of 1 cells"),
+            std::string::npos);
+  EXPECT_NE(jsonError(R"({"schema": "torch-topo/1", "kind": "host",
+                          "graph": {"nodes": [], "links": [{"a": 0, "b": 1, "kind": "pci"}]}})")
+                .find("links[0].a: got 0, expected an integer in [0, -1]"),
+            std::string::npos);
+  EXPECT_NE(jsonError(R"({"schema": "torch-topo/1", "kind": "cluster"})").find("expected 'host'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace torch_topo::topo

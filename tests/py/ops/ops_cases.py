@@ -1,0 +1,321 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Cases run on every rank of a RankPool. Each rank builds the same global tensors from a seed,
+computes the single-process reference with autograd (torch's scaled_dot_product_attention),
+runs the distributed op on its shard and compares its slice of outputs and gradients."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+import torch_topo
+
+# float32: both sides are exact softmax attention, differences are summation order only.
+# bfloat16: inputs, block outputs and gradients are rounded to 8 mantissa bits (2^-8 = 3.9e-3
+# relative); the reference runs in fp32 on the same rounded inputs, so allow a few roundings.
+TOLERANCES = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (3e-2, 3e-2),
+              torch.float64: (1e-10, 1e-10)}
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float64": torch.float64}
+
+_groups_2d: dict = {}
+
+
+def groups_2x2():
+    """(sp_group, ring_group) of a 2 x 2 mesh: Ulysses over {0,1},{2,3}, ring over {0,2},{1,3};
+    built once per pool, by every rank in the same order."""
+    if not _groups_2d:
+        cfg = torch_topo.UlyssesConfig(sequence_parallel_size=2)
+        _groups_2d["g"] = torch_topo.build_sequence_parallel_groups(cfg)
+    return _groups_2d["g"]
+
+
+def expected_positions(layout: str, seq_len: int, rank: int, world: int) -> torch.Tensor:
+    """Global positions of a rank's shard, written out independently of the code under test."""
+    if layout == "contiguous":
+        n = seq_len // world
+        return torch.arange(rank * n, (rank + 1) * n)
+    if layout == "zigzag":
+        c = seq_len // (2 * world)
+        return torch.cat([torch.arange(rank * c, (rank + 1) * c),
+                          torch.arange((2 * world - 1 - rank) * c, (2 * world - rank) * c)])
+    # 2x2 layouts: ring rank c = rank // 2 holds a ring block (zigzag or contiguous over 2
+    # ring ranks), Ulysses rank u = rank % 2 holds half u of it.
+    ring_layout = layout.split("-")[1]
+    block = expected_positions(ring_layout, seq_len, rank // 2, 2)
+    half = block.numel() // 2
+    return block[(rank % 2) * half:(rank % 2 + 1) * half]
+
+
+def _reference(q, k, v, dout, causal, scale):
+    """fp32 single-process attention with autograd: (out, dq, dk, dv, lse) in [b, s, h, d]."""
+    q, k, v = (t.detach().float().requires_grad_() for t in (q, k, v))
+    out = F.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal, scale=scale,
+        enable_gqa=k.shape[2] != q.shape[2]).transpose(1, 2)
+    out.backward(dout.float())
+    kk = k.detach().repeat_interleave(q.shape[2] // k.shape[2], dim=2)
+    s = torch.einsum("bqhd,bkhd->bhqk", q.detach(), kk) * (scale or q.shape[-1] ** -0.5)
+    if causal:
+        s = s.masked_fill(torch.ones_like(s, dtype=torch.bool).triu(1), float("-inf"))
+    return out.detach(), q.grad, k.grad, v.grad, torch.logsumexp(s, -1)
+
+
+def _op(name: str, causal: bool, scale, balance: str):
+    if name == "ulysses":
+        return functools.partial(torch_topo.ulysses_attention, causal=causal, softmax_scale=scale)
+    if name == "ring":
+        return functools.partial(torch_topo.ring_attention, causal=causal, softmax_scale=scale,
+                                 balance=balance)
+    sp, ring = groups_2x2()
+    cfg = torch_topo.UlyssesConfig(sequence_parallel_size=2, ring_balance=balance,
+                                   causal=causal, softmax_scale=scale)
+    return torch_topo.SequenceParallelAttention(cfg, sp_group=sp, ring_group=ring)
+
+
+def _layout(op: str, balance: str) -> str:
+    if op == "2d":
+        return "2d-" + ("zigzag" if balance == "zigzag" else "contiguous")
+    return "zigzag" if op == "ring" and balance == "zigzag" else "contiguous"
+
+
+def _shard(x, op: str, balance: str):
+    """The layout each op expects, through the public shard helpers."""
+    if op == "2d":
+        sp, ring = groups_2x2()
+        return torch_topo.shard_sequence(x, 1, sp, ring, balance=balance)
+    if op == "ring" and balance == "zigzag":
+        return torch_topo.zigzag_shard(x, 1)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    n = x.shape[1] // world
+    return x[:, rank * n:(rank + 1) * n]
+
+
+def attention(rank, world, *, op, causal, heads, kv_heads, seq_local, dtype="float32",
+              balance="none", batch=2, head_dim=8, scale=None, seed=0):
+    """Forward and dQ/dK/dV of one op on this rank's shard against the reference."""
+    dt = DTYPES[dtype]
+    seq = seq_local * world
+    gen = torch.Generator().manual_seed(seed)
+    q, dout = (torch.randn(batch, seq, heads, head_dim, generator=gen).to(dt) for _ in range(2))
+    k, v = (torch.randn(batch, seq, kv_heads, head_dim, generator=gen).to(dt) for _ in range(2))
+    ref_out, ref_dq, ref_dk, ref_dv, ref_lse = _reference(q, k, v, dout, causal, scale)
+
+    pos = expected_positions(_layout(op, balance), seq, rank, world)
+    shard = functools.partial(_shard, op=op, balance=balance)
+    torch.testing.assert_close(shard(q), q[:, pos], rtol=0, atol=0)
+    ql, kl, vl = (shard(t).detach().clone().requires_grad_() for t in (q, k, v))
+    fn = _op(op, causal, scale, balance)
+    if op == "ring":
+        out, lse = fn(ql, kl, vl, return_lse=True)
+        torch.testing.assert_close(lse, ref_lse[:, :, pos], rtol=1e-5, atol=1e-5)
+    else:
+        out = fn(ql, kl, vl)
+    out.backward(shard(dout))
+    rtol, atol = TOLERANCES[dt]
+    for name, got, want in (("out", out, ref_out), ("dq", ql.grad, ref_dq),
+                            ("dk", kl.grad, ref_dk), ("dv", vl.grad, ref_dv)):
+        if got.dtype != dt:
+            raise AssertionError(f"{name}: dtype {got.dtype}, expected {dt}")
+        torch.testing.assert_close(got.float(), want[:, pos], rtol=rtol, atol=atol,
+                                   msg=lambda m, n=name: f"{n}: {m}")
+
+
+class _Scatter(torch.autograd.Function):
+    """Test harness: full tensor -> this rank's rows `pos`; the backward all-gathers the shard
+    gradients, so every rank sees the full gradient of a function every rank computes alike."""
+
+    @staticmethod
+    def forward(ctx, x, pos, all_pos):
+        ctx.all_pos = all_pos
+        return x[:, pos].clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        parts = [torch.empty_like(g) for _ in ctx.all_pos]
+        dist.all_gather(parts, g.contiguous())
+        full = torch.zeros(g.shape[0], sum(p.numel() for p in ctx.all_pos), *g.shape[2:],
+                           dtype=g.dtype)
+        for p, part in zip(ctx.all_pos, parts):
+            full[:, p] = part
+        return full, None, None
+
+
+class _Gather(torch.autograd.Function):
+    """Test harness: every rank's rows -> the full tensor; the backward keeps this rank's rows
+    (every rank receives the same output gradient)."""
+
+    @staticmethod
+    def forward(ctx, x, pos, all_pos):
+        ctx.pos = pos
+        parts = [torch.empty_like(x) for _ in all_pos]
+        dist.all_gather(parts, x.contiguous())
+        full = torch.empty(x.shape[0], sum(p.numel() for p in all_pos), *x.shape[2:],
+                           dtype=x.dtype)
+        for p, part in zip(all_pos, parts):
+            full[:, p] = part
+        return full
+
+    @staticmethod
+    def backward(ctx, g):
+        return g[:, ctx.pos].contiguous(), None, None
+
+
+def gradcheck(rank, world, *, op, causal, heads, kv_heads, seq_local, balance="none", seed=0):
+    """torch.autograd.gradcheck in float64 of full -> shard -> op -> gather, on every rank."""
+    seq = seq_local * world
+    layout = _layout(op, balance)
+    all_pos = [expected_positions(layout, seq, r, world) for r in range(world)]
+    fn = _op(op, causal, None, balance)
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(1, seq, heads, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+    k, v = (torch.randn(1, seq, kv_heads, 4, generator=gen, dtype=torch.float64,
+                        requires_grad=True) for _ in range(2))
+
+    def full(q, k, v):
+        local = [_Scatter.apply(t, all_pos[rank], all_pos) for t in (q, k, v)]
+        return _Gather.apply(fn(*local), all_pos[rank], all_pos)
+
+    if not torch.autograd.gradcheck(full, (q, k, v), eps=1e-6, atol=1e-7, rtol=1e-5):
+        raise AssertionError("gradcheck returned False")
+
+
+class _CollectiveLog:
+    """Wraps torch.distributed's collectives and point-to-point calls to record each call."""
+
+    NAMES = ("all_to_all_single", "all_to_all", "all_gather", "all_gather_into_tensor",
+             "all_reduce", "broadcast", "reduce_scatter", "reduce_scatter_tensor", "isend",
+             "irecv", "send", "recv", "batch_isend_irecv")
+
+    def __enter__(self):
+        self.calls, self._saved = [], {}
+        for name in self.NAMES:
+            orig = getattr(dist, name)
+            self._saved[name] = orig
+
+            def wrapper(*args, _orig=orig, _name=name, **kwargs):
+                numel = args[1].numel() if _name == "all_to_all_single" else None
+                self.calls.append((_name, numel))
+                return _orig(*args, **kwargs)
+
+            setattr(dist, name, wrapper)
+        return self
+
+    def __exit__(self, *exc):
+        for name, orig in self._saved.items():
+            setattr(dist, name, orig)
+
+
+def ulysses_collective_count(rank, world, *, heads, kv_heads, check_inputs):
+    """One all_to_all_single carries Q, K and V (its input has all their elements, replicated
+    K/V heads included), one carries the output; the backward mirrors it."""
+    b, s, d = 1, 3, 4
+    q = torch.randn(b, s, heads, d, requires_grad=True)
+    k, v = (torch.randn(b, s, kv_heads, d, requires_grad=True) for _ in range(2))
+    with _CollectiveLog() as fwd:
+        out = torch_topo.ulysses_attention(q, k, v, check_inputs=check_inputs)
+    with _CollectiveLog() as bwd:
+        out.sum().backward()
+    kv_sent = max(kv_heads, world) * b * s * d
+    want_fwd = [("all_to_all_single", q.numel() + 2 * kv_sent), ("all_to_all_single", q.numel())]
+    if check_inputs:
+        want_fwd.insert(0, ("all_gather", None))
+    if fwd.calls != want_fwd:
+        raise AssertionError(f"forward collectives {fwd.calls}, expected {want_fwd}")
+    want_bwd = [("all_to_all_single", q.numel()), ("all_to_all_single", q.numel() + 2 * kv_sent)]
+    if bwd.calls != want_bwd:
+        raise AssertionError(f"backward collectives {bwd.calls}, expected {want_bwd}")
+
+
+def all_to_all_roundtrip(rank, world, *, scatter_dim, gather_dim, shape):
+    """ulysses_all_to_all against an explicit reference built from every rank's input."""
+    gen = torch.Generator().manual_seed(7)
+    inputs = [torch.randn(*shape, generator=gen) for _ in range(world)]
+    x = inputs[rank].clone().requires_grad_()
+    y = torch_topo.ulysses_all_to_all(x, scatter_dim, gather_dim)
+    want = torch.cat([inp.chunk(world, scatter_dim)[rank] for inp in inputs], gather_dim)
+    torch.testing.assert_close(y, want, rtol=0, atol=0)
+    # The gradient of sum(y * w) is w routed back: exchange w's pieces the inverse way.
+    weights = [torch.randn(*want.shape, generator=gen) for _ in range(world)]
+    (y * weights[rank]).sum().backward()
+    want_grad = torch.cat([w.chunk(world, gather_dim)[rank] for w in weights], scatter_dim)
+    torch.testing.assert_close(x.grad, want_grad, rtol=0, atol=0)
+
+
+def zigzag_helpers(rank, world, *, seq):
+    """zigzag_positions, shard and unshard against the written-out layout."""
+    x = torch.arange(2 * seq * 3, dtype=torch.float32).view(2, seq, 3)
+    pos = expected_positions("zigzag", seq, rank, world)
+    torch.testing.assert_close(torch_topo.zigzag_positions(seq), pos, rtol=0, atol=0)
+    shard = torch_topo.zigzag_shard(x, 1)
+    torch.testing.assert_close(shard, x[:, pos], rtol=0, atol=0)
+    torch.testing.assert_close(torch_topo.zigzag_unshard(shard, 1), x, rtol=0, atol=0)
+
+
+def sequence_roundtrip_2x2(rank, world, *, balance, seq):
+    sp, ring = groups_2x2()
+    x = torch.randn(2, seq, 3, generator=torch.Generator().manual_seed(3))
+    pos = expected_positions("2d-" + ("zigzag" if balance == "zigzag" else "contiguous"), seq,
+                             rank, world)
+    shard = torch_topo.shard_sequence(x, 1, sp, ring, balance=balance)
+    torch.testing.assert_close(shard, x[:, pos], rtol=0, atol=0)
+    back = torch_topo.unshard_sequence(shard, 1, sp, ring, balance=balance)
+    torch.testing.assert_close(back, x, rtol=0, atol=0)
+
+
+def raises(rank, world, *, call, match):
+    """`call` names a bad-input scenario below; every rank must raise ValueError matching
+    `match` (so no rank is left inside a collective)."""
+    import re
+
+    try:
+        _BAD[call](rank, world)
+    except ValueError as e:
+        if not re.search(match, str(e)):
+            raise AssertionError(f"{call}: message {str(e)!r} does not match {match!r}") from e
+        return str(e)
+    raise AssertionError(f"{call}: no ValueError raised")
+
+
+def _qkv(b=1, s=4, h=4, hk=4, d=4, dtype=torch.float32):
+    return (torch.randn(b, s, h, d, dtype=dtype), torch.randn(b, s, hk, d, dtype=dtype),
+            torch.randn(b, s, hk, d, dtype=dtype))
+
+
+def _seq_differs(op):
+    def run(rank, world):
+        q, k, v = _qkv(s=4 + 2 * (rank == world - 1), h=2 * world, hk=2 * world)
+        getattr(torch_topo, op)(q, k, v)
+    return run
+
+
+def _kv_meta(rank, world):
+    q, k, v = _qkv(h=2 * world, hk=2 * world)
+    torch_topo.ulysses_attention(q, k.to("meta"), v.to("meta"))
+
+
+# (batch, seq, heads, kv_heads): kv_heads neither a multiple nor a divisor of the group size.
+_BAD_KV_HEADS = {2: (1, 4, 6, 3), 3: (1, 4, 6, 2), 4: (1, 4, 12, 3)}
+
+_BAD = {
+    "ulysses_heads": lambda r, w: torch_topo.ulysses_attention(*_qkv(h=w + 1, hk=1)),
+    "ulysses_kv_heads": lambda r, w: torch_topo.ulysses_attention(*_qkv(*_BAD_KV_HEADS[w])),
+    "ulysses_dtype": lambda r, w: torch_topo.ulysses_attention(
+        _qkv(h=w, hk=w)[0], *_qkv(h=w, hk=w, dtype=torch.float64)[1:]),
+    "ulysses_device": _kv_meta,
+    "ulysses_seq_differs": _seq_differs("ulysses_attention"),
+    "ring_seq_differs": _seq_differs("ring_attention"),
+    "ring_balance": lambda r, w: torch_topo.ring_attention(*_qkv(), balance="diagonal"),
+    "ring_zigzag_odd": lambda r, w: torch_topo.ring_attention(*_qkv(s=3), balance="zigzag"),
+    "zigzag_not_2p": lambda r, w: torch_topo.zigzag_shard(torch.zeros(1, 2 * w + 1, 1), 1),
+    "a2a_not_divisible": lambda r, w: torch_topo.ulysses_all_to_all(torch.zeros(w + 1, 2), 0, 1),
+    "sp_not_dividing_world": lambda r, w: torch_topo.build_sequence_parallel_groups(
+        torch_topo.UlyssesConfig(sequence_parallel_size=w + 1)),
+}
+
+
+def pool_info(rank, world):
+    return (dist.get_rank(), dist.get_world_size(), dist.get_backend())
+

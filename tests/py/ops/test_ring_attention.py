@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Ring attention on 2, 3 and 4 Gloo ranks against single-process attention with autograd:
+causal and not, zigzag and not, MHA/GQA/MQA, fp32 and bf16, the LSE, zigzag helpers, errors."""
+
+import pytest
+from ops_pool import backends, get_pool
+
+HEADS = [(2, 2, 2), (2, 4, 1), (3, 3, 3), (3, 6, 2), (4, 4, 4), (4, 4, 2), (4, 8, 1)]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("world,heads,kv_heads", HEADS)
+@pytest.mark.parametrize("causal,balance", [(False, "none"), (True, "none"), (True, "zigzag"),
+                                            (False, "zigzag")])
+def test_ring_matches_reference(world, heads, kv_heads, causal, balance, backend):
+    pool = get_pool(world, backend)
+    # zigzag needs a global length that is a multiple of 2P (seq_local even); contiguous
+    # blocks also run an odd seq_local, where the global length is not a multiple of 2P.
+    for seq_local in ((2, 6) if balance == "zigzag" else (3, 4)):
+        pool.run("attention", op="ring", causal=causal, heads=heads, kv_heads=kv_heads,
+                 seq_local=seq_local, balance=balance)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world,balance", [(2, "zigzag"), (3, "none"), (4, "zigzag")])
+def test_ring_bfloat16(world, balance):
+    get_pool(world).run("attention", op="ring", causal=True, heads=4, kv_heads=2, seq_local=8,
+                        dtype="bfloat16", balance=balance)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world,causal,balance,kv_heads",
+                         [(2, True, "zigzag", 1), (3, True, "none", 2), (2, False, "none", 2)])
+def test_ring_gradcheck_float64(world, causal, balance, kv_heads):
+    get_pool(world).run("gradcheck", op="ring", causal=causal, heads=2, kv_heads=kv_heads,
+                        seq_local=2, balance=balance)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_zigzag_positions_shard_unshard(world):
+    get_pool(world).run("zigzag_helpers", seq=4 * world)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("call,match", [
+    ("ring_seq_differs", r"ring_attention: tensor shapes differ across ranks"),
+    ("ring_balance", r"balance='diagonal', expected one of"),
+    ("ring_zigzag_odd", r"needs an even local length"),
+    ("zigzag_not_2p", r"not divisible by 2 x group size"),
+])
+def test_ring_bad_input(world, call, match):
+    get_pool(world).run("raises", call=call, match=match)

@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+"""2-D sequence parallelism on a 2 x 2 Gloo mesh (Ulysses over pairs, ring across) against
+single-process attention; its layout helpers and configuration errors."""
+
+import pytest
+from ops_pool import get_pool
+
+import torch_topo
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("heads,kv_heads", [(4, 4), (4, 2), (4, 1)])
+@pytest.mark.parametrize("causal,balance", [(False, "none"), (True, "none"), (True, "zigzag")])
+def test_2x2_matches_reference(heads, kv_heads, causal, balance):
+    get_pool(4).run("attention", op="2d", causal=causal, heads=heads, kv_heads=kv_heads,
+                    seq_local=4, balance=balance)
+
+
+@pytest.mark.timeout(300)
+def test_2x2_bfloat16():
+    get_pool(4).run("attention", op="2d", causal=True, heads=4, kv_heads=2, seq_local=8,
+                    dtype="bfloat16", balance="zigzag")
+
+
+@pytest.mark.timeout(300)
+def test_2x2_gradcheck_float64():
+    get_pool(4).run("gradcheck", op="2d", causal=True, heads=2, kv_heads=2, seq_local=2,
+                    balance="zigzag")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("balance", ["none", "zigzag"])
+def test_2x2_shard_unshard(balance):
+    get_pool(4).run("sequence_roundtrip_2x2", balance=balance, seq=16)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world", [3, 4])
+def test_sp_size_not_dividing_world(world):
+    get_pool(world).run("raises", call="sp_not_dividing_world", match=r"does not divide the world")
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"sequence_parallel_size": 0}, r"sequence_parallel_size: got 0, expected an int >= 1"),
+    ({"sequence_parallel_size": 2.0}, r"sequence_parallel_size: got 2.0"),
+    ({"sequence_parallel_size": 2, "ring_balance": "stripe"}, r"ring_balance: got 'stripe'"),
+    ({"sequence_parallel_size": 2, "softmax_scale": -1.0}, r"softmax_scale: got -1.0"),
+])
+def test_config_validation(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        torch_topo.UlyssesConfig(**kwargs)
+
+
+def test_config_is_keyword_only_and_frozen():
+    with pytest.raises(TypeError):
+        torch_topo.UlyssesConfig(2)
+    cfg = torch_topo.UlyssesConfig(sequence_parallel_size=2)
+    with pytest.raises(AttributeError):
+        cfg.causal = True

@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Ulysses attention and the all-to-all on 2, 3 and 4 Gloo ranks against single-process
+attention with autograd; the one-exchange-for-Q/K/V count; bad input."""
+
+import pytest
+from ops_pool import backends, get_pool
+
+# (world, heads, kv_heads): MHA, GQA with kv_heads a multiple of P, and kv_heads < P
+# (replicated K/V heads, MQA included).
+HEADS = [(2, 4, 4), (2, 4, 2), (2, 4, 1), (3, 6, 6), (3, 6, 3), (3, 6, 1), (4, 8, 8),
+         (4, 8, 4), (4, 8, 2), (4, 8, 1)]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("world,heads,kv_heads", HEADS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_ulysses_matches_reference(world, heads, kv_heads, causal, backend):
+    pool = get_pool(world, backend)
+    # seq_local 3: the global length is not a multiple of 2P; 4 is (for P = 2).
+    for seq_local in (3, 4):
+        pool.run("attention", op="ulysses", causal=causal, heads=heads, kv_heads=kv_heads,
+                 seq_local=seq_local)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world,heads,kv_heads", [(2, 4, 1), (4, 8, 8), (4, 8, 2)])
+def test_ulysses_bfloat16(world, heads, kv_heads):
+    get_pool(world).run("attention", op="ulysses", causal=True, heads=heads, kv_heads=kv_heads,
+                        seq_local=4, dtype="bfloat16", scale=0.3)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world,heads,kv_heads,causal", [(2, 2, 1, True), (3, 3, 3, False)])
+def test_ulysses_gradcheck_float64(world, heads, kv_heads, causal):
+    get_pool(world).run("gradcheck", op="ulysses", causal=causal, heads=heads,
+                        kv_heads=kv_heads, seq_local=2)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world,heads,kv_heads", [(2, 4, 4), (4, 8, 2), (3, 3, 1)])
+@pytest.mark.parametrize("check_inputs", [False, True])
+def test_ulysses_one_exchange_for_qkv(world, heads, kv_heads, check_inputs):
+    get_pool(world).run("ulysses_collective_count", heads=heads, kv_heads=kv_heads,
+                        check_inputs=check_inputs)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("scatter_dim,gather_dim,shape",
+                         [(2, 1, (2, 3, 6, 4)), (1, 2, (2, 6, 3, 4)), (0, -1, (6, 5))])
+def test_all_to_all_exchange_and_gradient(world, scatter_dim, gather_dim, shape):
+    get_pool(world).run("all_to_all_roundtrip", scatter_dim=scatter_dim, gather_dim=gather_dim,
+                        shape=shape)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("call,match", [
+    ("ulysses_heads", r"query heads cannot be split over a group of"),
+    ("ulysses_kv_heads", r"key/value heads cannot be split .* multiple or a divisor"),
+    ("ulysses_dtype", r"k has dtype torch.float64, expected torch.float32"),
+    ("ulysses_device", r"k is on meta, expected cpu"),
+    ("ulysses_seq_differs", r"shapes differ across ranks: rank \d has q \[1, \d, "),
+    ("a2a_not_divisible", r"cannot be split over the group"),
+])
+def test_ulysses_bad_input(world, call, match):
+    get_pool(world).run("raises", call=call, match=match)

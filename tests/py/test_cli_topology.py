@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`python -m torch_topo show` and `convert`: output keys, exit codes, error messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from torch_topo.cli import main
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+DGX1 = os.path.join(DATA, "nvidia_smi_topo", "dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt")
+P4D = os.path.join(DATA, "nccl_topo_xml", "aws_p4d.24xlarge_8xA100_topo.xml")
+
+
+def test_show_json_schema(capsys):
+    assert main(["show", DGX1, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["gpu_count"] == 8
+    assert out["gpus"][0] == {"index": 0, "bus_id": None, "numa_node": 0, "name": None,
+                              "sm": None, "cpu_affinity": "0-11,24-35"}
+    assert out["path_matrix"][0] == ["X", "NV", "NV", "NV", "NV", "SYS", "SYS", "SYS"]
+    assert out["nvlink_matrix"][0] == [0, 1, 1, 2, 2, 0, 0, 0]
+    assert len(out["bandwidth_matrix"]) == 8 and all(len(r) == 8 for r in out["bandwidth_matrix"])
+    assert out["bandwidth_matrix"][0][3] > out["bandwidth_matrix"][0][1] > out["bandwidth_matrix"][0][5]
+    assert out["nics"] == [{"name": "mlx5_0", "bus_id": None, "numa_node": None, "speed_gbps": None}]
+    assert out["nic_path_matrix"][2] == ["PIX"]
+    assert isinstance(out["warnings"], list)
+
+
+def test_show_text_is_an_aligned_matrix(capsys):
+    assert main(["show", P4D]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    header = next(line for line in lines if line.lstrip().startswith("GPU0"))
+    row0 = next(line for line in lines if line.startswith("GPU0 "))
+    assert row0.index("PIX") == header.index("GPU1")  # cells sit under their column
+    assert "Legend:" in text and "GPU-to-GPU bandwidth" in text and "NUMA nodes:" in text
+    assert "0000:10:1b.0: NUMA 0" in text
+
+
+@pytest.mark.parametrize("args", [["show"], ["convert"]])
+def test_bad_file_exits_2_with_file_and_line(tmp_path, capsys, args):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("\tGPU0\tGPU1\nGPU0\t X \tNVx\n")
+    extra = ["--to", "json"] if args == ["convert"] else []
+    assert main([*args, str(bad), *extra]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:2:" in err and "expected a path class" in err
+
+
+def test_unknown_format_and_missing_file_exit_2(tmp_path, capsys):
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00\x01garbage")
+    assert main(["show", str(junk)]) == 2
+    assert f"{junk}:1:1: unknown topology format" in capsys.readouterr().err
+    assert main(["show", str(tmp_path / "missing.xml")]) == 2
+    assert "cannot open" in capsys.readouterr().err
+
+
+def test_convert_to_nccl_xml_and_back(tmp_path, capsys):
+    out = tmp_path / "p4d.xml"
+    assert main(["convert", P4D, "--to", "nccl-xml", "-o", str(out)]) == 0
+    assert out.read_text().startswith('<system version="1">')
+    assert main(["show", str(out), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["gpu_count"] == 8 and shown["path_matrix"][0][1] == "PIX"
+
+
+def test_convert_json_summary(capsys):
+    assert main(["convert", DGX1, "--to", "json", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["from"] == "nvidia-smi" and summary["to"] == "json"
+    assert json.loads(summary["content"])["schema"] == "torch-topo/1"
+
+
+def test_convert_nvidia_smi_to_xml_is_refused(capsys):
+    assert main(["convert", DGX1, "--to", "nccl-xml"]) == 2
+    assert "no physical graph" in capsys.readouterr().err
+
+
+def test_module_entry_point_has_no_traceback(tmp_path):
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<system>\n  <cpu numaid='x'/>\n</system>\n")
+    proc = subprocess.run([sys.executable, "-m", "torch_topo", "show", str(bad)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert f"{bad}:2:3:" in proc.stderr and "Traceback" not in proc.stderr

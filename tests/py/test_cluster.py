@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: Apache-2.0
+"""exchange_cluster: ranks in separate processes over a FileStore play hosts and GPUs of real
+topology files; disagreement, timeouts and bad play specs get clear errors."""
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from torch_topo import TopoConfig
+from torch_topo.cluster import exchange_cluster, parse_play
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+P4D = str(DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml")
+DGX2 = str(DATA / "hwloc" / "hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml")
+
+
+def _rank_main(rank, world, store_path, configs, out_dir):
+    store = dist.FileStore(store_path, world)
+    try:
+        cluster = exchange_cluster(store, rank, world, TopoConfig(**configs[rank]))
+        result = {
+            "hosts": cluster.hostnames,
+            "gpus": [h.gpu_count for h in cluster.hosts],
+            "placements": [[p.host, p.local_gpu, p.local_rank] for p in cluster.placements],
+            "bandwidth": cluster.inter_host_bandwidth_gbps,
+            "local_bus": cluster.local.native.gpus[cluster.placements[rank].local_gpu].bus_id,
+        }
+    except Exception as exc:  # reported to the parent, which asserts on it
+        result = {"error": type(exc).__name__, "message": str(exc)}
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(result))
+
+
+def _run(tmp_path, configs):
+    world = len(configs)
+    mp.start_processes(
+        _rank_main,
+        args=(world, str(tmp_path / "store"), configs, str(tmp_path)),
+        nprocs=world,
+        start_method="spawn",
+    )
+    return [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
+
+
+@pytest.mark.timeout(180)
+def test_four_processes_play_two_hosts_of_two_gpus(tmp_path):
+    play = "hostA:0,hostA:1,hostB:0,hostB:1"
+    cfg = {"topology_file": P4D, "play": play, "timeout_s": 60.0, "inter_host_gbps": 12.5}
+    results = _run(tmp_path, [cfg] * 4)
+    assert "error" not in results[0], results[0]
+    common = [{k: v for k, v in r.items() if k != "local_bus"} for r in results]
+    assert all(c == common[0] for c in common)  # every rank built the same cluster
+    assert results[0]["hosts"] == ["hostA", "hostB"]
+    assert results[0]["gpus"] == [8, 8]
+    assert results[0]["placements"] == [[0, 0, 0], [0, 1, 1], [1, 0, 0], [1, 1, 1]]
+    assert results[0]["bandwidth"] == 12.5  # pinned wins (p4d's file gives no NIC speed)
+    # GPU 0 and 1 of the p4d file are 0000:10:1c.0 and 0000:10:1d.0.
+    assert [r["local_bus"] for r in results] == ["0000:10:1c.0", "0000:10:1d.0"] * 2
+
+
+@pytest.mark.timeout(180)
+def test_ranks_of_one_host_with_different_graphs_fail_on_every_rank(tmp_path):
+    configs = [
+        {"topology_file": P4D, "play": "hostA:0", "timeout_s": 60.0},
+        {"topology_file": DGX2, "play": "hostA:1", "timeout_s": 60.0},
+    ]
+    for result in _run(tmp_path, configs):
+        assert result.get("error") == "TopoMismatchError", result
+        assert "ranks 0 and 1 on host 'hostA' disagree on the host topology" in result["message"]
+
+
+def test_missing_rank_times_out_naming_it(tmp_path):
+    store = dist.FileStore(str(tmp_path / "store"), 2)
+    cfg = TopoConfig(topology_file=P4D, play="hostA:0", timeout_s=1.0)
+    with pytest.raises(TimeoutError, match=r"records of ranks \[1\] of 2"):
+        exchange_cluster(store, 0, 2, cfg)
+
+
+def test_single_live_rank_is_its_own_host(tmp_path, monkeypatch):
+    for var in ("TORCH_TOPO_FILE", "NCCL_TOPO_FILE", "TORCH_TOPO_PLAY"):
+        monkeypatch.delenv(var, raising=False)
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    cluster = exchange_cluster(store, 0, 1, TopoConfig(timeout_s=5.0))
+    assert cluster.hostnames == [socket.gethostname()]
+    assert cluster.placements[0].local_gpu == -1  # no CUDA on this machine
+    assert cluster.inter_host_bandwidth_gbps == 0.0
+
+
+@pytest.mark.parametrize(
+    "spec, size, rank, expected",
+    [
+        ("n0:3", 4, 2, ("n0", 3)),
+        ("a:0,a:1,b:0", 3, 2, ("b", 0)),
+        ("host:with:colon:1", 1, 0, ("host:with:colon", 1)),
+    ],
+)
+def test_parse_play(spec, size, rank, expected):
+    assert parse_play(spec, size, rank) == expected
+
+
+@pytest.mark.parametrize(
+    "spec, fragment",
+    [
+        ("a:0,b:0", "got 2 entries, expected 1 (this rank) or 3"),
+        ("a", "expected HOST:GPU"),
+        (":1", "expected HOST:GPU"),
+        ("a:-1", "expected HOST:GPU"),
+    ],
+)
+def test_bad_play_specs(spec, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        parse_play(spec, 3, 0)
+
+
+def test_play_needs_a_pinned_file_and_a_gpu_it_has(tmp_path, monkeypatch):
+    for var in ("TORCH_TOPO_FILE", "NCCL_TOPO_FILE"):
+        monkeypatch.delenv(var, raising=False)
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    with pytest.raises(ValueError, match="needs a pinned topology file"):
+        exchange_cluster(store, 0, 1, TopoConfig(play="a:0"))
+    with pytest.raises(ValueError, match="GPU 8 on 'a'.*has 8 GPUs, expected 0..7"):
+        exchange_cluster(store, 0, 1, TopoConfig(play="a:8", topology_file=P4D))
+    with pytest.raises(ValueError, match="group_rank: got 2"):
+        exchange_cluster(store, 2, 2, TopoConfig())

@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tests of torch_topo.plan: planned groups against an exhaustive search written here, the
+DGX-1 hybrid cube-mesh, relabelled GPUs, multi-host rails and cost, and bad meshes."""
+
+from __future__ import annotations
+
+import pytest
+
+import torch_topo
+from planner_support import (DGX1, best_partition_key, relabelled_cluster_json, topology_files,
+                             worst_key)
+from torch_topo.plan import Plan, parse_mesh
+
+FILES = topology_files()
+CASES = [(f, tp) for f in FILES for tp in (2, 4, 8)]
+
+
+def _world(path) -> int:
+    from torch_topo.plan import resolve_cluster
+
+    return resolve_cluster(path).world_size
+
+
+def test_enough_files_load():
+    # The readers accept most files of tests/data; the planner tests need a real spread.
+    assert len(FILES) >= 10, FILES
+
+
+@pytest.mark.parametrize("path,tp", CASES, ids=[f"{p.name}-tp{tp}" for p, tp in CASES])
+def test_tp_groups_reach_exhaustive_best(path, tp):
+    world = _world(path)
+    if world % tp:
+        pytest.skip(f"tp={tp} does not divide {world} GPUs")
+    p = torch_topo.plan(path, {"dp": world // tp, "tp": tp})
+    groups = p.groups("tp")
+    assert sorted(r for g in groups for r in g) == list(range(world))
+    assert worst_key(p.cluster, groups) == best_partition_key(p.cluster, list(range(world)), tp)
+
+
+def test_dgx1_tp2_gives_nv2_pairs():
+    # NV2 pairs read off the file by hand: 0-3, 0-4, 1-2, 1-5, 2-3, 4-7, 5-6, 6-7.
+    nv2 = {(0, 3), (0, 4), (1, 2), (1, 5), (2, 3), (4, 7), (5, 6), (6, 7)}
+    p = torch_topo.plan(DGX1, {"dp": 4, "tp": 2})
+    for a, b in p.groups("tp"):
+        assert (min(a, b), max(a, b)) in nv2
+    naive = Plan.naive(DGX1, {"dp": 4, "tp": 2})
+    assert naive.groups("tp") == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert p.cost("tp") < naive.cost("tp")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("name", ["dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt",
+                                  "ncclTests178_8xA100-PCIe_NV12pairs_NODE_SYS.txt",
+                                  "a100_8xSXM_NV12_2numa_mlengineering_realigned.txt"])
+def test_relabelled_gpus(name, seed):
+    doc = relabelled_cluster_json(DGX1.parent / name, seed)
+    for tp in (2, 4):
+        p = torch_topo.plan(doc, {"dp": 8 // tp, "tp": tp})
+        best = best_partition_key(p.cluster, list(range(8)), tp)
+        assert worst_key(p.cluster, p.groups("tp")) == best
+        assert p.cost() <= Plan.naive(doc, {"dp": 8 // tp, "tp": tp}).cost()
+
+
+def test_relabelling_defeats_contiguous():
+    # With ids shuffled, contiguous pairs of the PCIe box lose their NVLink bridges.
+    doc = relabelled_cluster_json(DGX1.parent / "ncclTests178_8xA100-PCIe_NV12pairs_NODE_SYS.txt", 1)
+    naive = Plan.naive(doc, {"dp": 4, "tp": 2})
+    planned = torch_topo.plan(doc, {"dp": 4, "tp": 2})
+    assert worst_key(naive.cluster, naive.groups("tp")) < worst_key(planned.cluster, planned.groups("tp"))
+    assert planned.cost() < naive.cost()
+
+
+@pytest.mark.parametrize("hosts", [2, 3, 4])
+@pytest.mark.parametrize("mesh", ["dp=H,tp=8", "dp=H,cp=2,tp=4", "tp=4,dp=H2", "pp=H,dp=4,tp=2"])
+def test_multi_host_rails_and_cost(hosts, mesh):
+    spec = parse_mesh(mesh.replace("H2", str(2 * hosts)).replace("H", str(hosts)))
+    planned = torch_topo.plan(DGX1, spec, hosts=hosts)
+    naive = Plan.naive(DGX1, spec, hosts=hosts)
+    assert planned.cost() <= naive.cost() * (1 + 1e-12)
+    for dim in planned.mesh_dim_names:
+        assert planned.rails(dim), (dim, planned.groups(dim))
+        # A dimension that spans hosts keeps the same local GPUs on every host.
+        for g in planned.groups(dim):
+            locals_per_host = {}
+            for r in g:
+                locals_per_host.setdefault(planned.cluster.rank_host(r), []).append(planned.cluster.rank_gpu(r))
+            assert len({tuple(sorted(v)) for v in locals_per_host.values()}) == 1
+
+
+@pytest.mark.parametrize("hosts", [2, 4])
+def test_multi_host_hard_cases_strictly_better(hosts):
+    # tp outermost: contiguous tp groups straddle hosts; DGX-1 tp=2: contiguous pairs are NV1.
+    for spec in ({"tp": 8, "dp": hosts}, {"dp": 4 * hosts, "tp": 2}):
+        planned = torch_topo.plan(DGX1, spec, hosts=hosts)
+        assert planned.cost() < Plan.naive(DGX1, spec, hosts=hosts).cost(), spec
+
+
+def test_plan_outputs():
+    p = torch_topo.plan(DGX1, {"dp": 2, "cp": 2, "tp": 2}, nccl_hints=True)
+    assert p.mesh_dim_names == ("dp", "cp", "tp") and p.mesh_shape == (2, 2, 2)
+    assert sorted(r for row in p.mesh for col in row for r in col) == list(range(8))
+    assert p.priority[0] == "tp"
+    d = p.to_dict()
+    for key in ("mesh_dim_names", "mesh_shape", "mesh", "groups", "cost", "algorithms"):
+        assert key in d
+    assert set(p.algorithms["tp"]) == {"step", "small", "medium", "large"}
+    assert p.nccl_hints["tp"]["NCCL_PROTO"] == "Simple"
+    text = p.explain()
+    assert "tp:" in text and "nccl hints" in text
+    # Groups are consistent with the nested mesh: tp varies fastest.
+    assert p.groups("tp")[0] == p.mesh[0][0]
+
+
+def test_traffic_changes_priority():
+    p = torch_topo.plan(DGX1, {"dp": 4, "tp": 2}, traffic={"dp": 4e9, "tp": 1e6})
+    assert p.priority == ["dp", "tp"]
+    custom = torch_topo.plan(DGX1, {"dp": 4, "moe": 2}, traffic={"dp": 1e6, "moe": (1e9, "all_to_all")})
+    assert custom.dim_info("moe")["op"] == "all_to_all"
+
+
+@pytest.mark.parametrize("mesh,traffic,fragment", [
+    ({"dp": 4, "tp": 4}, None, "mesh: product of sizes dp=4 x tp=4 = 16, expected the world size 8"),
+    ({"dp": 4, "foo": 2}, None, "unknown dimension 'foo'"),
+    ({"dp": 4, "tp": 2}, {"tp": 1e9}, "traffic: dimension 'dp'"),
+    ({"dp": 4, "tp": 2}, {"tp": 1e9, "dp": 1, "xx": 3}, "traffic: unknown dimension 'xx'"),
+    ({"dp": 8, "tp": 0}, None, "size got 0"),
+    ({"dp": 4, "tp": 2}, {"tp": -1, "dp": 1}, "expected >= 0"),
+])
+def test_bad_meshes_name_the_option(mesh, traffic, fragment):
+    with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        torch_topo.plan(DGX1, mesh, traffic)
+
+
+def test_sizes_that_cannot_fit_hosts():
+    import json
+
+    from torch_topo import _C
+
+    with pytest.raises(ValueError, match="mesh: product"):
+        torch_topo.plan(DGX1, {"tp": 16, "dp": 2}, hosts=3)
+    # tp=6 does not divide a host of 8: it spans hosts as 2 per host x 3 hosts.
+    p = torch_topo.plan(DGX1, {"dp": 4, "tp": 6}, hosts=3)
+    assert p.dim_info("tp")["intra_size"] == 2 and p.dim_info("tp")["inter_size"] == 3
+    # Hosts of 8 and 4 ranks cannot hold one mesh.
+    doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
+    doc["ranks"] = [r for r in doc["ranks"] if r["host"] == 0 or r["local_gpu"] < 4]
+    with pytest.raises(ValueError, match="hosts hold different rank counts"):
+        torch_topo.plan(doc, {"dp": 6, "tp": 2})
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="no such file"):
+        torch_topo.plan("/nonexistent/topo.txt", {"tp": 2})
+    with pytest.raises(ValueError, match="--mesh"):
+        parse_mesh("dp4,tp=2", "--mesh")
+    with pytest.raises(ValueError, match="expected exactly|--hosts"):
+        torch_topo.plan(DGX1, {"dp": 1}, hosts=0)

@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: Apache-2.0
+"""probe(): the live probe against /sys, pinned-file precedence, the disagreement warning,
+cpus_near_gpu, and the hwloc XML files (counts read from the files by hand)."""
+
+import os
+import socket
+import warnings
+from pathlib import Path
+
+import pytest
+
+import torch_topo
+from torch_topo import _C, TopoConfig
+from torch_topo.probe import PinnedTopologyWarning, cpus_near_gpu, probe, resolve_pinned_file
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+DGX2 = str(DATA / "hwloc" / "hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml")
+POWER8 = str(DATA / "hwloc" / "hwloc_power8_gpu_nvlink_distances.xml")
+GB10 = str(DATA / "hwloc" / "hwloc_nvidia_DGX-GB10.xml")
+CONSOLE = str(DATA / "hwloc" / "lstopo_power9_AC922_gpu_numanodes.console.txt")
+P4D = str(DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml")
+
+
+@pytest.fixture
+def no_pins(monkeypatch):
+    for var in ("TORCH_TOPO_FILE", "NCCL_TOPO_FILE", "TORCH_TOPO_PLAY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _sys_numa_nodes() -> int:
+    names = (
+        os.listdir("/sys/devices/system/node") if os.path.isdir("/sys/devices/system/node") else []
+    )
+    return max(1, sum(1 for n in names if n.startswith("node") and n[4:].isdigit()))
+
+
+def _cpus(topology) -> set[int]:
+    out: set[int] = set()
+    for node in topology.native.numa_nodes:
+        out |= set(_C.parse_cpulist(node.cpus))
+    return out
+
+
+def test_live_probe_agrees_with_sys(no_pins):
+    topo = probe(TopoConfig())
+    host = topo.native
+    assert len(host.numa_nodes) == _sys_numa_nodes()
+    with open("/sys/devices/system/node/node0/cpulist") as f:
+        assert set(_C.parse_cpulist(host.numa_nodes[0].cpus)) == set(_C.parse_cpulist(f.read()))
+    # The scheduler may restrict this process, never widen it past the host's CPUs.
+    assert os.sched_getaffinity(0) <= _cpus(topo)
+    expected = {n for n in os.listdir("/sys/class/net") if n != "lo"}
+    if os.path.isdir("/sys/class/infiniband"):
+        expected |= set(os.listdir("/sys/class/infiniband"))
+    assert {nic.name for nic in host.nics} == expected
+    assert host.hostname == socket.gethostname()
+    if not os.path.exists("/dev/nvidia0"):
+        assert topo.gpu_count == 0
+        assert any("zero GPUs" in w for w in host.warnings)
+
+
+def test_pinned_file_precedence():
+    env = {"TORCH_TOPO_FILE": "torch.xml", "NCCL_TOPO_FILE": "nccl.xml"}
+    assert resolve_pinned_file(TopoConfig(topology_file="cfg.xml"), env) == "cfg.xml"
+    assert resolve_pinned_file(TopoConfig(), env) == "torch.xml"
+    assert resolve_pinned_file(TopoConfig(), {"NCCL_TOPO_FILE": "nccl.xml"}) == "nccl.xml"
+    assert resolve_pinned_file(TopoConfig(), {}) is None
+
+
+def test_pinned_file_wins_over_live_probe(no_pins, monkeypatch):
+    live = _C.read_hwloc_xml(Path(POWER8).read_text(), POWER8)  # played live host: 4 GPUs
+    assert probe(TopoConfig(), live=live).gpu_count == 4
+    monkeypatch.setenv("NCCL_TOPO_FILE", P4D)
+    with pytest.warns(
+        PinnedTopologyWarning, match="has 8 GPUs but the live probe of this host found 4"
+    ):
+        assert probe(TopoConfig(), live=live).gpu_count == 8
+    monkeypatch.setenv("TORCH_TOPO_FILE", DGX2)
+    with pytest.warns(PinnedTopologyWarning, match="has 16 GPUs"):
+        assert probe(TopoConfig(), live=live).gpu_count == 16
+    with pytest.warns(
+        PinnedTopologyWarning, match="has 4 GPUs but the live probe of this host found 16"
+    ):
+        probe(
+            TopoConfig(topology_file=POWER8), live=_C.read_hwloc_xml(Path(DGX2).read_text(), DGX2)
+        )
+
+
+def test_bus_id_disagreement_warns_and_agreement_or_cpu_host_does_not(no_pins):
+    text = Path(POWER8).read_text()
+    moved = _C.read_hwloc_xml(text.replace("000b:01:00.0", "000c:01:00.0"), "moved.xml")
+    with pytest.warns(PinnedTopologyWarning, match="GPU 3: 000b:01:00.0 vs 000c:01:00.0"):
+        probe(TopoConfig(topology_file=POWER8), live=moved)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PinnedTopologyWarning)
+        probe(TopoConfig(topology_file=POWER8), live=_C.read_hwloc_xml(text, POWER8))
+        cpu_only = _C.read_hwloc_xml(Path(GB10).read_text(), GB10)  # 0 GPUs, like this CI host
+        assert probe(TopoConfig(topology_file=DGX2), live=cpu_only).gpu_count == 16
+
+
+def test_cpus_near_gpu_follow_the_numa_node():
+    dgx2 = torch_topo.load_topology(DGX2)
+    assert cpus_near_gpu(dgx2, 9) == {24, 25}  # NUMA node 1: cpuset 0x03000000
+    assert cpus_near_gpu(dgx2, 0) == {0, 1}
+    power8 = torch_topo.load_topology(POWER8)
+    assert cpus_near_gpu(power8, 2) == {80, 81, 88, 89, 96, 97, 104, 105}
+    with pytest.raises(ValueError, match="gpu: got 16, expected 0..15"):
+        cpus_near_gpu(dgx2, 16)
+
+
+@pytest.mark.parametrize(
+    "path, gpus, numa, hostname",
+    [(DGX2, 16, 2, ""), (POWER8, 4, 2, "drac-12.grenoble.grid5000.fr"), (GB10, 0, 1, "cfarm107")],
+)
+def test_hwloc_files(path, gpus, numa, hostname):
+    topo = torch_topo.load_topology(path)
+    assert topo.gpu_count == gpus
+    assert len(topo.native.numa_nodes) == numa
+    assert topo.hostname == hostname
+    direct = _C.read_hwloc_xml(Path(path).read_text(), path)
+    assert [g.bus_id for g in direct.gpus] == [g.bus_id for g in topo.native.gpus]
+
+
+def test_hwloc_reader_refuses_console_text_and_bad_xml():
+    with pytest.raises(ValueError, match="lstopo console output is not supported"):
+        _C.read_hwloc_xml(Path(CONSOLE).read_text(), CONSOLE)
+    with pytest.raises(ValueError, match=r"half\.xml:\d+:\d+: malformed XML"):
+        _C.read_hwloc_xml(Path(POWER8).read_text()[:5000], "half.xml")

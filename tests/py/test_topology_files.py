@@ -1,0 +1,252 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Every file of tests/data/{nvidia_smi_topo,nccl_topo_xml,hwloc} is read and checked against
+values read from the file by hand (below), never computed by the code under test; then XML and
+JSON round trips. Missing pairs of PARTIAL_ files are expected as SYS, as the reader documents."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pytest
+
+import torch_topo
+from torch_topo import TopoParseError, Topology, load_topology
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+
+
+@dataclass(frozen=True)
+class Expect:
+    gpus: int
+    rows: list[str]  # path matrix as the file prints it ("X NV12 SYS ..."), one per GPU
+    numa: list[int | None]  # NUMA node per GPU
+    nics: int
+
+
+def full(n: int, cell: str) -> list[str]:
+    """An n-GPU matrix with `cell` between every pair (read off a uniform file)."""
+    return [" ".join("X" if i == j else cell for j in range(n)) for i in range(n)]
+
+
+def known_rows(n: int, known: int, cell: str) -> list[str]:
+    """PARTIAL files: rows 0..known-1 print `cell` to every GPU; pairs of two missing rows
+    are SYS."""
+    return [" ".join("X" if i == j else (cell if min(i, j) < known else "SYS") for j in range(n))
+            for i in range(n)]
+
+
+def pcie_groups(groups: list[list[int]], numa_of: list[int], same_switch: str, same_numa: str) -> list[str]:
+    """Matrix for PCI-only XML files: `same_switch` inside a switch group, `same_numa` inside a
+    NUMA node, SYS across (groups and NUMA ids read from the file)."""
+    n = len(numa_of)
+    group_of = {g: k for k, members in enumerate(groups) for g in members}
+    def cell(i, j):
+        if i == j:
+            return "X"
+        if group_of.get(i) is not None and group_of.get(i) == group_of.get(j):
+            return same_switch
+        return same_numa if numa_of[i] == numa_of[j] else "SYS"
+    return [" ".join(cell(i, j) for j in range(n)) for i in range(n)]
+
+
+N = None
+SMI: dict[str, Expect] = {
+    "2xgpu_NV2_bridge_mlengineering.txt": Expect(2, ["X NV2", "NV2 X"], [N, N], 0),
+    "2xgpu_PHB_noNVLink_mlengineering.txt": Expect(2, ["X PHB", "PHB X"], [N, N], 0),
+    "PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC_PIX.txt": Expect(
+        8, full(8, "SYS"), [0, 0, 0, 0, 1, 1, N, N], 10),
+    "PARTIAL_nccl1453_8xH100_NV18_9xNIC.tsv.txt": Expect(8, full(8, "NV18"), [0] * 4 + [1] * 4, 9),
+    "PARTIAL_nccl1505_DGX-A100-40GB_NV12_12xNIC_NPS4.txt": Expect(
+        8, known_rows(8, 4, "NV12"), [3, 3, 1, 1, N, N, N, N], 12),
+    "PARTIAL_ncclTests78_DGX-2_16xV100_NV6_10xmlx5.txt": Expect(
+        16, known_rows(16, 4, "NV6"), [0] * 4 + [N] * 12, 10),
+    "PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt": Expect(
+        4, full(4, "NV18"), [0, 0, 1, N], 6),
+    "PARTIAL_sglang13973_8xH100class_NV18_9xNIC_3numa.txt": Expect(
+        8, known_rows(8, 6, "NV18"),
+        [0, 0, 0, 1, 2, 2, N, N], 9),
+    "a100_8xSXM_NV12_2numa_mlengineering_realigned.txt": Expect(
+        8, full(8, "NV12"), [0] * 4 + [1] * 4, 0),
+    "club3090_1229_2xRTX5090_PHB.tsv.txt": Expect(2, ["X PHB", "PHB X"], [0, 0], 0),
+    "dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt": Expect(8, [
+        "X NV1 NV1 NV2 NV2 SYS SYS SYS",
+        "NV1 X NV2 NV1 SYS NV2 SYS SYS",
+        "NV1 NV2 X NV2 SYS SYS NV1 SYS",
+        "NV2 NV1 NV2 X SYS SYS SYS NV1",
+        "NV2 SYS SYS SYS X NV1 NV1 NV2",
+        "SYS NV2 SYS SYS NV1 X NV2 NV1",
+        "SYS SYS NV1 SYS NV1 NV2 X NV2",
+        "SYS SYS SYS NV1 NV2 NV1 NV2 X",
+    ], [0] * 4 + [1] * 4, 1),  # NUMA numbered by the two distinct CPU Affinity sets
+    "goGpuallocator17_8xRTX4090_allSYS_2xNIC.tsv.txt": Expect(8, full(8, "SYS"), [0] * 4 + [1] * 4, 2),
+    "h100_8xSXM_NV18_2socket_mlengineering.txt": Expect(8, full(8, "NV18"), [0] * 4 + [1] * 4, 0),
+    "nccl557_2xGPU_NV3_bridge.tsv.txt": Expect(2, ["X NV3", "NV3 X"], [N, N], 0),
+    "ncclTests178_8xA100-PCIe_NV12pairs_NODE_SYS.txt": Expect(8, [
+        "X NV12 NODE NODE SYS SYS SYS SYS",
+        "NV12 X NODE NODE SYS SYS SYS SYS",
+        "NODE NODE X NV12 SYS SYS SYS SYS",
+        "NODE NODE NV12 X SYS SYS SYS SYS",
+        "SYS SYS SYS SYS X NV12 NODE NODE",
+        "SYS SYS SYS SYS NV12 X NODE NODE",
+        "SYS SYS SYS SYS NODE NODE X NV12",
+        "SYS SYS SYS SYS NODE NODE NV12 X",
+    ], [0] * 4 + [1] * 4, 0),
+    "ncclTests331_leonardo_4xA100-64GB_NV4mesh_4xNIC.txt": Expect(4, full(4, "NV4"), [0] * 4, 4),
+    "sheffield_sharc_DGX-1_8xP100_NV1_4xmlx5_SOCformat.tsv.txt": Expect(8, [
+        "X NV1 NV1 NV1 NV1 SYS SYS SYS",
+        "NV1 X NV1 NV1 SYS NV1 SYS SYS",
+        "NV1 NV1 X NV1 SYS SYS NV1 SYS",
+        "NV1 NV1 NV1 X SYS SYS SYS NV1",
+        "NV1 SYS SYS SYS X NV1 NV1 NV1",
+        "SYS NV1 SYS SYS NV1 X NV1 NV1",
+        "SYS SYS NV1 SYS NV1 NV1 X NV1",
+        "SYS SYS SYS NV1 NV1 NV1 NV1 X",
+    ], [0] * 8, 4),  # every GPU has CPU Affinity 1-1: one NUMA domain
+    "vllm19607_2xGPU_NV12_8xNIC_emptyAffinity.txt": Expect(2, ["X NV12", "NV12 X"], [N, N], 8),
+}
+
+# PCI-only XML: GPUs found by class, ordered by bus id; classes follow NCCL (PIX under one
+# switch, PHB through the CPU, SYS across CPUs).
+_P4 = pcie_groups([[0, 1], [2, 3], [4, 5], [6, 7]], [0] * 4 + [1] * 4, "PIX", "PHB")
+XML: dict[str, Expect] = {
+    "PARTIAL_ncclTests256_H200-HGX_baremetal_topo_dump_numa0.xml": Expect(3, full(3, "NV18"), [0, 0, 0], 4),
+    "PARTIAL_ncclTests256_H200_VM_topo_dump_fragment.xml": Expect(1, ["X"], [N], 1),
+    "aws_g5.48xlarge_8xA10G_topo.xml": Expect(0, [], [], 0),
+    "aws_p4d.24xlarge_8xA100_topo.xml": Expect(8, _P4, [0] * 4 + [1] * 4, 4),
+    "aws_p4de.24xlarge_8xA100-80G_topo.xml": Expect(8, _P4, [0] * 4 + [1] * 4, 4),
+    "aws_p5.48xlarge_8xH100_topo_2023.xml": Expect(0, [], [], 0),
+    "aws_p5.48xlarge_8xH100_topo_2026pr.xml": Expect(8, full(8, "PHB"), [0] * 8, 32),
+    "azure_ncv4_4xA100pcie_topo.xml": Expect(4, full(4, "SYS"), [0, 1, 2, 3], 1),
+    "azure_ndv2_8xV100_topo.xml": Expect(
+        8, pcie_groups([], [0] * 4 + [1] * 4, "PIX", "PHB"), [0] * 4 + [1] * 4, 1),
+    # bus order 0001 0002 (numa 1) 0003 0004 (numa 0) 000b 000c (numa 3) 000d 000e (numa 2)
+    "azure_ndv4_8xA100_topo.xml": Expect(
+        8, pcie_groups([[0, 1], [2, 3], [4, 5], [6, 7]], [1, 1, 0, 0, 3, 3, 2, 2], "PIX", "SYS"),
+        [1, 1, 0, 0, 3, 3, 2, 2], 8),
+    "azure_ndv5_8xH100_topo.xml": Expect(
+        8, pcie_groups([], [0] * 4 + [1] * 4, "PIX", "PHB"), [0] * 4 + [1] * 4, 8),
+    "nebius_h100_vm_8xH100_8xIB_topo_v1.xml": Expect(
+        8, pcie_groups([], [0] * 4 + [1] * 4, "PIX", "PHB"), [0] * 4 + [1] * 4, 8),
+}
+NCCL_GRAPH_FILES = {"azure_ncv4_4xA100pcie_graph.xml"}
+
+HWLOC: dict[str, Expect] = {
+    # 16 V100, each with 6 NVLinks of 25000 MB/s into the 12 NVSwitches (NVLinkBandwidth)
+    "hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml": Expect(16, full(16, "NV6"), [], 0),
+    # NVLinkBandwidth: GPU0-GPU1 and GPU2-GPU3 40000 MB/s (2 P100 links), GPUs 0,1 on package 0
+    "hwloc_power8_gpu_nvlink_distances.xml": Expect(
+        4, ["X NV2 SYS SYS", "NV2 X SYS SYS", "SYS SYS X NV2", "SYS SYS NV2 X"], [0, 0, 1, 1], 0),
+    # DGX Spark: no PCI GPU or network OS device in the export, one NUMA node
+    "hwloc_nvidia_DGX-GB10.xml": Expect(0, [], [], 0),
+}
+HWLOC_NUMA_IDS = {"hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml": {0, 1},
+                  "hwloc_power8_gpu_nvlink_distances.xml": {0, 1},
+                  "hwloc_nvidia_DGX-GB10.xml": {0}}
+HWLOC_TEXT_FILES = {"lstopo_power9_AC922_gpu_numanodes.console.txt"}
+
+
+def _cells(rows: list[str]) -> list[list[tuple[str, int]]]:
+    out = []
+    for row in rows:
+        out.append([("NV", int(c[2:])) if c.startswith("NV") else (c, 0) for c in row.split()])
+    return out
+
+
+def check(topo: Topology, e: Expect, check_numa: bool = True) -> None:
+    assert topo.gpu_count == e.gpus
+    assert len(topo.nics) == e.nics
+    expected = _cells(e.rows)
+    got = [[(topo.path(i, j), topo.nvlinks(i, j)) for j in range(e.gpus)] for i in range(e.gpus)]
+    assert got == expected
+    if check_numa:
+        assert [topo.numa_node(i) for i in range(e.gpus)] == e.numa
+
+
+def _listing(sub: str) -> set[str]:
+    return set(os.listdir(os.path.join(DATA, sub)))
+
+
+def test_tables_cover_every_file():
+    assert _listing("nvidia_smi_topo") == set(SMI)
+    assert _listing("nccl_topo_xml") == set(XML) | NCCL_GRAPH_FILES
+    assert _listing("hwloc") == set(HWLOC) | HWLOC_TEXT_FILES
+
+
+@pytest.mark.parametrize("name", sorted(SMI))
+def test_nvidia_smi_file(name):
+    topo = load_topology(os.path.join(DATA, "nvidia_smi_topo", name))
+    check(topo, SMI[name])
+    assert topo.format == "nvidia-smi"
+    assert any("rows missing" in w for w in topo.warnings) == name.startswith("PARTIAL_")
+
+
+@pytest.mark.parametrize("name", sorted(XML))
+def test_nccl_xml_file(name):
+    path = os.path.join(DATA, "nccl_topo_xml", name)
+    topo = load_topology(path)
+    check(topo, XML[name])
+    again = Topology(torch_topo._C.load_topology_text(topo.to_nccl_xml(), "written.xml"))
+    check(again, XML[name])
+    assert again.to_nccl_xml() == topo.to_nccl_xml()
+
+
+@pytest.mark.parametrize("name", sorted(NCCL_GRAPH_FILES))
+def test_nccl_graph_file_is_refused(name):
+    path = os.path.join(DATA, "nccl_topo_xml", name)
+    with pytest.raises(TopoParseError, match=r"NCCL graph file \(NCCL_GRAPH_FILE") as info:
+        load_topology(path)
+    assert info.value.path == path and info.value.line == 1
+
+
+@pytest.mark.parametrize("name", sorted(HWLOC))
+def test_hwloc_file(name):
+    topo = load_topology(os.path.join(DATA, "hwloc", name))
+    e = HWLOC[name]
+    check(topo, e, check_numa=bool(e.numa))
+    assert set(topo.numa_nodes) == HWLOC_NUMA_IDS[name]
+    again = Topology(torch_topo._C.load_topology_text(topo.to_nccl_xml(), "written.xml"))
+    check(again, e, check_numa=bool(e.numa))
+
+
+@pytest.mark.parametrize("name", sorted(HWLOC_TEXT_FILES))
+def test_lstopo_console_text_is_refused(name):
+    path = os.path.join(DATA, "hwloc", name)
+    with pytest.raises(TopoParseError, match=r":1:1: unknown topology format: expected"):
+        load_topology(path)
+
+
+ALL_READABLE = ([("nvidia_smi_topo", n) for n in sorted(SMI)]
+                + [("nccl_topo_xml", n) for n in sorted(XML)])
+
+
+@pytest.mark.parametrize("sub,name", ALL_READABLE)
+def test_json_round_trip(sub, name):
+    topo = load_topology(os.path.join(DATA, sub, name))
+    text = topo.to_json()
+    back = Topology.from_json(text)
+    assert back.to_json() == text
+    n = topo.gpu_count
+    for i in range(n):
+        for j in range(n):
+            assert back.bandwidth(i, j) == topo.bandwidth(i, j)  # exact, not approximate
+            assert back.latency(i, j) == topo.latency(i, j)
+    assert back.warnings == topo.warnings
+
+
+def test_nvidia_smi_text_cannot_become_nccl_xml():
+    topo = load_topology(os.path.join(DATA, "nvidia_smi_topo", "2xgpu_NV2_bridge_mlengineering.txt"))
+    with pytest.raises(ValueError, match="no physical graph"):
+        topo.to_nccl_xml()
+
+
+def test_bandwidths_follow_the_link_tables():
+    # Hand-computed from NCCL's constants: H200 NV18 at 20.6 GB/s per lane; p4d "8 GT/s" x16.
+    h200 = load_topology(os.path.join(DATA, "nccl_topo_xml",
+                                      "PARTIAL_ncclTests256_H200-HGX_baremetal_topo_dump_numa0.xml"))
+    assert h200.bandwidth(0, 1) == pytest.approx(18 * 20.6)
+    p4d = load_topology(os.path.join(DATA, "nccl_topo_xml", "aws_p4d.24xlarge_8xA100_topo.xml"))
+    assert p4d.bandwidth(0, 1) == pytest.approx(12.0)
+    assert p4d.bandwidth(0, 4) == pytest.approx(10.0)  # Skylake UPI (SKL_QPI_BW)
+    with pytest.raises(IndexError):
+        p4d.path(0, 8)

@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`python -m torch_topo plan FILE --mesh dp=4,tp=2`: topology-aware layout of a device mesh,
+its groups and predicted communication time per step; `--compare naive` adds the contiguous
+layout (what plain `init_device_mesh` gives) and the ratio."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from torch_topo.plan import Plan, parse_mesh
+
+__all__ = ["add_parser", "run", "parse_traffic"]
+
+# Sequence-parallel dimension names and how they are shown (DESIGN.md §5: Ulysses inside the
+# NVLink clique, ring attention across).
+_SEQUENCE_DIMS = {"sp": "ulysses", "cp": "ring", "ring": "ring"}
+
+
+def parse_traffic(text: str | None) -> dict[str, float] | None:
+    """ "tp=1e9,dp=2.5e8" -> {"tp": 1e9, "dp": 2.5e8} bytes per step (--traffic)."""
+    if text is None:
+        return None
+    out = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ValueError(f"--traffic: got {item!r}, expected NAME=BYTES (e.g. tp=1e9)") from None
+        if not sep or not name.strip() or out[name.strip()] < 0:
+            raise ValueError(f"--traffic: got {item!r}, expected NAME=BYTES with BYTES >= 0")
+    return out
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("plan", help="lay a device mesh out on a topology", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", metavar="FILE", help="topology file (nvidia-smi, NCCL XML, torch-topo JSON, cluster JSON)")
+    p.add_argument("--mesh", required=True, help="dimensions outermost first, e.g. dp=4,tp=2 or dp=2,cp=2,sp=2")
+    p.add_argument("--hosts", type=int, default=1, help="copies of a one-host FILE (default 1)")
+    p.add_argument("--traffic", default=None,
+                   help="bytes per step per dimension, e.g. tp=1e9,dp=2e8 (must name every dimension)")
+    p.add_argument("--compare", choices=["naive"], default=None, help="also cost the contiguous layout")
+    p.add_argument("--json", action="store_true", help="print one JSON object (schema torch-topo-plan/1)")
+    p.set_defaults(run=run)
+
+
+def _sequence_groups(plan: Plan) -> dict:
+    return {kind: {"dim": dim, "groups": plan.groups(dim)}
+            for dim, kind in _SEQUENCE_DIMS.items() if dim in plan.mesh_dim_names}
+
+
+def run(args) -> int:
+    if args.hosts < 1:
+        raise ValueError(f"--hosts: got {args.hosts}, expected >= 1")
+    mesh = parse_mesh(args.mesh, "--mesh")
+    traffic = parse_traffic(args.traffic)
+    planned = Plan.build(args.file, mesh, traffic, hosts=args.hosts)
+    naive = Plan.naive(args.file, mesh, traffic, hosts=args.hosts) if args.compare else None
+    if args.json:
+        out = planned.to_dict()
+        out["sequence_parallel"] = _sequence_groups(planned)
+        if naive is not None:
+            out["compare"] = {
+                "naive": {"mesh": naive.mesh, "groups": naive.to_dict()["groups"],
+                          "cost": naive.to_dict()["cost"], "total_cost": naive.cost()},
+                "ratio": naive.cost() / planned.cost() if planned.cost() > 0 else 1.0,
+            }
+        print(json.dumps(out, indent=2))
+        return 0
+    print(planned.explain())
+    for kind, entry in _sequence_groups(planned).items():
+        print(f"{kind} groups ({entry['dim']}): {entry['groups']}")
+    if naive is not None:
+        print()
+        print(naive.explain())
+        ratio = naive.cost() / planned.cost() if planned.cost() > 0 else 1.0
+        print(f"\ncontiguous / planned predicted time: {ratio:.2f}x")
+    return 0

@@ -1,0 +1,226 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The cluster every rank of a group agrees on, exchanged through the group's c10d store.
+
+Each rank publishes one JSON record under `torch_topo/cluster/rank/<group_rank>` of the store it
+is given (the backend creator's prefixed store, so groups never collide):
+`{"rank", "hostname", "local_rank", "local_device", "host"}` where `host` is its host topology as
+torch-topo JSON. Every rank then waits for all records (store wait/get with the configured
+timeout; no collective, so this is safe inside a backend creator) and assembles the same
+`Cluster` in C++, which refuses ranks of one host that publish different host graphs.
+
+Play mode (`TopoConfig.play` / `TORCH_TOPO_PLAY`) makes a rank claim a host name and a GPU of the
+pinned topology file, so multi-host layouts run on one CPU machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from datetime import timedelta
+
+from torch_topo import _C
+from torch_topo.config import TopoConfig
+from torch_topo.probe import probe, resolve_pinned_file
+from torch_topo.topology import Topology, load_topology
+
+__all__ = ["Cluster", "Placement", "exchange_cluster", "parse_play", "KEY_PREFIX"]
+
+KEY_PREFIX = "torch_topo/cluster/rank/"
+_DEFAULT_TIMEOUT = timedelta(minutes=5)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where one rank runs."""
+
+    host: int
+    """Index into `Cluster.hosts`."""
+    local_gpu: int
+    """GPU index on that host; -1 for a CPU-only rank."""
+    local_rank: int
+    """Rank among the ranks of its host (launcher's LOCAL_RANK, else order of global rank)."""
+
+
+class Cluster:
+    """Hosts joined by a network, with each rank's placement. Identical on every rank."""
+
+    def __init__(self, native: _C.ClusterTopology, rank: int) -> None:
+        self._native = native
+        self.rank = rank
+        """The group rank this process holds."""
+        self.hosts: list[Topology] = [Topology(h) for h in native.hosts]
+        """Host topologies, in order of each host's lowest rank."""
+        self.placements: list[Placement] = [
+            Placement(p.host, p.local_gpu, p.local_rank) for p in native.ranks
+        ]
+        """One per rank."""
+        self.inter_host_bandwidth_gbps: float = native.inter_host_bandwidth_gbps
+        """GB/s per direction between hosts (pinned, else the slowest host's best NIC; 0 when
+        unknown or single-host)."""
+        self.inter_host_latency_us: float = native.inter_host_latency_us
+
+    @property
+    def world_size(self) -> int:
+        return len(self.placements)
+
+    @property
+    def hostnames(self) -> list[str]:
+        return [h.hostname for h in self.hosts]
+
+    def host_of(self, rank: int) -> int:
+        """Host index of `rank`."""
+        return self.placements[rank].host
+
+    def ranks_on_host(self, host: int) -> list[int]:
+        """Ranks of host `host`, ascending."""
+        return [r for r, p in enumerate(self.placements) if p.host == host]
+
+    @property
+    def local(self) -> Topology:
+        """The host topology of this rank."""
+        return self.hosts[self.host_of(self.rank)]
+
+    def __repr__(self) -> str:
+        return (
+            f"Cluster(hosts={self.hostnames}, world_size={self.world_size}, "
+            f"inter_host_bandwidth_gbps={self.inter_host_bandwidth_gbps:g})"
+        )
+
+
+def parse_play(spec: str, group_size: int, rank: int) -> tuple[str, int]:
+    """The (hostname, GPU) this rank plays.
+
+    Args:
+        spec: "HOST:GPU" for this rank alone, or "HOST:GPU,HOST:GPU,..." with one entry per rank.
+        group_size: number of ranks, for the per-rank form.
+        rank: index into the per-rank form.
+    """
+    entries = [e.strip() for e in spec.split(",")]
+    if len(entries) != 1 and len(entries) != group_size:
+        raise ValueError(
+            f"TopoConfig.play: got {len(entries)} entries, expected 1 (this rank) or "
+            f"{group_size} (one per rank)"
+        )
+    entry = entries[0] if len(entries) == 1 else entries[rank]
+    host, sep, gpu = entry.rpartition(":")
+    if not sep or not host or not gpu.isdigit():
+        raise ValueError(f"TopoConfig.play: entry {entry!r}: expected HOST:GPU, e.g. 'node0:3'")
+    return host, int(gpu)
+
+
+def _local_gpu(topology: Topology) -> int:
+    """This process's GPU as an index of `topology` (-1 without CUDA). CUDA_VISIBLE_DEVICES
+    renumbers devices, so the match is by PCI bus id where torch reports it."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return -1
+    dev = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(dev)
+    fields = [getattr(props, f"pci_{k}_id", None) for k in ("domain", "bus", "device")]
+    if None not in fields:
+        bus_id = "{:04x}:{:02x}:{:02x}.0".format(*fields)
+        for gpu in topology.gpus:
+            if gpu.bus_id and gpu.bus_id.lower() == bus_id:
+                return gpu.index
+    return dev
+
+
+def _own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
+    play = cfg.play or os.environ.get("TORCH_TOPO_PLAY")
+    if play:
+        pinned = resolve_pinned_file(cfg)
+        if pinned is None:
+            raise ValueError(
+                "TopoConfig.play: needs a pinned topology file to play (TopoConfig.topology_file, "
+                "TORCH_TOPO_FILE or NCCL_TOPO_FILE)"
+            )
+        hostname, device = parse_play(play, group_size, play_rank)
+        topology = load_topology(pinned)
+        if device >= topology.gpu_count:
+            raise ValueError(
+                f"TopoConfig.play: GPU {device} on {hostname!r}: {pinned} has "
+                f"{topology.gpu_count} GPUs, expected 0..{topology.gpu_count - 1}"
+            )
+        # The launcher's LOCAL_RANK describes the real machine, not the played host.
+        local_rank = -1
+    else:
+        topology = probe(cfg)
+        hostname = socket.gethostname()
+        device = _local_gpu(topology)
+        local_rank = int(os.environ.get("LOCAL_RANK", "-1"))
+    return {
+        "hostname": hostname,
+        "local_rank": local_rank,
+        "local_device": device,
+        "host": topology.to_json(),
+    }
+
+
+def _wait_all(store, keys: list[str], timeout: timedelta, group_rank: int) -> None:
+    try:
+        store.wait(keys, timeout)
+    except RuntimeError as exc:  # c10d raises DistStoreError (a RuntimeError) on timeout
+        missing = [i for i, k in enumerate(keys) if not store.check([k])]
+        raise TimeoutError(
+            f"exchange_cluster: rank {group_rank} waited {timeout.total_seconds():g} s for the "
+            f"topology records of ranks {missing} of {len(keys)}; those ranks did not reach "
+            "backend creation (crashed, or a different world size)"
+        ) from exc
+
+
+def exchange_cluster(
+    store,
+    group_rank: int,
+    group_size: int,
+    config: TopoConfig | None = None,
+    *,
+    global_rank: int | None = None,
+) -> Cluster:
+    """Publishes this rank's record, reads every rank's, and assembles the cluster.
+
+    Args:
+        store: the group's c10d store (e.g. the creator's PrefixStore); one exchange per store.
+        group_rank: this rank in the group, 0..group_size-1.
+        group_size: ranks in the group.
+        config: pinned file, play spec, timeout and inter-host bandwidth; None reads the env.
+        global_rank: index into a per-rank play spec (default `group_rank`).
+    """
+    if group_size < 1 or not 0 <= group_rank < group_size:
+        raise ValueError(
+            f"exchange_cluster: group_rank: got {group_rank}, expected 0..{group_size - 1}"
+        )
+    cfg = TopoConfig.from_env() if config is None else config
+    timeout = cfg.timeout or _DEFAULT_TIMEOUT
+    record = _own_record(cfg, group_size, group_rank if global_rank is None else global_rank)
+    record["rank"] = group_rank
+    keys = [f"{KEY_PREFIX}{r}" for r in range(group_size)]
+    store.set(keys[group_rank], json.dumps(record))
+    _wait_all(store, keys, timeout, group_rank)
+    records = []
+    for r, key in enumerate(keys):
+        raw = store.get(key)
+        try:
+            rec = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"exchange_cluster: record of rank {r} is not JSON: {exc}") from exc
+        if rec.get("rank") != r:
+            raise ValueError(
+                f"exchange_cluster: key {key} holds the record of rank {rec.get('rank')}, "
+                f"expected {r} (a stale record from an earlier exchange on this store?)"
+            )
+        records.append(rec)
+    # Ranks without a launcher LOCAL_RANK take their order among the ranks of their host, the
+    # order torchrun itself assigns.
+    seen: dict[str, int] = {}
+    native = []
+    for r, rec in enumerate(records):
+        order = seen.get(rec["hostname"], 0)
+        seen[rec["hostname"]] = order + 1
+        local_rank = rec["local_rank"] if rec["local_rank"] >= 0 else order
+        native.append(
+            _C.RankRecord(r, rec["hostname"], local_rank, rec["local_device"], rec["host"])
+        )
+    return Cluster(_C.assemble_cluster(native, cfg.inter_host_gbps or 0.0, 0.0), group_rank)

@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`doctor`: lint a topology (and optionally a mesh) for layouts and settings that waste the
+interconnect (DESIGN.md §3). Each finding says what is wrong and what to do about it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+from torch_topo.plan import Plan, resolve_cluster
+
+__all__ = ["Finding", "diagnose"]
+
+# Path classes from fast to slow, as nvidia-smi prints them.
+_CLASS_ORDER = ["X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET"]
+# Dimensions whose groups must sit in the fastest clique (heaviest, latency-bound traffic).
+_CLIQUE_DIMS = ("tp", "sp")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found by `diagnose`."""
+
+    code: str
+    """Stable identifier, e.g. "tp-crosses-numa"."""
+    severity: Literal["error", "warning", "info"]
+    """error/warning make `doctor` exit 1; info is reported only."""
+    message: str
+    fix: str
+    """What to do about it."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _worst_pair(cluster, groups) -> tuple[int, int, str]:
+    """(lanes, class rank, text) of the slowest pair over all groups; larger is worse."""
+    keys = [(-lanes, _CLASS_ORDER.index(cls), f"{cls}{lanes or ''}")
+            for g in groups for i, a in enumerate(g) for b in g[i + 1:]
+            for cls, lanes in [cluster.pair_path(a, b)]]
+    return max(keys, default=(0, 0, "X"))
+
+
+def _layout_findings(cluster, mesh: dict[str, int], hosts: int) -> list[Finding]:
+    findings = []
+    naive = Plan.naive(cluster, mesh)
+    planned = Plan.build(cluster, mesh)
+    for dim in (d for d in _CLIQUE_DIMS if d in mesh and mesh[d] > 1):
+        bad, good = _worst_pair(cluster, naive.groups(dim)), _worst_pair(cluster, planned.groups(dim))
+        if bad[:2] > good[:2]:
+            if bad[2] in ("SYS", "NET"):
+                code, what = ("numa", "NUMA nodes") if bad[2] == "SYS" else ("hosts", "hosts")
+            elif not bad[2].startswith("NV") and good[2].startswith("NV"):
+                code, what = "pcie", "PCIe where NVLink is available"
+            else:
+                code, what = "weaker-links", "slower links than needed"
+            findings.append(Finding(
+                f"{dim}-{'crosses-' if code != 'weaker-links' else ''}{code}", "warning",
+                f"contiguous {dim} groups {naive.groups(dim)[:4]} use {what} (slowest pair "
+                f"{bad[2]}); a layout with slowest pair {good[2]} exists: "
+                f"{planned.groups(dim)[:4]} (predicted {naive.cost(dim) * 1e3:.2f} -> "
+                f"{planned.cost(dim) * 1e3:.2f} ms/step)",
+                "build the mesh with torch_topo.init_device_mesh (or pass these groups to "
+                "DeviceMesh); `python -m torch_topo plan FILE --mesh ... --compare naive` shows it"))
+    tp = mesh.get("tp", 1)
+    per_host = cluster.world_size // max(hosts, 1)
+    if per_host == 8 and tp > 1 and tp % 2 == 1:
+        findings.append(Finding(
+            "odd-tp", "warning",
+            f"tp={tp} on an 8-GPU host: groups cannot tile the host, so some tp groups straddle "
+            "NVLink cliques or hosts",
+            "use tp in {2, 4, 8} on 8-GPU hosts"))
+    return findings
+
+
+def _pcie_findings(cluster) -> list[Finding]:
+    findings = []
+    for host in range(cluster.host_count):
+        per_lane = {}
+        for gpu, lanes, gbps in cluster.gpu_pcie_links(host):
+            if lanes > 0 and gbps > 0:
+                per_lane.setdefault(round(gbps / lanes, 2), set()).add(gpu)
+        if len(per_lane) > 1:
+            detail = "; ".join(f"{rate} GB/s per lane: GPUs {sorted(g)}" for rate, g in sorted(per_lane.items()))
+            findings.append(Finding(
+                "mixed-pcie", "warning",
+                f"host {host}: GPUs sit on PCIe links of different generations ({detail}); "
+                "rings run at the slowest",
+                "check BIOS link speed settings and riser cards; keep heavy groups on the "
+                "faster GPUs (traffic= in torch_topo.plan)"))
+    return findings
+
+
+def _environment_findings(environ) -> list[Finding]:
+    findings = []
+    value = environ.get("CUDA_DEVICE_MAX_CONNECTIONS")
+    if value is not None:
+        findings.append(Finding(
+            "cuda-device-max-connections", "warning",
+            f"CUDA_DEVICE_MAX_CONNECTIONS={value} is set: with few hardware queues, kernels of "
+            "unrelated streams serialise and communication stops overlapping compute",
+            "unset it, unless a framework needs it for its own ordering (Megatron-LM sets 1 "
+            "for sequence-parallel overlap)"))
+    return findings
+
+
+def _probe_findings(pinned_path: str | None) -> list[Finding]:
+    """A pinned file that disagrees with the live probe (needs torch_topo.probe)."""
+    import torch_topo
+
+    probe = getattr(torch_topo, "probe", None)
+    load = getattr(torch_topo, "load_topology", None)
+    if pinned_path is None or probe is None or load is None:
+        return []
+    live, pinned = probe(), load(pinned_path)
+    if live.gpu_count == 0:
+        return [Finding("pinned-unverified", "info",
+                        f"the live probe sees no GPUs here; {pinned_path} ({pinned.gpu_count} "
+                        "GPUs) cannot be checked against the machine", "run doctor on the GPU host")]
+    if live.gpu_count != pinned.gpu_count:
+        return [Finding("pinned-mismatch", "error",
+                        f"pinned topology {pinned_path} has {pinned.gpu_count} GPUs, the live probe "
+                        f"{live.gpu_count}", "pin the file dumped on this machine type "
+                        "(`python -m torch_topo probe --json > topo.json`) or unset TORCH_TOPO_FILE")]
+    return []
+
+
+def _kv_findings(mesh: dict[str, int], kv_heads: int | None) -> list[Finding]:
+    sp = mesh.get("sp", 1)
+    if kv_heads is None or sp <= 1:
+        return []
+    if kv_heads < sp:
+        severity = "warning" if sp % kv_heads == 0 else "error"
+        return [Finding(
+            "kv-heads-below-ulysses", severity,
+            f"kv_heads={kv_heads} < Ulysses degree sp={sp}: K/V heads are replicated "
+            f"{sp // kv_heads if sp % kv_heads == 0 else 'unevenly'}x across the group"
+            + ("" if severity == "warning" else " and sp is not a multiple of kv_heads"),
+            f"use sp <= {kv_heads} and put the rest of the sequence split on ring attention (cp)")]
+    if kv_heads % sp:
+        return [Finding("kv-heads-uneven", "error",
+                        f"kv_heads={kv_heads} is not divisible by sp={sp}",
+                        "choose sp dividing the K/V head count")]
+    return []
+
+
+def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
+             kv_heads: int | None = None, pinned_path: str | None = None,
+             environ=None) -> list[Finding]:
+    """Findings for a topology (file, Topology or cluster) and an optional mesh.
+
+    Without a mesh, the common tensor-parallel degrees 2 and 4 are checked (dp filling the rest).
+    """
+    env = os.environ if environ is None else environ
+    cluster = resolve_cluster(topology, hosts)
+    findings: list[Finding] = []
+    per_host = cluster.world_size // hosts
+    meshes = [mesh] if mesh else [
+        {"dp": cluster.world_size // tp, "tp": tp} for tp in (2, 4) if per_host % tp == 0 and per_host > tp]
+    for m in meshes:
+        findings += _layout_findings(cluster, m, hosts)
+    findings += _kv_findings(mesh or {}, kv_heads)
+    findings += _pcie_findings(cluster)
+    findings += _environment_findings(env)
+    findings += _probe_findings(pinned_path)
+    return findings

@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`init_device_mesh`: torch's DeviceMesh, laid out by the planner on the current world.
+
+The cluster comes from, in order: the `topology=` argument; the pinned topology file
+(`TopoConfig.topology_file`, `TORCH_TOPO_FILE` or `NCCL_TOPO_FILE`) with each rank's
+host and GPU from play mode (`TopoConfig.play` / `TORCH_TOPO_PLAY`) or host-major placement.
+Without any, the contiguous layout is used (there is nothing to plan on).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh
+
+from torch_topo import _C
+from torch_topo.config import TopoConfig
+from torch_topo.numa import apply_numa_binding
+from torch_topo.plan import Plan, resolve_cluster
+
+__all__ = ["init_device_mesh", "plan_for_world", "parse_play"]
+
+
+def parse_play(text: str, world_size: int) -> list[tuple[str, int]] | None:
+    """ "HOST:GPU,HOST:GPU,..." indexed by rank -> [(host, gpu)]; a single entry is this
+    rank's own (returned as None: the caller gathers it from every rank)."""
+    entries = []
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        host, sep, gpu = item.rpartition(":")
+        if not sep or not host:
+            raise ValueError(f"TopoConfig.play: got {item!r}, expected HOST:GPU")
+        try:
+            entries.append((host, int(gpu)))
+        except ValueError:
+            raise ValueError(f"TopoConfig.play: {item!r}: GPU must be an integer") from None
+    if len(entries) == 1 and world_size > 1:
+        return None
+    if len(entries) != world_size:
+        raise ValueError(
+            f"TopoConfig.play: got {len(entries)} entries, expected one per rank "
+            f"({world_size}) or one for this rank"
+        )
+    return entries
+
+
+def _played_cluster(path: str, placements: list[tuple[str, int]], chunk_bytes: int):
+    """Cluster JSON of copies of `path`, one per played host name, ranks where they play."""
+    names = list(dict.fromkeys(h for h, _ in placements))
+    doc = json.loads(_C.planner_cluster_json(path=path, hosts=len(names)))
+    gpus = len(doc["hosts"][0]["gpus"])
+    ranks = []
+    for rank, (host, gpu) in enumerate(placements):
+        if not 0 <= gpu < max(gpus, 1):
+            raise ValueError(f"TopoConfig.play: rank {rank}: GPU {gpu}, expected 0..{gpus - 1} "
+                             f"(GPUs of {path})")
+        ranks.append({"host": names.index(host), "local_gpu": gpu if gpus else -1,
+                      "local_rank": sum(1 for h, _ in placements[:rank] if h == host)})
+    for i, name in enumerate(names):
+        doc["hosts"][i]["hostname"] = name
+    doc["ranks"] = ranks
+    return resolve_cluster(doc, 1, chunk_bytes)
+
+
+def _world_cluster(config: TopoConfig, world_size: int, topology=None):
+    """The PlannerCluster of the current world, or None when no topology is known."""
+    chunk = config.pipeline_chunk_bytes
+    source = topology
+    if source is None:
+        source = config.topology_file or os.environ.get("NCCL_TOPO_FILE")
+        if not source:
+            return None
+    is_path = isinstance(source, (str, os.PathLike)) and not str(source).lstrip().startswith("{")
+    if is_path and config.play:
+        placements = parse_play(config.play, world_size)
+        if placements is None:  # each rank knows only its own: gather them
+            gathered = [None] * world_size
+            dist.all_gather_object(gathered, parse_play(config.play, 1)[0])
+            placements = [tuple(p) for p in gathered]
+        return _played_cluster(os.fspath(source), placements, chunk)
+    per_host = resolve_cluster(source, 1, chunk).world_size
+    if world_size % per_host == 0:
+        return resolve_cluster(source, world_size // per_host, chunk)
+    if world_size < per_host and is_path:
+        return _played_cluster(os.fspath(source), [("host0", r) for r in range(world_size)], chunk)
+    raise ValueError(f"world size {world_size} does not fill whole hosts of {per_host} GPUs; "
+                     "set TopoConfig.play (TORCH_TOPO_PLAY) to say where ranks run")
+
+
+def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
+                   config: TopoConfig | None = None) -> Plan:
+    """The plan init_device_mesh would use, computed on every rank (deterministic)."""
+    cfg = (config or TopoConfig()).merged_with_env()
+    world = dist.get_world_size()
+    names = _check_names(mesh_shape, mesh_dim_names)
+    mesh = dict(zip(names, (int(s) for s in mesh_shape)))
+    cluster = _world_cluster(cfg, world, topology)
+    if cluster is None:
+        # No topology: a CPU-only cluster of one host; the layout stays contiguous.
+        doc = {"schema": "torch-topo/1", "kind": "cluster",
+               "hosts": [{"hostname": "local", "gpus": []}],
+               "ranks": [{"host": 0, "local_gpu": -1, "local_rank": r} for r in range(world)]}
+        return Plan.build(doc, mesh, traffic, contiguous=True)
+    return Plan.build(cluster, mesh, traffic, nccl_hints=cfg.nccl_hints)
+
+
+def _check_names(mesh_shape, mesh_dim_names) -> tuple[str, ...]:
+    if mesh_dim_names is None:
+        raise ValueError("mesh_dim_names: required, expected one name per mesh dimension "
+                         "(names tell the planner what traffic each dimension carries)")
+    names = tuple(mesh_dim_names)
+    if len(names) != len(tuple(mesh_shape)):
+        raise ValueError(f"mesh_dim_names: got {len(names)} names for mesh_shape "
+                         f"{tuple(mesh_shape)}, expected one per dimension")
+    return names
+
+
+def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, topology=None,
+                     traffic=None, config: TopoConfig | None = None) -> DeviceMesh:
+    """A DeviceMesh whose groups follow the topology-aware plan of the current world.
+
+    Args:
+        device_type: "cpu" or "cuda", as for torch's init_device_mesh.
+        mesh_shape: sizes, outermost first; their product must be the world size.
+        mesh_dim_names: one name per dimension (tp, sp, cp, ep, dp, pp, ... or any with traffic).
+        topology: optional topology file / Topology / cluster; default: the pinned file.
+        traffic: optional {dim: bytes per step} (see torch_topo.plan).
+        config: TopoConfig; `bind_numa` binds this rank to its GPU's CPUs first and
+            `nccl_hints` sets NCCL_ALGO/NCCL_PROTO of the heaviest dimension where unset.
+
+    The plan is on the returned mesh as `mesh.topo_plan`; the NUMA report as
+    `mesh.topo_numa_report`.
+    """
+    if not dist.is_initialized():
+        raise ValueError("init_device_mesh: torch.distributed is not initialised; call "
+                         "init_process_group first")
+    cfg = (config or TopoConfig()).merged_with_env()
+    plan = plan_for_world(mesh_shape, mesh_dim_names, topology=topology, traffic=traffic,
+                          config=cfg)
+    # Every rank must build the same mesh; a rank with a different topology file would not.
+    mine = plan.mesh
+    seen = [None] * dist.get_world_size()
+    dist.all_gather_object(seen, mine)
+    if any(s != mine for s in seen):
+        bad = next(i for i, s in enumerate(seen) if s != mine)
+        raise RuntimeError(f"init_device_mesh: rank {bad} planned a different mesh than rank "
+                           f"{dist.get_rank()}; expected the same topology on every rank")
+    report = apply_numa_binding(plan.cluster, dist.get_rank(), enabled=cfg.bind_numa)
+    if cfg.nccl_hints and device_type == "cuda" and plan.nccl_hints:
+        # NCCL reads these once per process, so only the heaviest dimension's hints can apply.
+        for key, value in plan.nccl_hints[plan.priority[0]].items():
+            if key not in os.environ:
+                os.environ[key] = value
+                plan.applied_nccl_env[key] = value
+    device_mesh = DeviceMesh(device_type, torch.tensor(plan.mesh, dtype=torch.int),
+                             mesh_dim_names=tuple(mesh_dim_names))
+    device_mesh.topo_plan = plan
+    device_mesh.topo_numa_report = report
+    return device_mesh

@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Ulysses sequence parallelism (DeepSpeed-Ulysses, arXiv:2309.14509): an all-to-all turns a
+sequence shard with all heads into the full sequence with a slice of the heads, attention runs
+locally, and the inverse all-to-all restores the layout. Q, K and V travel in ONE exchange."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from torch_topo import _C
+from torch_topo.ops.utils import check_qkv, check_same_shape, group_rank_size
+
+__all__ = ["UlyssesExchangeFunction", "ulysses_all_to_all", "ulysses_attention"]
+
+AttnFn = Callable[..., torch.Tensor]
+
+
+def _exchange(tensors: Sequence[torch.Tensor], scatter_dim: int, gather_dim: int, group,
+              replicate: Sequence[bool], reduce_replicas: Sequence[int]) -> list[torch.Tensor]:
+    """Pack (C++/CUDA), one all_to_all_single on one contiguous buffer, unpack (C++/CUDA)."""
+    world = dist.get_world_size(group)
+    send = _C.ulysses_pack(list(tensors), scatter_dim, world, list(replicate))
+    shapes = [_C.ulysses_slice_shape(list(t.shape), scatter_dim, world, r)
+              for t, r in zip(tensors, replicate)]
+    recv = torch.empty_like(send)
+    dist.all_to_all_single(recv, send, group=group)
+    return _C.ulysses_unpack(recv, shapes, gather_dim, world, list(reduce_replicas))
+
+
+class UlyssesExchangeFunction(torch.autograd.Function):
+    """Scatter `scatter_dim`, gather `gather_dim` for several tensors in one exchange; the
+    backward is the inverse exchange, again one collective, summing the gradients of replicated
+    slices (GQA heads shared by several ranks)."""
+
+    @staticmethod
+    def forward(ctx, group, scatter_dim: int, gather_dim: int, replicate: tuple[bool, ...],
+                *tensors: torch.Tensor):
+        world = dist.get_world_size(group)
+        ctx.group, ctx.scatter_dim, ctx.gather_dim = group, scatter_dim, gather_dim
+        # A replicated slice of a size-n dim reaches world / n ranks; backward sums them.
+        ctx.reduce = [world // t.shape[scatter_dim] if r and t.shape[scatter_dim] < world else 1
+                      for t, r in zip(tensors, replicate)]
+        out = _exchange(tensors, scatter_dim, gather_dim, group, replicate, [1] * len(tensors))
+        ctx.out_shapes = [o.shape for o in out]
+        ctx.dtype, ctx.device = tensors[0].dtype, tensors[0].device
+        return tuple(out)
+
+    @staticmethod
+    def backward(ctx, *grads: torch.Tensor):
+        # An output the loss does not use has no gradient: it contributes zeros.
+        grads = [torch.zeros(shape, dtype=ctx.dtype, device=ctx.device) if g is None
+                 else g.contiguous() for g, shape in zip(grads, ctx.out_shapes)]
+        out = _exchange(grads, ctx.gather_dim, ctx.scatter_dim, ctx.group,
+                        [False] * len(grads), ctx.reduce)
+        return (None, None, None, None, *out)
+
+
+def ulysses_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group=None,
+                       check_inputs: bool = True) -> torch.Tensor:
+    """Splits `x` along `scatter_dim` over the ranks of `group` and concatenates what arrives
+    along `gather_dim` (rank order). Differentiable: the gradient takes the inverse exchange.
+
+    Args:
+        x: any tensor whose `scatter_dim` size is a multiple of the group size.
+        scatter_dim: dimension split over the ranks (e.g. heads).
+        gather_dim: dimension the ranks' pieces are concatenated along (e.g. sequence).
+        group: process group (default: the world).
+        check_inputs: first verify with one small all_gather that every rank holds the same
+            shape (a mismatch would otherwise abort Gloo or corrupt NCCL).
+    """
+    group = group if group is not None else dist.group.WORLD
+    ndim = x.dim()
+    s, g = scatter_dim % ndim if -ndim <= scatter_dim < ndim else None, \
+        gather_dim % ndim if -ndim <= gather_dim < ndim else None
+    if s is None or g is None:
+        raise ValueError(f"ulysses_all_to_all: scatter_dim {scatter_dim} / gather_dim "
+                         f"{gather_dim} out of range for a tensor with {ndim} dims")
+    if s == g:
+        raise ValueError(f"ulysses_all_to_all: scatter_dim and gather_dim are both {s}, "
+                         "expected two different dims")
+    if check_inputs:
+        check_same_shape("ulysses_all_to_all", group, {"x": x})
+    return UlyssesExchangeFunction.apply(group, s, g, (False,), x)[0]
+
+
+def sdpa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool,
+                   softmax_scale: float | None) -> torch.Tensor:
+    """Default local attention: torch's scaled_dot_product_attention on [b, s, h, d] tensors,
+    with GQA when K/V carry fewer heads."""
+    out = F.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal,
+        scale=softmax_scale, enable_gqa=k.shape[2] != q.shape[2])
+    return out.transpose(1, 2)
+
+
+def check_ulysses_heads(where: str, q_heads: int, kv_heads: int, world: int) -> None:
+    """Query heads split evenly; K/V heads split evenly or, when fewer than the ranks, each
+    rank's query heads must all use one K/V head (world a multiple of kv_heads)."""
+    if q_heads % world != 0:
+        raise ValueError(f"{where}: {q_heads} query heads cannot be split over a group of "
+                         f"{world}: expected a multiple of {world}")
+    if kv_heads % world != 0 and world % kv_heads != 0:
+        raise ValueError(f"{where}: {kv_heads} key/value heads cannot be split over a group of "
+                         f"{world}: expected a multiple or a divisor of {world}")
+
+
+def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None,
+                      causal: bool = False, softmax_scale: float | None = None,
+                      attn_fn: AttnFn | None = None, check_inputs: bool = True) -> torch.Tensor:
+    """Attention over a sequence sharded across `group` ([batch, seq_local, heads, head_dim]).
+
+    Q, K and V are exchanged in one all_to_all_single to [batch, seq, heads / P, head_dim],
+    `attn_fn` runs locally, and one more exchange brings the output back to the input layout.
+    With kv_heads < P each rank receives the K/V head its query heads use (replicated) and the
+    replicas' gradients are summed in backward.
+
+    Args:
+        q: [b, s_local, heads, d]; heads a multiple of the group size.
+        k, v: [b, s_local, kv_heads, d]; kv_heads divides heads and is a multiple or a divisor
+            of the group size.
+        group: process group (default: the world). Shards are contiguous: rank r holds
+            positions [r * s_local, (r + 1) * s_local).
+        causal: causal mask over the gathered sequence.
+        softmax_scale: default 1 / sqrt(d).
+        attn_fn: `attn_fn(q, k, v, causal=..., softmax_scale=...)` on [b, s, h, d] tensors
+            (K/V may have fewer heads); default torch's scaled_dot_product_attention.
+        check_inputs: verify with one small all_gather that all ranks' shapes agree.
+    """
+    group = group if group is not None else dist.group.WORLD
+    check_qkv("ulysses_attention", q, k, v)
+    _, world = group_rank_size(group)
+    check_ulysses_heads("ulysses_attention", q.shape[2], k.shape[2], world)
+    if check_inputs:
+        check_same_shape("ulysses_attention", group, {"q": q, "k": k})
+    replicate = (False, k.shape[2] < world, k.shape[2] < world)
+    qg, kg, vg = UlyssesExchangeFunction.apply(group, 2, 1, replicate, q, k, v)
+    out = (attn_fn or sdpa_attention)(qg, kg, vg, causal=causal, softmax_scale=softmax_scale)
+    return UlyssesExchangeFunction.apply(group, 1, 2, (False,), out.contiguous())[0]

@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared pieces of the sequence-parallel ops: input checks, the fp32 LSE merge and the ring
+exchange (one module for all algorithms, as in zhuzilin/ring-flash-attention's utils.py)."""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from torch_topo import _C
+
+__all__ = [
+    "RingExchange",
+    "check_qkv",
+    "check_same_shape",
+    "group_rank_size",
+    "merge_block",
+]
+
+# Fixed-size shape record so the agreement check is itself a safe, equal-size collective.
+_META_LEN = 16
+
+
+def group_rank_size(group) -> tuple[int, int]:
+    """(rank in group, group size) of this process; `group=None` is the default group."""
+    return dist.get_rank(group), dist.get_world_size(group)
+
+
+def check_qkv(where: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Layout [batch, seq, heads, head_dim]: same dtype and device, K and V alike, query heads a
+    multiple of key/value heads (GQA/MQA)."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dim() != 4:
+            raise ValueError(
+                f"{where}: {name} must be [batch, seq, heads, head_dim]: got shape "
+                f"{tuple(t.shape)}")
+    for name, t in (("k", k), ("v", v)):
+        if t.dtype != q.dtype:
+            raise ValueError(f"{where}: {name} has dtype {t.dtype}, expected {q.dtype} like q")
+        if t.device != q.device:
+            raise ValueError(f"{where}: {name} is on {t.device}, expected {q.device} like q")
+    if k.shape != v.shape:
+        raise ValueError(f"{where}: k shape {tuple(k.shape)} differs from v shape "
+                         f"{tuple(v.shape)}")
+    if k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3]:
+        raise ValueError(f"{where}: k shape {tuple(k.shape)} does not match q shape "
+                         f"{tuple(q.shape)} in batch or head_dim")
+    if k.shape[2] == 0 or q.shape[2] % k.shape[2] != 0:
+        raise ValueError(f"{where}: query heads {q.shape[2]} are not a multiple of key/value "
+                         f"heads {k.shape[2]}")
+
+
+def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor]) -> None:
+    """Raises ValueError on every rank when the ranks of `group` hold differently shaped tensors.
+
+    Equal-split exchanges with mismatched sizes abort Gloo (SIGABRT in pair.cc) and corrupt or
+    hang NCCL, so one small all_gather of fixed-size shape records runs first; every rank sees
+    the same records and raises the same error, so none is left waiting in a collective."""
+    rank, world = group_rank_size(group)
+    if world == 1:
+        return
+    records = []
+    for t in tensors.values():
+        records += [t.dim(), *t.shape]
+    if len(records) > _META_LEN:
+        raise ValueError(f"{where}: too many dims to check ({len(records)}, max {_META_LEN})")
+    device = next(iter(tensors.values())).device
+    meta = torch.full((_META_LEN,), -1, dtype=torch.int64, device=device)
+    meta[: len(records)] = torch.tensor(records, dtype=torch.int64)
+    gathered = [torch.empty_like(meta) for _ in range(world)]
+    dist.all_gather(gathered, meta, group=group)
+    rows = [g.tolist() for g in gathered]
+    for other, row in enumerate(rows):
+        if row != rows[rank]:
+            raise ValueError(
+                f"{where}: tensor shapes differ across ranks: rank {rank} has "
+                f"{_describe(tensors, rows[rank])}, rank {other} has {_describe(tensors, row)}; "
+                f"every rank must hold the same local sequence length and head counts")
+
+
+def _describe(tensors, row) -> str:
+    parts, i = [], 0
+    for name in tensors:
+        ndim = row[i]
+        parts.append(f"{name} {row[i + 1:i + 1 + ndim]}")
+        i += 1 + ndim
+    return ", ".join(parts)
+
+
+def merge_block(out: torch.Tensor, lse: torch.Tensor, block_out: torch.Tensor,
+                block_lse: torch.Tensor) -> None:
+    """Merges one block into the running fp32 (out [..., s, d], lse [..., s]), in place."""
+    _C.merge_attn_block(out, lse, block_out, block_lse)
+
+
+class RingExchange:
+    """Send to the next rank, receive from the previous one, over a process group.
+
+    `post` starts one step (isend + irecv, batched so NCCL sees them together) and returns at
+    once; `wait` finishes it. Posting step i+1 before computing on step i is the double buffer:
+    the caller owns two buffers and never writes one that is still being sent. On CUDA the
+    NCCL point-to-point kernels run on c10d's internal per-peer streams, and `wait` only makes
+    the current stream wait on them (no host sync); on CPU Gloo runs them on its own threads.
+    """
+
+    def __init__(self, group) -> None:
+        self.group = group if group is not None else dist.group.WORLD
+        self.rank, self.world = group_rank_size(self.group)
+        self.next = dist.get_global_rank(self.group, (self.rank + 1) % self.world)
+        self.prev = dist.get_global_rank(self.group, (self.rank - 1) % self.world)
+        self._works: list = []
+
+    def post(self, send: torch.Tensor, recv: torch.Tensor, tag: int = 0) -> None:
+        ops = [dist.P2POp(dist.isend, send, self.next, self.group, tag),
+               dist.P2POp(dist.irecv, recv, self.prev, self.group, tag)]
+        self._works += dist.batch_isend_irecv(ops)
+
+    def wait(self) -> None:
+        for work in self._works:
+            work.wait()
+        self._works = []

@@ -1,0 +1,318 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Topology-aware device-mesh plans: `plan(topology_or_cluster, mesh, traffic=None)`.
+
+A `Plan` says which global ranks share each group of a mesh (heaviest dimensions inside the
+fastest GPU cliques, cross-host groups on one NIC rail), what each dimension is predicted to
+cost per step and which collective algorithm the cost model picks per size. The search and the
+cost model are C++ (csrc/topo/placement, cost_model); this module shapes inputs and outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from torch_topo import _C
+
+__all__ = ["Plan", "plan", "parse_mesh", "resolve_cluster", "SIZE_CLASSES"]
+
+SIZE_CLASSES: dict[str, int] = {"small": 64 << 10, "medium": 4 << 20, "large": 256 << 20}
+"""Message sizes `Plan.algorithms` reports a choice for, besides each dimension's step bytes."""
+
+# NCCL_ALGO names for the model's algorithms NCCL implements; the others get no hint.
+_NCCL_ALGO = {"ring": "Ring", "tree": "Tree"}
+# NCCL_PROTO by message size: LL for latency-bound, LL128 for mid sizes, Simple for bandwidth
+# (the crossover region NCCL's tuning.cc model places between 64 KiB and a few MiB).
+_NCCL_PROTO_LIMITS = ((64 << 10, "LL"), (4 << 20, "LL128"))
+
+
+def parse_mesh(text: str, option: str = "--mesh") -> dict[str, int]:
+    """ "dp=4,tp=2" -> {"dp": 4, "tp": 2} (outermost first); ValueError names `option`."""
+    out: dict[str, int] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, size = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"{option}: got {item!r}, expected NAME=SIZE (e.g. dp=4,tp=2)")
+        try:
+            value = int(size)
+        except ValueError:
+            raise ValueError(f"{option}: {name}: got {size.strip()!r}, expected an integer") from None
+        if name in out:
+            raise ValueError(f"{option}: dimension {name!r} appears twice")
+        out[name] = value
+    if not out:
+        raise ValueError(f"{option}: got {text!r}, expected NAME=SIZE[,NAME=SIZE...]")
+    return out
+
+
+def _mesh_items(mesh: Mapping[str, int] | Sequence[tuple[str, int]] | str) -> list[tuple[str, int]]:
+    if isinstance(mesh, str):
+        return list(parse_mesh(mesh, "mesh").items())
+    items = list(mesh.items()) if isinstance(mesh, Mapping) else [tuple(i) for i in mesh]
+    for item in items:
+        if len(item) != 2 or not isinstance(item[0], str) or isinstance(item[1], bool) or not isinstance(item[1], int):
+            raise ValueError(f"mesh: got {item!r}, expected (name, size) with an int size")
+    return [(str(n), int(s)) for n, s in items]
+
+
+def _traffic_map(traffic: Mapping[str, Any] | None) -> dict[str, tuple[float, str]] | None:
+    if traffic is None:
+        return None
+    out: dict[str, tuple[float, str]] = {}
+    for name, value in traffic.items():
+        op = ""
+        if isinstance(value, (tuple, list)):
+            if len(value) != 2:
+                raise ValueError(f"traffic: {name}: got {value!r}, expected bytes or (bytes, op)")
+            value, op = value
+        try:
+            out[str(name)] = (float(value), str(op))
+        except (TypeError, ValueError):
+            raise ValueError(f"traffic: {name}: got {value!r}, expected a number of bytes") from None
+    return out
+
+
+def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20):
+    """A `_C.PlannerCluster` from a file path, a `Topology`/cluster object (anything with
+    `to_json()`), a torch-topo JSON dict or text, or an existing PlannerCluster."""
+    obj = topology_or_cluster
+    if isinstance(obj, _C.PlannerCluster):
+        if hosts != 1:
+            raise ValueError("hosts: a PlannerCluster already fixes its hosts; expected hosts=1")
+        return obj
+    if isinstance(obj, os.PathLike) or (isinstance(obj, str) and not obj.lstrip().startswith("{")):
+        path = os.fspath(obj)
+        if not os.path.exists(path):
+            raise ValueError(f"topology: {path}: no such file")
+        text = _C.planner_cluster_json(path=path, hosts=hosts)
+    else:
+        if hasattr(obj, "to_json"):
+            obj = obj.to_json()
+        if isinstance(obj, Mapping):
+            obj = json.dumps(obj)
+        if not isinstance(obj, str):
+            raise ValueError(
+                f"topology: got {type(topology_or_cluster).__name__}, expected a file path, a "
+                "Topology or cluster object, or torch-topo JSON"
+            )
+        text = _C.planner_cluster_json(text=obj, hosts=hosts)
+    return _C.PlannerCluster(text, chunk_bytes)
+
+
+def _nest(flat: list[int], shape: Sequence[int]) -> list:
+    if len(shape) == 1:
+        return list(flat)
+    step = len(flat) // shape[0]
+    return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def _nccl_hint(algorithm: str, nbytes: float) -> dict[str, str]:
+    hint = {}
+    if algorithm in _NCCL_ALGO:
+        hint["NCCL_ALGO"] = _NCCL_ALGO[algorithm]
+    proto = "Simple"
+    for limit, name in _NCCL_PROTO_LIMITS:
+        if nbytes < limit:
+            proto = name
+            break
+    hint["NCCL_PROTO"] = proto
+    return hint
+
+
+class Plan:
+    """A device mesh laid out on the ranks of a cluster, with its predicted cost.
+
+    Attributes:
+        mesh_dim_names: dimension names, outermost first.
+        mesh_shape: sizes in the same order.
+        mesh: nested list of global ranks in mesh shape.
+        layout: "planned" or "contiguous" (the launcher's order).
+        exact: the intra-host search was exhaustive.
+        nccl_hints: {dim: {"NCCL_ALGO": ..., "NCCL_PROTO": ...}} when requested, else {}.
+    """
+
+    def __init__(self, cluster, raw: dict, layout: str, nccl_hints: bool = False):
+        self._cluster = cluster
+        self._dims = raw["dims"]
+        self._flat = list(raw["mesh"])
+        self.mesh_dim_names = tuple(d["name"] for d in self._dims)
+        self.mesh_shape = tuple(d["size"] for d in self._dims)
+        self.mesh = _nest(self._flat, self.mesh_shape)
+        self.layout = layout
+        self.exact = bool(raw["exact"])
+        self.contiguous = bool(raw["contiguous"])
+        self._priority = [self._dims[i]["name"] for i in raw["priority"]]
+        spec = [(d["name"], d["size"], d["bytes"], d["op"]) for d in self._dims]
+        self._costs = dict(zip(self.mesh_dim_names, cluster.mesh_cost(spec, self._flat)))
+        self.algorithms: dict[str, dict[str, str]] = {}
+        for d in self._dims:
+            groups = self.groups(d["name"])
+            choice = {"step": self._costs[d["name"]]["algorithm"]}
+            for label, nbytes in SIZE_CLASSES.items():
+                choice[label] = cluster.estimate(d["op"], nbytes, groups)["algorithm"]
+            self.algorithms[d["name"]] = choice
+        self.nccl_hints: dict[str, dict[str, str]] = {}
+        if nccl_hints:
+            for d in self._dims:
+                self.nccl_hints[d["name"]] = _nccl_hint(self.algorithms[d["name"]]["step"], d["bytes"])
+        self.applied_nccl_env: dict[str, str] = {}
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def build(cls, topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
+              contiguous: bool = False, nccl_hints: bool = False,
+              chunk_bytes: int = 4 << 20) -> Plan:
+        cluster = resolve_cluster(topology_or_cluster, hosts, chunk_bytes)
+        raw = cluster.plan_mesh(_mesh_items(mesh), _traffic_map(traffic), contiguous)
+        return cls(cluster, raw, "contiguous" if contiguous else "planned", nccl_hints)
+
+    @classmethod
+    def naive(cls, topology_or_cluster, mesh, traffic=None, *, hosts: int = 1) -> Plan:
+        """The contiguous layout (mesh position i holds rank i), costed by the same model."""
+        return cls.build(topology_or_cluster, mesh, traffic, hosts=hosts, contiguous=True)
+
+    @classmethod
+    def from_config(cls, config, world_size: int, mesh, traffic=None) -> Plan:
+        """A plan for `world_size` ranks on copies of the pinned topology of `config`
+        (`TopoConfig.topology_file`, else `NCCL_TOPO_FILE`), as many hosts as the ranks fill."""
+        path = config.topology_file or os.environ.get("NCCL_TOPO_FILE")
+        if not path:
+            raise ValueError(
+                "TopoConfig.topology_file: not set (nor NCCL_TOPO_FILE), expected a topology "
+                "file to plan from"
+            )
+        per_host = resolve_cluster(path).world_size
+        if world_size < 1 or world_size % per_host:
+            raise ValueError(
+                f"world_size: got {world_size}, expected a multiple of the {per_host} ranks of "
+                f"one host of {path}"
+            )
+        return cls.build(path, mesh, traffic, hosts=world_size // per_host,
+                         nccl_hints=config.nccl_hints, chunk_bytes=config.pipeline_chunk_bytes)
+
+    # -- queries ------------------------------------------------------------------------------
+    @property
+    def cluster(self):
+        """The `_C.PlannerCluster` the plan was made for."""
+        return self._cluster
+
+    @property
+    def priority(self) -> list[str]:
+        """Dimension names, heaviest traffic first (the order placement served them)."""
+        return list(self._priority)
+
+    @property
+    def world_size(self) -> int:
+        return len(self._flat)
+
+    def _dim_index(self, dim: str) -> int:
+        if dim not in self.mesh_dim_names:
+            raise ValueError(f"dim: got {dim!r}, expected one of {', '.join(self.mesh_dim_names)}")
+        return self.mesh_dim_names.index(dim)
+
+    def groups(self, dim: str) -> list[list[int]]:
+        """Rank lists of `dim`: ranks differing only in that coordinate."""
+        d = self._dim_index(dim)
+        shape = self.mesh_shape
+        stride = 1
+        for s in shape[d + 1:]:
+            stride *= s
+        out = []
+        for start in range(len(self._flat)):
+            if (start // stride) % shape[d] == 0:
+                out.append([self._flat[start + k * stride] for k in range(shape[d])])
+        return out
+
+    def cost(self, dim: str | None = None) -> float:
+        """Predicted seconds per step of one dimension (all its groups at once), or of all."""
+        if dim is None:
+            return sum(c["seconds"] for c in self._costs.values())
+        return self._costs[self.mesh_dim_names[self._dim_index(dim)]]["seconds"]
+
+    def dim_info(self, dim: str) -> dict:
+        """Traffic, split over hosts and the chosen estimate of one dimension."""
+        d = self._dims[self._dim_index(dim)]
+        return {**d, "estimate": dict(self._costs[dim])}
+
+    def rails(self, dim: str) -> bool:
+        """Every cross-host group of `dim` keeps its members on one NIC rail per host slot."""
+        for group in self.groups(dim):
+            per_host: dict[int, list[int]] = {}
+            for r in group:
+                per_host.setdefault(self._cluster.rank_host(r), []).append(self._cluster.rail(r))
+            rails = [sorted(v) for v in per_host.values()]
+            if any(r != rails[0] for r in rails):
+                return False
+        return True
+
+    def to_dict(self) -> dict:
+        """The `plan --json` object (schema torch-topo-plan/1)."""
+        return {
+            "schema": "torch-topo-plan/1",
+            "layout": self.layout,
+            "mesh_dim_names": list(self.mesh_dim_names),
+            "mesh_shape": list(self.mesh_shape),
+            "mesh": self.mesh,
+            "groups": {n: self.groups(n) for n in self.mesh_dim_names},
+            "cost": {n: self.cost(n) for n in self.mesh_dim_names},
+            "total_cost": self.cost(),
+            "algorithms": self.algorithms,
+            "traffic": {d["name"]: {"bytes": d["bytes"], "op": d["op"]} for d in self._dims},
+            "split": {d["name"]: {"intra_host": d["intra_size"], "inter_host": d["inter_size"]}
+                      for d in self._dims},
+            "exact": self.exact,
+            "nccl_hints": self.nccl_hints,
+        }
+
+    def explain(self) -> str:
+        """Human-readable account of the layout, its cost and the choices behind it."""
+        hosts = len({self._cluster.rank_host(r) for r in self._flat})
+        lines = [
+            f"{self.layout} layout of mesh "
+            + " x ".join(f"{n}={s}" for n, s in zip(self.mesh_dim_names, self.mesh_shape))
+            + f" on {self.world_size} ranks ({hosts} host(s)); "
+            + ("exhaustive" if self.exact else "greedy + local") + " intra-host search",
+            "heaviest first: " + ", ".join(self._priority),
+        ]
+        for d in self._dims:
+            name = d["name"]
+            est = self._costs[name]
+            where = "inside hosts" if d["inter_size"] == 1 else (
+                "across hosts" if d["intra_size"] == 1 else
+                f"{d['intra_size']} per host x {d['inter_size']} hosts")
+            lines.append(
+                f"  {name}: {d['op']} {d['bytes'] / 2**20:.0f} MiB/step, {where}, "
+                f"{est['algorithm']} {est['seconds'] * 1e3:.3f} ms "
+                f"(busbw {est['bus_bandwidth_gbps']:.1f} GB/s); groups {self.groups(name)[:4]}"
+                + (" ..." if len(self.groups(name)) > 4 else "")
+            )
+            lines.append("     algorithm by size: " + ", ".join(
+                f"{k}={v}" for k, v in self.algorithms[name].items()))
+            if name in self.nccl_hints:
+                lines.append(f"     nccl hints: {self.nccl_hints[name]}")
+        if self.applied_nccl_env:
+            lines.append(f"  NCCL environment set: {self.applied_nccl_env}")
+        lines.append(f"  predicted communication per step: {self.cost() * 1e3:.3f} ms")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        dims = ", ".join(f"{n}={s}" for n, s in zip(self.mesh_dim_names, self.mesh_shape))
+        return f"Plan({self.layout}, {dims}, cost={self.cost() * 1e3:.3f} ms/step)"
+
+
+def plan(topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
+         nccl_hints: bool = False) -> Plan:
+    """Lays `mesh` ({name: size}, outermost first) out on the ranks of a topology or cluster.
+
+    Args:
+        topology_or_cluster: topology file path, `Topology`, cluster object, or torch-topo JSON.
+        mesh: ordered mapping (or "dp=4,tp=2") of dimension name to size.
+        traffic: optional {dim: bytes per step or (bytes, op)}; must name every dimension.
+            Defaults: tp heaviest, then sp/cp, ep, dp, pp.
+        hosts: copies of a one-host topology (ranks host-major).
+        nccl_hints: compute NCCL_ALGO/NCCL_PROTO hints per dimension.
+    """
+    return Plan.build(topology_or_cluster, mesh, traffic, hosts=hosts, nccl_hints=nccl_hints)

@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`Topology`: the Python view of one host's interconnect (GPUs, NICs, NUMA, paths).
+
+Built by `load_topology(path)` from any file the core reads (nvidia-smi text, NCCL topology
+XML, hwloc XML, torch-topo JSON) or by `torch_topo.probe()` on the live host. GPU positions
+0..gpu_count-1 follow the source's order (CUDA PCI-bus order, or nvidia-smi numbering).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from torch_topo import _C
+
+__all__ = ["Topology", "GpuInfo", "NicInfo", "load_topology", "PATH_CLASSES"]
+
+PATH_CLASSES = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET")
+"""Path classes from fastest to slowest, the vocabulary of `nvidia-smi topo -m`."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    """One GPU: `index` is its CUDA index (or nvidia-smi number); None where unknown."""
+
+    index: int
+    bus_id: str | None
+    numa_node: int | None
+    name: str | None
+    sm: int | None
+    cpu_affinity: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NicInfo:
+    """One NIC; `speed_gbps` is the line rate in Gbit/s, None where unknown."""
+
+    name: str
+    bus_id: str | None
+    numa_node: int | None
+    speed_gbps: float | None
+
+
+def _known(value, missing):
+    return None if value == missing else value
+
+
+class Topology:
+    """One host's topology. Wraps a `torch_topo._C.HostTopology` (see `.native`)."""
+
+    __slots__ = ("_host",)
+
+    def __init__(self, host: _C.HostTopology):
+        if not isinstance(host, _C.HostTopology):
+            raise TypeError(f"Topology: got {type(host).__name__}, expected _C.HostTopology")
+        self._host = host
+
+    @property
+    def native(self) -> _C.HostTopology:
+        """The underlying C++ object, for the planner and backend layers."""
+        return self._host
+
+    @property
+    def gpu_count(self) -> int:
+        return self._host.gpu_count
+
+    @property
+    def source(self) -> str:
+        """The file path, or "probe:<what>" for a live probe."""
+        return self._host.source
+
+    @property
+    def format(self) -> str:
+        """Format of the source ("nvidia-smi", "nccl-xml", ...), empty for live probes."""
+        return self._host.format
+
+    @property
+    def hostname(self) -> str:
+        return self._host.hostname
+
+    @property
+    def gpus(self) -> list[GpuInfo]:
+        return [
+            GpuInfo(
+                index=g.index,
+                bus_id=g.bus_id or None,
+                numa_node=_known(g.numa_node, -1),
+                name=g.name or None,
+                sm=_known(g.sm, 0),
+                cpu_affinity=g.cpu_affinity or None,
+            )
+            for g in self._host.gpus
+        ]
+
+    @property
+    def nics(self) -> list[NicInfo]:
+        return [
+            NicInfo(
+                name=n.name,
+                bus_id=n.bus_id or None,
+                numa_node=_known(n.numa_node, -1),
+                speed_gbps=_known(n.speed_gbps, 0.0),
+            )
+            for n in self._host.nics
+        ]
+
+    @property
+    def numa_nodes(self) -> dict[int, str]:
+        """NUMA id -> cpulist ("" when the source gives no CPU list)."""
+        return {n.id: n.cpus for n in self._host.numa_nodes}
+
+    @property
+    def warnings(self) -> list[str]:
+        """Non-fatal findings of the reader (missing rows, assumed link rates)."""
+        return list(self._host.warnings)
+
+    def _path(self, i: int, j: int):
+        return self._host.path(i, j)
+
+    def path(self, i: int, j: int) -> str:
+        """Path class between GPUs at positions i and j: "X", "NV", "PIX", ... "SYS"."""
+        return self._path(i, j).cls
+
+    def nvlinks(self, i: int, j: int) -> int:
+        """Bonded NVLink lanes between two GPUs (direct or through NVSwitch), 0 when none."""
+        return self._path(i, j).nvlinks
+
+    def bandwidth(self, i: int, j: int) -> float:
+        """Bottleneck bandwidth in GB/s per direction between two GPUs."""
+        return self._path(i, j).bandwidth_gbps
+
+    def latency(self, i: int, j: int) -> float:
+        """Latency estimate in microseconds between two GPUs."""
+        return self._path(i, j).latency_us
+
+    def numa_node(self, i: int) -> int | None:
+        """NUMA node nearest GPU i, None when the source does not say."""
+        if not 0 <= i < self.gpu_count:
+            raise IndexError(f"GPU index {i} out of range [0, {self.gpu_count})")
+        return _known(self._host.gpus[i].numa_node, -1)
+
+    def nic_path(self, i: int, k: int) -> str:
+        """Path class from GPU i to NIC k."""
+        return self._host.nic_path(i, k).cls
+
+    def gpu_label(self, i: int) -> str:
+        """Name of GPU i as nvidia-smi prints it ("GPU3")."""
+        if not 0 <= i < self.gpu_count:
+            raise IndexError(f"GPU index {i} out of range [0, {self.gpu_count})")
+        return f"GPU{self._host.gpus[i].index}"
+
+    def cell(self, i: int, j: int) -> str:
+        """Matrix cell as nvidia-smi prints it: "X", "NV12", "PIX", ..."""
+        p = self._path(i, j)
+        return f"NV{p.nvlinks}" if p.cls == "NV" else p.cls
+
+    def to_nccl_xml(self) -> str:
+        """NCCL topology XML (NCCL_TOPO_FILE) of this host; needs a physical graph."""
+        return _C.to_nccl_xml(self._host)
+
+    def to_json(self, indent: int | None = None) -> str:
+        """torch-topo JSON ("schema": "torch-topo/1"); exact round trip through from_json."""
+        return _C.host_to_json(self._host, -1 if indent is None else indent)
+
+    @classmethod
+    def from_json(cls, text: str, path: str = "<string>") -> Topology:
+        """Parses torch-topo host JSON; raises TopoParseError naming the bad field."""
+        return cls(_C.host_from_json(text, path))
+
+    def __repr__(self) -> str:
+        return f"Topology(gpu_count={self.gpu_count}, nics={len(self._host.nics)}, source={self.source!r})"
+
+
+def load_topology(path: str | os.PathLike) -> Topology:
+    """Reads a topology file of any accepted format, recognised by content.
+
+    Raises:
+        TopoParseError: malformed or unknown content; the message starts `path:line:col:`.
+        ValueError: the file cannot be read.
+    """
+    return Topology(_C.load_topology_file(os.fspath(path)))
