@@ -123,11 +123,7 @@ def init_distributed(args) -> torch.device:
 def build_mesh(args, device: torch.device):
     names = ("dp", "tp") if args.tp > 1 else ("dp", "sp")
     shape = (args.dp, args.tp if args.tp > 1 else args.sp)
-    # TODO(planner): drop the fallback once torch_topo.init_device_mesh is on main.
-    init = getattr(torch_topo, "init_device_mesh", None)
-    if init is None:
-        from torch.distributed.device_mesh import init_device_mesh as init
-    mesh = init(device.type, shape, mesh_dim_names=names)
+    mesh = torch_topo.init_device_mesh(device.type, shape, mesh_dim_names=names)
     return mesh, names
 
 
