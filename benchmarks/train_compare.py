@@ -131,9 +131,10 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     steps = args.steps or (4 if args.quick else 8)
+    # 8 query / 4 K/V heads: tp4 and sp4 both divide the K/V heads.
     model = (["--dim", "64", "--layers", "2", "--seq-len", "64", "--batch", "2"] if args.quick
              else ["--dim", "128", "--layers", "4", "--ffn-dim", "384", "--seq-len", "128",
-                   "--batch", "4"])
+                   "--batch", "4"]) + ["--heads", "8", "--kv-heads", "4"]
     common = [*model, "--steps", str(steps), "--check-steps", "2"]
     prefix, note = launcher(args.nodes, args.procs_per_node, args.inter_bw, args.inter_delay)
     print(f"train_compare: {note}; {steps} steps per configuration", flush=True)

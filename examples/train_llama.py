@@ -62,6 +62,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--ffn-dim", type=int, default=128)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--kv-heads", type=int, default=2, help="fewer than --heads: GQA")
     p.add_argument("--chunks", type=int, default=4, help="overlap chunks per tp collective")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--backend", choices=["topo", "gloo", "nccl"], default=None,
@@ -260,7 +262,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     device = init_distributed(args)
     rank, world = dist.get_rank(), dist.get_world_size()
-    cfg = LlamaConfig(dim=args.dim, n_layers=args.layers, ffn_dim=args.ffn_dim)
+    cfg = LlamaConfig(dim=args.dim, n_layers=args.layers, ffn_dim=args.ffn_dim,
+                      n_heads=args.heads, n_kv_heads=args.kv_heads)
     mesh, names = build_mesh(args, device)
     plan_text = describe_plan(mesh, names)
     trainer = Trainer(args, cfg, mesh, device)
