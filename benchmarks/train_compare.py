@@ -26,13 +26,14 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "train_llama.py")
 
-# name, example options. All three use the same model, global batch and optimizer.
+# name, data-parallel degree, example options. All use the same model, global batch
+# (GLOBAL_BATCH sequences per step, split over dp) and optimizer.
 CONFIGS = [
-    ("DDP over gloo", ["--backend", "gloo", "--ddp", "--dp", "8"]),
-    ("FSDP2 tp4 x dp2 over gloo", ["--backend", "gloo", "--fsdp", "--dp", "2", "--tp", "4",
-                                   "--chunks", "1"]),
-    ("topo: plan + tp4 overlap x dp2", ["--backend", "topo", "--fsdp", "--dp", "2", "--tp", "4"]),
-    ("topo: plan + Ulysses sp4 x dp2", ["--backend", "topo", "--fsdp", "--dp", "2", "--sp", "4"]),
+    ("DDP over gloo", 8, ["--backend", "gloo", "--ddp"]),
+    ("FSDP2 tp4 x dp2 over gloo", 2, ["--backend", "gloo", "--fsdp", "--tp", "4",
+                                      "--chunks", "1"]),
+    ("topo: plan + tp4 overlap x dp2", 2, ["--backend", "topo", "--fsdp", "--tp", "4"]),
+    ("topo: plan + Ulysses sp4 x dp2", 2, ["--backend", "topo", "--fsdp", "--sp", "4"]),
 ]
 
 
@@ -131,19 +132,22 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     steps = args.steps or (4 if args.quick else 8)
-    model = (["--dim", "64", "--layers", "2", "--seq-len", "64", "--batch", "2"] if args.quick
-             else ["--dim", "128", "--layers", "4", "--ffn-dim", "384", "--seq-len", "128",
-                   "--batch", "4"])
+    # 8 query / 4 K/V heads: tp4 and sp4 both divide the K/V heads.
+    model = (["--dim", "64", "--layers", "2", "--seq-len", "64"] if args.quick
+             else ["--dim", "128", "--layers", "4", "--ffn-dim", "384", "--seq-len", "128"]) \
+        + ["--heads", "8", "--kv-heads", "4"]
+    global_batch = 16 if args.quick else 32
     common = [*model, "--steps", str(steps), "--check-steps", "2"]
     prefix, note = launcher(args.nodes, args.procs_per_node, args.inter_bw, args.inter_delay)
     print(f"train_compare: {note}; {steps} steps per configuration", flush=True)
 
-    configs = [(n, o) for n, o in CONFIGS if "topo" not in o or backend_available("topo")]
+    configs = [c for c in CONFIGS if "topo" not in c[2] or backend_available("topo")]
     if len(configs) < len(CONFIGS):
         print("note: backend 'topo' is not registered in this build; its rows are skipped")
-    rows = [(name, run_one(prefix, name, options, common, steps, i + 1, len(configs),
-                           args.timeout))
-            for i, (name, options) in enumerate(configs)]
+    rows = [(name, run_one(prefix, name,
+                           [*options, "--dp", str(dp), "--batch", str(global_batch // dp)],
+                           common, steps, i + 1, len(configs), args.timeout))
+            for i, (name, dp, options) in enumerate(configs)]
     overlap = overlap_measurement(prefix, args.quick, args.timeout)
 
     print_table(rows, note)

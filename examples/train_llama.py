@@ -62,10 +62,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--ffn-dim", type=int, default=128)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--kv-heads", type=int, default=2, help="fewer than --heads: GQA")
     p.add_argument("--chunks", type=int, default=4, help="overlap chunks per tp collective")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--backend", choices=["topo", "gloo", "nccl"], default=None,
-                   help="process-group backend (default: topo)")
+                   help="process-group backend (default: topo where registered)")
     p.add_argument("--device", choices=["cpu", "cuda"], default=None,
                    help="default: cuda when available")
     p.add_argument("--checkpoint-dir", default=None, help="default: a fresh temporary folder")
@@ -105,10 +107,13 @@ def init_distributed(args) -> torch.device:
         torch.cuda.set_device(device)
     else:
         device = torch.device("cpu")
-    backend = args.backend or "topo"
-    if backend == "topo" and "topo" not in dist.Backend.backend_list:
+    registered = "topo" in dist.Backend.backend_list
+    if args.backend == "topo" and not registered:
         raise ValueError("--backend topo: this torch_topo build does not register the 'topo' "
-                         "backend yet; use --backend gloo")
+                         "backend; use --backend gloo")
+    backend = args.backend or ("topo" if registered else "gloo")
+    if args.backend is None and not registered and os.environ.get("RANK") == "0":
+        print("note: backend 'topo' is not registered in this build; running on gloo")
     dist.init_process_group(backend)
     world = dist.get_world_size()
     if args.dp * args.tp * args.sp != world:
@@ -120,11 +125,7 @@ def init_distributed(args) -> torch.device:
 def build_mesh(args, device: torch.device):
     names = ("dp", "tp") if args.tp > 1 else ("dp", "sp")
     shape = (args.dp, args.tp if args.tp > 1 else args.sp)
-    # TODO(planner): drop the fallback once torch_topo.init_device_mesh is on main.
-    init = getattr(torch_topo, "init_device_mesh", None)
-    if init is None:
-        from torch.distributed.device_mesh import init_device_mesh as init
-    mesh = init(device.type, shape, mesh_dim_names=names)
+    mesh = torch_topo.init_device_mesh(device.type, shape, mesh_dim_names=names)
     return mesh, names
 
 
@@ -233,13 +234,19 @@ def checkpoint_round_trip(trainer: Trainer, folder: str) -> bool:
             t = tree.to_local() if hasattr(tree, "to_local") else tree
             yield prefix, t
 
+    # tp shards are plain tensors under the same names on every tp rank, so each tp rank
+    # keeps its own checkpoint, written together by its data-parallel group.
+    group = None
+    if trainer.tp_group is not None:
+        folder = os.path.join(folder, f"tp{trainer.tp_group.rank()}")
+        group = trainer.dp_group
     saved = {k: t.detach().clone() for k, t in flat(state())}
-    dcp.save(state(), checkpoint_id=folder)
+    dcp.save(state(), checkpoint_id=folder, process_group=group)
     with torch.no_grad():
         for p in trainer.model.parameters():
             p.add_(1.0)
     restored = state()
-    dcp.load(restored, checkpoint_id=folder)
+    dcp.load(restored, checkpoint_id=folder, process_group=group)
     set_model_state_dict(trainer.model, restored["model"])
     set_optimizer_state_dict(trainer.model, trainer.opt, restored["optim"])
     now = dict(flat(state()))
@@ -255,7 +262,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     device = init_distributed(args)
     rank, world = dist.get_rank(), dist.get_world_size()
-    cfg = LlamaConfig(dim=args.dim, n_layers=args.layers, ffn_dim=args.ffn_dim)
+    cfg = LlamaConfig(dim=args.dim, n_layers=args.layers, ffn_dim=args.ffn_dim,
+                      n_heads=args.heads, n_kv_heads=args.kv_heads)
     mesh, names = build_mesh(args, device)
     plan_text = describe_plan(mesh, names)
     trainer = Trainer(args, cfg, mesh, device)
