@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "topo/error.h"
+#include "topo/hwloc_reader.h"
 #include "topo/nccl_xml.h"
 #include "topo/nvsmi_reader.h"
 #include "topo/topology_json.h"
@@ -110,7 +111,7 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
       }
       return hostFromJson(text, path);
     case TopologyFormat::HwlocXml:
-      throw ParseError(path, 1, 1, "hwloc XML: no reader in this build");
+      return readHwlocXml(text, path);
     case TopologyFormat::Unknown:
       break;
   }
