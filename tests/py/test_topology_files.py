@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 import torch_topo
-from torch_topo import TopoParseError, Topology, load_topology
+from torch_topo import Topology, TopoParseError, load_topology
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 

@@ -68,7 +68,7 @@ def show_dict(topo: Topology) -> dict:
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[c]) for r in [header, *rows]) for c in range(len(header))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
             for r in [header, *rows]]
 
 
