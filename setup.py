@@ -77,6 +77,13 @@ def _extension():
         sources += [s for s in _sources("**/cuda/*.cu")]
         extra["nvcc"] = ["-O2"]
         cls = cpp_extension.CUDAExtension
+        # CUDA_HOME may resolve to /usr/local (nvcc on PATH) whose lib/ lacks libcudart; the
+        # toolkit's own lib folders hold it.
+        for lib in ("lib64", "lib"):
+            for home in (cpp_extension.CUDA_HOME or "", "/usr/local/cuda"):
+                candidate = os.path.join(home, lib)
+                if os.path.exists(os.path.join(candidate, "libcudart.so")):
+                    extra_link_args.append("-L" + candidate)
     else:
         sources += [s for s in _sources("**/cuda/*_stub.cpp")]
         cls = cpp_extension.CppExtension
