@@ -72,8 +72,10 @@ def full_attention(q, k, v, causal):
 
 
 def saved_activation_bytes(fn, *inputs) -> int:
-    """Bytes of distinct storages autograd saves for backward while `fn` runs forward: the
-    activation memory an attention layer adds per rank."""
+    """Bytes of distinct storages autograd saves for backward while `fn` runs forward, not
+    counting the layer's own inputs: the activation memory an attention layer adds per rank.
+    (Ulysses saves its gathered Q/K/V, each as large as the local shard, so it adds more than
+    full attention, whose saved Q/K/V are its inputs.)"""
     seen: dict[int, int] = {}
 
     def pack(t):
@@ -147,11 +149,10 @@ def _worker(rank, world, store, args, results):
         # Full attention runs on rank 0 alone with the same one thread; the others wait.
         fq = torch.randn(b, seq, h, d, generator=gen).requires_grad_()
         fk, fv = (torch.randn(b, seq, hk, d, generator=gen).requires_grad_() for _ in range(2))
-        full_t = torch.zeros(1, dtype=torch.float64)
         if rank == 0:
-            full_t[0] = _time_fwd_bwd(lambda q, k, v: full_attention(q, k, v, False),
-                                      (fq, fk, fv), args.iters, lambda: None)
-            timings["full attention, one rank"] = full_t.item()
+            timings["full attention, one rank"] = _time_fwd_bwd(
+                lambda q, k, v: full_attention(q, k, v, False), (fq, fk, fv), args.iters,
+                lambda: None)
             timings["full attention causal, one rank"] = _time_fwd_bwd(
                 lambda q, k, v: full_attention(q, k, v, True), (fq, fk, fv), args.iters,
                 lambda: None)
