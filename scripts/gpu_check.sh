@@ -11,6 +11,8 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 STEPS=(
   "build|MAX_JOBS=${MAX_JOBS:-8} TORCH_TOPO_BUILD_CUDA=1 $PY setup.py build_ext --inplace"
   "backend tests|$PY -m pytest -q -rs tests/gpu/test_backend_cuda.py"
+  "sequence-parallel ops|$PY -m pytest -q -rs tests/gpu/test_ops_cuda.py"
+  "overlap ops|$PY -m pytest -q -rs tests/gpu/test_overlap_cuda.py"
 )
 
 declare -a SUMMARY
