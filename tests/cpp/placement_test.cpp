@@ -38,7 +38,7 @@ std::pair<int, int> worstOfGroups(const HostTopology& h,
 /// Best worst-pair key over every partition of the host's GPUs into groups of `size`.
 std::pair<int, int> bruteForceBest(const HostTopology& h, int size) {
   const int n = h.gpuCount();
-  std::pair<int, int> best{-1 << 20, 0};
+  std::pair<int, int> best{-(1 << 20), 0};
   std::vector<std::vector<int>> groups;
   std::vector<char> used(n, 0);
   std::function<void()> recurse = [&]() {
