@@ -40,6 +40,36 @@ std::vector<at::Tensor> checkGatherLists(const char* op,
   return flat;
 }
 
+// allgather_coalesced lays its outputs out rank-major: outputs[r][i] receives rank r's inputs[i].
+std::vector<at::Tensor> checkCoalescedGatherLists(
+    const std::vector<std::vector<at::Tensor>>& lists, const std::vector<at::Tensor>& inputs,
+    int size) {
+  if (static_cast<int>(lists.size()) != size) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::allgather_coalesced: ", lists.size(),
+                                         " output lists, expected one per rank (", size, ")"));
+  }
+  std::vector<at::Tensor> flat;
+  for (const auto& list : lists) {
+    if (list.size() != inputs.size()) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::allgather_coalesced: an output list holds ",
+                                           list.size(), " tensors for ", inputs.size(),
+                                           " inputs, expected one per input"));
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i].numel() != inputs[i].numel() ||
+          list[i].scalar_type() != inputs[i].scalar_type()) {
+        C10_THROW_ERROR(ValueError, c10::str("TopoBackend::allgather_coalesced: output ", i,
+                                             " has ", list[i].numel(), " ",
+                                             list[i].scalar_type(), " elements, expected input ",
+                                             i, "'s ", inputs[i].numel(), " ",
+                                             inputs[i].scalar_type()));
+      }
+      flat.push_back(list[i]);
+    }
+  }
+  return flat;
+}
+
 void checkSplits(const char* which, const std::vector<int64_t>& splits, const at::Tensor& t,
                  int size) {
   const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
@@ -94,7 +124,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_allgather_base(at::Tensor& output,
 c10::intrusive_ptr<c10d::Work> TopoBackend::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  auto flat = checkGatherLists("allgather_coalesced", outputs, inputs, size_);
+  auto flat = checkCoalescedGatherLists(outputs, inputs, size_);
   auto& route = routeFor("allgather_coalesced", inputs);
   return collective(route, c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", flat, inputs,
                     [&](c10d::Backend& b) { return b.allgather_coalesced(outputs, inputs, opts); });

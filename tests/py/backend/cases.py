@@ -157,15 +157,15 @@ def allgather_coalesced_all(rank, size, ref):
         want = [torch.empty_like(x) for _ in range(size)]
         dist.all_gather(want, x, group=ref)
         _diff(f"allgather_into_tensor_coalesced {x.dtype}", o, torch.cat(want), bad)
-    # allgather_coalesced (list of lists), straight on the backend.
-    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
-    lists = [[torch.empty_like(x) for _ in range(size)] for x in xs]
-    backend.allgather_coalesced(lists, xs).wait()
-    for lst, x in zip(lists, xs, strict=True):
+    # allgather_coalesced: one output list per rank, each holding that rank's inputs (one dtype).
+    xs = [seeded(rank, (3,), torch.float32, 5), seeded(rank, (2, 2), torch.float32, 6)]
+    lists = [[torch.empty_like(x) for x in xs] for _ in range(size)]
+    dist.all_gather_coalesced(lists, xs)
+    for i, x in enumerate(xs):
         want = [torch.empty_like(x) for _ in range(size)]
         dist.all_gather(want, x, group=ref)
-        for i in range(size):
-            _diff(f"allgather_coalesced {x.dtype} [{i}]", lst[i], want[i], bad)
+        for r in range(size):
+            _diff(f"allgather_coalesced {x.dtype} from rank {r}", lists[r][i], want[r], bad)
     return bad
 
 
