@@ -13,7 +13,10 @@ DeviceRoute::DeviceRoute(c10::DeviceType type, c10::intrusive_ptr<c10d::Backend>
       inner(std::move(inner)),
       streamed(type != c10::DeviceType::CPU),
       // NCCL reduces with AVG and PREMUL_SUM natively; Gloo has neither.
-      nativeAvg(this->inner->getBackendName() == "nccl") {}
+      nativeAvg(this->inner->getBackendName() == "nccl"),
+      // Gloo packs a coalesced op into one buffer of the first tensor's dtype (torch 2.14
+      // returns garbage for the others); NCCL groups one call per tensor.
+      mixedDtypeCoalescing(this->inner->getBackendName() != "gloo") {}
 
 c10::Stream DeviceRoute::internalStream(c10::Device device) {
   std::lock_guard<std::mutex> lock(streamsMutex_);

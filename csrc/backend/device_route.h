@@ -29,6 +29,8 @@ struct DeviceRoute {
   bool streamed;
   /// The inner backend implements AVG and PREMUL_SUM itself (NCCL); else they are composed.
   bool nativeAvg;
+  /// The inner backend's coalesced ops take tensors of several dtypes in one call.
+  bool mixedDtypeCoalescing;
   Levels levels;
   std::map<std::string, int64_t> hierarchicalMinBytes;
 

@@ -127,6 +127,20 @@ void TopoBackend::checkBlocks(const char* op, const char* wholeName, const at::T
   }
 }
 
+void TopoBackend::checkCoalescedDtypes(const char* op, const DeviceRoute& route,
+                                       const std::vector<at::Tensor>& tensors) {
+  if (route.mixedDtypeCoalescing) return;
+  for (const auto& t : tensors) {
+    if (t.scalar_type() != tensors.front().scalar_type()) {
+      C10_THROW_ERROR(ValueError,
+                      c10::str("TopoBackend::", op, ": tensors of dtypes ",
+                               tensors.front().scalar_type(), " and ", t.scalar_type(), " on ",
+                               route.inner->getBackendName(), ", which coalesces one dtype "
+                               "only; issue one call per dtype"));
+    }
+  }
+}
+
 TopoBackend::Issued TopoBackend::runCollective(DeviceRoute& route, const char* op, int64_t bytes,
                                                const InnerFn& flat, const HierFn& hier) {
   bool hierarchical = false;

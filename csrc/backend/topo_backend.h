@@ -203,6 +203,9 @@ class TopoBackend : public c10d::Backend {
   /// (_allgather_base's output, _reduce_scatter_base's input).
   void checkBlocks(const char* op, const char* wholeName, const at::Tensor& whole,
                    const at::Tensor& block) const;
+  /// ValueError where a coalesced op mixes dtypes and the route's inner backend cannot.
+  static void checkCoalescedDtypes(const char* op, const DeviceRoute& route,
+                                   const std::vector<at::Tensor>& tensors);
   DeviceRoute& barrierRoute(const c10d::BarrierOptions& opts);
 
   c10::intrusive_ptr<c10d::Store> store_;

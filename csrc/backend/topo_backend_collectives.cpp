@@ -29,6 +29,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& t
 c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   auto& route = routeFor("allreduce_coalesced", tensors);
+  checkCoalescedDtypes("allreduce_coalesced", route, tensors);
   Epilogue epilogue;
   c10d::AllreduceCoalescedOptions inner = opts;
   inner.reduceOp =
@@ -113,6 +114,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter_tensor_coalesced(
     checkBlocks("reduce_scatter_tensor_coalesced", "input", inputs[i], outputs[i]);
   }
   auto& route = routeFor("reduce_scatter_tensor_coalesced", outputs);
+  checkCoalescedDtypes("reduce_scatter_tensor_coalesced", route, outputs);
   Epilogue epilogue;
   c10d::ReduceScatterOptions inner = opts;
   inner.reduceOp = prepareReduce("reduce_scatter_tensor_coalesced", route, opts.reduceOp, inputs,

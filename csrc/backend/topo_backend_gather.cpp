@@ -126,6 +126,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allgather_coalesced(
     const c10d::AllgatherOptions& opts) {
   auto flat = checkCoalescedGatherLists(outputs, inputs, size_);
   auto& route = routeFor("allgather_coalesced", inputs);
+  checkCoalescedDtypes("allgather_coalesced", route, inputs);
   return collective(route, c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", flat, inputs,
                     [&](c10d::Backend& b) { return b.allgather_coalesced(outputs, inputs, opts); });
 }
@@ -142,6 +143,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allgather_into_tensor_coalesced(
     checkBlocks("allgather_into_tensor_coalesced", "output", outputs[i], inputs[i]);
   }
   auto& route = routeFor("allgather_into_tensor_coalesced", inputs);
+  checkCoalescedDtypes("allgather_into_tensor_coalesced", route, inputs);
   return collective(route, c10d::OpType::COALESCED, "allgather_into_tensor_coalesced", outputs,
                     inputs, [&](c10d::Backend& b) {
                       return b.allgather_into_tensor_coalesced(outputs, inputs, opts);
@@ -190,9 +192,49 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::alltoall(std::vector<at::Tensor>& ou
                                          outputs.size(), " outputs, expected one per rank (",
                                          size_, ")"));
   }
+  const auto dtype = inputs.front().scalar_type();
+  bool even = true;
+  for (int r = 0; r < size_; ++r) {
+    if (inputs[r].scalar_type() != dtype || outputs[r].scalar_type() != dtype) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall: tensors of rank ", r, " are ",
+                                           inputs[r].scalar_type(), " in and ",
+                                           outputs[r].scalar_type(), " out, expected ", dtype,
+                                           " throughout"));
+    }
+    even = even && inputs[r].numel() == inputs[0].numel() &&
+           outputs[r].numel() == inputs[0].numel();
+  }
   auto& route = routeFor("alltoall", inputs);
+  if (even) {
+    return launch(route, c10d::OpType::ALLTOALL, "alltoall", outputs, inputs,
+                  [&] { return Issued{route.inner->alltoall(outputs, inputs, opts), {}}; });
+  }
+  // Gloo's list form needs equal sizes; NCCL's does not. Moving the lists as one flat
+  // all-to-all with per-rank splits gives every inner backend NCCL's semantics.
+  std::vector<int64_t> inSplits, outSplits;
+  std::vector<at::Tensor> inFlat;
+  for (int r = 0; r < size_; ++r) {
+    inSplits.push_back(inputs[r].numel());
+    outSplits.push_back(outputs[r].numel());
+    inFlat.push_back(inputs[r].reshape({-1}));
+  }
+  at::Tensor packed = at::cat(inFlat);
+  at::Tensor received = at::empty({std::accumulate(outSplits.begin(), outSplits.end(), int64_t{0})},
+                                  packed.options());
+  Epilogue unpack = [outputs, received, outSplits] {
+    int64_t at = 0;
+    for (size_t r = 0; r < outputs.size(); ++r) {
+      outputs[r].copy_(received.narrow(0, at, outSplits[r]).view(outputs[r].sizes()));
+      at += outSplits[r];
+    }
+  };
   return launch(route, c10d::OpType::ALLTOALL, "alltoall", outputs, inputs,
-                [&] { return Issued{route.inner->alltoall(outputs, inputs, opts), {}}; });
+                [&] {
+                  return Issued{route.inner->alltoall_base(received, packed, outSplits, inSplits,
+                                                           opts),
+                                {packed, received}};
+                },
+                std::move(unpack));
 }
 
 }  // namespace torch_topo::backend

@@ -146,17 +146,27 @@ def allgather_all(rank, size, ref):
 
 def allgather_coalesced_all(rank, size, ref):
     bad = []
-    xs = [seeded(rank, (3,), torch.float32, 1), seeded(rank, (2, 2), torch.float64, 2)]
-    outs = [torch.empty((size * 3,), dtype=torch.float32),
-            torch.empty((size * 2, 2), dtype=torch.float64)]
-    with dist._coalescing_manager(async_ops=True) as cm:
+    for dtype in (torch.float32, torch.float64, torch.int64):
+        xs = [seeded(rank, (3,), dtype, 1), seeded(rank, (2, 2), dtype, 2)]
+        outs = [torch.empty((size * 3,), dtype=dtype), torch.empty((size * 2, 2), dtype=dtype)]
+        with dist._coalescing_manager(async_ops=True) as cm:
+            for o, x in zip(outs, xs, strict=True):
+                dist.all_gather_into_tensor(o, x)
+        cm.wait()
         for o, x in zip(outs, xs, strict=True):
-            dist.all_gather_into_tensor(o, x)
-    cm.wait()
-    for o, x in zip(outs, xs, strict=True):
-        want = [torch.empty_like(x) for _ in range(size)]
-        dist.all_gather(want, x, group=ref)
-        _diff(f"allgather_into_tensor_coalesced {x.dtype}", o, torch.cat(want), bad)
+            want = [torch.empty_like(x) for _ in range(size)]
+            dist.all_gather(want, x, group=ref)
+            _diff(f"allgather_into_tensor_coalesced {x.dtype}", o, torch.cat(want), bad)
+    # Gloo would pack a float64 into a float32 buffer: topo must refuse, naming the dtypes.
+    try:
+        with dist._coalescing_manager():
+            dist.all_gather_into_tensor(torch.empty(size * 3), torch.ones(3))
+            dist.all_gather_into_tensor(torch.empty(size * 3, dtype=torch.float64),
+                                        torch.ones(3, dtype=torch.float64))
+        bad.append("mixed-dtype allgather_into_tensor_coalesced on Gloo did not raise")
+    except ValueError as e:
+        if "Float and Double" not in str(e):
+            bad.append(f"mixed-dtype error does not name the dtypes: {e}")
     # allgather_coalesced: one output list per rank, each holding that rank's inputs (one dtype).
     xs = [seeded(rank, (3,), torch.float32, 5), seeded(rank, (2, 2), torch.float32, 6)]
     lists = [[torch.empty_like(x) for x in xs] for _ in range(size)]
@@ -178,10 +188,13 @@ def allreduce_coalesced_all(rank, size, ref):
         opts = dist.AllreduceCoalescedOptions()
         opts.reduceOp = getattr(R, op)
         backend.allreduce_coalesced(got, opts).wait()
+        # Gloo's coalesced form sums one flattened buffer, so its rounding is the reference.
         gop, scale = ref_reduce(op)
-        for g, x in zip(got, xs, strict=True):
-            w = x.clone()
-            dist.all_reduce(w, op=gop, group=ref)
+        want = [x.clone() for x in xs]
+        ref_opts = dist.AllreduceCoalescedOptions()
+        ref_opts.reduceOp = gop
+        ref._get_backend(torch.device("cpu")).allreduce_coalesced(want, ref_opts).wait()
+        for g, w in zip(got, want, strict=True):
             if scale:
                 scale(w, size)
             _diff(f"allreduce_coalesced {op}", g, w, bad)
@@ -203,10 +216,15 @@ def reduce_scatter_all(rank, size, ref):
             if scale:
                 scale(want, size)
             _diff(f"reduce_scatter_tensor {op} {dtype}", out, want, bad)
+            # The list form runs Gloo's own list algorithm, whose rounding differs.
             chunks = list(x.chunk(size))
             lst = torch.empty((3,), dtype=dtype)
             _finish(dist.reduce_scatter(lst, chunks, op=topo_op(op, dtype), async_op=async_op),
                     async_op)
+            want = torch.empty((3,), dtype=dtype)
+            dist.reduce_scatter(want, chunks, op=gop, group=ref)
+            if scale:
+                scale(want, size)
             _diff(f"reduce_scatter list {op} {dtype}", lst, want, bad)
     # Coalesced tensor form.
     xs = [seeded(rank, (size * 2,), torch.float32, 7), seeded(rank, (size * 4,), torch.float32, 8)]
@@ -261,13 +279,24 @@ def alltoall_all(rank, size, ref):
         dist.all_to_all_single(a, x, recv, send, async_op=True).wait()
         dist.all_to_all_single(b, x, recv, send, group=ref)
         _diff(f"all_to_all_single uneven {dtype}", a, b, bad)
-        ins = [seeded(rank, (j + 1,), dtype, salt=j) for j in range(size)]
-        outs_a = [torch.empty((rank + 1,), dtype=dtype) for _ in range(size)]
-        outs_b = [torch.empty((rank + 1,), dtype=dtype) for _ in range(size)]
+        ins = [seeded(rank, (2, 3), dtype, salt=j) for j in range(size)]
+        outs_a = [torch.empty((2, 3), dtype=dtype) for _ in range(size)]
+        outs_b = [torch.empty((2, 3), dtype=dtype) for _ in range(size)]
         dist.all_to_all(outs_a, ins)
         dist.all_to_all(outs_b, ins, group=ref)
         for j in range(size):
-            _diff(f"all_to_all list {dtype} [{j}]", outs_a[j], outs_b[j], bad)
+            _diff(f"all_to_all list even {dtype} [{j}]", outs_a[j], outs_b[j], bad)
+        # Uneven lists: rank r sends (j + 1, 2) to rank j.
+        ins = [seeded(rank, (j + 1, 2), dtype, salt=j) for j in range(size)]
+        outs_a = [torch.empty((rank + 1, 2), dtype=dtype) for _ in range(size)]
+        dist.all_to_all(outs_a, ins)
+        # Gloo's list form needs equal sizes; its flat form with splits is the reference.
+        flat_b = torch.empty((size * (rank + 1), 2), dtype=dtype)
+        dist.all_to_all_single(flat_b, torch.cat(ins), [rank + 1] * size,
+                               [j + 1 for j in range(size)], group=ref)
+        outs_b = list(flat_b.split(rank + 1))
+        for j in range(size):
+            _diff(f"all_to_all list uneven {dtype} [{j}]", outs_a[j], outs_b[j], bad)
     return bad
 
 
