@@ -50,6 +50,7 @@ def _run(rank: int, args, store_path: str, results) -> None:
     dist.all_gather(sums, checksum)
     results.put((rank, dist.get_backend(), losses[0], losses[-1], elapsed,
                  max(s.item() for s in sums) - min(s.item() for s in sums)))
+    dist.barrier()  # no rank tears down while a peer still reads from it
     dist.destroy_process_group()
 
 

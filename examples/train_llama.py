@@ -312,6 +312,7 @@ def main(argv=None) -> int:
     ok = (loss_ok or rank != 0) and ckpt_ok is not False
     flag = torch.tensor([0.0 if ok else 1.0], device=device if device.type == "cuda" else None)
     dist.all_reduce(flag)
+    dist.barrier()  # no rank tears down while a peer still reads from it
     dist.destroy_process_group()
     return 0 if flag.item() == 0 else 1
 

@@ -6,6 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$(bash "$ROOT/scripts/setup_env.sh" | tail -n 1)"
 export PATH="$VENV/bin:$PATH"
+export CCACHE_DIR="${CCACHE_DIR:-/opt/torch-topo/ccache}" CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 cd "$ROOT"
 
 echo "== C++ core (CTest) =="

@@ -144,7 +144,9 @@ void TopoBackend::checkCoalescedDtypes(const char* op, const DeviceRoute& route,
 TopoBackend::Issued TopoBackend::runCollective(DeviceRoute& route, const char* op, int64_t bytes,
                                                const InnerFn& flat, const HierFn& hier) {
   bool hierarchical = false;
-  if (hier && route.levels.valid()) {
+  // Inside a coalesced group the inner ops must stay single calls: NCCL would deadlock on the
+  // waits between a schedule's steps.
+  if (hier && route.levels.valid() && !coalescing_) {
     auto it = route.hierarchicalMinBytes.find(op);
     hierarchical = it != route.hierarchicalMinBytes.end() && bytes >= it->second;
   }

@@ -162,6 +162,11 @@ class TopoBackend : public c10d::Backend {
   /// The hierarchical form: a schedule of schedules/hierarchical.h over the levels; it returns
   /// the temporaries it allocated (kept alive until the op's end event on stream devices).
   using HierFn = std::function<std::vector<at::Tensor>(const Levels& levels)>;
+  /// `hier` where the call holds one tensor (the schedules' form), else none: a multi-tensor
+  /// call stays flat.
+  static HierFn single(const std::vector<at::Tensor>& tensors, HierFn hier) {
+    return tensors.size() == 1 ? std::move(hier) : nullptr;
+  }
   using Epilogue = std::function<void()>;
   /// What one op issued: the inner work still in flight (null when the steps already
   /// completed or were only enqueued) and temporaries to keep alive.

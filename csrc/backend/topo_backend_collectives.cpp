@@ -5,6 +5,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "backend/schedules/hierarchical.h"
+
 namespace torch_topo::backend {
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::broadcast(std::vector<at::Tensor>& tensors,
@@ -12,7 +14,10 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::broadcast(std::vector<at::Tensor>& t
   checkRank("broadcast", "root rank", opts.rootRank);
   auto& route = routeFor("broadcast", tensors);
   return collective(route, c10d::OpType::BROADCAST, "broadcast", tensors, tensors,
-                    [&](c10d::Backend& b) { return b.broadcast(tensors, opts); });
+                    [&](c10d::Backend& b) { return b.broadcast(tensors, opts); },
+                    single(tensors, [&](const Levels& lv) {
+                      return hierarchicalBroadcast(lv, tensors[0], opts.rootRank, opts.timeout);
+                    }));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& tensors,
@@ -22,7 +27,10 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& t
   c10d::AllreduceOptions inner = opts;
   inner.reduceOp = prepareReduce("allreduce", route, opts.reduceOp, tensors, tensors, &epilogue);
   return collective(route, c10d::OpType::ALLREDUCE, "allreduce", tensors, tensors,
-                    [&](c10d::Backend& b) { return b.allreduce(tensors, inner); }, nullptr,
+                    [&](c10d::Backend& b) { return b.allreduce(tensors, inner); },
+                    single(tensors, [&](const Levels& lv) {
+                      return hierarchicalAllReduce(lv, tensors[0], inner.reduceOp, opts.timeout);
+                    }),
                     std::move(epilogue));
 }
 
@@ -50,7 +58,11 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce(std::vector<at::Tensor>& tens
       rank_ == opts.rootRank ? tensors : std::vector<at::Tensor>{};
   inner.reduceOp = prepareReduce("reduce", route, opts.reduceOp, tensors, scaled, &epilogue);
   return collective(route, c10d::OpType::REDUCE, "reduce", tensors, tensors,
-                    [&](c10d::Backend& b) { return b.reduce(tensors, inner); }, nullptr,
+                    [&](c10d::Backend& b) { return b.reduce(tensors, inner); },
+                    single(tensors, [&](const Levels& lv) {
+                      return hierarchicalReduce(lv, tensors[0], inner.rootRank, inner.reduceOp,
+                                                opts.timeout);
+                    }),
                     std::move(epilogue));
 }
 
@@ -85,7 +97,11 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter(
                                  &epilogue);
   return collective(route, c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, flat,
                     [&](c10d::Backend& b) { return b.reduce_scatter(outputs, inputs, inner); },
-                    nullptr, std::move(epilogue));
+                    single(outputs, [&](const Levels& lv) {
+                      return hierarchicalReduceScatterList(lv, outputs[0], inputs[0],
+                                                           inner.reduceOp, opts.timeout);
+                    }),
+                    std::move(epilogue));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::_reduce_scatter_base(
@@ -99,7 +115,11 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_reduce_scatter_base(
   return collective(route, c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
                     {input},
                     [&](c10d::Backend& b) { return b._reduce_scatter_base(output, input, inner); },
-                    nullptr, std::move(epilogue));
+                    [&](const Levels& lv) {
+                      return hierarchicalReduceScatter(lv, output, input, inner.reduceOp,
+                                                       opts.timeout);
+                    },
+                    std::move(epilogue));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter_tensor_coalesced(

@@ -7,6 +7,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "backend/schedules/hierarchical.h"
+
 namespace torch_topo::backend {
 
 namespace {
@@ -109,7 +111,10 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allgather(
   auto flat = checkGatherLists("allgather", outputs, inputs, size_);
   auto& route = routeFor("allgather", inputs);
   return collective(route, c10d::OpType::ALLGATHER, "allgather", flat, inputs,
-                    [&](c10d::Backend& b) { return b.allgather(outputs, inputs, opts); });
+                    [&](c10d::Backend& b) { return b.allgather(outputs, inputs, opts); },
+                    single(inputs, [&](const Levels& lv) {
+                      return hierarchicalAllGatherList(lv, outputs[0], inputs[0], opts.timeout);
+                    }));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::_allgather_base(at::Tensor& output,
@@ -118,7 +123,10 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_allgather_base(at::Tensor& output,
   checkBlocks("_allgather_base", "output", output, input);
   auto& route = routeFor("_allgather_base", {output, input});
   return collective(route, c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {input},
-                    [&](c10d::Backend& b) { return b._allgather_base(output, input, opts); });
+                    [&](c10d::Backend& b) { return b._allgather_base(output, input, opts); },
+                    [&](const Levels& lv) {
+                      return hierarchicalAllGather(lv, output, input, opts.timeout);
+                    });
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::allgather_coalesced(

@@ -32,7 +32,7 @@ json pathJson(const PathInfo& p) {
 
 json matrixJson(const std::vector<PathInfo>& paths, size_t rows, size_t cols) {
   json out = json::array();
-  for (size_t i = 0; i < rows && (i + 1) * cols <= paths.size(); ++i) {
+  for (size_t i = 0; i < rows; ++i) {
     json row = json::array();
     for (size_t j = 0; j < cols; ++j) row.push_back(pathJson(paths[i * cols + j]));
     out.push_back(row);
@@ -76,16 +76,23 @@ json hostJson(const HostTopology& h) {
                      {"bandwidth_gbps", l.bandwidth_gbps},
                      {"latency_us", l.latency_us}});
   }
-  return {{"hostname", h.hostname},
-          {"source", h.source},
-          {"format", h.format},
-          {"gpus", gpus},
-          {"nics", nics},
-          {"numa_nodes", numa},
-          {"graph", {{"nodes", nodes}, {"links", links}}},
-          {"gpu_paths", matrixJson(h.gpu_paths, h.gpus.size(), h.gpus.size())},
-          {"gpu_nic_paths", matrixJson(h.gpu_nic_paths, h.gpus.size(), h.nics.size())},
-          {"warnings", h.warnings}};
+  json out = {{"hostname", h.hostname},
+              {"source", h.source},
+              {"format", h.format},
+              {"gpus", gpus},
+              {"nics", nics},
+              {"numa_nodes", numa},
+              {"graph", {{"nodes", nodes}, {"links", links}}},
+              {"warnings", h.warnings}};
+  // A source that gave no full matrix (no NIC columns, missing rows) leaves it out; the
+  // reader then derives it from the graph or marks the cells unknown, as for the source.
+  if (h.gpu_paths.size() == h.gpus.size() * h.gpus.size()) {
+    out["gpu_paths"] = matrixJson(h.gpu_paths, h.gpus.size(), h.gpus.size());
+  }
+  if (h.gpu_nic_paths.size() == h.gpus.size() * h.nics.size()) {
+    out["gpu_nic_paths"] = matrixJson(h.gpu_nic_paths, h.gpus.size(), h.nics.size());
+  }
+  return out;
 }
 
 /// Typed field access that reports the field path on error.

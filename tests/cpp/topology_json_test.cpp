@@ -45,9 +45,10 @@ void expectSameHost(const HostTopology& a, const HostTopology& b) {
 
 TEST(TopologyJsonTest, EveryFileRoundTripsExactly) {
   int checked = 0;
-  for (const char* dir : {"nvidia_smi_topo", "nccl_topo_xml"}) {
+  for (const char* dir : {"nvidia_smi_topo", "nccl_topo_xml", "hwloc"}) {
     for (const std::string& path : dataFiles(dir)) {
       if (path.find("_graph.xml") != std::string::npos) continue;
+      if (path.find(".console.txt") != std::string::npos) continue;  // lstopo's text, no input
       SCOPED_TRACE(path);
       HostTopology h = loadTopologyFile(path);
       h.hostname = "node-a";
@@ -58,7 +59,19 @@ TEST(TopologyJsonTest, EveryFileRoundTripsExactly) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 30);
+  EXPECT_EQ(checked, 33);
+}
+
+// A source without GPU-to-NIC paths (e.g. a live probe whose NICs came from hwloc only) must
+// still write JSON the reader takes back, with the paths derived again from the graph.
+TEST(TopologyJsonTest, MissingNicPathsRoundTrip) {
+  HostTopology h =
+      loadTopologyFile(testing::dataPath("nccl_topo_xml/aws_p4d.24xlarge_8xA100_topo.xml"));
+  ASSERT_FALSE(h.nics.empty());
+  const std::vector<PathInfo> derived = h.gpu_nic_paths;
+  h.gpu_nic_paths.clear();
+  HostTopology back = hostFromJson(hostToJson(h), "no-nic-paths.json");
+  ASSERT_EQ(back.gpu_nic_paths.size(), derived.size());
 }
 
 TEST(TopologyJsonTest, ClusterRoundTrip) {

@@ -40,6 +40,8 @@ def main() -> None:
                    "mesh": mesh.mesh.tolist(), "plan_mesh": mesh.topo_plan.mesh,
                    "dtensor_ok": dtensor_ok, "fsdp_ok": fsdp_ok,
                    "numa": mesh.topo_numa_report.action}, f)
+    # A rank that tears down while a peer still reads its last sends resets the connection.
+    dist.barrier()
     dist.destroy_process_group()
 
 

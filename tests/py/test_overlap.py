@@ -37,6 +37,7 @@ def _worker(rank: int, world: int, store_path: str, tasks, results) -> None:
             results.put((rank, "ok", globals()[name](gloo, *args)))
         except Exception:  # reported to the test, which fails with the traceback
             results.put((rank, "error", traceback.format_exc()))
+    dist.barrier()  # no rank tears down while a peer still reads from it
     dist.destroy_process_group()
 
 

@@ -49,6 +49,7 @@ def single_rank_group(tmp_path):
     dist.init_process_group("gloo", store=store, rank=0, world_size=1,
                             timeout=timedelta(seconds=30))
     yield
+    dist.barrier()  # no rank tears down while a peer still reads from it
     dist.destroy_process_group()
 
 

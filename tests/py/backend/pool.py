@@ -38,6 +38,7 @@ def _worker(rank: int, size: int, store_path: str, tasks, results) -> None:
             results.put((rank, True, fn(rank, size, ref, *args)))
         except BaseException:  # noqa: BLE001  (reported to the test, which fails)
             results.put((rank, False, traceback.format_exc()))
+    dist.barrier()  # no rank tears down while a peer still reads from it
     dist.destroy_process_group()
 
 

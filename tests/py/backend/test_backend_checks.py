@@ -65,6 +65,9 @@ def _failing_rank(rank, size, store_path, mode, results):
         results.put((rank, "no error", time.monotonic() - start))
     except Exception as e:  # noqa: BLE001  (the type and text are what the test checks)
         results.put((rank, f"{type(e).__name__}: {e}", time.monotonic() - start))
+    # put() hands the item to a feeder thread; flush it before the hard exit below.
+    results.close()
+    results.join_thread()
     os._exit(0)  # the group cannot be torn down cleanly with a peer gone
 
 

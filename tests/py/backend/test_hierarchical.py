@@ -370,3 +370,77 @@ def test_thresholds_follow_config():
     # TopoBackend measures all-gathers by their per-rank input.
     assert backend_thresholds({"all_gather": 4096, "reduce": 10}, 4) == {
         "allgather": 1024, "_allgather_base": 1024, "reduce": 10}
+
+
+def _dispatch_worker(rank, hosts, tmp, _full):
+    """The "topo" group itself, with hierarchical="always": every op with a hierarchical form
+    takes it (its decision log says so) and matches flat Gloo."""
+    size = len(hosts)
+    result = {"checked": 0, "failures": []}
+    try:
+        import torch_topo  # noqa: F401  (registers "topo")
+
+        store = dist.FileStore(os.path.join(tmp, "store"), size)
+        play = ",".join(f"{h}:{hosts[:r].count(h)}" for r, h in enumerate(hosts))
+        cfg = TopoConfig(hierarchical="always", play=play, pipeline_chunk_bytes=1024)  # the least allowed
+        dist.init_process_group("topo", store=store, rank=rank, world_size=size,
+                                timeout=TIMEOUT, pg_options=cfg)
+        ref = FlatRef(dist.new_group(backend="gloo"), size)
+        check = Checker(rank)
+        gen = torch.Generator().manual_seed(99 + rank)
+        for dtype in (torch.float32, torch.int64):
+            for op in ("SUM", "AVG", "MAX") if dtype.is_floating_point else ("SUM", "BXOR"):
+                x = _make(gen, (700,), dtype, op, False)  # several chunks
+                want = ref.all_reduce(x.clone(), op)
+                dist.all_reduce(x, op=_reduce_op(op))
+                check.same(f"all_reduce {dtype} {op}", x, want)
+                x = _make(gen, (7,), dtype, op, False)
+                want = ref.reduce(x.clone(), 1, op)
+                before = x.clone()
+                dist.reduce(x, dst=1, op=_reduce_op(op))
+                check.same(f"reduce {dtype} {op}", x, want if rank == 1 else before)
+                blocks = [_make(gen, (300,), dtype, op, False) for _ in range(size)]
+                want = ref.reduce_scatter(blocks, op)
+                out = torch.empty(300, dtype=dtype)
+                dist.reduce_scatter_tensor(out, torch.cat(blocks), op=_reduce_op(op))
+                check.same(f"reduce_scatter_tensor {dtype} {op}", out, want)
+                dist.reduce_scatter(out, blocks, op=_reduce_op(op))
+                check.same(f"reduce_scatter {dtype} {op}", out, want)
+            x = _make(gen, (9,), dtype, "SUM", False)
+            want = ref.all_gather(x)
+            out = torch.empty(size * 9, dtype=dtype)
+            dist.all_gather_into_tensor(out, x)
+            check.same(f"all_gather_into_tensor {dtype}", out, torch.cat(want))
+            outs = [torch.empty(9, dtype=dtype) for _ in range(size)]
+            dist.all_gather(outs, x)
+            check.same(f"all_gather {dtype}", torch.stack(outs), torch.stack(want))
+            x = _make(gen, (9,), dtype, "SUM", False)
+            want = ref.broadcast(x.clone(), size - 1)
+            dist.broadcast(x, src=size - 1)
+            check.same(f"broadcast {dtype}", x, want)
+        backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+        choices = {}
+        for op, _, choice in backend.last_decisions():
+            choices.setdefault(op, set()).add(choice)
+        result = {"checked": check.checked, "failures": check.failures,
+                  "choices": {op: sorted(c) for op, c in choices.items()}}
+        dist.barrier()  # no rank tears down while a peer still reads from it
+        dist.destroy_process_group()
+    except Exception:
+        result["failures"].append(f"rank {rank}: {traceback.format_exc()}")
+    with open(os.path.join(tmp, f"result{rank}.json"), "w") as f:
+        json.dump(result, f)
+
+
+@pytest.mark.timeout(150)
+def test_topo_backend_dispatches_hierarchical(tmp_path):
+    results = _spawn(CONFIGS["2x2-interleaved"], tmp_path, False, target=_dispatch_worker)
+    failures = [f for res in results for f in res["failures"]]
+    assert not failures, "\n".join(failures[:10])
+    for res in results:
+        # Four reductions per (dtype, op): 3 float32 ops, 2 int64; three data moves per dtype.
+        assert res["checked"] == (3 + 2) * 4 + 2 * 3, res["checked"]
+        assert res["choices"] == {op: ["hierarchical"] for op in
+                                  ("allreduce", "reduce", "_reduce_scatter_base",
+                                   "reduce_scatter", "_allgather_base", "allgather",
+                                   "broadcast")}, res["choices"]

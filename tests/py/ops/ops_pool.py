@@ -38,6 +38,7 @@ def _worker(rank: int, world: int, backend: str, store_path: str, tasks, results
             results.put((rank, True, getattr(ops_cases, name)(rank, world, **kwargs)))
         except BaseException:  # reported to the parent, which fails the test
             results.put((rank, False, traceback.format_exc()))
+    dist.barrier()  # no rank tears down while a peer still reads from it
     dist.destroy_process_group()
 
 
