@@ -62,7 +62,7 @@ def quality(samples: int, seed: int) -> list[dict]:
                 planned = Plan.build(cluster, mesh)
                 naive = Plan.build(cluster, mesh, contiguous=True)
                 spec = [(n, s, t["bytes"], t["op"]) for (n, s), t in
-                        zip(mesh.items(), planned.to_dict()["traffic"].values())]
+                        zip(mesh.items(), planned.to_dict()["traffic"].values(), strict=False)]
                 ranks = list(range(cluster.world_size))
                 costs = []
                 for _ in range(samples):

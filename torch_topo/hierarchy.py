@@ -98,7 +98,7 @@ class HostLayout:
 
     def rail(self, local: int) -> list[int]:
         """Group ranks with local rank `local`, by host index (hosts lacking one are skipped)."""
-        return [r for r, l in enumerate(self.local_of_rank) if l == local]
+        return [r for r, lr in enumerate(self.local_of_rank) if lr == local]
 
     def ring_crossings(self) -> int:
         """Most edges of the flat ring (rank r -> r+1) that leave any one host: how many ring

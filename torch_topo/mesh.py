@@ -95,7 +95,7 @@ def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
     cfg = (config or TopoConfig()).merged_with_env()
     world = dist.get_world_size()
     names = _check_names(mesh_shape, mesh_dim_names)
-    mesh = dict(zip(names, (int(s) for s in mesh_shape)))
+    mesh = dict(zip(names, (int(s) for s in mesh_shape), strict=False))
     cluster = _world_cluster(cfg, world, topology)
     if cluster is None:
         # No topology: a CPU-only cluster of one host; the layout stays contiguous.

@@ -158,7 +158,7 @@ class Plan:
         self.contiguous = bool(raw["contiguous"])
         self._priority = [self._dims[i]["name"] for i in raw["priority"]]
         spec = [(d["name"], d["size"], d["bytes"], d["op"]) for d in self._dims]
-        self._costs = dict(zip(self.mesh_dim_names, cluster.mesh_cost(spec, self._flat)))
+        self._costs = dict(zip(self.mesh_dim_names, cluster.mesh_cost(spec, self._flat), strict=False))
         self.algorithms: dict[str, dict[str, str]] = {}
         for d in self._dims:
             groups = self.groups(d["name"])
@@ -284,7 +284,7 @@ class Plan:
         hosts = len({self._cluster.rank_host(r) for r in self._flat})
         lines = [
             f"{self.layout} layout of mesh "
-            + " x ".join(f"{n}={s}" for n, s in zip(self.mesh_dim_names, self.mesh_shape))
+            + " x ".join(f"{n}={s}" for n, s in zip(self.mesh_dim_names, self.mesh_shape, strict=False))
             + f" on {self.world_size} ranks ({hosts} host(s)); "
             + ("exhaustive" if self.exact else "greedy + local") + " intra-host search",
             "heaviest first: " + ", ".join(self._priority),
@@ -311,7 +311,7 @@ class Plan:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        dims = ", ".join(f"{n}={s}" for n, s in zip(self.mesh_dim_names, self.mesh_shape))
+        dims = ", ".join(f"{n}={s}" for n, s in zip(self.mesh_dim_names, self.mesh_shape, strict=False))
         return f"Plan({self.layout}, {dims}, cost={self.cost() * 1e3:.3f} ms/step)"
 
 

@@ -32,10 +32,10 @@ def test_cuda_pack_unpack_equal_cpu(shapes, scatter_dim, world, replicate, dtype
     assert buf_gpu.is_cuda
     torch.testing.assert_close(buf_gpu.cpu(), buf_cpu, rtol=0, atol=0)
     slices = [_C.ulysses_slice_shape(list(s), scatter_dim, world, r)
-              for s, r in zip(shapes, replicate)]
+              for s, r in zip(shapes, replicate, strict=False)]
     gather_dim = 1 if scatter_dim != 1 else 2
     for a, b in zip(_C.ulysses_unpack(buf_gpu, slices, gather_dim, world),
-                    _C.ulysses_unpack(buf_cpu, slices, gather_dim, world)):
+                    _C.ulysses_unpack(buf_cpu, slices, gather_dim, world), strict=False):
         torch.testing.assert_close(a.cpu(), b, rtol=0, atol=0)
 
 
@@ -60,5 +60,5 @@ def test_cuda_block_kernel_equals_cpu_flash(causal):
     grads = block_backward(dout, q, k, v, out, lse, causal, 0.25)
     g_grads = block_backward(dout.cuda(), q.cuda(), k.cuda(), v.cuda(), g_out, g_lse, causal,
                              0.25)
-    for a, b in zip(g_grads, grads):
+    for a, b in zip(g_grads, grads, strict=False):
         torch.testing.assert_close(a.cpu().float(), b.float(), rtol=1e-4, atol=1e-4)

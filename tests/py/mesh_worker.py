@@ -15,9 +15,10 @@ import torch.distributed as dist
 def main() -> None:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     store, out, topology, play, backend = sys.argv[1:6]
-    import torch_topo  # noqa: F401  (registers "topo" when the backend layer is built)
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.tensor import Shard, distribute_tensor
+
+    import torch_topo  # noqa: F401  (registers "topo" when the backend layer is built)
 
     dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world)
     cfg = torch_topo.TopoConfig(topology_file=topology, play=play or None)

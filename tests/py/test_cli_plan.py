@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from planner_support import DATA, DGX1
+
 from torch_topo.cli import build_parser, main
 
 A100_SXM = DATA / "nvidia_smi_topo" / "a100_8xSXM_NV12_2numa_mlengineering_realigned.txt"

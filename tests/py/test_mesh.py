@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-
 from planner_support import DGX1
 
 BACKEND = os.environ.get("TORCH_TOPO_TEST_BACKEND", "gloo")
@@ -39,7 +38,7 @@ def _launch(tmp_path, world: int, play: str) -> list[dict]:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    for p, log in zip(procs, logs):
+    for p, log in zip(procs, logs, strict=False):
         assert p.returncode == 0, log[-3000:]
     return [json.loads(o.read_text()) for o in outs]
 
@@ -56,4 +55,4 @@ def test_four_ranks_playing_dgx1_get_nv2_pairs(tmp_path):
         assert r["dtensor_ok"] and r["fsdp_ok"]
         assert r["numa"] == "disabled"
     # dp joins the ranks holding the same tp coordinate.
-    assert {frozenset(r["dp"]) for r in results} == {frozenset(c) for c in zip(*results[0]["mesh"])}
+    assert {frozenset(r["dp"]) for r in results} == {frozenset(c) for c in zip(*results[0]["mesh"], strict=False)}

@@ -11,8 +11,8 @@ import sys
 import textwrap
 
 import pytest
-
 from planner_support import DGX1
+
 from torch_topo import _C
 from torch_topo.numa import apply_numa_binding, parse_cpulist
 from torch_topo.plan import resolve_cluster
@@ -32,12 +32,12 @@ def _run(code: str, cpus: set[int] | None = None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-BIND = f"""
+BIND = """
 import json, dataclasses
 from torch_topo.numa import apply_numa_binding
 from torch_topo.plan import resolve_cluster
 cluster = resolve_cluster(DOC)
-report = apply_numa_binding(cluster, RANK, environ={{}})
+report = apply_numa_binding(cluster, RANK, environ={})
 print(json.dumps(dataclasses.asdict(report)))
 """
 

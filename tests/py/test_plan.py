@@ -5,10 +5,15 @@ DGX-1 hybrid cube-mesh, relabelled GPUs, multi-host rails and cost, and bad mesh
 from __future__ import annotations
 
 import pytest
+from planner_support import (
+    DGX1,
+    best_partition_key,
+    relabelled_cluster_json,
+    topology_files,
+    worst_key,
+)
 
 import torch_topo
-from planner_support import (DGX1, best_partition_key, relabelled_cluster_json, topology_files,
-                             worst_key)
 from torch_topo.plan import Plan, parse_mesh
 
 FILES = topology_files()

@@ -5,7 +5,7 @@ locally, and the inverse all-to-all restores the layout. Q, K and V travel in ON
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -25,7 +25,7 @@ def _exchange(tensors: Sequence[torch.Tensor], scatter_dim: int, gather_dim: int
     world = dist.get_world_size(group)
     send = _C.ulysses_pack(list(tensors), scatter_dim, world, list(replicate))
     shapes = [_C.ulysses_slice_shape(list(t.shape), scatter_dim, world, r)
-              for t, r in zip(tensors, replicate)]
+              for t, r in zip(tensors, replicate, strict=False)]
     recv = torch.empty_like(send)
     dist.all_to_all_single(recv, send, group=group)
     return _C.ulysses_unpack(recv, shapes, gather_dim, world, list(reduce_replicas))
@@ -43,7 +43,7 @@ class UlyssesExchangeFunction(torch.autograd.Function):
         ctx.group, ctx.scatter_dim, ctx.gather_dim = group, scatter_dim, gather_dim
         # A replicated slice of a size-n dim reaches world / n ranks; backward sums them.
         ctx.reduce = [world // t.shape[scatter_dim] if r and t.shape[scatter_dim] < world else 1
-                      for t, r in zip(tensors, replicate)]
+                      for t, r in zip(tensors, replicate, strict=False)]
         out = _exchange(tensors, scatter_dim, gather_dim, group, replicate, [1] * len(tensors))
         ctx.out_shapes = [o.shape for o in out]
         ctx.dtype, ctx.device = tensors[0].dtype, tensors[0].device
@@ -53,7 +53,7 @@ class UlyssesExchangeFunction(torch.autograd.Function):
     def backward(ctx, *grads: torch.Tensor):
         # An output the loss does not use has no gradient: it contributes zeros.
         grads = [torch.zeros(shape, dtype=ctx.dtype, device=ctx.device) if g is None
-                 else g.contiguous() for g, shape in zip(grads, ctx.out_shapes)]
+                 else g.contiguous() for g, shape in zip(grads, ctx.out_shapes, strict=False)]
         out = _exchange(grads, ctx.gather_dim, ctx.scatter_dim, ctx.group,
                         [False] * len(grads), ctx.reduce)
         return (None, None, None, None, *out)

@@ -4,9 +4,8 @@ checked against plain Gloo."""
 
 from __future__ import annotations
 
-import pytest
-
 import cases
+import pytest
 
 
 @pytest.mark.timeout(300)

@@ -139,7 +139,7 @@ class _Scatter(torch.autograd.Function):
         dist.all_gather(parts, g.contiguous())
         full = torch.zeros(g.shape[0], sum(p.numel() for p in ctx.all_pos), *g.shape[2:],
                            dtype=g.dtype)
-        for p, part in zip(ctx.all_pos, parts):
+        for p, part in zip(ctx.all_pos, parts, strict=False):
             full[:, p] = part
         return full, None, None
 
@@ -155,7 +155,7 @@ class _Gather(torch.autograd.Function):
         dist.all_gather(parts, x.contiguous())
         full = torch.empty(x.shape[0], sum(p.numel() for p in all_pos), *x.shape[2:],
                            dtype=x.dtype)
-        for p, part in zip(all_pos, parts):
+        for p, part in zip(all_pos, parts, strict=False):
             full[:, p] = part
         return full
 

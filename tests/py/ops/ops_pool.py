@@ -75,7 +75,7 @@ class RankPool:
                 rank, ok, value = self._results.get(timeout=timeout_s)
             except queue.Empty:
                 self.broken = True
-                raise TimeoutError(f"{case}: no answer from every rank in {timeout_s} s")
+                raise TimeoutError(f"{case}: no answer from every rank in {timeout_s} s") from None
             if ok:
                 out[rank] = value
             else:
