@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Collective benchmark on an emulated cluster (issue 5 goals): runs benchmarks/collective_perf.py
-(or, where that is absent, benchmarks/emulated_perf.py, which also measures gloo alone before
-the "topo" backend exists) under `python -m torch_topo.emulate` for each placement, then prints
+under `python -m torch_topo.emulate` for each placement, then prints
 nccl-tests tables for "topo" and "gloo", their ratio and the inter-node link lower bound, and
 writes --json results and a --plot PNG of busbw against size.
 
@@ -29,8 +28,7 @@ sys.path.insert(0, ROOT)
 
 from torch_topo.emulation.shaping import parse_rate_bps  # noqa: E402
 
-RANK_PROGRAMS = [os.path.join(ROOT, "benchmarks", name)
-                 for name in ("collective_perf.py", "emulated_perf.py")]
+RANK_PROGRAM = os.path.join(ROOT, "benchmarks", "collective_perf.py")
 OP_ORDER = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
 GOAL_BYTES = 64 << 20
 # Issue 5: 64 MiB float32 all_reduce, topo vs gloo per placement, and vs the link bound.
@@ -45,7 +43,7 @@ def link_factor(op: str, hosts: int) -> float:
 
 
 def run_placement(args, placement: str, out_json: str) -> list[dict]:
-    program = next(p for p in RANK_PROGRAMS if os.path.exists(p))
+    program = RANK_PROGRAM
     cmd = [sys.executable, "-m", "torch_topo.emulate", "--nodes", str(args.nodes),
            "--procs-per-node", str(args.procs_per_node), "--inter-bw", args.inter_bw,
            "--inter-delay", args.inter_delay, "--placement", placement,

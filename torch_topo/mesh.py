@@ -9,6 +9,7 @@ Without any, the contiguous layout is used (there is nothing to plan on).
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 
@@ -117,6 +118,40 @@ def _check_names(mesh_shape, mesh_dim_names) -> tuple[str, ...]:
     return names
 
 
+def _slices(mesh: torch.Tensor, dim: int) -> list[list[int]]:
+    """The rank lists along `dim` (one group each), in the same order on every rank."""
+    return mesh.movedim(dim, -1).reshape(-1, mesh.shape[dim]).tolist()
+
+
+def _device_mesh(device_type: str, mesh: torch.Tensor, names: tuple[str, ...]) -> DeviceMesh:
+    """DeviceMesh(device_type, mesh), with each dimension's groups in the mesh's own rank order.
+
+    torch's DeviceMesh creates its groups with new_group's default sort_ranks=True, so a slice
+    that is not ascending (a planned [[0, 3], [1, 2]] has the dp slice [3, 2]) would get group
+    ranks that disagree with the mesh coordinates, and DTensor would place shards wrongly.
+    Such meshes get their groups built here, in mesh order, and handed over with from_group.
+    """
+    slices = [_slices(mesh, d) for d in range(mesh.dim())]
+    if all(s == sorted(s) for per_dim in slices for s in per_dim):
+        return DeviceMesh(device_type, mesh, mesh_dim_names=names)
+    if "sort_ranks" not in inspect.signature(dist.new_group).parameters:
+        raise RuntimeError(
+            f"init_device_mesh: the planned mesh {mesh.tolist()} has groups whose rank order is "
+            f"not ascending, which this torch ({torch.__version__}) cannot keep "
+            "(new_group has no sort_ranks); use torch >= 2.13 or pass a topology with "
+            "TopoConfig(use_topo_aware_collectives=False)")
+    me = dist.get_rank()
+    groups = []
+    for per_dim in slices:
+        mine = None
+        for ranks in per_dim:  # every rank creates every group, in one order
+            group = dist.new_group(ranks=ranks, sort_ranks=False)
+            if me in ranks:
+                mine = group
+        groups.append(mine)
+    return DeviceMesh.from_group(groups, device_type, mesh=mesh, mesh_dim_names=names)
+
+
 def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, topology=None,
                      traffic=None, config: TopoConfig | None = None) -> DeviceMesh:
     """A DeviceMesh whose groups follow the topology-aware plan of the current world.
@@ -154,8 +189,8 @@ def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, topol
             if key not in os.environ:
                 os.environ[key] = value
                 plan.applied_nccl_env[key] = value
-    device_mesh = DeviceMesh(device_type, torch.tensor(plan.mesh, dtype=torch.int),
-                             mesh_dim_names=tuple(mesh_dim_names))
+    device_mesh = _device_mesh(device_type, torch.tensor(plan.mesh, dtype=torch.int),
+                               tuple(mesh_dim_names))
     device_mesh.topo_plan = plan
     device_mesh.topo_numa_report = report
     return device_mesh

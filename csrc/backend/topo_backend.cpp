@@ -293,9 +293,19 @@ c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
 #if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
     auto innerOpts = route->inner->getBackendOptions()->clone();
 #else
-    // Before 2.14 options cannot be copied without their concrete type; the inner backend's
-    // split copies what it needs from them.
+    // Before 2.14 options cannot be copied without their concrete type: the split borrows the
+    // inner backend's own options, and the parent's fields are put back however it ends.
     auto innerOpts = route->inner->getBackendOptions();
+    struct Restore {
+      c10::intrusive_ptr<c10d::Backend::Options> live;
+      c10d::Backend::Options saved;
+      ~Restore() {
+        live->timeout = saved.timeout;
+        live->group_name = saved.group_name;
+        live->group_desc = saved.group_desc;
+        live->global_ranks_in_group = saved.global_ranks_in_group;
+      }
+    } restore{innerOpts, *innerOpts};
 #endif
     innerOpts->timeout = opts->timeout;
     innerOpts->group_name = opts->group_name;
