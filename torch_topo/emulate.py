@@ -127,6 +127,9 @@ def _rank_env(base: dict[str, str], spec, world: int, net: netns.ClusterNetwork,
         # Not a TORCH_TOPO_* variable (TopoConfig refuses unknown ones): for tools and tests.
         "EMULATED_CLUSTER_FILE": cluster_path,
     })
+    # As torchrun does for several ranks per machine: one compute thread each, unless the user
+    # chose; otherwise every rank's OpenMP pool spins on the same few cores.
+    env.setdefault("OMP_NUM_THREADS", "1")
     return env
 
 
