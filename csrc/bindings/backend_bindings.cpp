@@ -76,18 +76,9 @@ creator registered by ``import torch_topo``; see docs/backend.md.)");
              BackendPtr leaders, int localRank, int localSize, int hostIndex, int hostCount,
              bool uniform, std::vector<int> hostOfRank, std::vector<int> localOfRank,
              int64_t chunkBytes) {
-            Levels levels;
-            levels.intra = std::move(intra);
-            levels.rail = std::move(rail);
-            levels.leaders = std::move(leaders);
-            levels.local_rank = localRank;
-            levels.local_size = localSize;
-            levels.host_index = hostIndex;
-            levels.host_count = hostCount;
-            levels.uniform = uniform;
-            levels.host_of_rank = std::move(hostOfRank);
-            levels.local_of_rank = std::move(localOfRank);
-            levels.chunk_bytes = chunkBytes;
+            Levels levels = makeLevels(std::move(intra), std::move(rail), std::move(leaders),
+                                       localRank, localSize, hostIndex, hostCount, uniform,
+                                       std::move(hostOfRank), std::move(localOfRank), chunkBytes);
             self.setLevels(parseDeviceType(deviceType), std::move(levels));
           },
           py::arg("device_type"), py::arg("intra"), py::arg("rail"), py::arg("leaders"),

@@ -2,7 +2,13 @@
 // Entry points of the pybind11 module torch_topo._C, one per layer (layer: csrc/bindings).
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/python.h>
+
+#include "backend/schedules/schedule.h"
 
 namespace torch_topo::bindings {
 
@@ -22,5 +28,14 @@ void defSchedules(py::module_& m);
 void defOps(py::module_& m);
 /// Communication/compute overlap ops.
 void defOverlap(py::module_& m);
+
+/// The schedules' Levels from the arguments Python hands over (set_levels, _ScheduleLevels);
+/// ValueError for a chunk size that is not positive.
+backend::Levels makeLevels(c10::intrusive_ptr<c10d::Backend> intra,
+                           c10::intrusive_ptr<c10d::Backend> rail,
+                           c10::intrusive_ptr<c10d::Backend> leaders, int local_rank,
+                           int local_size, int host_index, int host_count, bool uniform,
+                           std::vector<int> host_of_rank, std::vector<int> local_of_rank,
+                           int64_t chunk_bytes);
 
 }  // namespace torch_topo::bindings

@@ -13,10 +13,15 @@ namespace {
 using backend::Levels;
 using BackendPtr = c10::intrusive_ptr<c10d::Backend>;
 
-Levels makeLevels(BackendPtr intra, BackendPtr rail, BackendPtr leaders, int local_rank,
-                  int local_size, int host_index, int host_count, bool uniform,
-                  std::vector<int> host_of_rank, std::vector<int> local_of_rank,
-                  int64_t chunk_bytes) {
+
+}  // namespace
+
+backend::Levels makeLevels(c10::intrusive_ptr<c10d::Backend> intra,
+                           c10::intrusive_ptr<c10d::Backend> rail,
+                           c10::intrusive_ptr<c10d::Backend> leaders, int local_rank,
+                           int local_size, int host_index, int host_count, bool uniform,
+                           std::vector<int> host_of_rank, std::vector<int> local_of_rank,
+                           int64_t chunk_bytes) {
   TORCH_CHECK_VALUE(chunk_bytes > 0, "_ScheduleLevels: chunk_bytes: got ", chunk_bytes,
                     ", expected > 0");
   Levels lv;
@@ -33,8 +38,6 @@ Levels makeLevels(BackendPtr intra, BackendPtr rail, BackendPtr leaders, int loc
   lv.chunk_bytes = chunk_bytes;
   return lv;
 }
-
-}  // namespace
 
 void defSchedules(py::module_& m) {
   py::class_<Levels>(m, "_ScheduleLevels", R"(Inner groups of one device type for the
