@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import statistics
 import tempfile
 import time
@@ -189,6 +190,8 @@ def _report(records: list[dict], args) -> None:
 
 
 def _spawned(rank: int, size: int, store_path: str, args, results) -> None:
+    import torch_topo  # noqa: F401  (registers "topo" in this spawned process)
+
     dist.init_process_group("topo", store=dist.FileStore(store_path, size), rank=rank,
                             world_size=size, timeout=timedelta(seconds=300))
     records = run_rank(rank, size, args)
@@ -233,7 +236,15 @@ def main(argv=None) -> int:
                  for r in range(args.procs)]
         for proc in procs:
             proc.start()
-        records = results.get(timeout=3600)
+        records = None
+        while records is None:  # a rank that dies must not leave us waiting
+            try:
+                records = results.get(timeout=5)
+            except queue.Empty:
+                if any(p.exitcode not in (None, 0) for p in procs):
+                    for p in procs:
+                        p.kill()
+                    raise SystemExit("collective_perf: a rank failed (its traceback is above)") from None
         for proc in procs:
             proc.join(timeout=60)
     _report(records, args)
