@@ -43,15 +43,14 @@ def link_factor(op: str, hosts: int) -> float:
 
 
 def run_placement(args, placement: str, out_json: str) -> list[dict]:
-    program = RANK_PROGRAM
     cmd = [sys.executable, "-m", "torch_topo.emulate", "--nodes", str(args.nodes),
            "--procs-per-node", str(args.procs_per_node), "--inter-bw", args.inter_bw,
            "--inter-delay", args.inter_delay, "--placement", placement,
            "--timeout-s", str(args.timeout_s), "--",
-           sys.executable, program, "--json", out_json, "--collectives", *args.ops.split(","),
+           sys.executable, RANK_PROGRAM, "--json", out_json, "--collectives", *args.ops.split(","),
            "--min-bytes", str(args.min_bytes), "--max-bytes", str(args.max_bytes),
            "--reps", str(args.reps)]
-    print(f"emulated_collectives: {placement}: {os.path.basename(program)} on "
+    print(f"emulated_collectives: {placement}: {os.path.basename(RANK_PROGRAM)} on "
           f"{args.nodes} x {args.procs_per_node} ranks, {args.inter_bw}, {args.inter_delay}",
           flush=True)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))

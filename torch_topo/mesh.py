@@ -138,8 +138,7 @@ def _device_mesh(device_type: str, mesh: torch.Tensor, names: tuple[str, ...]) -
         raise RuntimeError(
             f"init_device_mesh: the planned mesh {mesh.tolist()} has groups whose rank order is "
             f"not ascending, which this torch ({torch.__version__}) cannot keep "
-            "(new_group has no sort_ranks); use torch >= 2.13 or pass a topology with "
-            "TopoConfig(use_topo_aware_collectives=False)")
+            "(new_group has no sort_ranks); use torch >= 2.13")
     me = dist.get_rank()
     groups = []
     for per_dim in slices:

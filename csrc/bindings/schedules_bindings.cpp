@@ -13,7 +13,6 @@ namespace {
 using backend::Levels;
 using BackendPtr = c10::intrusive_ptr<c10d::Backend>;
 
-
 }  // namespace
 
 backend::Levels makeLevels(c10::intrusive_ptr<c10d::Backend> intra,

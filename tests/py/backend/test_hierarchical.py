@@ -223,31 +223,41 @@ def _run_cases(rank, size, levels, ref, check, full):
 
 def _worker(rank, hosts, tmp, full):
     size = len(hosts)
-    result = {"checked": 0, "failures": []}
+    store = dist.FileStore(os.path.join(tmp, "store"), size)
+    flat = dist.ProcessGroupGloo(dist.PrefixStore("flat", store), rank, size, TIMEOUT)
+    # Hosts come from a play string indexed by rank, exchanged through the store.
+    names = exchange_hostnames(store, rank, size, play_host(_play(hosts), rank))
+    layout = HostLayout.from_hostnames(names)
+    lv = build_levels(dist.PrefixStore("hier", store), rank, layout,
+                      chunk_bytes=CHUNK_BYTES, timeout=TIMEOUT)
+    levels = _C._ScheduleLevels(*lv.as_args())
+    check = Checker(rank)
+    _run_cases(rank, size, levels, FlatRef(flat, size), check, full)
+    return {"checked": check.checked, "failures": check.failures,
+            "layout": [list(layout.host_of_rank), list(layout.local_of_rank)],
+            "uniform": lv.uniform}
+
+
+def _rank_main(body, rank, hosts, tmp, full):
+    """One spawned rank: `body` returns its result dict; an exception becomes its failure. The
+    result goes to tmp/result{rank}.json for _spawn to collect."""
     try:
-        store = dist.FileStore(os.path.join(tmp, "store"), size)
-        flat = dist.ProcessGroupGloo(dist.PrefixStore("flat", store), rank, size, TIMEOUT)
-        # Hosts come from a play string indexed by rank, exchanged through the store.
-        play = ",".join(f"{h}:{hosts[:r].count(h)}" for r, h in enumerate(hosts))
-        names = exchange_hostnames(store, rank, size, play_host(play, rank))
-        layout = HostLayout.from_hostnames(names)
-        lv = build_levels(dist.PrefixStore("hier", store), rank, layout,
-                          chunk_bytes=CHUNK_BYTES, timeout=TIMEOUT)
-        levels = _C._ScheduleLevels(*lv.as_args())
-        check = Checker(rank)
-        _run_cases(rank, size, levels, FlatRef(flat, size), check, full)
-        result = {"checked": check.checked, "failures": check.failures,
-                  "layout": [list(layout.host_of_rank), list(layout.local_of_rank)],
-                  "uniform": lv.uniform}
+        result = body(rank, hosts, tmp, full)
     except Exception:
-        result["failures"].append(f"rank {rank}: {traceback.format_exc()}")
+        result = {"checked": 0, "failures": [f"rank {rank}: {traceback.format_exc()}"]}
     with open(os.path.join(tmp, f"result{rank}.json"), "w") as f:
         json.dump(result, f)
 
 
+def _play(hosts):
+    """The TopoConfig.play string that puts rank r on hosts[r], local GPUs in rank order."""
+    return ",".join(f"{h}:{hosts[:r].count(h)}" for r, h in enumerate(hosts))
+
+
 def _spawn(hosts, tmp, full, target=_worker):
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=target, args=(r, hosts, str(tmp), full)) for r in range(len(hosts))]
+    procs = [ctx.Process(target=_rank_main, args=(target, r, hosts, str(tmp), full))
+             for r in range(len(hosts))]
     for p in procs:
         p.start()
     for p in procs:
@@ -294,28 +304,22 @@ class _RecordingBackend:
 
 def _attach_worker(rank, hosts, tmp, _full):
     size = len(hosts)
-    result = {"checked": 0, "failures": []}
-    try:
-        store = dist.FileStore(os.path.join(tmp, "store"), size)
-        flat = dist.ProcessGroupGloo(dist.PrefixStore("flat", store), rank, size, TIMEOUT)
-        play = ",".join(f"{h}:0" for h in hosts)
-        backend = _RecordingBackend()
-        cfg = TopoConfig(hierarchical="always", play=play, pipeline_chunk_bytes=1024)
-        layout = attach_hierarchy(backend, dist.PrefixStore("pg", store), rank, size,
-                                  list(range(size)), cfg, timeout=TIMEOUT)
-        levels = _C._ScheduleLevels(*backend.levels["cpu"])
-        x = torch.arange(1000, dtype=torch.float32) * (rank + 1)
-        want = FlatRef(flat, size).all_reduce(x.clone(), "SUM")
-        _C._hierarchical_all_reduce(levels, x, dist.ReduceOp.SUM)
-        check = Checker(rank)
-        check.same("all_reduce via attach_hierarchy", x, want)
-        result = {"checked": check.checked, "failures": check.failures,
-                  "thresholds": backend.thresholds, "hosts": layout.host_count,
-                  "chunk_bytes": levels.chunk_bytes}
-    except Exception:
-        result["failures"].append(f"rank {rank}: {traceback.format_exc()}")
-    with open(os.path.join(tmp, f"result{rank}.json"), "w") as f:
-        json.dump(result, f)
+    store = dist.FileStore(os.path.join(tmp, "store"), size)
+    flat = dist.ProcessGroupGloo(dist.PrefixStore("flat", store), rank, size, TIMEOUT)
+    play = ",".join(f"{h}:0" for h in hosts)
+    backend = _RecordingBackend()
+    cfg = TopoConfig(hierarchical="always", play=play, pipeline_chunk_bytes=1024)
+    layout = attach_hierarchy(backend, dist.PrefixStore("pg", store), rank, size,
+                              list(range(size)), cfg, timeout=TIMEOUT)
+    levels = _C._ScheduleLevels(*backend.levels["cpu"])
+    x = torch.arange(1000, dtype=torch.float32) * (rank + 1)
+    want = FlatRef(flat, size).all_reduce(x.clone(), "SUM")
+    _C._hierarchical_all_reduce(levels, x, dist.ReduceOp.SUM)
+    check = Checker(rank)
+    check.same("all_reduce via attach_hierarchy", x, want)
+    return {"checked": check.checked, "failures": check.failures,
+            "thresholds": backend.thresholds, "hosts": layout.host_count,
+            "chunk_bytes": levels.chunk_bytes}
 
 
 @pytest.mark.timeout(120)
@@ -375,61 +379,55 @@ def test_thresholds_follow_config():
 def _dispatch_worker(rank, hosts, tmp, _full):
     """The "topo" group itself, with hierarchical="always": every op with a hierarchical form
     takes it (its decision log says so) and matches flat Gloo."""
-    size = len(hosts)
-    result = {"checked": 0, "failures": []}
-    try:
-        import torch_topo  # noqa: F401  (registers "topo")
+    import torch_topo  # noqa: F401  (registers "topo")
 
-        store = dist.FileStore(os.path.join(tmp, "store"), size)
-        play = ",".join(f"{h}:{hosts[:r].count(h)}" for r, h in enumerate(hosts))
-        cfg = TopoConfig(hierarchical="always", play=play, pipeline_chunk_bytes=1024)  # the least allowed
-        dist.init_process_group("topo", store=store, rank=rank, world_size=size,
-                                timeout=TIMEOUT, pg_options=cfg)
-        ref = FlatRef(dist.new_group(backend="gloo"), size)
-        check = Checker(rank)
-        gen = torch.Generator().manual_seed(99 + rank)
-        for dtype in (torch.float32, torch.int64):
-            for op in ("SUM", "AVG", "MAX") if dtype.is_floating_point else ("SUM", "BXOR"):
-                x = _make(gen, (700,), dtype, op, False)  # several chunks
-                want = ref.all_reduce(x.clone(), op)
-                dist.all_reduce(x, op=_reduce_op(op))
-                check.same(f"all_reduce {dtype} {op}", x, want)
-                x = _make(gen, (7,), dtype, op, False)
-                want = ref.reduce(x.clone(), 1, op)
-                before = x.clone()
-                dist.reduce(x, dst=1, op=_reduce_op(op))
-                check.same(f"reduce {dtype} {op}", x, want if rank == 1 else before)
-                blocks = [_make(gen, (300,), dtype, op, False) for _ in range(size)]
-                want = ref.reduce_scatter(blocks, op)
-                out = torch.empty(300, dtype=dtype)
-                dist.reduce_scatter_tensor(out, torch.cat(blocks), op=_reduce_op(op))
-                check.same(f"reduce_scatter_tensor {dtype} {op}", out, want)
-                dist.reduce_scatter(out, blocks, op=_reduce_op(op))
-                check.same(f"reduce_scatter {dtype} {op}", out, want)
-            x = _make(gen, (9,), dtype, "SUM", False)
-            want = ref.all_gather(x)
-            out = torch.empty(size * 9, dtype=dtype)
-            dist.all_gather_into_tensor(out, x)
-            check.same(f"all_gather_into_tensor {dtype}", out, torch.cat(want))
-            outs = [torch.empty(9, dtype=dtype) for _ in range(size)]
-            dist.all_gather(outs, x)
-            check.same(f"all_gather {dtype}", torch.stack(outs), torch.stack(want))
-            x = _make(gen, (9,), dtype, "SUM", False)
-            want = ref.broadcast(x.clone(), size - 1)
-            dist.broadcast(x, src=size - 1)
-            check.same(f"broadcast {dtype}", x, want)
-        backend = dist.group.WORLD._get_backend(torch.device("cpu"))
-        choices = {}
-        for op, _, choice in backend.last_decisions():
-            choices.setdefault(op, set()).add(choice)
-        result = {"checked": check.checked, "failures": check.failures,
-                  "choices": {op: sorted(c) for op, c in choices.items()}}
-        dist.barrier()  # no rank tears down while a peer still reads from it
-        dist.destroy_process_group()
-    except Exception:
-        result["failures"].append(f"rank {rank}: {traceback.format_exc()}")
-    with open(os.path.join(tmp, f"result{rank}.json"), "w") as f:
-        json.dump(result, f)
+    size = len(hosts)
+    store = dist.FileStore(os.path.join(tmp, "store"), size)
+    # 1024 bytes: the smallest chunk TopoConfig allows, so the 700-element tensors span several.
+    cfg = TopoConfig(hierarchical="always", play=_play(hosts), pipeline_chunk_bytes=1024)
+    dist.init_process_group("topo", store=store, rank=rank, world_size=size,
+                            timeout=TIMEOUT, pg_options=cfg)
+    ref = FlatRef(dist.new_group(backend="gloo"), size)
+    check = Checker(rank)
+    gen = torch.Generator().manual_seed(99 + rank)
+    for dtype in (torch.float32, torch.int64):
+        for op in ("SUM", "AVG", "MAX") if dtype.is_floating_point else ("SUM", "BXOR"):
+            x = _make(gen, (700,), dtype, op, False)
+            want = ref.all_reduce(x.clone(), op)
+            dist.all_reduce(x, op=_reduce_op(op))
+            check.same(f"all_reduce {dtype} {op}", x, want)
+            x = _make(gen, (7,), dtype, op, False)
+            want = ref.reduce(x.clone(), 1, op)
+            before = x.clone()
+            dist.reduce(x, dst=1, op=_reduce_op(op))
+            check.same(f"reduce {dtype} {op}", x, want if rank == 1 else before)
+            blocks = [_make(gen, (300,), dtype, op, False) for _ in range(size)]
+            want = ref.reduce_scatter(blocks, op)
+            out = torch.empty(300, dtype=dtype)
+            dist.reduce_scatter_tensor(out, torch.cat(blocks), op=_reduce_op(op))
+            check.same(f"reduce_scatter_tensor {dtype} {op}", out, want)
+            dist.reduce_scatter(out, blocks, op=_reduce_op(op))
+            check.same(f"reduce_scatter {dtype} {op}", out, want)
+        x = _make(gen, (9,), dtype, "SUM", False)
+        want = ref.all_gather(x)
+        out = torch.empty(size * 9, dtype=dtype)
+        dist.all_gather_into_tensor(out, x)
+        check.same(f"all_gather_into_tensor {dtype}", out, torch.cat(want))
+        outs = [torch.empty(9, dtype=dtype) for _ in range(size)]
+        dist.all_gather(outs, x)
+        check.same(f"all_gather {dtype}", torch.stack(outs), torch.stack(want))
+        x = _make(gen, (9,), dtype, "SUM", False)
+        want = ref.broadcast(x.clone(), size - 1)
+        dist.broadcast(x, src=size - 1)
+        check.same(f"broadcast {dtype}", x, want)
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    choices = {}
+    for op, _, choice in backend.last_decisions():
+        choices.setdefault(op, set()).add(choice)
+    dist.barrier()  # no rank tears down while a peer still reads from it
+    dist.destroy_process_group()
+    return {"checked": check.checked, "failures": check.failures,
+            "choices": {op: sorted(c) for op, c in choices.items()}}
 
 
 @pytest.mark.timeout(150)
