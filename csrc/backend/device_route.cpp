@@ -18,6 +18,19 @@ DeviceRoute::DeviceRoute(c10::DeviceType type, c10::intrusive_ptr<c10d::Backend>
       // returns garbage for the others); NCCL groups one call per tensor.
       mixedDtypeCoalescing(this->inner->getBackendName() != "gloo") {}
 
+ScheduleWorker& DeviceRoute::scheduleWorker() {
+  if (!worker_) worker_ = std::make_unique<ScheduleWorker>();
+  return *worker_;
+}
+
+void DeviceRoute::drainSchedules() {
+  if (worker_) worker_->drain();
+}
+
+void DeviceRoute::stopSchedules() {
+  if (worker_) worker_->stop();
+}
+
 c10::Stream DeviceRoute::internalStream(c10::Device device) {
   std::lock_guard<std::mutex> lock(streamsMutex_);
   auto it = streams_.find(device.index());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include <c10/core/Stream.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include "backend/schedule_worker.h"
 #include "backend/schedules/schedule.h"
 
 namespace torch_topo::backend {
@@ -36,10 +38,19 @@ struct DeviceRoute {
 
   /// The internal stream of one device (created once, from the device's stream pool).
   c10::Stream internalStream(c10::Device device);
+  /// The thread that runs this route's schedules on the host (created on first use, by the
+  /// one thread that issues the group's ops).
+  ScheduleWorker& scheduleWorker();
+  /// Blocks until every schedule queued so far has run (nothing to do without a worker).
+  void drainSchedules();
+  /// Runs the queued schedules and ends the worker (TopoBackend::shutdown).
+  void stopSchedules();
 
  private:
   std::mutex streamsMutex_;
   std::unordered_map<c10::DeviceIndex, c10::Stream> streams_;
+  // Last member: destroyed first, so queued schedules still find the route's backends alive.
+  std::unique_ptr<ScheduleWorker> worker_;
 };
 
 /// Makes the route's internal stream current for the life of the scope, after making it wait

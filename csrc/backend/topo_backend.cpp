@@ -160,8 +160,13 @@ TopoBackend::Issued TopoBackend::runCollective(DeviceRoute& route, const char* o
     std::fprintf(stderr, "[torch_topo rank %d] %s %lld bytes on %s: %s\n", rank_, op,
                  static_cast<long long>(bytes), c10::DeviceTypeName(route.type).c_str(), choice);
   }
-  if (hierarchical) return Issued{nullptr, hier(route.levels)};
-  return Issued{flat(*route.inner), {}};
+  if (!hierarchical) return Issued{flat(*route.inner), {}};
+  if (route.streamed) return Issued{nullptr, hier(route.levels)};
+  // On the host a schedule blocks between its steps: it runs on the route's worker so that the
+  // op stays asynchronous (`hier` captures its tensors and options by value for this).
+  auto work = route.scheduleWorker().submit(rank_, c10d::OpType::UNKNOWN,
+                                            [hier, levels = route.levels] { hier(levels); });
+  return Issued{std::move(work), {}};
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
@@ -172,7 +177,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
   if (!route.streamed || coalescing_) {
     // CPU (and any coalesced group): the inner work stays in flight; the epilogue runs when it
     // completes. NCCL coalesces natively, so its steps must not move to our stream there.
-    // On CPU a schedule's steps completed before it returned, so its buffers can go.
+    // A CPU schedule allocates its buffers on the worker, which keeps them until it is done.
     auto issued = issue();
     std::vector<c10::intrusive_ptr<c10d::Work>> pending;
     if (issued.work) pending.push_back(issued.work);
@@ -273,6 +278,7 @@ void TopoBackend::setSequenceNumberForGroup() { seq_ = 0; }
 uint64_t TopoBackend::getSequenceNumberForGroup() { return seq_; }
 
 void TopoBackend::shutdown() {
+  for (auto& [type, route] : routes_) route->stopSchedules();
   for (auto& [type, route] : routes_) route->inner->shutdown();
 }
 

@@ -42,9 +42,12 @@ using Decision = std::tuple<std::string, int64_t, std::string>;
 /// What the inner backend lacks is composed: AVG and PREMUL_SUM on Gloo are a SUM followed by
 /// one local scaling (the epilogue of the op's TopoWork).
 ///
-/// Ordering: inner collectives are issued on the calling thread, in program order, inside the
-/// op call; a multi-step op waits between dependent steps (host block on CPU, stream wait on
-/// CUDA). Hence every rank issues the same inner collectives in the same order.
+/// Ordering: flat inner collectives are issued on the calling thread, in program order, inside
+/// the op call. A hierarchical schedule waits between dependent steps: on CUDA with stream
+/// waits inside the call; on CPU it runs on the route's ScheduleWorker, one FIFO thread over the
+/// route's level backends (which nothing else uses), so the call returns at once. Hence every
+/// rank issues the same inner collectives in the same order on each inner backend; barrier()
+/// first waits for the queued schedules.
 ///
 /// Thread safety: like c10d's backends, one thread issues ops at a time per group; the
 /// decision log, levels and thresholds are guarded by a mutex so Python may read them from

@@ -15,7 +15,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::broadcast(std::vector<at::Tensor>& t
   auto& route = routeFor("broadcast", tensors);
   return collective(route, c10d::OpType::BROADCAST, "broadcast", tensors, tensors,
                     [&](c10d::Backend& b) { return b.broadcast(tensors, opts); },
-                    single(tensors, [&](const Levels& lv) {
+                    single(tensors, [=](const Levels& lv) mutable {
                       return hierarchicalBroadcast(lv, tensors[0], opts.rootRank, opts.timeout);
                     }));
 }
@@ -28,7 +28,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& t
   inner.reduceOp = prepareReduce("allreduce", route, opts.reduceOp, tensors, tensors, &epilogue);
   return collective(route, c10d::OpType::ALLREDUCE, "allreduce", tensors, tensors,
                     [&](c10d::Backend& b) { return b.allreduce(tensors, inner); },
-                    single(tensors, [&](const Levels& lv) {
+                    single(tensors, [=](const Levels& lv) mutable {
                       return hierarchicalAllReduce(lv, tensors[0], inner.reduceOp, opts.timeout);
                     }),
                     std::move(epilogue));
@@ -59,7 +59,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce(std::vector<at::Tensor>& tens
   inner.reduceOp = prepareReduce("reduce", route, opts.reduceOp, tensors, scaled, &epilogue);
   return collective(route, c10d::OpType::REDUCE, "reduce", tensors, tensors,
                     [&](c10d::Backend& b) { return b.reduce(tensors, inner); },
-                    single(tensors, [&](const Levels& lv) {
+                    single(tensors, [=](const Levels& lv) mutable {
                       return hierarchicalReduce(lv, tensors[0], inner.rootRank, inner.reduceOp,
                                                 opts.timeout);
                     }),
@@ -97,7 +97,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter(
                                  &epilogue);
   return collective(route, c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, flat,
                     [&](c10d::Backend& b) { return b.reduce_scatter(outputs, inputs, inner); },
-                    single(outputs, [&](const Levels& lv) {
+                    single(outputs, [=](const Levels& lv) mutable {
                       return hierarchicalReduceScatterList(lv, outputs[0], inputs[0],
                                                            inner.reduceOp, opts.timeout);
                     }),
@@ -115,7 +115,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_reduce_scatter_base(
   return collective(route, c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
                     {input},
                     [&](c10d::Backend& b) { return b._reduce_scatter_base(output, input, inner); },
-                    [&](const Levels& lv) {
+                    [=](const Levels& lv) mutable {
                       return hierarchicalReduceScatter(lv, output, input, inner.reduceOp,
                                                        opts.timeout);
                     },

@@ -112,7 +112,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allgather(
   auto& route = routeFor("allgather", inputs);
   return collective(route, c10d::OpType::ALLGATHER, "allgather", flat, inputs,
                     [&](c10d::Backend& b) { return b.allgather(outputs, inputs, opts); },
-                    single(inputs, [&](const Levels& lv) {
+                    single(inputs, [=](const Levels& lv) mutable {
                       return hierarchicalAllGatherList(lv, outputs[0], inputs[0], opts.timeout);
                     }));
 }
@@ -124,7 +124,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_allgather_base(at::Tensor& output,
   auto& route = routeFor("_allgather_base", {output, input});
   return collective(route, c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {input},
                     [&](c10d::Backend& b) { return b._allgather_base(output, input, opts); },
-                    [&](const Levels& lv) {
+                    [=](const Levels& lv) mutable {
                       return hierarchicalAllGather(lv, output, input, opts.timeout);
                     });
 }

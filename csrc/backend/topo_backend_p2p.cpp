@@ -42,6 +42,9 @@ DeviceRoute& TopoBackend::barrierRoute(const c10d::BarrierOptions& opts) {
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::barrier(const c10d::BarrierOptions& opts) {
   auto& route = barrierRoute(opts);
+  // A barrier orders after every earlier op; schedules still queued on a worker are not yet in
+  // the inner backend's queue, so they are waited for here.
+  for (auto& [type, r] : routes_) r->drainSchedules();
   // The inner barrier is issued as is: NCCL's barrier runs its own allreduce on its streams.
   ++seq_;
   auto inner = route.inner->barrier(opts);
@@ -51,6 +54,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::barrier(const c10d::BarrierOptions& 
 }
 
 void TopoBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
+  for (auto& [type, r] : routes_) r->drainSchedules();
   barrierRoute(opts).inner->monitoredBarrier(opts, waitAllRanks);
 }
 

@@ -376,9 +376,9 @@ def test_thresholds_follow_config():
         "allgather": 1024, "_allgather_base": 1024, "reduce": 10}
 
 
-def _dispatch_worker(rank, hosts, tmp, _full):
-    """The "topo" group itself, with hierarchical="always": every op with a hierarchical form
-    takes it (its decision log says so) and matches flat Gloo."""
+def _init_topo_always(rank, hosts, tmp):
+    """The default group as "topo" with hierarchical="always" on the played `hosts`; returns a
+    flat Gloo reference over the same ranks and this rank's Checker."""
     import torch_topo  # noqa: F401  (registers "topo")
 
     size = len(hosts)
@@ -387,8 +387,14 @@ def _dispatch_worker(rank, hosts, tmp, _full):
     cfg = TopoConfig(hierarchical="always", play=_play(hosts), pipeline_chunk_bytes=1024)
     dist.init_process_group("topo", store=store, rank=rank, world_size=size,
                             timeout=TIMEOUT, pg_options=cfg)
-    ref = FlatRef(dist.new_group(backend="gloo"), size)
-    check = Checker(rank)
+    return FlatRef(dist.new_group(backend="gloo"), size), Checker(rank)
+
+
+def _dispatch_worker(rank, hosts, tmp, _full):
+    """The "topo" group itself, with hierarchical="always": every op with a hierarchical form
+    takes it (its decision log says so) and matches flat Gloo."""
+    size = len(hosts)
+    ref, check = _init_topo_always(rank, hosts, tmp)
     gen = torch.Generator().manual_seed(99 + rank)
     for dtype in (torch.float32, torch.int64):
         for op in ("SUM", "AVG", "MAX") if dtype.is_floating_point else ("SUM", "BXOR"):
@@ -442,3 +448,70 @@ def test_topo_backend_dispatches_hierarchical(tmp_path):
                                   ("allreduce", "reduce", "_reduce_scatter_base",
                                    "reduce_scatter", "_allgather_base", "allgather",
                                    "broadcast")}, res["choices"]
+
+
+def _async_worker(rank, hosts, tmp, _full):
+    """Hierarchical ops on CPU run on the backend's schedule worker: an async_op call returns
+    before its schedule has run, several may be in flight (mixed with flat ops), their futures
+    fire without wait(), barrier() orders after them, and a group freed with a dropped op in
+    flight tears down (the worker never drops Python-owned tensors while the caller holds the
+    GIL)."""
+    import time
+
+    size = len(hosts)
+    ref, check = _init_topo_always(rank, hosts, tmp)
+    gen = torch.Generator().manual_seed(7 + rank)
+    # Rank 0 joins late: a blocking schedule would hold every other rank's call until then.
+    late_s = 2.0
+    if rank == 0:
+        time.sleep(late_s)
+    x = _make(gen, (700,), torch.float32, "SUM", False)
+    x_in = x.clone()
+    start = time.monotonic()
+    work = dist.all_reduce(x, async_op=True)
+    returned_s = time.monotonic() - start
+    future = work.get_future()
+    want = ref.all_reduce(x_in, "SUM")
+    # Several in flight at once, a flat-only op (all_to_all) between them.
+    xs = [_make(gen, (300 + 50 * i,), torch.float32, "SUM", False) for i in range(4)]
+    wants = [ref.all_reduce(t.clone(), "SUM") for t in xs]
+    blocks = [_make(gen, (200,), torch.float32, "SUM", False) for _ in range(size)]
+    want_rs = ref.reduce_scatter(blocks, "SUM")
+    a2a_in = torch.arange(size * 3, dtype=torch.float32) + 100 * rank
+    want_a2a = torch.cat([torch.arange(3, dtype=torch.float32) + 3 * rank + 100 * src
+                          for src in range(size)])
+    works = [dist.all_reduce(t, async_op=True) for t in xs[:2]]
+    a2a_out = torch.empty_like(a2a_in)
+    works.append(dist.all_to_all_single(a2a_out, a2a_in, async_op=True))
+    works += [dist.all_reduce(t, async_op=True) for t in xs[2:]]
+    rs_out = torch.empty(200)
+    works.append(dist.reduce_scatter_tensor(rs_out, torch.cat(blocks), async_op=True))
+    future.wait()  # fires from the worker, no work.wait() needed
+    check.same("all_reduce issued before the late rank", x, want)
+    for w in works:
+        w.wait()
+    for i, (t, w) in enumerate(zip(xs, wants, strict=True)):
+        check.same(f"all_reduce {i} in flight with others", t, w)
+    check.same("reduce_scatter_tensor in flight", rs_out, want_rs)
+    check.same("all_to_all_single between schedules", a2a_out, want_a2a)
+    # Dropped without a wait: the barrier must still order after it.
+    dropped = torch.ones(500) * (rank + 1)
+    dist.all_reduce(dropped, async_op=True)
+    dist.barrier()
+    check.same("all_reduce before barrier", dropped, torch.full((500,), size * (size + 1) / 2))
+    dist.all_reduce(torch.ones(300), async_op=True)  # in flight when the group goes
+    dist.barrier()
+    dist.destroy_process_group()
+    return {"checked": check.checked, "failures": check.failures, "returned_s": returned_s}
+
+
+@pytest.mark.timeout(150)
+def test_hierarchical_ops_are_asynchronous_on_cpu(tmp_path):
+    results = _spawn(CONFIGS["2x2-interleaved"], tmp_path, False, target=_async_worker)
+    failures = [f for res in results for f in res["failures"]]
+    assert not failures, "\n".join(failures[:10])
+    for rank, res in enumerate(results):
+        assert res["checked"] == 8, res["checked"]
+        if rank:
+            # Waiting for the late rank inside the call would take ~2 s.
+            assert res["returned_s"] < 1.0, res["returned_s"]
