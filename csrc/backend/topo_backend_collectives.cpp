@@ -3,8 +3,10 @@
 // (layer: csrc/backend).
 #include "backend/topo_backend.h"
 
+#include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include "backend/all_to_all_reduce_scatter.h"
 #include "backend/schedules/hierarchical.h"
 
 namespace torch_topo::backend {
@@ -96,7 +98,13 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter(
   inner.reduceOp = prepareReduce("reduce_scatter", route, opts.reduceOp, outputs, outputs,
                                  &epilogue);
   return collective(route, c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, flat,
-                    [&](c10d::Backend& b) { return b.reduce_scatter(outputs, inputs, inner); },
+                    [&](c10d::Backend& b) {
+                      if (outputs.size() == 1 && reduceScatterViaAllToAll(b)) {
+                        return allToAllReduceScatter(b, outputs[0], at::stack(inputs[0]),
+                                                     inner.reduceOp, opts.timeout);
+                      }
+                      return b.reduce_scatter(outputs, inputs, inner);
+                    },
                     single(outputs, [=](const Levels& lv) mutable {
                       return hierarchicalReduceScatterList(lv, outputs[0], inputs[0],
                                                            inner.reduceOp, opts.timeout);
@@ -114,7 +122,12 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_reduce_scatter_base(
       prepareReduce("_reduce_scatter_base", route, opts.reduceOp, {input}, {output}, &epilogue);
   return collective(route, c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
                     {input},
-                    [&](c10d::Backend& b) { return b._reduce_scatter_base(output, input, inner); },
+                    [&](c10d::Backend& b) {
+                      return reduceScatterViaAllToAll(b)
+                                 ? allToAllReduceScatter(b, output, input, inner.reduceOp,
+                                                         opts.timeout)
+                                 : b._reduce_scatter_base(output, input, inner);
+                    },
                     [=](const Levels& lv) mutable {
                       return hierarchicalReduceScatter(lv, output, input, inner.reduceOp,
                                                        opts.timeout);

@@ -9,6 +9,8 @@
 #include <ATen/ops/empty.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include "backend/all_to_all_reduce_scatter.h"
+
 namespace torch_topo::backend::hier {
 
 Layout describeLevels(const Levels& levels, const char* where) {
@@ -143,6 +145,7 @@ WorkPtr allReduceOn(c10d::Backend& g, at::Tensor& t, const c10d::ReduceOp& op,
 
 WorkPtr reduceScatterOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
                         const c10d::ReduceOp& op, std::chrono::milliseconds timeout) {
+  if (reduceScatterViaAllToAll(g)) return allToAllReduceScatter(g, out, in, op, timeout);
   c10d::ReduceScatterOptions opts;
   opts.reduceOp = op;
   opts.timeout = timeout;
