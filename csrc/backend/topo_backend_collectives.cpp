@@ -6,7 +6,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-#include "backend/all_to_all_reduce_scatter.h"
+#include "backend/gloo_exchanges.h"
 #include "backend/schedules/hierarchical.h"
 
 namespace torch_topo::backend {
@@ -29,7 +29,12 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& t
   c10d::AllreduceOptions inner = opts;
   inner.reduceOp = prepareReduce("allreduce", route, opts.reduceOp, tensors, tensors, &epilogue);
   return collective(route, c10d::OpType::ALLREDUCE, "allreduce", tensors, tensors,
-                    [&](c10d::Backend& b) { return b.allreduce(tensors, inner); },
+                    [&](c10d::Backend& b) {
+                      if (tensors.size() == 1 && b.getSize() == 2 && foldsOnHost(b)) {
+                        return pairAllReduce(b, tensors[0], inner.reduceOp, opts.timeout);
+                      }
+                      return b.allreduce(tensors, inner);
+                    },
                     single(tensors, [=](const Levels& lv) mutable {
                       return hierarchicalAllReduce(lv, tensors[0], inner.reduceOp, opts.timeout);
                     }),
@@ -99,7 +104,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter(
                                  &epilogue);
   return collective(route, c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, flat,
                     [&](c10d::Backend& b) {
-                      if (outputs.size() == 1 && reduceScatterViaAllToAll(b)) {
+                      if (outputs.size() == 1 && foldsOnHost(b)) {
                         return allToAllReduceScatter(b, outputs[0], at::stack(inputs[0]),
                                                      inner.reduceOp, opts.timeout);
                       }
@@ -123,7 +128,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_reduce_scatter_base(
   return collective(route, c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
                     {input},
                     [&](c10d::Backend& b) {
-                      return reduceScatterViaAllToAll(b)
+                      return foldsOnHost(b)
                                  ? allToAllReduceScatter(b, output, input, inner.reduceOp,
                                                          opts.timeout)
                                  : b._reduce_scatter_base(output, input, inner);

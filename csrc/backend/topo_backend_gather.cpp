@@ -7,6 +7,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "backend/gloo_exchanges.h"
 #include "backend/schedules/hierarchical.h"
 
 namespace torch_topo::backend {
@@ -123,7 +124,11 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_allgather_base(at::Tensor& output,
   checkBlocks("_allgather_base", "output", output, input);
   auto& route = routeFor("_allgather_base", {output, input});
   return collective(route, c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {input},
-                    [&](c10d::Backend& b) { return b._allgather_base(output, input, opts); },
+                    [&](c10d::Backend& b) {
+                      return foldsOnHost(b) && output.is_contiguous()
+                                 ? allToAllGather(b, output, input, opts.timeout)
+                                 : b._allgather_base(output, input, opts);
+                    },
                     [=](const Levels& lv) mutable {
                       return hierarchicalAllGather(lv, output, input, opts.timeout);
                     });

@@ -9,7 +9,7 @@
 #include <ATen/ops/empty.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
-#include "backend/all_to_all_reduce_scatter.h"
+#include "backend/gloo_exchanges.h"
 
 namespace torch_topo::backend::hier {
 
@@ -136,6 +136,7 @@ void waitWork(const WorkPtr& work) {
 
 WorkPtr allReduceOn(c10d::Backend& g, at::Tensor& t, const c10d::ReduceOp& op,
                     std::chrono::milliseconds timeout) {
+  if (g.getSize() == 2 && foldsOnHost(g)) return pairAllReduce(g, t, op, timeout);
   c10d::AllreduceOptions opts;
   opts.reduceOp = op;
   opts.timeout = timeout;
@@ -145,7 +146,7 @@ WorkPtr allReduceOn(c10d::Backend& g, at::Tensor& t, const c10d::ReduceOp& op,
 
 WorkPtr reduceScatterOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
                         const c10d::ReduceOp& op, std::chrono::milliseconds timeout) {
-  if (reduceScatterViaAllToAll(g)) return allToAllReduceScatter(g, out, in, op, timeout);
+  if (foldsOnHost(g)) return allToAllReduceScatter(g, out, in, op, timeout);
   c10d::ReduceScatterOptions opts;
   opts.reduceOp = op;
   opts.timeout = timeout;
@@ -154,6 +155,7 @@ WorkPtr reduceScatterOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
 
 WorkPtr allGatherOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
                     std::chrono::milliseconds timeout) {
+  if (foldsOnHost(g) && out.is_contiguous()) return allToAllGather(g, out, in, timeout);
   c10d::AllgatherOptions opts;
   opts.timeout = timeout;
   return g._allgather_base(out, in, opts);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// allToAllReduceScatter and the Work that folds the received blocks (layer: csrc/backend).
-#include "backend/all_to_all_reduce_scatter.h"
+// allToAllReduceScatter, pairAllReduce, allToAllGather and the Work that folds received blocks
+// (layer: csrc/backend).
+#include "backend/gloo_exchanges.h"
 
 #include <exception>
 #include <mutex>
@@ -24,7 +25,7 @@ void foldInto(at::Tensor& acc, const at::Tensor& block, c10d::ReduceOp::RedOpTyp
     case c10d::ReduceOp::BOR: acc.bitwise_or_(block); return;
     case c10d::ReduceOp::BXOR: acc.bitwise_xor_(block); return;
     default:
-      C10_THROW_ERROR(ValueError, c10::str("allToAllReduceScatter: ReduceOp ",
+      C10_THROW_ERROR(ValueError, c10::str("gloo_exchanges: ReduceOp ",
                                            static_cast<int>(op), " has no local fold; AVG and "
                                            "PREMUL_SUM arrive here as SUM"));
   }
@@ -34,9 +35,9 @@ void foldInto(at::Tensor& acc, const at::Tensor& block, c10d::ReduceOp::RedOpTyp
 /// wait(), whichever comes first (the fold runs once).
 class FoldWork : public c10d::Work {
  public:
-  FoldWork(c10::intrusive_ptr<c10d::Work> exchange, at::Tensor received, at::Tensor output,
-           c10d::ReduceOp::RedOpType op, int64_t ranks)
-      : c10d::Work(-1, c10d::OpType::_REDUCE_SCATTER_BASE),
+  FoldWork(c10d::OpType type, c10::intrusive_ptr<c10d::Work> exchange, at::Tensor received,
+           at::Tensor output, c10d::ReduceOp::RedOpType op, int64_t ranks)
+      : c10d::Work(-1, type),
         exchange_(std::move(exchange)),
         received_(std::move(received)),
         output_(std::move(output)),
@@ -104,11 +105,19 @@ class FoldWork : public c10d::Work {
   std::once_flag once_;
 };
 
+// Wraps an exchange whose `received` holds one block per rank.
+c10::intrusive_ptr<c10d::Work> foldAfter(c10d::OpType type, c10::intrusive_ptr<c10d::Work> exchange,
+                                         at::Tensor received, at::Tensor output,
+                                         const c10d::ReduceOp& op, int64_t ranks) {
+  auto work = c10::make_intrusive<FoldWork>(type, std::move(exchange), std::move(received),
+                                            std::move(output), op.op_, ranks);
+  work->attach();
+  return work;
+}
+
 }  // namespace
 
-bool reduceScatterViaAllToAll(const c10d::Backend& backend) {
-  return backend.getBackendName() == "gloo";
-}
+bool foldsOnHost(const c10d::Backend& backend) { return backend.getBackendName() == "gloo"; }
 
 c10::intrusive_ptr<c10d::Work> allToAllReduceScatter(c10d::Backend& backend, at::Tensor output,
                                                      const at::Tensor& input,
@@ -124,10 +133,38 @@ c10::intrusive_ptr<c10d::Work> allToAllReduceScatter(c10d::Backend& backend, at:
   c10d::AllToAllOptions opts;
   opts.timeout = timeout;
   auto exchange = backend.alltoall_base(received, send, even, even, opts);
-  auto work = c10::make_intrusive<FoldWork>(std::move(exchange), std::move(received),
-                                            std::move(output), op.op_, ranks);
-  work->attach();
-  return work;
+  return foldAfter(c10d::OpType::_REDUCE_SCATTER_BASE, std::move(exchange), std::move(received),
+                   std::move(output), op, ranks);
+}
+
+c10::intrusive_ptr<c10d::Work> pairAllReduce(c10d::Backend& backend, at::Tensor tensor,
+                                             const c10d::ReduceOp& op,
+                                             std::chrono::milliseconds timeout) {
+  TORCH_CHECK_VALUE(backend.getSize() == 2, "pairAllReduce: group of ", backend.getSize(),
+                    " ranks, expected 2");
+  at::Tensor send = tensor.contiguous().view({-1});
+  at::Tensor received = at::empty({2 * send.numel()}, send.options());
+  c10d::AllgatherOptions opts;
+  opts.timeout = timeout;
+  auto exchange = backend._allgather_base(received, send, opts);
+  return foldAfter(c10d::OpType::ALLREDUCE, std::move(exchange), std::move(received),
+                   std::move(tensor), op, 2);
+}
+
+c10::intrusive_ptr<c10d::Work> allToAllGather(c10d::Backend& backend, at::Tensor output,
+                                              const at::Tensor& input,
+                                              std::chrono::milliseconds timeout) {
+  const int64_t ranks = backend.getSize();
+  TORCH_CHECK_VALUE(output.numel() == input.numel() * ranks, "allToAllGather: output has ",
+                    output.numel(), " elements, expected ", input.numel(), " x ", ranks);
+  TORCH_CHECK_VALUE(output.is_contiguous(), "allToAllGather: output must be contiguous");
+  // Block j of the send buffer goes to rank j: every block is this rank's input.
+  at::Tensor send = input.reshape({1, -1}).expand({ranks, input.numel()}).contiguous();
+  at::Tensor received = output.view({ranks, -1});
+  std::vector<int64_t> even;
+  c10d::AllToAllOptions opts;
+  opts.timeout = timeout;
+  return backend.alltoall_base(received, send, even, even, opts);
 }
 
 }  // namespace torch_topo::backend
