@@ -30,7 +30,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& t
   inner.reduceOp = prepareReduce("allreduce", route, opts.reduceOp, tensors, tensors, &epilogue);
   return collective(route, c10d::OpType::ALLREDUCE, "allreduce", tensors, tensors,
                     [&](c10d::Backend& b) {
-                      if (tensors.size() == 1 && b.getSize() == 2 && foldsOnHost(b)) {
+                      // Dense only: DDP all-reduces sparse gradients too, which Gloo handles.
+                      if (tensors.size() == 1 && tensors[0].layout() == c10::kStrided &&
+                          b.getSize() == 2 && foldsOnHost(b)) {
                         return pairAllReduce(b, tensors[0], inner.reduceOp, opts.timeout);
                       }
                       return b.allreduce(tensors, inner);

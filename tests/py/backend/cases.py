@@ -90,6 +90,18 @@ def allreduce_future(rank, size, ref):
     return bad
 
 
+def allreduce_sparse(rank, size, ref):
+    """Sparse tensors (DDP's sparse gradients) stay on Gloo's sparse all-reduce."""
+    bad = []
+    idx = torch.tensor([[rank % 5, 7]])
+    x = torch.sparse_coo_tensor(idx, torch.tensor([1.0 + rank, 2.0]), (10,))
+    want = x.clone()
+    dist.all_reduce(x)
+    dist.all_reduce(want, group=ref)
+    _diff("all_reduce sparse", x.to_dense(), want.to_dense(), bad)
+    return bad
+
+
 def reduce_all(rank, size, ref):
     bad = []
     for root in range(size):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Every c10d op of "topo" against the same call on plain Gloo in the same processes, element
-by element (bitwise: topo runs Gloo's own algorithms, so any difference is a bug), for world
-sizes 1-4 and a subset at 8."""
+by element (bitwise where topo runs Gloo's own algorithms, so any difference is a bug; its own
+one-step forms against references computed the same way), for world sizes 1-4 and a subset at
+8."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ WORLDS = [1, 2, 3, 4]
 ALL_CASES = [
     cases.allreduce_all,
     cases.allreduce_future,
+    cases.allreduce_sparse,
     cases.allreduce_coalesced_all,
     cases.reduce_all,
     cases.broadcast_all,
