@@ -31,8 +31,8 @@ void foldInto(at::Tensor& acc, const at::Tensor& block, c10d::ReduceOp::RedOpTyp
   }
 }
 
-/// Completes after the all-to-all and the fold: from the all-to-all's future callback, or from
-/// wait(), whichever comes first (the fold runs once).
+/// Completes after the exchange and the fold: from the exchange's future callback (on Gloo's
+/// thread), or from wait(), whichever comes first (the fold runs once).
 class FoldWork : public c10d::Work {
  public:
   FoldWork(c10d::OpType type, c10::intrusive_ptr<c10d::Work> exchange, at::Tensor received,
