@@ -13,6 +13,7 @@
 
 #include "backend/topo_backend.h"
 #include "bindings/bindings.h"
+#include "bindings/gil_releasing_holder.h"
 
 namespace torch_topo::bindings {
 
@@ -37,7 +38,7 @@ void defBackend(py::module_& m) {
   // The base Python type c10d.Backend must be registered before we derive from it.
   py::module_::import("torch.distributed");
 
-  auto cls = py::class_<TopoBackend, c10d::Backend, c10::intrusive_ptr<TopoBackend>>(
+  auto cls = py::class_<TopoBackend, c10d::Backend, GilReleasingHolder<TopoBackend>>(
       m, "TopoBackend", R"(The c10d backend "topo" of one process group.
 
 Routes each op on the tensors' device type to a flat inner backend (Gloo for CPU, NCCL for
@@ -58,8 +59,8 @@ creator registered by ``import torch_topo``; see docs/backend.md.)");
                       const std::map<std::string, BackendPtr>& inner) {
             std::unordered_map<c10::DeviceType, BackendPtr> table;
             for (const auto& [name, b] : inner) table.emplace(parseDeviceType(name), b);
-            return c10::make_intrusive<TopoBackend>(store, rank, size, std::move(options),
-                                                    std::move(table));
+            return GilReleasingHolder<TopoBackend>(c10::make_intrusive<TopoBackend>(
+                store, rank, size, std::move(options), std::move(table)));
           }),
           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("options"),
           py::arg("inner"),
