@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per launch")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
-    steps = args.steps or (4 if args.quick else 8)
+    steps = args.steps or (8 if args.quick else 12)
     # 8 query / 4 K/V heads: tp4 and sp4 both divide the K/V heads.
     model = (["--dim", "64", "--layers", "2", "--seq-len", "64"] if args.quick
              else ["--dim", "128", "--layers", "4", "--ffn-dim", "384", "--seq-len", "128"]) \
