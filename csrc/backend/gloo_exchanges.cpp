@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// allToAllReduceScatter, pairAllReduce, allToAllGather and the Work that folds received blocks
-// (layer: csrc/backend).
+// The one-step Gloo collectives and the Work that folds received blocks (layer: csrc/backend).
 #include "backend/gloo_exchanges.h"
 
 #include <exception>
@@ -115,17 +114,20 @@ c10::intrusive_ptr<c10d::Work> foldAfter(c10d::OpType type, c10::intrusive_ptr<c
   return work;
 }
 
+bool isGloo(const c10d::Backend& backend) { return backend.getBackendName() == "gloo"; }
+
+bool isDense(const at::Tensor& t) { return t.layout() == c10::kStrided; }
+
 }  // namespace
 
-bool foldsOnHost(const c10d::Backend& backend) { return backend.getBackendName() == "gloo"; }
-
-c10::intrusive_ptr<c10d::Work> allToAllReduceScatter(c10d::Backend& backend, at::Tensor output,
-                                                     const at::Tensor& input,
-                                                     const c10d::ReduceOp& op,
-                                                     std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::Work> oneStepReduceScatter(c10d::Backend& backend, at::Tensor output,
+                                                    const at::Tensor& input,
+                                                    const c10d::ReduceOp& op,
+                                                    std::chrono::milliseconds timeout) {
+  if (!isGloo(backend) || !isDense(input)) return {};
   const int64_t ranks = backend.getSize();
   TORCH_CHECK_VALUE(input.numel() == output.numel() * ranks,
-                    "allToAllReduceScatter: input has ", input.numel(), " elements, expected ",
+                    "oneStepReduceScatter: input has ", input.numel(), " elements, expected ",
                     output.numel(), " x ", ranks);
   at::Tensor send = input.contiguous().view({ranks, -1});
   at::Tensor received = at::empty_like(send);
@@ -137,11 +139,19 @@ c10::intrusive_ptr<c10d::Work> allToAllReduceScatter(c10d::Backend& backend, at:
                    std::move(output), op, ranks);
 }
 
-c10::intrusive_ptr<c10d::Work> pairAllReduce(c10d::Backend& backend, at::Tensor tensor,
-                                             const c10d::ReduceOp& op,
-                                             std::chrono::milliseconds timeout) {
-  TORCH_CHECK_VALUE(backend.getSize() == 2, "pairAllReduce: group of ", backend.getSize(),
-                    " ranks, expected 2");
+c10::intrusive_ptr<c10d::Work> oneStepReduceScatter(c10d::Backend& backend, at::Tensor output,
+                                                    at::TensorList blocks,
+                                                    const c10d::ReduceOp& op,
+                                                    std::chrono::milliseconds timeout) {
+  if (!isGloo(backend)) return {};
+  return oneStepReduceScatter(backend, std::move(output), at::stack(blocks), op, timeout);
+}
+
+c10::intrusive_ptr<c10d::Work> oneStepAllReduce(c10d::Backend& backend, at::Tensor tensor,
+                                                const c10d::ReduceOp& op,
+                                                std::chrono::milliseconds timeout) {
+  // Dense only: DDP all-reduces sparse gradients too, which Gloo handles itself.
+  if (!isGloo(backend) || backend.getSize() != 2 || !isDense(tensor)) return {};
   at::Tensor send = tensor.contiguous().view({-1});
   at::Tensor received = at::empty({2 * send.numel()}, send.options());
   c10d::AllgatherOptions opts;
@@ -151,13 +161,13 @@ c10::intrusive_ptr<c10d::Work> pairAllReduce(c10d::Backend& backend, at::Tensor 
                    std::move(tensor), op, 2);
 }
 
-c10::intrusive_ptr<c10d::Work> allToAllGather(c10d::Backend& backend, at::Tensor output,
-                                              const at::Tensor& input,
-                                              std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<c10d::Work> oneStepAllGather(c10d::Backend& backend, at::Tensor output,
+                                                const at::Tensor& input,
+                                                std::chrono::milliseconds timeout) {
+  if (!isGloo(backend) || !isDense(input) || !output.is_contiguous()) return {};
   const int64_t ranks = backend.getSize();
-  TORCH_CHECK_VALUE(output.numel() == input.numel() * ranks, "allToAllGather: output has ",
+  TORCH_CHECK_VALUE(output.numel() == input.numel() * ranks, "oneStepAllGather: output has ",
                     output.numel(), " elements, expected ", input.numel(), " x ", ranks);
-  TORCH_CHECK_VALUE(output.is_contiguous(), "allToAllGather: output must be contiguous");
   // Block j of the send buffer goes to rank j: every block is this rank's input.
   at::Tensor send = input.reshape({1, -1}).expand({ranks, input.numel()}).contiguous();
   at::Tensor received = output.view({ranks, -1});

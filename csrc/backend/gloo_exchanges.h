@@ -25,33 +25,41 @@
 
 #include <chrono>
 
+#include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 namespace torch_topo::backend {
 
-/// True where `backend` is Gloo, whose collectives these forms improve on.
-bool foldsOnHost(const c10d::Backend& backend);
+// Each function returns the Work of the one-step form where it applies (a Gloo backend; for
+// the all-reduce a dense tensor on two ranks; for the all-gather a dense input and a contiguous
+// output), else null: the caller then issues the backend's own collective. The decision lives
+// here so that the flat ops and the schedules' steps make the same one.
 
 /// Reduce-scatters `input` (group size x output.numel() elements, rank-major blocks) into
 /// `output` with `op` (SUM, PRODUCT, MIN, MAX, BAND, BOR, BXOR; AVG and PREMUL_SUM are composed
 /// by the caller). The blocks are folded in rank order: block 0 op block 1 op ... op block P-1.
-c10::intrusive_ptr<c10d::Work> allToAllReduceScatter(c10d::Backend& backend, at::Tensor output,
-                                                     const at::Tensor& input,
-                                                     const c10d::ReduceOp& op,
-                                                     std::chrono::milliseconds timeout);
+c10::intrusive_ptr<c10d::Work> oneStepReduceScatter(c10d::Backend& backend, at::Tensor output,
+                                                    const at::Tensor& input,
+                                                    const c10d::ReduceOp& op,
+                                                    std::chrono::milliseconds timeout);
+/// The same with the input as one block per rank (the list form); stacked only where it applies.
+c10::intrusive_ptr<c10d::Work> oneStepReduceScatter(c10d::Backend& backend, at::Tensor output,
+                                                    at::TensorList blocks,
+                                                    const c10d::ReduceOp& op,
+                                                    std::chrono::milliseconds timeout);
 
 /// All-reduces `tensor` in place over a group of two ranks with `op` (as above): one all-gather,
 /// then block 0 op block 1.
-c10::intrusive_ptr<c10d::Work> pairAllReduce(c10d::Backend& backend, at::Tensor tensor,
-                                             const c10d::ReduceOp& op,
-                                             std::chrono::milliseconds timeout);
+c10::intrusive_ptr<c10d::Work> oneStepAllReduce(c10d::Backend& backend, at::Tensor tensor,
+                                                const c10d::ReduceOp& op,
+                                                std::chrono::milliseconds timeout);
 
 /// All-gathers `input` from every rank into `output` (group size x input.numel() elements,
 /// rank-major) in one all-to-all.
-c10::intrusive_ptr<c10d::Work> allToAllGather(c10d::Backend& backend, at::Tensor output,
-                                              const at::Tensor& input,
-                                              std::chrono::milliseconds timeout);
+c10::intrusive_ptr<c10d::Work> oneStepAllGather(c10d::Backend& backend, at::Tensor output,
+                                                const at::Tensor& input,
+                                                std::chrono::milliseconds timeout);
 
 }  // namespace torch_topo::backend

@@ -3,7 +3,6 @@
 // (layer: csrc/backend).
 #include "backend/topo_backend.h"
 
-#include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
 #include "backend/gloo_exchanges.h"
@@ -30,10 +29,11 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& t
   inner.reduceOp = prepareReduce("allreduce", route, opts.reduceOp, tensors, tensors, &epilogue);
   return collective(route, c10d::OpType::ALLREDUCE, "allreduce", tensors, tensors,
                     [&](c10d::Backend& b) {
-                      // Dense only: DDP all-reduces sparse gradients too, which Gloo handles.
-                      if (tensors.size() == 1 && tensors[0].layout() == c10::kStrided &&
-                          b.getSize() == 2 && foldsOnHost(b)) {
-                        return pairAllReduce(b, tensors[0], inner.reduceOp, opts.timeout);
+                      if (tensors.size() == 1) {
+                        if (auto w = oneStepAllReduce(b, tensors[0], inner.reduceOp,
+                                                      opts.timeout)) {
+                          return w;
+                        }
                       }
                       return b.allreduce(tensors, inner);
                     },
@@ -106,9 +106,11 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter(
                                  &epilogue);
   return collective(route, c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, flat,
                     [&](c10d::Backend& b) {
-                      if (outputs.size() == 1 && foldsOnHost(b)) {
-                        return allToAllReduceScatter(b, outputs[0], at::stack(inputs[0]),
-                                                     inner.reduceOp, opts.timeout);
+                      if (outputs.size() == 1) {
+                        if (auto w = oneStepReduceScatter(b, outputs[0], inputs[0],
+                                                          inner.reduceOp, opts.timeout)) {
+                          return w;
+                        }
                       }
                       return b.reduce_scatter(outputs, inputs, inner);
                     },
@@ -130,10 +132,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_reduce_scatter_base(
   return collective(route, c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
                     {input},
                     [&](c10d::Backend& b) {
-                      return foldsOnHost(b)
-                                 ? allToAllReduceScatter(b, output, input, inner.reduceOp,
-                                                         opts.timeout)
-                                 : b._reduce_scatter_base(output, input, inner);
+                      auto w = oneStepReduceScatter(b, output, input, inner.reduceOp,
+                                                    opts.timeout);
+                      return w ? w : b._reduce_scatter_base(output, input, inner);
                     },
                     [=](const Levels& lv) mutable {
                       return hierarchicalReduceScatter(lv, output, input, inner.reduceOp,

@@ -125,9 +125,8 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_allgather_base(at::Tensor& output,
   auto& route = routeFor("_allgather_base", {output, input});
   return collective(route, c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {input},
                     [&](c10d::Backend& b) {
-                      return foldsOnHost(b) && output.is_contiguous()
-                                 ? allToAllGather(b, output, input, opts.timeout)
-                                 : b._allgather_base(output, input, opts);
+                      auto w = oneStepAllGather(b, output, input, opts.timeout);
+                      return w ? w : b._allgather_base(output, input, opts);
                     },
                     [=](const Levels& lv) mutable {
                       return hierarchicalAllGather(lv, output, input, opts.timeout);

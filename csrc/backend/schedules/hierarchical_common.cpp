@@ -136,7 +136,7 @@ void waitWork(const WorkPtr& work) {
 
 WorkPtr allReduceOn(c10d::Backend& g, at::Tensor& t, const c10d::ReduceOp& op,
                     std::chrono::milliseconds timeout) {
-  if (g.getSize() == 2 && foldsOnHost(g)) return pairAllReduce(g, t, op, timeout);
+  if (auto w = oneStepAllReduce(g, t, op, timeout)) return w;
   c10d::AllreduceOptions opts;
   opts.reduceOp = op;
   opts.timeout = timeout;
@@ -146,7 +146,7 @@ WorkPtr allReduceOn(c10d::Backend& g, at::Tensor& t, const c10d::ReduceOp& op,
 
 WorkPtr reduceScatterOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
                         const c10d::ReduceOp& op, std::chrono::milliseconds timeout) {
-  if (foldsOnHost(g)) return allToAllReduceScatter(g, out, in, op, timeout);
+  if (auto w = oneStepReduceScatter(g, out, in, op, timeout)) return w;
   c10d::ReduceScatterOptions opts;
   opts.reduceOp = op;
   opts.timeout = timeout;
@@ -155,7 +155,7 @@ WorkPtr reduceScatterOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
 
 WorkPtr allGatherOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
                     std::chrono::milliseconds timeout) {
-  if (foldsOnHost(g) && out.is_contiguous()) return allToAllGather(g, out, in, timeout);
+  if (auto w = oneStepAllGather(g, out, in, timeout)) return w;
   c10d::AllgatherOptions opts;
   opts.timeout = timeout;
   return g._allgather_base(out, in, opts);
