@@ -10,10 +10,17 @@ timeout; no collective, so this is safe inside a backend creator) and assembles 
 
 Play mode (`TopoConfig.play` / `TORCH_TOPO_PLAY`) makes a rank claim a host name and a GPU of the
 pinned topology file, so multi-host layouts run on one CPU machine.
+
+A process exchanges once: the records of every exchange are kept with the global ranks they
+cover, and a later group whose ranks all took part in one earlier exchange (every group created
+after the world, DeviceMesh's among them) reuses them, after its members compare a digest of
+what they reuse through the group's store. `world_cluster()` hands the world's cluster to the
+planner (`init_device_mesh`), exchanging only when no "topo" group did it at init.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -25,10 +32,19 @@ from torch_topo.config import TopoConfig
 from torch_topo.probe import probe, resolve_pinned_file
 from torch_topo.topology import Topology, load_topology
 
-__all__ = ["Cluster", "Placement", "exchange_cluster", "parse_play", "KEY_PREFIX"]
+__all__ = ["Cluster", "Placement", "exchange_cluster", "world_cluster", "parse_play", "KEY_PREFIX",
+           "ASSUMED_INTER_HOST_GBPS", "ASSUMED_INTER_HOST_LATENCY_US"]
 
 KEY_PREFIX = "torch_topo/cluster/rank/"
+_DIGEST_PREFIX = "torch_topo/cluster/digest/"
 _DEFAULT_TIMEOUT = timedelta(minutes=5)
+
+# Where no host reports a NIC speed and none is pinned, the cost model assumes 10 GbE.
+ASSUMED_INTER_HOST_GBPS = 1.25  # 10 Gbit/s Ethernet, per direction
+ASSUMED_INTER_HOST_LATENCY_US = 50.0
+
+# The records of this process's exchanges: (global ranks, records by group rank, inter-host GB/s).
+_exchanges: list[tuple[tuple[int, ...], list[dict], float]] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +97,23 @@ class Cluster:
     def local(self) -> Topology:
         """The host topology of this rank."""
         return self.hosts[self.host_of(self.rank)]
+
+    def planner_doc(self) -> dict:
+        """The cluster as the planner's torch-topo JSON (`_C.PlannerCluster` input); unknown
+        inter-host speed and latency take the 10 GbE assumption."""
+        hosts = []
+        for topology in self.hosts:
+            host = json.loads(topology.to_json())
+            host.pop("schema", None)
+            host.pop("kind", None)
+            hosts.append(host)
+        return {
+            "schema": "torch-topo/1", "kind": "cluster", "hosts": hosts,
+            "ranks": [{"host": p.host, "local_gpu": p.local_gpu, "local_rank": p.local_rank}
+                      for p in self.placements],
+            "inter_host_bandwidth_gbps": self.inter_host_bandwidth_gbps or ASSUMED_INTER_HOST_GBPS,
+            "inter_host_latency_us": self.inter_host_latency_us or ASSUMED_INTER_HOST_LATENCY_US,
+        }
 
     def __repr__(self) -> str:
         return (
@@ -171,6 +204,48 @@ def _wait_all(store, keys: list[str], timeout: timedelta, group_rank: int) -> No
         ) from exc
 
 
+def _assemble(records: list[dict], inter_host_gbps: float, group_rank: int) -> Cluster:
+    # Ranks without a launcher LOCAL_RANK take their order among the ranks of their host, the
+    # order torchrun itself assigns.
+    seen: dict[str, int] = {}
+    native = []
+    for r, rec in enumerate(records):
+        order = seen.get(rec["hostname"], 0)
+        seen[rec["hostname"]] = order + 1
+        local_rank = rec["local_rank"] if rec["local_rank"] >= 0 else order
+        native.append(
+            _C.RankRecord(r, rec["hostname"], local_rank, rec["local_device"], rec["host"])
+        )
+    return Cluster(_C.assemble_cluster(native, inter_host_gbps, 0.0), group_rank)
+
+
+def _earlier_records(global_ranks: tuple[int, ...]) -> tuple[list[dict], float] | None:
+    """The records of `global_ranks` from one earlier exchange that covered them all. Every
+    member of this group took part in that exchange too, so all members find the same one."""
+    for ranks, records, gbps in _exchanges:
+        where = {g: i for i, g in enumerate(ranks)}
+        if all(g in where for g in global_ranks):
+            return [records[where[g]] for g in global_ranks], gbps
+    return None
+
+
+def _check_same_reuse(store, group_rank: int, group_size: int, records: list[dict],
+                      timeout: timedelta) -> None:
+    """Every member reuses identical records (compared by digest through the group's store)."""
+    digest = hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
+    keys = [f"{_DIGEST_PREFIX}{r}" for r in range(group_size)]
+    store.set(keys[group_rank], digest)
+    _wait_all(store, keys, timeout, group_rank)
+    for r, key in enumerate(keys):
+        theirs = store.get(key).decode()
+        if theirs != digest:
+            raise _C.TopoMismatchError(
+                f"exchange_cluster: group rank {r} reuses other topology records than group "
+                f"rank {group_rank} (digest {theirs[:12]} vs {digest[:12]}); expected the "
+                "records of the same earlier exchange on every member"
+            )
+
+
 def exchange_cluster(
     store,
     group_rank: int,
@@ -178,6 +253,7 @@ def exchange_cluster(
     config: TopoConfig | None = None,
     *,
     global_rank: int | None = None,
+    global_ranks=None,
 ) -> Cluster:
     """Publishes this rank's record, reads every rank's, and assembles the cluster.
 
@@ -187,6 +263,10 @@ def exchange_cluster(
         group_size: ranks in the group.
         config: pinned file, play spec, timeout and inter-host bandwidth; None reads the env.
         global_rank: index into a per-rank play spec (default `group_rank`).
+        global_ranks: global rank of every group rank. With it, the records are kept for later
+            groups, and a group covered by an earlier exchange reuses its records (checked by
+            digest) instead of probing again. Without torch.distributed initialised (the world
+            group being created) earlier exchanges are forgotten first.
     """
     if group_size < 1 or not 0 <= group_rank < group_size:
         raise ValueError(
@@ -194,7 +274,21 @@ def exchange_cluster(
         )
     cfg = TopoConfig.from_env() if config is None else config
     timeout = cfg.timeout or _DEFAULT_TIMEOUT
-    record = _own_record(cfg, group_size, group_rank if global_rank is None else global_rank)
+    ranks = None if global_ranks is None else tuple(int(g) for g in global_ranks)
+    if ranks is not None:
+        if len(ranks) != group_size:
+            raise ValueError(f"exchange_cluster: global_ranks: got {len(ranks)}, expected one "
+                             f"per group rank ({group_size})")
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            _exchanges.clear()  # a new world: earlier exchanges describe an old one
+        earlier = _earlier_records(ranks)
+        if earlier is not None:
+            _check_same_reuse(store, group_rank, group_size, earlier[0], timeout)
+            return _assemble(earlier[0], earlier[1], group_rank)
+    play_index = group_rank if global_rank is None else global_rank
+    record = _own_record(cfg, group_size, play_index)
     record["rank"] = group_rank
     keys = [f"{KEY_PREFIX}{r}" for r in range(group_size)]
     store.set(keys[group_rank], json.dumps(record))
@@ -211,16 +305,27 @@ def exchange_cluster(
                 f"exchange_cluster: key {key} holds the record of rank {rec.get('rank')}, "
                 f"expected {r} (a stale record from an earlier exchange on this store?)"
             )
+        rec.pop("rank")
         records.append(rec)
-    # Ranks without a launcher LOCAL_RANK take their order among the ranks of their host, the
-    # order torchrun itself assigns.
-    seen: dict[str, int] = {}
-    native = []
-    for r, rec in enumerate(records):
-        order = seen.get(rec["hostname"], 0)
-        seen[rec["hostname"]] = order + 1
-        local_rank = rec["local_rank"] if rec["local_rank"] >= 0 else order
-        native.append(
-            _C.RankRecord(r, rec["hostname"], local_rank, rec["local_device"], rec["host"])
-        )
-    return Cluster(_C.assemble_cluster(native, cfg.inter_host_gbps or 0.0, 0.0), group_rank)
+    cluster = _assemble(records, cfg.inter_host_gbps or 0.0, group_rank)
+    if ranks is not None:
+        _exchanges.append((ranks, records, cfg.inter_host_gbps or 0.0))
+    return cluster
+
+
+def world_cluster(config: TopoConfig | None = None) -> Cluster | None:
+    """The cluster of the current world (torch.distributed initialised): the records the world's
+    "topo" group exchanged at init_process_group, else one exchange now over the default store.
+    None when ranks play hosts without a topology file (only host names are known then)."""
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d
+
+    cfg = TopoConfig.from_env() if config is None else config
+    world = tuple(range(dist.get_world_size()))
+    earlier = _earlier_records(world)
+    if earlier is not None:
+        return _assemble(earlier[0], earlier[1], dist.get_rank())
+    if (cfg.play or os.environ.get("TORCH_TOPO_PLAY")) and resolve_pinned_file(cfg) is None:
+        return None
+    store = dist.PrefixStore("torch_topo/world/", distributed_c10d._get_default_store())
+    return exchange_cluster(store, dist.get_rank(), len(world), cfg, global_ranks=world)

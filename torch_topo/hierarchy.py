@@ -21,6 +21,11 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from torch_topo.cluster import (
+    ASSUMED_INTER_HOST_GBPS,
+    ASSUMED_INTER_HOST_LATENCY_US,
+    exchange_cluster,
+)
 from torch_topo.config import TopoConfig
 
 __all__ = [
@@ -203,8 +208,6 @@ def build_levels(store, group_rank: int, layout: HostLayout, *, device_type: str
 # Size rule used until the planner's cost model is available (see docs/schedules.md). Links are
 # described per direction: the host uplink (cluster inter_host_bandwidth / latency) and the
 # intra-host path. Where the cluster knows no inter-host speed, a 10 GbE link is assumed.
-_ASSUMED_INTER_GBPS = 1.25  # 10 Gbit/s Ethernet, per direction
-_ASSUMED_INTER_LATENCY_US = 50.0
 _INTRA_CPU_GBPS = 5.0  # Gloo over loopback between processes of one host (order of magnitude)
 _INTRA_CPU_LATENCY_US = 10.0
 _STEP_OVERHEAD_US = 30.0  # cost of issuing and waiting one more inner collective
@@ -259,20 +262,7 @@ def _cost_model_thresholds(cluster, group_size: int, chunk_bytes: int) -> dict[s
     """Thresholds from the planner's cost model over the exchanged cluster (GPU ranks)."""
     from torch_topo import _C
 
-    hosts = []
-    for topology in cluster.hosts:
-        host = json.loads(topology.to_json())
-        host.pop("schema", None)
-        host.pop("kind", None)
-        hosts.append(host)
-    doc = {
-        "schema": "torch-topo/1", "kind": "cluster", "hosts": hosts,
-        "ranks": [{"host": p.host, "local_gpu": p.local_gpu, "local_rank": p.local_rank}
-                  for p in cluster.placements],
-        "inter_host_bandwidth_gbps": cluster.inter_host_bandwidth_gbps or _ASSUMED_INTER_GBPS,
-        "inter_host_latency_us": cluster.inter_host_latency_us or _ASSUMED_INTER_LATENCY_US,
-    }
-    model = _C.PlannerCluster(json.dumps(doc), chunk_bytes)
+    model = _C.PlannerCluster(json.dumps(cluster.planner_doc()), chunk_bytes)
     found = model.hierarchical_thresholds(list(range(group_size)))
     # The model has no reduce of its own; reduce mirrors broadcast (same levels, reversed).
     found.setdefault("reduce", found.get("broadcast"))
@@ -300,8 +290,8 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
             return _cost_model_thresholds(cluster, layout.group_size, config.pipeline_chunk_bytes)
         inter_gbps = cluster.inter_host_bandwidth_gbps
         inter_latency_us = cluster.inter_host_latency_us
-    return _rule_thresholds(layout, inter_gbps or _ASSUMED_INTER_GBPS,
-                            inter_latency_us or _ASSUMED_INTER_LATENCY_US)
+    return _rule_thresholds(layout, inter_gbps or ASSUMED_INTER_HOST_GBPS,
+                            inter_latency_us or ASSUMED_INTER_HOST_LATENCY_US)
 
 
 # TopoBackend keys its thresholds by c10d op name and measures a call by its input bytes: the
@@ -351,12 +341,13 @@ def _flat_timeout(backend) -> timedelta | None:
 
 
 def discover_layout(store, group_rank: int, group_size: int, global_rank: int,
-                    config: TopoConfig):
+                    config: TopoConfig, global_ranks=None):
     """(HostLayout, Cluster or None) of the group, through its store.
 
     With a play string but no topology file to play, only host names are exchanged (a rank
     then plays a host, not a GPU); otherwise the full cluster exchange runs (host graphs, GPU
-    placements, inter-host bandwidth) and the layout follows its hosts.
+    placements, inter-host bandwidth), or reuses an earlier one that covered `global_ranks`,
+    and the layout follows its hosts.
     """
     from torch_topo.probe import resolve_pinned_file
 
@@ -364,9 +355,8 @@ def discover_layout(store, group_rank: int, group_size: int, global_rank: int,
         play = config.play or os.environ["TORCH_TOPO_PLAY"]
         names = exchange_hostnames(store, group_rank, group_size, play_host(play, global_rank))
         return HostLayout.from_hostnames(names), None
-    from torch_topo.cluster import exchange_cluster
-
-    cluster = exchange_cluster(store, group_rank, group_size, config, global_rank=global_rank)
+    cluster = exchange_cluster(store, group_rank, group_size, config, global_rank=global_rank,
+                               global_ranks=global_ranks)
     names = [cluster.hostnames[cluster.host_of(r)] for r in range(group_size)]
     return HostLayout.from_hostnames(names), cluster
 
@@ -385,13 +375,18 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
         timeout: timeout of the inner backends (default: that of the backend's flat CPU
             inner backend, else config.timeout, else 30 minutes).
 
-    Returns the HostLayout, or None when the group stays flat.
+    Returns the HostLayout, or None when the group stays flat. The cluster is exchanged even
+    with hierarchical="never": `init_device_mesh` plans on it later.
     """
-    if not config.use_topo_aware_collectives or config.hierarchical == "never":
+    if not config.use_topo_aware_collectives:
+        _debug(config, "flat (use_topo_aware_collectives is off)")
+        return None
+    global_ranks = list(global_ranks) if global_ranks else list(range(group_size))
+    layout, cluster = discover_layout(store, group_rank, group_size, global_ranks[group_rank],
+                                      config, global_ranks)
+    if config.hierarchical == "never":
         _debug(config, "flat (hierarchical schedules disabled by the config)")
         return None
-    global_rank = global_ranks[group_rank] if global_ranks else group_rank
-    layout, cluster = discover_layout(store, group_rank, group_size, global_rank, config)
     if layout.host_count < 2:
         _debug(config, f"flat (all {group_size} ranks on host {layout.host_names[0]})")
         return None

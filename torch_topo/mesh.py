@@ -3,8 +3,10 @@
 
 The cluster comes from, in order: the `topology=` argument; the pinned topology file
 (`TopoConfig.topology_file`, `TORCH_TOPO_FILE` or `NCCL_TOPO_FILE`) with each rank's
-host and GPU from play mode (`TopoConfig.play` / `TORCH_TOPO_PLAY`) or host-major placement.
-Without any, the contiguous layout is used (there is nothing to plan on).
+host and GPU from play mode (`TopoConfig.play` / `TORCH_TOPO_PLAY`) or host-major placement;
+else the live cluster every rank published through the store (`torch_topo.cluster.world_cluster`:
+the exchange the "topo" backend made at init_process_group, or one made now). Ranks without a
+GPU leave nothing to plan on: the contiguous layout is used.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 
 from torch_topo import _C
+from torch_topo.cluster import world_cluster
 from torch_topo.config import TopoConfig
 from torch_topo.numa import apply_numa_binding
 from torch_topo.plan import Plan, resolve_cluster
+from torch_topo.probe import resolve_pinned_file
 
 __all__ = ["init_device_mesh", "plan_for_world", "parse_play"]
 
@@ -66,13 +70,16 @@ def _played_cluster(path: str, placements: list[tuple[str, int]], chunk_bytes: i
 
 
 def _world_cluster(config: TopoConfig, world_size: int, topology=None):
-    """The PlannerCluster of the current world, or None when no topology is known."""
+    """The PlannerCluster of the current world, or None when no rank has a known GPU."""
     chunk = config.pipeline_chunk_bytes
     source = topology
     if source is None:
-        source = config.topology_file or os.environ.get("NCCL_TOPO_FILE")
-        if not source:
+        source = resolve_pinned_file(config)
+    if source is None:
+        live = world_cluster(config)
+        if live is None or any(p.local_gpu < 0 for p in live.placements):
             return None
+        return resolve_cluster(live.planner_doc(), 1, chunk)
     is_path = isinstance(source, (str, os.PathLike)) and not str(source).lstrip().startswith("{")
     if is_path and config.play:
         placements = parse_play(config.play, world_size)

@@ -113,3 +113,25 @@ def test_doctor_without_file(capsys, monkeypatch):
     monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
     assert main(["doctor"]) == 2
     assert "FILE" in capsys.readouterr().err
+
+
+def test_plan_without_file_uses_pinned_file_then_probe(monkeypatch, capsys):
+    assert main(["plan", str(DGX1), "--mesh", "dp=4,tp=2", "--json"]) == 0
+    want = json.loads(capsys.readouterr().out)["mesh"]
+    monkeypatch.setenv("TORCH_TOPO_FILE", str(DGX1))
+    assert main(["plan", "--mesh", "dp=4,tp=2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mesh"] == want
+    # No file at all: the live probe of this host (here replaced by the DGX-1's graph).
+    import importlib
+
+    from torch_topo.topology import load_topology
+
+    probe_module = importlib.import_module("torch_topo.probe")  # the package re-exports probe()
+
+    monkeypatch.delenv("TORCH_TOPO_FILE")
+    monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
+    probed = []
+    monkeypatch.setattr(probe_module, "probe",
+                        lambda config=None: probed.append(1) or load_topology(str(DGX1)))
+    assert main(["plan", "--mesh", "dp=4,tp=2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mesh"] == want and probed == [1]

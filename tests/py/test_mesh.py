@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tests of torch_topo.init_device_mesh on 4 CPU processes playing GPUs of a topology file:
-the DeviceMesh carries the planned groups and works with DTensor and FSDP2. The process-group
-backend is a parameter (TORCH_TOPO_TEST_BACKEND, default gloo) so the same test runs on "topo"."""
+"""Tests of torch_topo.init_device_mesh on 4 CPU processes playing GPUs of topology files: the
+DeviceMesh carries the planned groups and works with DTensor and FSDP2. The process-group
+backend of the pinned-file test is a parameter (TORCH_TOPO_TEST_BACKEND, default gloo) so the
+same test runs on "topo"; the live-cluster test needs "topo" (its exchange is what it plans on)."""
 
 from __future__ import annotations
 
@@ -12,22 +13,30 @@ import subprocess
 import sys
 
 import pytest
-from planner_support import DGX1
+from planner_support import DATA, DGX1
+
+from torch_topo import TopoConfig
+from torch_topo.cluster import ASSUMED_INTER_HOST_LATENCY_US
+from torch_topo.plan import Plan
+from torch_topo.topology import load_topology
 
 BACKEND = os.environ.get("TORCH_TOPO_TEST_BACKEND", "gloo")
 WORKER = pathlib.Path(__file__).with_name("mesh_worker.py")
+P4D = DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml"
 
 
-def _launch(tmp_path, world: int, play: str) -> list[dict]:
+def _launch(tmp_path, specs: list[dict]) -> list[dict]:
     store = tmp_path / "store"
+    world = len(specs)
     procs, outs = [], []
-    for rank in range(world):
+    for rank, spec in enumerate(specs):
         out = tmp_path / f"rank{rank}.json"
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(world),
                "PYTHONPATH": os.pathsep.join(sys.path)}
-        env.pop("TORCH_TOPO_FILE", None)
+        for var in ("TORCH_TOPO_FILE", "NCCL_TOPO_FILE", "TORCH_TOPO_PLAY"):
+            env.pop(var, None)
         procs.append(subprocess.Popen(
-            [sys.executable, str(WORKER), str(store), str(out), str(DGX1), play, BACKEND],
+            [sys.executable, str(WORKER), str(store), str(out), json.dumps(spec)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         outs.append(out)
     logs = []
@@ -38,16 +47,18 @@ def _launch(tmp_path, world: int, play: str) -> list[dict]:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    for p, log in zip(procs, logs, strict=False):
+    for p, log in zip(procs, logs, strict=True):
         assert p.returncode == 0, log[-3000:]
     return [json.loads(o.read_text()) for o in outs]
 
 
 @pytest.mark.timeout(300)
 def test_four_ranks_playing_dgx1_get_nv2_pairs(tmp_path):
-    # Ranks 0-3 play DGX-1 GPUs 0-3. Among them only 0-3 and 1-2 are NV2 pairs that cover all
-    # four (read off the file): tp must be {0,3} and {1,2}; contiguous would pair 0-1 (NV1).
-    results = _launch(tmp_path, 4, "")
+    # Ranks 0-3 play DGX-1 GPUs 0-3 of the pinned file. Among them only 0-3 and 1-2 are NV2
+    # pairs that cover all four (read off the file): tp must be {0,3} and {1,2}; contiguous
+    # would pair 0-1 (NV1).
+    spec = {"backend": BACKEND, "pg_options": None, "mesh_config": {"topology_file": str(DGX1)}}
+    results = _launch(tmp_path, [spec] * 4)
     expected_tp = {frozenset({0, 3}), frozenset({1, 2})}
     for r in results:
         assert frozenset(r["tp"]) in expected_tp and r["rank"] in r["tp"]
@@ -56,3 +67,53 @@ def test_four_ranks_playing_dgx1_get_nv2_pairs(tmp_path):
         assert r["numa"] == "disabled"
     # dp joins the ranks holding the same tp coordinate.
     assert {frozenset(r["dp"]) for r in results} == {frozenset(c) for c in zip(*results[0]["mesh"], strict=False)}
+
+
+def _host_json(path) -> dict:
+    host = json.loads(load_topology(str(path)).to_json())
+    host.pop("schema", None)
+    host.pop("kind", None)
+    return host
+
+
+@pytest.mark.timeout(300)
+def test_live_cluster_plans_without_a_pinned_file(tmp_path):
+    # Two hosts of different machines, ranks interleaved: 0 and 2 play GPUs 0 and 3 of a DGX-1
+    # (an NV2 pair) on hostA, 1 and 3 play GPUs 0 and 1 of a p4d on hostB. Each rank's file
+    # stands in for what its host's probe would find and goes only to init_process_group; the
+    # mesh gets no config and no file, so it can only plan on the cluster exchanged there.
+    files = [DGX1, P4D, DGX1, P4D]
+    play = "hostA:0,hostB:0,hostA:3,hostB:1"
+    specs = [{"backend": "topo", "use": False, "mesh_config": None,
+              "pg_options": {"topology_file": str(f), "play": play, "inter_host_gbps": 25.0,
+                             "hierarchical": "never"}} for f in files]
+    results = _launch(tmp_path, specs)
+    # The reference plan, from the files themselves.
+    doc = {"schema": "torch-topo/1", "kind": "cluster",
+           "hosts": [_host_json(DGX1), _host_json(P4D)],
+           "ranks": [{"host": 0, "local_gpu": 0, "local_rank": 0},
+                     {"host": 1, "local_gpu": 0, "local_rank": 0},
+                     {"host": 0, "local_gpu": 3, "local_rank": 1},
+                     {"host": 1, "local_gpu": 1, "local_rank": 1}],
+           "inter_host_bandwidth_gbps": 25.0,
+           "inter_host_latency_us": ASSUMED_INTER_HOST_LATENCY_US}
+    want = Plan.build(doc, {"dp": 2, "tp": 2})
+    assert want.mesh != [[0, 1], [2, 3]]  # the test can tell planned from contiguous
+    for r in results:
+        assert r["layout"] == "planned"
+        assert r["mesh"] == r["plan_mesh"] == want.mesh
+        # tp stays inside a host; one exchange per process (the world's, reused by every
+        # later group and by the mesh).
+        assert frozenset(r["tp"]) in ({0, 2}, {1, 3})
+        assert r["exchanges"] == 1
+
+
+def test_pinned_file_wins_over_the_live_cluster(monkeypatch):
+    import torch_topo.mesh as mesh
+
+    def no_live(_config):
+        raise AssertionError("the live cluster was consulted although a file is pinned")
+
+    monkeypatch.setattr(mesh, "world_cluster", no_live)
+    cluster = mesh._world_cluster(TopoConfig(topology_file=str(DGX1)), 8)
+    assert cluster.world_size == 8

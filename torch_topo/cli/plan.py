@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`python -m torch_topo plan FILE --mesh dp=4,tp=2`: topology-aware layout of a device mesh,
+"""`python -m torch_topo plan [FILE] --mesh dp=4,tp=2`: topology-aware layout of a device mesh,
 its groups and predicted communication time per step; `--compare naive` adds the contiguous
-layout (what plain `init_device_mesh` gives) and the ratio."""
+layout (what plain `init_device_mesh` gives) and the ratio. Without FILE: the pinned file
+(TORCH_TOPO_FILE / NCCL_TOPO_FILE), else the live cluster of the running world when
+torch.distributed is initialised in this process, else the live probe of this host."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
+from torch_topo.config import TopoConfig
 from torch_topo.plan import Plan, parse_mesh
 
 __all__ = ["add_parser", "run", "parse_traffic"]
@@ -36,7 +39,9 @@ def parse_traffic(text: str | None) -> dict[str, float] | None:
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("plan", help="lay a device mesh out on a topology", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", metavar="FILE", help="topology file (nvidia-smi, NCCL XML, torch-topo JSON, cluster JSON)")
+    p.add_argument("file", metavar="FILE", nargs="?", default=None,
+                   help="topology file (nvidia-smi, NCCL XML, torch-topo JSON, cluster JSON); "
+                        "default: pinned file, else the live cluster or probe")
     p.add_argument("--mesh", required=True, help="dimensions outermost first, e.g. dp=4,tp=2 or dp=2,cp=2,sp=2")
     p.add_argument("--hosts", type=int, default=1, help="copies of a one-host FILE (default 1)")
     p.add_argument("--traffic", default=None,
@@ -51,13 +56,32 @@ def _sequence_groups(plan: Plan) -> dict:
             for dim, kind in _SEQUENCE_DIMS.items() if dim in plan.mesh_dim_names}
 
 
+def _live_source():
+    """What to plan on without FILE (see the module docstring)."""
+    import torch.distributed as dist
+
+    from torch_topo.cluster import world_cluster
+    from torch_topo.probe import probe, resolve_pinned_file
+
+    config = TopoConfig.from_env()
+    pinned = resolve_pinned_file(config)
+    if pinned is not None:
+        return pinned
+    if dist.is_available() and dist.is_initialized():
+        live = world_cluster(config)
+        if live is not None:
+            return live.planner_doc()
+    return probe(config)
+
+
 def run(args) -> int:
     if args.hosts < 1:
         raise ValueError(f"--hosts: got {args.hosts}, expected >= 1")
     mesh = parse_mesh(args.mesh, "--mesh")
     traffic = parse_traffic(args.traffic)
-    planned = Plan.build(args.file, mesh, traffic, hosts=args.hosts)
-    naive = Plan.naive(args.file, mesh, traffic, hosts=args.hosts) if args.compare else None
+    source = args.file if args.file is not None else _live_source()
+    planned = Plan.build(source, mesh, traffic, hosts=args.hosts)
+    naive = Plan.naive(source, mesh, traffic, hosts=args.hosts) if args.compare else None
     if args.json:
         out = planned.to_dict()
         out["sequence_parallel"] = _sequence_groups(planned)
