@@ -7,6 +7,7 @@ nvcc is found; otherwise the build says so and the CPU parts are built alone.
 """
 
 import glob
+import importlib.util
 import os
 import shutil
 import sys
@@ -15,6 +16,15 @@ from setuptools import find_packages, setup
 from torch.utils import cpp_extension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_build_check():
+    """torch_topo/build_check.py alone: importing the package would need the module being built."""
+    spec = importlib.util.spec_from_file_location(
+        "torch_topo_build_check", os.path.join(ROOT, "torch_topo", "build_check.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _sources(pattern):
@@ -104,7 +114,8 @@ setup(
     description="Topology-aware torch.distributed backend, planner and sequence-parallel ops",
     packages=find_packages(include=["torch_topo", "torch_topo.*"]),
     ext_modules=[_extension()],
-    cmdclass={"build_ext": cpp_extension.BuildExtension.with_options(use_ninja=True)},
+    cmdclass={"build_ext": _load_build_check().checked_build_ext(
+        cpp_extension.BuildExtension.with_options(use_ninja=True))},
     python_requires=">=3.10",
     install_requires=["torch>=2.4"],
 )
