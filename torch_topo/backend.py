@@ -95,6 +95,7 @@ def _create_backend(dist_opts, pg_options):
     ranks = list(dist_opts.global_ranks_in_group) or list(range(size))
     inner = build_inner_backends(store, rank, size, timeout, group_name, ranks)
     options = _C.TopoBackend.Options(timeout)
+    options.debug = config.debug
     _set_if_present(options, "group_name", group_name)
     _set_if_present(options, "global_ranks_in_group", ranks)
     backend = _C.TopoBackend(store, rank, size, options, inner)

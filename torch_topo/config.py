@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-__all__ = ["TopoConfig", "ENV_VARS"]
+__all__ = ["TopoConfig", "ENV_VARS", "parse_bool"]
 
 # Each variable sits beside the field it sets; the README's table is generated from this.
 ENV_VARS: dict[str, str] = {
@@ -31,13 +31,20 @@ ENV_VARS: dict[str, str] = {
 }
 
 
-def _parse_bool(name: str, text: str) -> bool:
+def parse_bool(name: str, text: str) -> bool:
+    """The one reading of a boolean variable: 1/true/yes/on or 0/false/no/off, any case.
+
+    Args:
+        name: the variable, named in the error.
+        text: its value.
+    """
     low = text.strip().lower()
     if low in ("1", "true", "yes", "on"):
         return True
-    if low in ("0", "false", "no", "off", ""):
+    if low in ("0", "false", "no", "off"):
         return False
-    raise ValueError(f"{name}: got {text!r}, expected one of 1/0/true/false/yes/no/on/off")
+    raise ValueError(f"{name}: got {text!r}, expected one of 1/0/true/false/yes/no/on/off "
+                     "(any case)")
 
 
 @dataclass(kw_only=True, slots=True)
@@ -69,7 +76,8 @@ class TopoConfig:
     """Set NCCL algorithm/protocol hints per group from the cost model (shown by explain())."""
 
     debug: bool = False
-    """Log every schedule decision to stderr."""
+    """Log to stderr every flat/hierarchical decision of the C++ backend (one line per
+    collective) and the hierarchy chosen at group creation."""
 
     play: str | None = None
     """Testing aid, also for users rehearsing a layout: "HOST:GPU[,HOST:GPU...]" indexed by rank
@@ -79,10 +87,6 @@ class TopoConfig:
     inter_host_gbps: float | None = None
     """Measured or pinned network bandwidth between hosts in GB/s per direction; None derives it
     from the NIC speeds the hosts report (the slowest host's fastest NIC)."""
-
-    extra: dict[str, str] = field(default_factory=dict)
-    """Unrecognised TORCH_TOPO_* variables are refused; this holds nothing by default and exists
-    so callers can attach labels that show in explain()."""
 
     def __post_init__(self) -> None:
         if self.timeout_s is not None and not self.timeout_s > 0:
@@ -108,7 +112,8 @@ class TopoConfig:
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> TopoConfig:
-        """Reads `TORCH_TOPO_*`; keyword overrides win. Unknown variables raise ValueError."""
+        """Reads `TORCH_TOPO_*`; keyword overrides win. Unknown variables and bad values raise
+        ValueError naming the variable; an empty variable counts as unset."""
         env = os.environ if environ is None else environ
         known = set(ENV_VARS.values()) | {"TORCH_TOPO_VENV", "TORCH_TOPO_TORCH_VERSION",
                                           "TORCH_TOPO_BUILD_CUDA", "TORCH_TOPO_WITH_HWLOC"}
@@ -121,12 +126,12 @@ class TopoConfig:
         kwargs: dict[str, object] = {}
         types = {f.name: f.type for f in dataclasses.fields(cls)}
         for name, var in ENV_VARS.items():
-            if var not in env or name in overrides:
+            if not env.get(var, "").strip() or name in overrides:
                 continue
             text = env[var]
             kind = types[name]
             if "bool" in kind:
-                kwargs[name] = _parse_bool(var, text)
+                kwargs[name] = parse_bool(var, text)
             elif kind.startswith("int"):
                 try:
                     kwargs[name] = int(text)
@@ -139,8 +144,15 @@ class TopoConfig:
                     raise ValueError(f"{var}: got {text!r}, expected a number") from None
             else:
                 kwargs[name] = text
+        from_env = {f"TopoConfig.{name}:": ENV_VARS[name] for name in kwargs}
         kwargs.update(overrides)
-        return cls(**kwargs)
+        try:
+            return cls(**kwargs)
+        except ValueError as exc:  # a field's own check: say which variable set it
+            var = next((v for prefix, v in from_env.items() if str(exc).startswith(prefix)), None)
+            if var is None:
+                raise
+            raise ValueError(f"{var}: {exc}") from None
 
     def merged_with_env(self) -> TopoConfig:
         """This config with environment values filling the fields left at their defaults."""

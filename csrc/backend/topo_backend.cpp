@@ -4,7 +4,6 @@
 #include "backend/topo_backend.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <utility>
 
 #include <ATen/core/ivalue.h>
@@ -31,11 +30,6 @@ const char* reduceOpName(c10d::ReduceOp::RedOpType op) {
   }
 }
 
-bool debugEnabled() {
-  const char* v = std::getenv("TORCH_TOPO_DEBUG");
-  return v != nullptr && *v != '\0' && std::string(v) != "0";
-}
-
 }  // namespace
 
 TopoBackend::Options::Options(std::chrono::milliseconds timeout)
@@ -59,7 +53,7 @@ TopoBackend::TopoBackend(
     : c10d::Backend(rank, size),
       store_(std::move(store)),
       options_(options ? std::move(options) : Options::create()),
-      debug_(debugEnabled()) {
+      debug_(options_->debug) {
   if (inner.empty()) {
     C10_THROW_ERROR(ValueError, "TopoBackend: no inner backend given, expected at least one "
                                 "device type (e.g. {\"cpu\": gloo})");

@@ -58,6 +58,9 @@ class TopoBackend : public c10d::Backend {
     explicit Options(std::chrono::milliseconds timeout = kBackendDefaultTimeout);
     static c10::intrusive_ptr<Options> create(
         std::chrono::milliseconds timeout = kBackendDefaultTimeout);
+    /// Log every flat/hierarchical decision to stderr. Set from TopoConfig.debug (which has
+    /// read TORCH_TOPO_DEBUG); the C++ side reads no environment variable itself.
+    bool debug = false;
 #if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
     c10::intrusive_ptr<c10d::Backend::Options> clone() const override;
 #endif

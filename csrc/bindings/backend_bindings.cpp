@@ -52,7 +52,9 @@ creator registered by ``import torch_topo``; see docs/backend.md.)");
            }),
            py::arg("timeout") = kBackendDefaultTimeout,
            R"(Args:
-    timeout (datetime.timedelta): default timeout of the group's ops.)");
+    timeout (datetime.timedelta): default timeout of the group's ops.)")
+      .def_readwrite("debug", &TopoBackend::Options::debug,
+                     "Log every flat/hierarchical decision to stderr (TopoConfig.debug).");
 
   cls.def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                       c10::intrusive_ptr<TopoBackend::Options> options,

@@ -1,9 +1,27 @@
 # SPDX-License-Identifier: Apache-2.0
-"""TopoConfig: validation and the TORCH_TOPO_* environment."""
+"""TopoConfig: validation, the TORCH_TOPO_* environment, and one observed effect per field on a
+real "topo" process group (two processes: each group is created with one field changed and the
+test reads back what the backend did)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
 
 from torch_topo import TopoConfig
+from torch_topo.config import ENV_VARS, parse_bool
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+P4D = str(DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml")
+BOOL_FIELDS = [f.name for f in dataclasses.fields(TopoConfig) if "bool" in f.type]
 
 
 def test_env_sets_fields_and_overrides_win():
@@ -17,16 +35,47 @@ def test_env_sets_fields_and_overrides_win():
     assert cfg.bind_numa is True
 
 
+@pytest.mark.parametrize("field", BOOL_FIELDS)
+@pytest.mark.parametrize("text, value", [
+    ("1", True), ("true", True), ("TRUE", True), ("Yes", True), ("on", True), (" On ", True),
+    ("0", False), ("false", False), ("False", False), ("NO", False), ("off", False),
+])
+def test_booleans_parse_the_same_for_every_field(field, text, value):
+    assert getattr(TopoConfig.from_env({ENV_VARS[field]: text}), field) is value
+
+
+@pytest.mark.parametrize("field", BOOL_FIELDS)
+def test_bad_boolean_names_its_variable(field):
+    with pytest.raises(ValueError, match=f"{ENV_VARS[field]}: got 'maybe', expected one of"):
+        TopoConfig.from_env({ENV_VARS[field]: "maybe"})
+
+
+def test_empty_variable_counts_as_unset():
+    assert TopoConfig.from_env({"TORCH_TOPO_AWARE": "", "TORCH_TOPO_TIMEOUT": " "}) == TopoConfig()
+
+
+def test_parse_bool_is_the_one_parser():
+    assert parse_bool("X", "oN") is True and parse_bool("X", "oFF") is False
+    with pytest.raises(ValueError, match="X: got '2'"):
+        parse_bool("X", "2")
+
+
 @pytest.mark.parametrize(
     "env, fragment",
     [
         ({"TORCH_TOPO_NOPE": "1"}, "unknown variable TORCH_TOPO_NOPE"),
         ({"TORCH_TOPO_AWARE": "maybe"}, "TORCH_TOPO_AWARE: got 'maybe'"),
-        ({"TORCH_TOPO_TIMEOUT": "-1"}, "timeout_s: got -1.0"),
-        ({"TORCH_TOPO_HIERARCHICAL": "sometimes"}, "hierarchical: got 'sometimes'"),
+        ({"TORCH_TOPO_TIMEOUT": "-1"}, "TORCH_TOPO_TIMEOUT: TopoConfig.timeout_s: got -1.0"),
+        ({"TORCH_TOPO_TIMEOUT": "soon"}, "TORCH_TOPO_TIMEOUT: got 'soon', expected a number"),
+        ({"TORCH_TOPO_HIERARCHICAL": "sometimes"},
+         "TORCH_TOPO_HIERARCHICAL: TopoConfig.hierarchical: got 'sometimes'"),
+        ({"TORCH_TOPO_CHUNK_BYTES": "12"},
+         "TORCH_TOPO_CHUNK_BYTES: TopoConfig.pipeline_chunk_bytes: got 12"),
+        ({"TORCH_TOPO_INTER_HOST_GBPS": "0"},
+         "TORCH_TOPO_INTER_HOST_GBPS: TopoConfig.inter_host_gbps: got 0.0"),
     ],
 )
-def test_bad_values_name_the_field(env, fragment):
+def test_bad_values_name_the_variable(env, fragment):
     with pytest.raises(ValueError, match=fragment):
         TopoConfig.from_env(env)
 
@@ -34,3 +83,121 @@ def test_bad_values_name_the_field(env, fragment):
 def test_unknown_field_is_a_type_error():
     with pytest.raises(TypeError, match="no_such_field"):
         TopoConfig(no_such_field=1)
+
+
+def test_every_field_has_a_variable_and_an_effect_case():
+    names = {f.name for f in dataclasses.fields(TopoConfig)}
+    assert set(ENV_VARS) == names
+    # bind_numa and nccl_hints have their own tests (test_numa.py, test_nccl_hints in
+    # tests/py/backend); every other field is exercised below.
+    assert names - {"bind_numa", "nccl_hints"} == set(_EFFECT_FIELDS)
+
+
+_EFFECT_FIELDS = ("timeout_s", "use_topo_aware_collectives", "hierarchical",
+                  "pipeline_chunk_bytes", "topology_file", "play", "inter_host_gbps", "debug")
+
+
+def _topo_group(cfg, env=None):
+    """A new "topo" group over both ranks with `cfg` (or, when None, the environment `env`),
+    from a fresh exchange; returns (group, its C++ backend)."""
+    from torch_topo import cluster
+
+    cluster._exchanges.clear()  # each case must probe again under its own config
+    saved = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
+    try:
+        group = dist.new_group(backend="topo", pg_options=cfg)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k)
+            else:
+                os.environ[k] = v
+    return group, group._get_backend(torch.device("cpu"))
+
+
+def _last_choice(group, backend) -> str:
+    dist.all_reduce(torch.ones(256), group=group)
+    return backend.last_decisions()[-1][2]
+
+
+def _effects_main(rank, world, store_path, out_dir):
+    import sys
+
+    import torch_topo  # noqa: F401  (registers "topo")
+    from torch_topo import cluster, hierarchy
+
+    dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
+                            world_size=world, timeout=timedelta(seconds=60))
+    chunks = []
+    real_build_levels = hierarchy.build_levels
+
+    def recording_build_levels(*args, **kwargs):
+        chunks.append(kwargs["chunk_bytes"])
+        return real_build_levels(*args, **kwargs)
+
+    hierarchy.build_levels = recording_build_levels
+    two_hosts = "a:0,b:0"
+    seen = {}
+    _, b = _topo_group(TopoConfig(timeout_s=7.0))
+    seen["timeout_s"] = b.inner_backend("cpu").options._timeout.total_seconds()
+    always = dict(play=two_hosts, hierarchical="always")
+    seen["use_topo_aware_collectives"] = [
+        _last_choice(*_topo_group(TopoConfig(**always, use_topo_aware_collectives=on)))
+        for on in (True, False)]
+    seen["hierarchical"] = [_last_choice(*_topo_group(TopoConfig(play=two_hosts, hierarchical=h)))
+                            for h in ("always", "never")]
+    chunks.clear()
+    for size in (2048, 8192):
+        _topo_group(TopoConfig(**always, pipeline_chunk_bytes=size))
+    seen["pipeline_chunk_bytes"] = chunks
+    _topo_group(TopoConfig(topology_file=P4D, play="hostA:0,hostA:5", inter_host_gbps=12.5,
+                           hierarchical="never"))
+    live = cluster.world_cluster()
+    seen["topology_file"] = [h.gpu_count for h in live.hosts]
+    seen["play"] = [live.hostnames, [p.local_gpu for p in live.placements]]
+    seen["inter_host_gbps"] = []
+    for gbps in (None, 12.5):
+        _topo_group(TopoConfig(topology_file=P4D, play="x:0,y:0", inter_host_gbps=gbps,
+                               hierarchical="never"))
+        seen["inter_host_gbps"].append(cluster.world_cluster().inter_host_bandwidth_gbps)
+    debug = []
+    for cfg, env in ((TopoConfig(debug=True), None), (TopoConfig(debug=False), None),
+                     (None, {"TORCH_TOPO_DEBUG": "false"}), (None, {"TORCH_TOPO_DEBUG": "On"})):
+        group, b = _topo_group(cfg, env)
+        read_fd, write_fd = os.pipe()
+        saved = os.dup(2)
+        sys.stderr.flush()
+        os.dup2(write_fd, 2)
+        try:
+            _last_choice(group, b)
+        finally:
+            os.dup2(saved, 2)
+            os.close(write_fd)
+        with os.fdopen(read_fd) as f:
+            debug.append("allreduce" in f.read())
+    seen["debug"] = debug
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(seen))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+@pytest.mark.timeout(300)
+def test_each_field_has_its_effect_on_a_topo_group(tmp_path, monkeypatch):
+    for var in ENV_VARS.values():
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
+    mp.start_processes(_effects_main, args=(2, str(tmp_path / "store"), str(tmp_path)),
+                       nprocs=2, start_method="spawn")
+    for rank in range(2):
+        seen = json.loads((tmp_path / f"{rank}.json").read_text())
+        assert set(seen) == set(_EFFECT_FIELDS)
+        assert seen["timeout_s"] == 7.0
+        assert seen["use_topo_aware_collectives"] == ["hierarchical", "flat"]
+        assert seen["hierarchical"] == ["hierarchical", "flat"]
+        assert seen["pipeline_chunk_bytes"] == [2048, 8192]
+        assert seen["topology_file"] == [8]  # the p4d's eight GPUs, one played host
+        assert seen["play"] == [["hostA"], [0, 5]]
+        # Unpinned, the p4d file names no NIC speed; pinned, the config's figure is used.
+        assert seen["inter_host_gbps"] == [0.0, 12.5]
+        assert seen["debug"] == [True, False, False, True]
