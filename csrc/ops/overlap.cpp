@@ -309,10 +309,16 @@ OverlapResult allGatherMatmul(const at::Tensor& x, const at::Tensor& weight,
   const auto input = x.contiguous();
   const auto weightT = weight.t();
   const int64_t features = x.size(1);
-  auto out = at::empty({ranks, rowsPerRank, weight.size(0)}, x.options());
+  const int64_t chunks = options.chunks;
+  // One chunk is the unchunked op: one gather, one matmul of the gathered rows, no copies.
+  const bool whole = chunks == 1;
+  at::Tensor out;
   at::Tensor gathered;
-  if (keepGathered) {
-    gathered = at::empty({ranks, rowsPerRank, features}, x.options());
+  if (!whole) {
+    out = at::empty({ranks, rowsPerRank, weight.size(0)}, x.options());
+    if (keepGathered) {
+      gathered = at::empty({ranks, rowsPerRank, features}, x.options());
+    }
   }
 
   const auto spans = splitRows(rowsPerRank, options.chunks);
@@ -325,7 +331,6 @@ OverlapResult allGatherMatmul(const at::Tensor& x, const at::Tensor& weight,
     buffers.push_back(buffer);
     pipeline.issue(c, {buffer, slice}, [&] { return issueAllGather(*group, buffer, slice); });
   };
-  const int64_t chunks = options.chunks;
   for (int64_t c = 0; c < std::min(chunks, options.maxInflight); ++c) {
     issueChunk(c);
   }
@@ -341,9 +346,16 @@ OverlapResult allGatherMatmul(const at::Tensor& x, const at::Tensor& weight,
     const double t0 = nowSeconds();
     const auto [start, len] = spans[c];
     const auto rowsOfChunk = buffer.view({ranks, len, features});
-    out.narrow(1, start, len).copy_(at::matmul(rowsOfChunk, weightT));
-    if (keepGathered) {
-      gathered.narrow(1, start, len).copy_(rowsOfChunk);
+    if (whole) {
+      out = at::matmul(rowsOfChunk, weightT);
+      if (keepGathered) {
+        gathered = rowsOfChunk;
+      }
+    } else {
+      out.narrow(1, start, len).copy_(at::matmul(rowsOfChunk, weightT));
+      if (keepGathered) {
+        gathered.narrow(1, start, len).copy_(rowsOfChunk);
+      }
     }
     pipeline.markCompute(c, t0);
   }

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Overlap ops on 2 and 4 CPU processes: forward and backward against the unchunked computation
 (full matmul, then a plain Gloo collective / single-process autograd), chunks 1, 2, 3, 4, 8,
-with random delays on either side, bad input, and the timing records."""
+with random delays on either side, bad input, the timing records, and the calibrated chunk
+count (`chunks=None`): what it picks for given timings, that every rank picks the same, and
+that results equal the unchunked op's."""
 
 from __future__ import annotations
 
@@ -201,6 +203,52 @@ def task_timing(gloo, chunks: int) -> list[tuple]:
             for c in rec.calls]
 
 
+# Calibration timings per chunk count (seconds) a test feeds the decision.
+TIMINGS = {
+    "chunked_faster": {1: 1.0, 2: 0.6, 4: 0.5},
+    "all_equal": {1: 1.0, 2: 1.0, 4: 1.0},
+    "within_margin": {1: 1.0, 2: 0.95, 4: 0.97},
+    "chunked_slower": {1: 1.0, 2: 1.3, 4: 1.8},
+}
+
+
+def task_auto_chunks(gloo, timings: str | None, rank0_only: bool = False) -> dict:
+    """Runs both ops forward and backward with chunks=None under the given calibration
+    timings (None: real measurement; `rank0_only`: only rank 0 sees them, the others see
+    chunking slower), and compares every output and gradient with the unchunked op's."""
+    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+    from torch_topo.ops.overlap import calibrate_with, overlap_choices
+
+    table = TIMINGS.get(timings)
+    if rank0_only and dist.get_rank() != 0:
+        table = TIMINGS["chunked_slower"]
+    timer = (lambda op, c: table[c]) if table else None
+    world, dt = dist.get_world_size(), torch.float64
+    x = _inputs(dt, True, 20, world * ROWS_PER_RANK, K)
+    w = _inputs(dt, True, 21, N, K)
+    g = _inputs(dt, True, 22, ROWS_PER_RANK, N)
+    xs = _inputs(dt, True, 23, ROWS_PER_RANK, K)
+    gs = _inputs(dt, True, 24, world * ROWS_PER_RANK, N)
+
+    def run(chunks):
+        out = {}
+        for name, op, a, grad in (("mrs", matmul_reduce_scatter, x, g),
+                                  ("agm", all_gather_matmul, xs, gs)):
+            a, b = a.clone().requires_grad_(), w.clone().requires_grad_()
+            y = op(a, b, chunks=chunks)
+            (y * grad).sum().backward()
+            out[name], out[name + "_dx"], out[name + "_dw"] = y.detach(), a.grad, b.grad
+        return out
+
+    reference = run(1)
+    with calibrate_with(timer):  # also forgets earlier choices: this test's calls calibrate
+        auto = run(None)
+        choices = overlap_choices()
+    return {"equal": {k: torch.equal(auto[k], reference[k]) for k in reference},
+            "chosen": [(c.op, c.chunks) for c in choices],
+            "seconds": [c.seconds for c in choices]}
+
+
 # ---------------------------------------------------------------- tests
 NO_DELAY = (0, 0)
 DELAYS = [NO_DELAY, (3000, 0), (0, 3000)]
@@ -256,3 +304,39 @@ def test_timing_records_every_chunk_in_order(pool):
                     # a chunk's matmul waits for its all_gather (whose completion stamp is
                     # written by the future callback, a moment after the waiter wakes)
                     assert ci < cs
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("timings,expected", [("chunked_faster", 4), ("all_equal", 1),
+                                              ("within_margin", 1), ("chunked_slower", 1)])
+def test_calibrated_chunks_follow_timings(pool, timings, expected):
+    for r in pool.run("task_auto_chunks", timings):
+        assert all(r["equal"].values()), r["equal"]
+        # forward and backward of both ops: four calibrations, each with the expected count
+        assert [op for op, _ in r["chosen"]] == [
+            "matmul_reduce_scatter", "matmul_reduce_scatter.backward",
+            "all_gather_matmul", "all_gather_matmul.backward"], r["chosen"]
+        assert all(c == expected for _, c in r["chosen"]), r["chosen"]
+
+
+@pytest.mark.timeout(240)
+def test_calibration_takes_the_slowest_rank(pool):
+    # Only rank 0 measures chunking as faster; the others measure it slower, so the group
+    # must agree on one chunk, and every rank must have seen the same (maximum) timings.
+    results = pool.run("task_auto_chunks", "chunked_faster", True)
+    for r in results:
+        assert all(r["equal"].values()), r["equal"]
+        assert all(c == 1 for _, c in r["chosen"]), r["chosen"]
+        assert r["seconds"] == results[0]["seconds"]
+        assert all(s == {1: 1.0, 2: 1.3, 4: 1.8} for s in r["seconds"]), r["seconds"]
+
+
+@pytest.mark.timeout(240)
+def test_measured_calibration_agrees_across_ranks(pool):
+    results = pool.run("task_auto_chunks", None)
+    for r in results:
+        assert all(r["equal"].values()), r["equal"]
+        assert r["chosen"] == results[0]["chosen"]
+        assert all(c in (1, 2, 4) for _, c in r["chosen"]), r["chosen"]
+        for seconds in r["seconds"]:
+            assert set(seconds) == {1, 2, 4} and all(t > 0 for t in seconds.values())

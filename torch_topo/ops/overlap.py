@@ -6,11 +6,20 @@ Rows (dim 0) are cut into chunks; chunk k's collective runs while chunk k+1 comp
 in csrc/ops/overlap.cpp: async c10d work on CPU, a high-priority communication stream and events
 on CUDA). Each op's backward is the other op, also overlapped. `OverlapRecorder` collects
 per-chunk timestamps so the hidden fraction of communication can be measured.
+
+`chunks=None` (the default) picks the chunk count by a one-time calibration per shape, group
+and direction: the op runs unchunked and chunked a few times, every rank's median is combined
+(the slowest rank counts), and chunking is kept only where it beats the unchunked op by a
+margin; otherwise the op runs as one matmul and one collective (`overlap_choices()` lists the
+decisions, `TORCH_TOPO_DEBUG=1` prints them).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import statistics
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,13 +30,17 @@ import torch.distributed as dist
 from torch_topo import _C
 
 __all__ = [
+    "CALIBRATION_CHUNKS",
+    "ChunkChoice",
     "ChunkTiming",
     "CallTiming",
     "OverlapRecorder",
     "all_gather_matmul",
+    "calibrate_with",
     "hidden_fraction",
     "inject_delays",
     "matmul_reduce_scatter",
+    "overlap_choices",
 ]
 
 
@@ -142,6 +155,132 @@ def inject_delays(compute_us: int = 0, comm_us: int = 0, seed: int = 0) -> Itera
         _state.delays = previous
 
 
+# Chunk counts a calibration tries, and by how much a chunked run must beat the unchunked one to
+# be chosen: below that the difference is within the run-to-run spread of a shared CPU
+# (docs/overlap.md), and one chunk is never slower than itself.
+CALIBRATION_CHUNKS = (1, 2, 4)
+CALIBRATION_MARGIN = 0.9
+CALIBRATION_REPS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkChoice:
+    """One calibration: the op and shapes it is for, the slowest rank's median seconds per
+    tried chunk count, and the count chosen."""
+
+    op: str
+    x_shape: tuple[int, ...]
+    weight_shape: tuple[int, ...]
+    group_size: int
+    seconds: dict[int, float]
+    chunks: int
+    reason: str
+
+
+class _Calibrations:
+    """Per process: chosen chunk count per (direction, shapes, dtype, device, group,
+    max_inflight, keep_gathered). Every rank calls the ops in the same order with the same
+    shapes (they are collectives), so every rank calibrates the same key at the same call."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.chosen: dict[tuple, ChunkChoice] = {}
+        # Test hook: seconds per chunk count instead of timing the op (see `calibrate_with`).
+        self.timer = None
+
+
+_calibrations = _Calibrations()
+
+
+def overlap_choices() -> list[ChunkChoice]:
+    """Every chunk-count calibration made in this process so far, in order."""
+    with _calibrations.lock:
+        return list(_calibrations.chosen.values())
+
+
+@contextlib.contextmanager
+def calibrate_with(timer) -> Iterator[None]:
+    """Test hook: `timer(op, chunks)` returns the seconds a calibration should see for a chunk
+    count instead of running the op (None: measure); previous choices are forgotten on entry
+    and exit."""
+    with _calibrations.lock:
+        previous, _calibrations.timer = _calibrations.timer, timer
+        _calibrations.chosen.clear()
+    try:
+        yield
+    finally:
+        with _calibrations.lock:
+            _calibrations.timer = previous
+            _calibrations.chosen.clear()
+
+
+def _debug_enabled() -> bool:
+    return os.environ.get("TORCH_TOPO_DEBUG", "0").strip().lower() not in ("", "0", "false",
+                                                                            "no", "off")
+
+
+def _choose_chunks(op: str, x: torch.Tensor, weight: torch.Tensor, group, max_inflight: int,
+                   gather_first: bool, keep_gathered: bool) -> int:
+    """The chunk count of `op` for these shapes on `group`: 1 where nothing can be pipelined,
+    else the count a one-time calibration measured fastest (by the margin above)."""
+    size = group.size()
+    rows = x.shape[0] if gather_first else x.shape[0] // size
+    key = (gather_first, tuple(x.shape), tuple(weight.shape), x.dtype, x.device.type, id(group),
+           size, max_inflight, keep_gathered)
+    with _calibrations.lock:
+        known = _calibrations.chosen.get(key)
+    if known is not None:
+        return known.chunks
+    candidates = [c for c in CALIBRATION_CHUNKS if c <= rows]
+    if size == 1 or len(candidates) == 1:
+        seconds, chunks = {}, 1
+        reason = "one rank" if size == 1 else f"{rows} row(s) per rank: nothing to pipeline"
+    else:
+        seconds = _measure(op, x, weight, group, max_inflight, gather_first, keep_gathered,
+                           candidates)
+        best = min(candidates, key=lambda c: (seconds[c], c))
+        if seconds[best] <= CALIBRATION_MARGIN * seconds[1]:
+            chunks, reason = best, "chunked beats unchunked"
+        else:
+            chunks = 1
+            reason = (f"no chunk count beats unchunked by {1 - CALIBRATION_MARGIN:.0%}: "
+                      "nothing worth hiding")
+    choice = ChunkChoice(op, tuple(x.shape), tuple(weight.shape), size, seconds, chunks, reason)
+    with _calibrations.lock:
+        _calibrations.chosen[key] = choice
+    if _debug_enabled() and group.rank() == 0:
+        tried = ", ".join(f"{c}: {t * 1e3:.2f} ms" for c, t in seconds.items())
+        print(f"[torch_topo] {op} x {list(x.shape)} w {list(weight.shape)} {x.dtype} on "
+              f"{size} ranks: chunks {chunks} ({reason}"
+              + (f"; slowest rank's median per chunk count {tried}" if tried else "") + ")",
+              file=sys.stderr, flush=True)
+    return chunks
+
+
+def _measure(op: str, x: torch.Tensor, weight: torch.Tensor, group, max_inflight: int,
+             gather_first: bool, keep_gathered: bool, candidates: list[int]) -> dict[int, float]:
+    """Median seconds per chunk count over CALIBRATION_REPS interleaved rounds (after one
+    warm-up round), maximum over the group's ranks, so every rank decides alike."""
+    timer = _calibrations.timer
+    samples: dict[int, list[float]] = {c: [] for c in candidates}
+    for rnd in range(CALIBRATION_REPS + 1):
+        for c in candidates:
+            if timer is not None:
+                samples[c].append(timer(op, c))
+                continue
+            start = _C.overlap_now_seconds()
+            _call(x, weight, group, c, max_inflight, gather_first, keep_gathered, False,
+                  (0, 0, 0))
+            if x.device.type == "cuda":
+                torch.cuda.synchronize(x.device)
+            if rnd > 0:
+                samples[c].append(_C.overlap_now_seconds() - start)
+    medians = torch.tensor([statistics.median(samples[c]) for c in candidates],
+                           dtype=torch.float64, device=x.device)
+    dist.all_reduce(medians, op=dist.ReduceOp.MAX, group=group)
+    return dict(zip(candidates, medians.tolist(), strict=True))
+
+
 def _resolve_group(group: dist.ProcessGroup | None) -> dist.ProcessGroup:
     if group is None:
         if not dist.is_initialized():
@@ -152,22 +291,29 @@ def _resolve_group(group: dist.ProcessGroup | None) -> dist.ProcessGroup:
     return group
 
 
-def _run(op: str, x: torch.Tensor, weight: torch.Tensor, group, chunks: int, max_inflight: int,
-         gather_first: bool, keep_gathered: bool = False
-         ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Runs the C++ all_gather_matmul (`gather_first`) or matmul_reduce_scatter, recording
-    its timing under the label `op` when a recorder is active."""
-    recording = bool(_state.recorders)
-    compute_us, comm_us, seed = _state.delays
+def _call(x, weight, group, chunks: int, max_inflight: int, gather_first: bool,
+          keep_gathered: bool, recording: bool, delays: tuple):
+    compute_us, comm_us, seed = delays
     kwargs = dict(chunks=chunks, max_inflight=max_inflight, record_timing=recording,
                   compute_delay_max_us=compute_us, comm_delay_max_us=comm_us, delay_seed=seed)
-    start = _C.overlap_now_seconds()
     if gather_first:
-        out, gathered, timing = _C.overlap_all_gather_matmul(
-            x, weight, group, keep_gathered=keep_gathered, **kwargs
-        )
-    else:
-        out, gathered, timing = _C.overlap_matmul_reduce_scatter(x, weight, group, **kwargs)
+        return _C.overlap_all_gather_matmul(x, weight, group, keep_gathered=keep_gathered,
+                                            **kwargs)
+    return _C.overlap_matmul_reduce_scatter(x, weight, group, **kwargs)
+
+
+def _run(op: str, x: torch.Tensor, weight: torch.Tensor, group, chunks: int | None,
+         max_inflight: int, gather_first: bool, keep_gathered: bool = False
+         ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Runs the C++ all_gather_matmul (`gather_first`) or matmul_reduce_scatter, with the
+    calibrated chunk count when `chunks` is None, recording its timing under the label `op`
+    when a recorder is active."""
+    if chunks is None:
+        chunks = _choose_chunks(op, x, weight, group, max_inflight, gather_first, keep_gathered)
+    recording = bool(_state.recorders)
+    start = _C.overlap_now_seconds()
+    out, gathered, timing = _call(x, weight, group, chunks, max_inflight, gather_first,
+                                  keep_gathered, recording, _state.delays)
     if recording:
         call = CallTiming(op, start, _C.overlap_now_seconds(), [ChunkTiming(*t) for t in timing])
         for recorder in _state.recorders:
@@ -235,8 +381,8 @@ def _flatten_rows(name: str, x: torch.Tensor, group_size: int | None) -> torch.T
 
 
 def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
-                          group: dist.ProcessGroup | None = None, chunks: int = 4, *,
-                          max_inflight: int = 2) -> torch.Tensor:
+                          group: dist.ProcessGroup | None = None, chunks: int | None = None,
+                          *, max_inflight: int = 2) -> torch.Tensor:
     """Row-parallel linear with a sequence-parallel output:
     reduce_scatter over dim 0 of `x @ weight.T`, summed over `group`.
 
@@ -245,7 +391,9 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
             by the group size.
         weight: [N, K_local], this rank's columns of the full weight (nn.Linear layout).
         group: process group; None is the default group.
-        chunks: row chunks per rank block, one collective each (1 disables pipelining).
+        chunks: row chunks per rank block, one collective each (1 disables pipelining);
+            None calibrates once per shape and group (see the module docstring), and the
+            backward pass, the other op on other shapes, calibrates its own.
         max_inflight: collectives in flight at once (bounds the chunk buffers alive).
 
     Returns:
@@ -259,7 +407,7 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
 
 
 def all_gather_matmul(x: torch.Tensor, weight: torch.Tensor,
-                      group: dist.ProcessGroup | None = None, chunks: int = 4, *,
+                      group: dist.ProcessGroup | None = None, chunks: int | None = None, *,
                       max_inflight: int = 2) -> torch.Tensor:
     """Column-parallel linear on a sequence-parallel input: all_gather over dim 0 of `x`, then
     `@ weight.T`.
