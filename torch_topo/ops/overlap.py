@@ -28,6 +28,7 @@ import torch
 import torch.distributed as dist
 
 from torch_topo import _C
+from torch_topo.config import parse_bool
 
 __all__ = [
     "CALIBRATION_CHUNKS",
@@ -215,8 +216,8 @@ def calibrate_with(timer) -> Iterator[None]:
 
 
 def _debug_enabled() -> bool:
-    return os.environ.get("TORCH_TOPO_DEBUG", "0").strip().lower() not in ("", "0", "false",
-                                                                            "no", "off")
+    text = os.environ.get("TORCH_TOPO_DEBUG", "").strip()
+    return bool(text) and parse_bool("TORCH_TOPO_DEBUG", text)  # the package's one reading
 
 
 def _choose_chunks(op: str, x: torch.Tensor, weight: torch.Tensor, group, max_inflight: int,
