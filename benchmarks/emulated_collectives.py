@@ -81,19 +81,19 @@ def print_tables(placement: str, records: list[dict], hosts: int, rate_Bps: floa
         for r in rows:
             bound_us = link_factor(op, hosts) * r["size"] / rate_Bps * 1e6
             topo_us = r.get("topo_time_us")
-            ratio = r["gloo_time_us"] / topo_us if topo_us else None
+            ratio = r["inner_time_us"] / topo_us if topo_us else None
             bound_frac = bound_us / topo_us if topo_us else None
             print(f"  {r['size']:>10} {r['count']:>10} {r['type']:>8} {r['redop']:>5} | "
-                  f"{_cells(r, 'topo')} | {_cells(r, 'gloo')} | "
+                  f"{_cells(r, 'topo')} | {_cells(r, 'inner')} | "
                   + (f"{ratio:>6.2f}" if ratio else f"{'n/a':>6}") + f" {bound_us:>10.0f} "
                   + (f"{bound_frac:>8.2f}" if bound_frac else f"{'n/a':>8}"))
             summary.append({"placement": placement, "op": op, "bytes": r["size"],
-                            "topo_us": topo_us, "gloo_us": r["gloo_time_us"], "ratio": ratio,
+                            "topo_us": topo_us, "gloo_us": r["inner_time_us"], "ratio": ratio,
                             "bound_us": bound_us,
-                            "gloo_bound_fraction": bound_us / r["gloo_time_us"],
+                            "gloo_bound_fraction": bound_us / r["inner_time_us"],
                             "topo_bound_fraction": bound_frac,
                             "topo_busbw_GBps": r.get("topo_busbw_GBps"),
-                            "gloo_busbw_GBps": r["gloo_busbw_GBps"]})
+                            "gloo_busbw_GBps": r["inner_busbw_GBps"]})
     return summary
 
 

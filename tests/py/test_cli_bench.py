@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`python -m torch_topo bench`: the spawn path with 2 CPU ranks, the table and JSON formats
+(busbw = algbw x the nccl-tests factor), the link checks against real topology files (a slow
+NVLink pair, a PCIe link at half its width, a NIC at a tenth of its speed, an unknown width),
+the progress line and the exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from torch_topo import load_topology
+from torch_topo.bench import LinkCheck, Progress, link_findings
+from torch_topo.bench.links import check_host_copy, check_inter_host, check_peer_copy
+from torch_topo.cli import bench as bench_cli
+from torch_topo.cli import main
+from torch_topo.plan import resolve_cluster
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(ROOT, "tests", "data")
+XML = os.path.join(DATA, "nccl_topo_xml")
+H200_VM = os.path.join(XML, "h200_1xGPU_firecracker-vm_nccl2.28.9_topo_dump.xml")
+H200_HGX = os.path.join(XML, "PARTIAL_ncclTests256_H200-HGX_baremetal_topo_dump_numa0.xml")
+NDV4 = os.path.join(XML, "azure_ndv4_8xA100_topo.xml")
+NCV4 = os.path.join(XML, "azure_ncv4_4xA100pcie_topo.xml")
+P4D = os.path.join(XML, "aws_p4d.24xlarge_8xA100_topo.xml")
+DGX1 = os.path.join(DATA, "nvidia_smi_topo", "dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt")
+
+# nccl-tests' bus bandwidth factors (doc/PERFORMANCE.md), written out here as the reference.
+NCCL_TESTS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+                     "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
+                     "broadcast": lambda n: 1.0}
+SIZES = [8, 64, 512]
+
+
+@pytest.fixture(scope="module")
+def spawned(tmp_path_factory):
+    """One real CLI run: 2 spawned CPU ranks, tiny sizes, the H200 VM dump pinned."""
+    png = tmp_path_factory.mktemp("bench") / "busbw.png"
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for var in ("RANK", "WORLD_SIZE", "TORCH_TOPO_FILE", "NCCL_TOPO_FILE"):
+        env.pop(var, None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch_topo", "bench", "--procs", "2", "--min-bytes", "8",
+         "--max-bytes", "512", "--factor", "8", "--reps", "1", "--topology", H200_VM,
+         "--json", "--check", "--plot", str(png)],
+        env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout), png
+
+
+def test_spawn_two_cpu_ranks_json(spawned):
+    result, png = spawned
+    assert set(result) == {"schema", "world_size", "device", "inner_backend", "sweep", "hosts",
+                           "collectives", "min_fraction", "links", "findings", "check"}
+    assert result["schema"] == "torch-topo-bench/1"
+    assert (result["world_size"], result["device"], result["inner_backend"]) == (2, "cpu", "gloo")
+    assert result["sweep"]["sizes"] == SIZES and result["check"] is True
+    # The pinned file is the expectation source; CPU ranks on one host measure no link.
+    assert len(result["hosts"]) == 1 and result["hosts"][0]["ranks"] == [0, 1]
+    assert result["hosts"][0]["source"].endswith(os.path.basename(H200_VM))
+    assert result["links"] == [] and result["findings"] == []
+    got = [(r["collective"], r["size"]) for r in result["collectives"]]
+    assert got == [(c, s) for c in NCCL_TESTS_FACTOR for s in SIZES]
+    for r in result["collectives"]:
+        factor = NCCL_TESTS_FACTOR[r["collective"]](2)
+        elem = torch.empty((), dtype=getattr(torch, r["type"])).element_size()
+        assert r["size"] == r["count"] * elem and r["ranks"] == 2 and r["inner"] == "gloo"
+        for side in ("topo", "inner"):
+            algbw = r["size"] / (r[f"{side}_time_us"] * 1e-6) / 1e9
+            assert r[f"{side}_algbw_GBps"] == pytest.approx(algbw, rel=1e-12)
+            assert r[f"{side}_busbw_GBps"] == pytest.approx(algbw * factor, rel=1e-12)
+        assert r["ratio"] == pytest.approx(r["inner_time_us"] / r["topo_time_us"], rel=1e-12)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _parse_tables(text: str) -> dict[str, list[list[str]]]:
+    tables, name = {}, None
+    for line in text.splitlines():
+        if line.startswith("# ") and ": " in line and "ranks" in line:
+            name = line[2:].split(":")[0]
+            tables[name] = []
+        elif name and line.startswith("  ") and line.split()[0].isdigit():
+            tables[name].append([c for c in line.split() if c != "|"])
+    return tables
+
+
+def test_table_parses_back_to_the_records(spawned):
+    result, _ = spawned
+    tables = _parse_tables(bench_cli.render_text(result, check=True))
+    assert list(tables) == list(NCCL_TESTS_FACTOR)
+    for name, rows in tables.items():
+        records = [r for r in result["collectives"] if r["collective"] == name]
+        assert len(rows) == len(records) == len(SIZES)
+        for row, r in zip(rows, records, strict=True):
+            size, count, dtype, redop = int(row[0]), int(row[1]), row[2], row[3]
+            t_topo, alg_topo, bus_topo, t_inner, alg_inner, bus_inner, ratio = map(float, row[4:])
+            assert (size, count, dtype, redop) == (r["size"], r["count"], r["type"], r["redop"])
+            assert redop == ("sum" if name in ("all_reduce", "reduce_scatter") else "none")
+            assert t_topo == pytest.approx(r["topo_time_us"], abs=0.051)
+            assert t_inner == pytest.approx(r["inner_time_us"], abs=0.051)
+            assert ratio == pytest.approx(r["ratio"], abs=0.0051)
+            factor = NCCL_TESTS_FACTOR[name](2)
+            # printed with 3 decimals: busbw and algbw x factor agree to the rounding
+            assert bus_topo == pytest.approx(alg_topo * factor, abs=0.0015)
+            assert bus_inner == pytest.approx(alg_inner * factor, abs=0.0015)
+    assert "0 problem(s), 0 note(s)" in bench_cli.render_text(result, check=True)
+
+
+def test_slow_nvlink_pair():
+    # H200 HGX: NV18 between every pair; sm90 NVLink4 is 20.6 GB/s per lane (NCCL SM90_NVLINK_BW).
+    topo = load_topology(H200_HGX)
+    slow = check_peer_copy(topo, 0, 1, 0.5 * 18 * 20.6)
+    fine = check_peer_copy(topo, 0, 2, 0.95 * 18 * 20.6)
+    assert slow.expected_gbps == pytest.approx(18 * 20.6) and slow.link == "NV18"
+    (finding,) = link_findings([slow, fine])
+    assert (finding.code, finding.severity) == ("p2p-slow", "warning")
+    assert "GPU0-GPU1" in finding.message and "NV18: 18 NVLinks" in finding.message
+    assert "nvidia-smi nvlink --status" in finding.fix
+    # DGX-1 hybrid cube mesh: the same 25 GB/s is fine on an NV1 pair, slow on an NV2 pair.
+    dgx1 = load_topology(DGX1)
+    assert (dgx1.nvlinks(0, 1), dgx1.nvlinks(0, 3)) == (1, 2)
+    checks = [check_peer_copy(dgx1, 0, 1, 25.0), check_peer_copy(dgx1, 0, 3, 25.0)]
+    assert [f.message.split(":")[0] for f in link_findings(checks)] == ["GPU0-GPU3"]
+
+
+def test_pcie_link_at_half_width():
+    # Azure NDv4: every GPU on a Gen4 x16 link, 16 x 1.5 GB/s usable (NCCL kvDictPciGen).
+    planner = resolve_cluster(NDV4)
+    checks = [check_host_copy(planner, 0, gpu, kind, 12.0 if gpu == 2 else 23.5)
+              for gpu in range(8) for kind in ("h2d", "d2h")]
+    assert all(c.expected_gbps == pytest.approx(16 * 1.5) for c in checks)
+    findings = link_findings(checks)
+    assert [(f.code, f.message.split(":")[0]) for f in findings] == [
+        ("h2d-slow", "host0 GPU2"), ("d2h-slow", "host0 GPU2")]
+    assert "x16" in findings[0].message and "expected >= 16.80 GB/s" in findings[0].message
+    assert "LnkSta" in findings[0].fix
+    # The threshold is the stated fraction: 12 of 24 GB/s passes at 0.5, not at 0.51.
+    assert link_findings(checks, 0.5) == [] and len(link_findings(checks, 0.51)) == 2
+
+
+def test_unknown_pcie_width_is_a_finding():
+    # The H200 VM's NCCL dump: link_width="0" at 32 GT/s (Gen5), rated as x16 = 16 x 3 GB/s.
+    planner = resolve_cluster(H200_VM)
+    checks = [check_host_copy(planner, 0, 0, "h2d", 52.0), check_host_copy(planner, 0, 0, "d2h", 50.0)]
+    assert checks[0].expected_gbps == pytest.approx(16 * 3.0)
+    assert checks[0].link == "PCIe-unknown-width"
+    (finding,) = link_findings(checks)  # once per GPU, and no slow-copy finding at 1.04-1.08x
+    assert (finding.code, finding.severity) == ("pcie-width-unknown", "warning")
+    assert finding.message.startswith("host0 GPU0:") and "48.0 GB/s" in finding.message
+    # A copy at a quarter of the assumed rate is slow as well.
+    slow = link_findings([check_host_copy(planner, 0, 0, "h2d", 12.0)])
+    assert [f.code for f in slow] == ["pcie-width-unknown", "h2d-slow"]
+
+
+def test_nic_at_a_tenth_of_its_speed():
+    # Azure NCv4 x 2 hosts: one 100 Gbit/s NIC per host. An all_reduce must move S bytes
+    # through each host's NIC (2(H-1)/H x S for H = 2), so algbw <= 12.5 GB/s and
+    # busbw <= 12.5 x 2(n-1)/n with n = 8 ranks.
+    planner = resolve_cluster(NCV4, hosts=2)
+    hosts = [load_topology(NCV4)] * 2
+    bound = 100 / 8 * NCCL_TESTS_FACTOR["all_reduce"](8)
+    fine = check_inter_host(planner, hosts, "all_reduce", 1 << 30, 0.95 * bound)
+    assert 0.9 * bound <= fine.expected_gbps <= bound
+    assert "1 x 100 Gbit/s" in fine.basis and link_findings([fine]) == []
+    tenth = check_inter_host(planner, hosts, "all_reduce", 1 << 30, bound / 10)
+    (finding,) = link_findings([tenth])
+    assert (finding.code, finding.severity) == ("inter-host-slow", "warning")
+    assert finding.message.startswith("all_reduce over 2 hosts: inter-host bus bandwidth: got")
+    assert "ibstat" in finding.fix
+    # NICs of unknown speed: nothing to hold the figure against, reported as a note only.
+    unknown = check_inter_host(resolve_cluster(P4D, hosts=2), [load_topology(P4D)] * 2,
+                               "all_reduce", 1 << 30, 1.0)
+    assert unknown.expected_gbps is None
+    assert [(f.code, f.severity) for f in link_findings([unknown])] == [("link-unrated", "info")]
+
+
+def test_topology_without_pcie_graph_is_unrated():
+    check = check_host_copy(resolve_cluster(DGX1), 0, 0, "h2d", 11.0)
+    assert check.expected_gbps is None and check.fraction is None
+    assert [f.severity for f in link_findings([check])] == ["info"]
+
+
+def test_progress_line_only_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        p = Progress(2, stream=stream, min_interval_s=0.0)
+        p("all_reduce 8 B")
+        p("all_reduce 64 B")
+        p.close()
+    assert "\rbench: 1/2 all_reduce 8 B" in tty.getvalue()
+    assert "bench: 2/2 all_reduce 64 B" in tty.getvalue() and tty.getvalue().endswith("\r")
+    assert pipe.getvalue() == ""
+
+
+def _result_with(checks: list[LinkCheck]) -> dict:
+    return {"collectives": [], "sweep": {"reps": 1}, "min_fraction": 0.7,
+            "links": [c.to_dict() for c in checks],
+            "findings": [f.to_dict() for f in link_findings(checks)]}
+
+
+def test_exit_codes(monkeypatch, capsys):
+    planner = resolve_cluster(NDV4)
+    slow = _result_with([check_host_copy(planner, 0, 0, "h2d", 12.0)])
+    monkeypatch.setattr(bench_cli, "run_bench", lambda options, procs: slow)
+    assert main(["bench", "--procs", "2"]) == 0  # findings are reported, exit 1 only with --check
+    assert main(["bench", "--procs", "2", "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "[warning] h2d-slow: host0 GPU0: host-to-device copy: got 12.00 GB/s" in out
+    assert "1 problem(s), 0 note(s)" in out
+    assert main(["bench", "--procs", "2", "--check", "--json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [set(f) for f in findings] == [{"code", "severity", "message", "fix"}]
+    notes = _result_with([check_host_copy(resolve_cluster(DGX1), 0, 0, "h2d", 11.0)])
+    monkeypatch.setattr(bench_cli, "run_bench", lambda options, procs: notes)
+    assert main(["bench", "--procs", "2", "--check"]) == 0  # info only
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--procs", "0"], "--procs: got 0, expected >= 1"),
+    (["--procs", "2", "--min-bytes", "lots"], "--min-bytes: got 'lots'"),
+    (["--procs", "2", "--min-bytes", "1M", "--max-bytes", "1K"], "min_bytes/max_bytes"),
+    (["--procs", "2", "--factor", "1"], "--factor: got 1, expected >= 2"),
+    (["--procs", "2", "--min-fraction", "1.5"], "--min-fraction: got 1.5"),
+    (["--procs", "2", "--collectives", "all_reduce", "gather"], "invalid choice: 'gather'"),
+    (["--procs", "2", "--topology", "/nonexistent/topo.xml"], "cannot open"),
+])
+def test_bad_input_exits_2(argv, message, capsys):
+    assert main(["bench", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_launch_errors_exit_2(monkeypatch, capsys):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["bench"]) == 2
+    assert "no CUDA device here: pass --procs N" in capsys.readouterr().err
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    assert main(["bench", "--procs", "2"]) == 2
+    assert "--procs: the launcher already gave WORLD_SIZE=4" in capsys.readouterr().err

@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`python -m torch_topo bench`: nccl-tests-style collective tables for "topo" and its plain inner
+backend side by side, and the machine's links measured against its topology: host/device copies
+per GPU against its PCIe link, peer copies per GPU pair against the NVLink or PCIe path, and a
+multi-host run's bus bandwidth against the NICs (cost model). Alone it spawns one rank per local
+GPU (or N CPU ranks with --procs N); under torchrun it uses the given world. --check turns each
+figure below --min-fraction of its expectation into a doctor-style finding and exits 1."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from torch_topo.bench import (
+    BENCH_SCHEMA,
+    COLLECTIVES,
+    DEFAULT_MIN_FRACTION,
+    DTYPES,
+    BenchOptions,
+    SweepConfig,
+    format_links,
+    format_tables,
+    parse_bytes,
+    plot,
+    run_bench,
+)
+from torch_topo.topology import load_topology
+
+__all__ = ["add_parser", "run"]
+
+
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"got {text!r}, expected an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"got {value}, expected >= {low}")
+        return value
+    return parse
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"got {text!r}, expected a number in (0, 1]") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"got {value:g}, expected a number in (0, 1]")
+    return value
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("bench", help="measure collectives and links against the topology",
+                              description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--collectives", nargs="+", choices=COLLECTIVES, default=list(COLLECTIVES),
+                   metavar="NAME", help=f"collectives to sweep ({', '.join(COLLECTIVES)}; default all)")
+    p.add_argument("--min-bytes", type=parse_bytes, default=8, help="smallest size, e.g. 8, 64K (8)")
+    p.add_argument("--max-bytes", type=parse_bytes, default=16 << 20,
+                   help="largest size (16M; use 1G on GPUs)")
+    p.add_argument("--factor", type=_int_at_least(2), default=4, help="size step factor (4)")
+    p.add_argument("--reps", type=_int_at_least(1), default=5,
+                   help="interleaved repetitions per size, median reported (5)")
+    p.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (float32)")
+    p.add_argument("--procs", type=_int_at_least(1), default=None,
+                   help="spawn N CPU ranks (default: one rank per local GPU; not under torchrun)")
+    p.add_argument("--topology", metavar="FILE", default=None,
+                   help="expectation source (default: TORCH_TOPO_FILE, NCCL_TOPO_FILE or the probe)")
+    p.add_argument("--min-fraction", type=_fraction, default=DEFAULT_MIN_FRACTION,
+                   help=f"a figure below this fraction of its expectation is a finding "
+                        f"({DEFAULT_MIN_FRACTION})")
+    p.add_argument("--check", action="store_true",
+                   help="print findings (code, severity, message, fix); exit 1 when there are any")
+    p.add_argument("--plot", metavar="FILE.png", default=None, help="write busbw against size here")
+    p.add_argument("--json", action="store_true", help=f"print one JSON object ({BENCH_SCHEMA})")
+    p.set_defaults(run=run)
+
+
+def render_text(result: dict, check: bool) -> str:
+    """The text report: tables, link checks and (with --check) the findings as doctor prints them."""
+    out = [format_tables(result["collectives"], result["sweep"]["reps"]),
+           format_links(result["links"], result["min_fraction"])]
+    if check:
+        findings = result["findings"]
+        problems = [f for f in findings if f["severity"] != "info"]
+        for f in findings:
+            out.append(f"[{f['severity']}] {f['code']}: {f['message']}\n    fix: {f['fix']}")
+        out.append(f"{len(problems)} problem(s), {len(findings) - len(problems)} note(s)")
+    return "\n".join(out)
+
+
+def run(args) -> int:
+    if args.topology:
+        load_topology(args.topology)  # a bad file fails here, before any rank starts
+    options = BenchOptions(
+        sweep=SweepConfig(collectives=tuple(args.collectives), min_bytes=args.min_bytes,
+                          max_bytes=args.max_bytes, factor=args.factor, reps=args.reps,
+                          dtype=args.dtype),
+        topology_file=args.topology, min_fraction=args.min_fraction)
+    result = run_bench(options, args.procs)
+    if result is None:  # a rank other than 0 under torchrun: rank 0 reports
+        return 0
+    if args.plot:
+        plot(result["collectives"], args.plot)
+    if args.json:
+        print(json.dumps({**result, "check": args.check}, indent=2))
+    else:
+        print(render_text(result, args.check))
+    problems = [f for f in result["findings"] if f["severity"] != "info"]
+    return 1 if args.check and problems else 0
