@@ -39,20 +39,27 @@ NCCL_TESTS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lamb
 SIZES = [8, 64, 512]
 
 
+def _run(launcher: list[str], *args: str, **env_extra: str) -> tuple[int, dict]:
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               **env_extra)
+    for var in ("RANK", "WORLD_SIZE", "TORCH_TOPO_FILE", "NCCL_TOPO_FILE", "TORCH_TOPO_PLAY"):
+        if var not in env_extra:
+            env.pop(var, None)
+    proc = subprocess.run([sys.executable, *launcher, "torch_topo", "bench", *args], env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
 @pytest.fixture(scope="module")
 def spawned(tmp_path_factory):
     """One real CLI run: 2 spawned CPU ranks, tiny sizes, the H200 VM dump pinned."""
     png = tmp_path_factory.mktemp("bench") / "busbw.png"
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    for var in ("RANK", "WORLD_SIZE", "TORCH_TOPO_FILE", "NCCL_TOPO_FILE"):
-        env.pop(var, None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "torch_topo", "bench", "--procs", "2", "--min-bytes", "8",
-         "--max-bytes", "512", "--factor", "8", "--reps", "1", "--topology", H200_VM,
-         "--json", "--check", "--plot", str(png)],
-        env=env, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return json.loads(proc.stdout), png
+    code, result = _run(["-m"], "--procs", "2", "--min-bytes", "8", "--max-bytes", "512",
+                        "--factor", "8", "--reps", "1", "--topology", H200_VM, "--json",
+                        "--check", "--plot", str(png))
+    assert code == 0
+    return result, png
 
 
 def test_spawn_two_cpu_ranks_json(spawned):
@@ -111,6 +118,33 @@ def test_table_parses_back_to_the_records(spawned):
             assert bus_topo == pytest.approx(alg_topo * factor, abs=0.0015)
             assert bus_inner == pytest.approx(alg_inner * factor, abs=0.0015)
     assert "0 problem(s), 0 note(s)" in bench_cli.render_text(result, check=True)
+
+
+def test_under_torchrun_uses_the_given_world():
+    code, result = _run(["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                         "-m"], "--collectives", "broadcast", "--max-bytes", "8", "--reps", "1",
+                        "--json")
+    assert code == 0 and result["world_size"] == 2 and result["hosts"][0]["ranks"] == [0, 1]
+    assert [(r["collective"], r["size"], r["ranks"]) for r in result["collectives"]] == [
+        ("broadcast", 8, 2)]
+
+
+def test_played_hosts_check_inter_host_busbw():
+    # Two CPU ranks play GPU 0 of two Azure NCv4 hosts (one 100 Gbit/s NIC each): Gloo on one
+    # machine is far below what the cost model expects of those NICs, so --check exits 1.
+    code, result = _run(["-m"], "--procs", "2", "--collectives", "all_reduce", "--min-bytes",
+                        "64K", "--max-bytes", "64K", "--reps", "1", "--topology", NCV4, "--json",
+                        "--check", TORCH_TOPO_PLAY="h0:0,h1:0")
+    assert code == 1 and [h["hostname"] for h in result["hosts"]] == ["h0", "h1"]
+    (check,) = result["links"]
+    record = result["collectives"][0]
+    assert check["kind"] == "inter_host" and check["subject"] == "all_reduce over 2 hosts"
+    assert check["measured_gbps"] == max(record["topo_busbw_GBps"], record["inner_busbw_GBps"])
+    # One 100 Gbit/s NIC per host caps a 2-rank all_reduce at 12.5 GB/s busbw; at 64 KiB the
+    # model adds latency, but not so much that the NIC term vanishes.
+    assert 0.25 * 12.5 < check["expected_gbps"] <= 12.5
+    assert "host0 1 x 100 Gbit/s, host1 1 x 100 Gbit/s" in check["basis"]
+    assert [f["code"] for f in result["findings"]] == ["inter-host-slow"]
 
 
 def test_slow_nvlink_pair():

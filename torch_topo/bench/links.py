@@ -150,6 +150,6 @@ def link_findings(checks: list[LinkCheck], min_fraction: float = DEFAULT_MIN_FRA
                 f"{c.kind.replace('_', '-')}-slow", "warning",
                 f"{what}: got {c.measured_gbps:.2f} GB/s, expected >= "
                 f"{min_fraction * c.expected_gbps:.2f} GB/s ({min_fraction:.0%} of "
-                f"{c.expected_gbps:.2f} GB/s: {c.basis}); measured {c.fraction:.0%}",
+                f"{c.expected_gbps:.2f} GB/s: {c.basis}); measured {c.fraction:.1%}",
                 _fix(c)))
     return findings
