@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """`doctor`: lint a topology (and optionally a mesh) for layouts and settings that waste the
-interconnect (DESIGN.md §3). Each finding says what is wrong and what to do about it."""
+interconnect (docs/design.md §3). Each finding says what is wrong and what to do about it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The topology of this host: a pinned file when one is given, else the live probe.
 
-Precedence (DESIGN.md §2: cloud VMs misreport their topology, and a pinned file is the fix):
+Precedence (docs/design.md §2: cloud VMs misreport their topology, and a pinned file is the fix):
 `TopoConfig.topology_file`, else `TORCH_TOPO_FILE`, else `NCCL_TOPO_FILE`, else the live probe
 (hwloc or /sys for NUMA, PCI and NICs; NVML for GPUs). When a pinned file wins and the live probe
 found GPUs, the two are compared and a `PinnedTopologyWarning` names any difference in GPU count

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // DeviceRoute: what TopoBackend keeps per device type (inner backend, schedule levels, internal
-// streams), and the device-generic stream scope of DESIGN.md §4 (layer: csrc/backend).
+// streams), and the device-generic stream scope of docs/design.md §4 (layer: csrc/backend).
 #pragma once
 
 #include <map>

@@ -15,8 +15,8 @@ from torch_topo.plan import Plan, parse_mesh
 
 __all__ = ["add_parser", "run", "parse_traffic"]
 
-# Sequence-parallel dimension names and how they are shown (DESIGN.md §5: Ulysses inside the
-# NVLink clique, ring attention across).
+# Sequence-parallel dimension names and how they are shown (docs/design.md §5: Ulysses inside
+# the NVLink clique, ring attention across).
 _SEQUENCE_DIMS = {"sp": "ulysses", "cp": "ring", "ring": "ring"}
 
 
