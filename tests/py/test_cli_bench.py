@@ -155,13 +155,14 @@ def test_slow_nvlink_pair():
     assert slow.expected_gbps == pytest.approx(18 * 20.6) and slow.link == "NV18"
     (finding,) = link_findings([slow, fine])
     assert (finding.code, finding.severity) == ("p2p-slow", "warning")
-    assert "GPU0-GPU1" in finding.message and "NV18: 18 NVLinks" in finding.message
+    assert finding.message.startswith("host0 GPU0-GPU1: peer-to-peer copy: got")
+    assert "NV18: 18 NVLinks" in finding.message
     assert "nvidia-smi nvlink --status" in finding.fix
     # DGX-1 hybrid cube mesh: the same 25 GB/s is fine on an NV1 pair, slow on an NV2 pair.
     dgx1 = load_topology(DGX1)
     assert (dgx1.nvlinks(0, 1), dgx1.nvlinks(0, 3)) == (1, 2)
     checks = [check_peer_copy(dgx1, 0, 1, 25.0), check_peer_copy(dgx1, 0, 3, 25.0)]
-    assert [f.message.split(":")[0] for f in link_findings(checks)] == ["GPU0-GPU3"]
+    assert [f.message.split(":")[0] for f in link_findings(checks)] == ["host0 GPU0-GPU3"]
 
 
 def test_pcie_link_at_half_width():
@@ -213,6 +214,25 @@ def test_nic_at_a_tenth_of_its_speed():
                                "all_reduce", 1 << 30, 1.0)
     assert unknown.expected_gbps is None
     assert [(f.code, f.severity) for f in link_findings([unknown])] == [("link-unrated", "info")]
+
+
+def test_measured_gpu_figures_meet_their_links():
+    # What the host leader's copies turn into (CUDA indices -> the file's GPUs), on CPU.
+    from types import SimpleNamespace
+
+    from torch_topo.bench.launch import _checks
+
+    topo = load_topology(NDV4)
+    measured = [("h2d", 0, 2, 12.0), ("d2h", 0, 2, 23.0), ("p2p", 0, 0, 1, 20.0),
+                ("p2p", 0, 0, 9, 1.0)]
+    checks = _checks(SimpleNamespace(hosts=[topo]), resolve_cluster(NDV4), measured, [])
+    assert [(c.kind, c.subject) for c in checks] == [
+        ("h2d", "host0 GPU2"), ("d2h", "host0 GPU2"), ("p2p", "host0 GPU0-GPU1"),
+        ("p2p", "host0 GPU0-GPU9")]
+    assert [c.expected_gbps for c in checks[:2]] == [pytest.approx(24.0)] * 2
+    assert checks[2].expected_gbps == pytest.approx(topo.bandwidth(0, 1))
+    assert checks[3].expected_gbps is None and "not in" in checks[3].basis
+    assert [f.code for f in link_findings(checks)] == ["h2d-slow", "link-unrated"]
 
 
 def test_topology_without_pcie_graph_is_unrated():

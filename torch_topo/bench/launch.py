@@ -100,7 +100,8 @@ def _checks(cluster, planner, measured: list[tuple], records: list[dict]) -> lis
         if kind in ("h2d", "d2h"):
             checks.append(check_host_copy(planner, host, gpus[0], kind, gbps))
         elif all(g in positions for g in gpus):
-            checks.append(check_peer_copy(topology, *(positions.index(g) for g in gpus), gbps))
+            a, b = (positions.index(g) for g in gpus)
+            checks.append(check_peer_copy(topology, a, b, gbps, host))
         else:
             checks.append(LinkCheck("p2p", f"host{host} GPU{gpus[0]}-GPU{gpus[1]}", gbps, None,
                                     f"a GPU is not in {topology.source}"))

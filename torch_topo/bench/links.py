@@ -70,13 +70,15 @@ def check_host_copy(planner, host: int, gpu: int, kind: Literal["h2d", "d2h"],
                      f"PCIe x{lanes} link at {gbps / lanes:.3g} GB/s per lane", "PCIe")
 
 
-def check_peer_copy(topology, a: int, b: int, measured_gbps: float) -> LinkCheck:
-    """A peer copy between GPUs at positions `a` and `b` of a `Topology` (slower direction)."""
+def check_peer_copy(topology, a: int, b: int, measured_gbps: float, host: int = 0) -> LinkCheck:
+    """A peer copy between GPUs at positions `a` and `b` of a `Topology`, host `host` of the run
+    (slower direction)."""
     cell = topology.cell(a, b)
     gbps = topology.bandwidth(a, b)
     what = f"{topology.nvlinks(a, b)} NVLinks" if cell.startswith("NV") else f"{cell} PCIe path"
-    return LinkCheck("p2p", f"{topology.gpu_label(a)}-{topology.gpu_label(b)}", measured_gbps,
-                     gbps if gbps > 0 else None, f"{cell}: {what} (path bandwidth)", cell)
+    return LinkCheck("p2p", f"host{host} {topology.gpu_label(a)}-{topology.gpu_label(b)}",
+                     measured_gbps, gbps if gbps > 0 else None,
+                     f"{cell}: {what} (path bandwidth)", cell)
 
 
 def check_inter_host(planner, hosts, op: str, nbytes: int, measured_busbw_gbps: float
