@@ -12,6 +12,7 @@ import torch
 import torch.distributed as dist
 
 from torch_topo import _C
+from torch_topo.ops.attention_blocks import block_backward, block_forward, select_for
 from torch_topo.ops.utils import (
     RingExchange,
     check_qkv,
@@ -33,68 +34,9 @@ _BALANCES = ("none", "zigzag")
 _KV_TAG, _DKV_TAG = 0, 1
 
 
-def _expand_kv(t: torch.Tensor, q_heads: int) -> torch.Tensor:
-    """[b, kv_heads, s, d] -> [b, q_heads, s, d] (GQA: query head i uses K/V head i // g)."""
-    groups = q_heads // t.shape[1]
-    return t if groups == 1 else t.repeat_interleave(groups, dim=1)
-
-
 def acc_dtype(dtype: torch.dtype) -> torch.dtype:
     """Accumulation type: fp32, or fp64 for fp64 inputs (gradcheck)."""
     return torch.float64 if dtype == torch.float64 else torch.float32
-
-
-def _fold_kv(grad: torch.Tensor, kv_heads: int) -> torch.Tensor:
-    """Inverse of _expand_kv for gradients: sum each K/V head's query group, in fp32."""
-    b, h, s, d = grad.shape
-    grad = grad.to(acc_dtype(grad.dtype))
-    return grad if h == kv_heads else grad.view(b, kv_heads, h // kv_heads, s, d).sum(2)
-
-
-def _math_block_forward(q, k, v, causal, scale):
-    """Explicit fp32 block attention with LSE: the kernel for devices without torch's CPU
-    flash-attention op (its CUDA counterparts differ in signature across releases)."""
-    s = torch.matmul(q.float(), k.float().transpose(-1, -2)) * scale
-    if causal:
-        s = s.masked_fill(torch.ones_like(s, dtype=torch.bool).triu(1), float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
-    out = torch.matmul(torch.exp(s - lse.unsqueeze(-1)), v.float())
-    return out.to(q.dtype), lse
-
-
-def _math_block_backward(dout, q, k, v, out, lse, causal, scale):
-    qf, kf, vf, df = q.float(), k.float(), v.float(), dout.float()
-    s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
-    if causal:
-        s = s.masked_fill(torch.ones_like(s, dtype=torch.bool).triu(1), float("-inf"))
-    p = torch.exp(s - lse.unsqueeze(-1))
-    dv = torch.matmul(p.transpose(-1, -2), df)
-    dp = torch.matmul(df, vf.transpose(-1, -2))
-    ds = p * (dp - (df * out.float()).sum(-1, keepdim=True))
-    return torch.matmul(ds, kf) * scale, torch.matmul(ds.transpose(-1, -2), qf) * scale, dv
-
-
-def block_forward(q, k, v, causal: bool, scale: float):
-    """One block on [b, h, s, d]: (out in q.dtype, lse fp32 [b, h, s]). CPU uses torch's flash
-    attention op, which returns the LSE and has a matching backward (checked on torch 2.14)."""
-    k, v = _expand_kv(k, q.shape[1]), _expand_kv(v, q.shape[1])
-    if q.device.type == "cpu":
-        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            q, k, v, 0.0, causal, scale=scale)
-    return _math_block_forward(q, k, v, causal, scale)
-
-
-def block_backward(dout, q, k, v, out, lse, causal: bool, scale: float):
-    """Gradients of one block given the FINAL out and lse (their softmax weights are then the
-    global ones); dK/dV come back in fp32 with the K/V head count."""
-    kv_heads = k.shape[1]
-    k, v = _expand_kv(k, q.shape[1]), _expand_kv(v, q.shape[1])
-    if q.device.type == "cpu":
-        dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
-            dout, q, k, v, out, lse, 0.0, causal, scale=scale)
-    else:
-        dq, dk, dv = _math_block_backward(dout, q, k, v, out, lse, causal, scale)
-    return dq, _fold_kv(dk, kv_heads), _fold_kv(dv, kv_heads)
 
 
 def block_slices(step: int, rank: int, world: int, causal: bool, balance: Balance,
@@ -118,16 +60,22 @@ def block_slices(step: int, rank: int, world: int, causal: bool, balance: Balanc
 
 
 class RingAttentionFunction(torch.autograd.Function):
-    """Forward and backward of ring attention on [b, s_local, h, d] inputs."""
+    """Forward and backward of ring attention on [b, s_local, h, d] inputs.
+
+    Buffers keep the [b, s, h, d] layout (K/V stacked as [2, b, s, kv_heads, d]) and the block
+    kernels see [b, h, s, d] views of them, so nothing is transposed into a copy; the output
+    and gradients come back in the caller's layout. At world size 1 the block's own output and
+    gradients are returned as they are (no fp32 round trip)."""
 
     @staticmethod
     def forward(ctx, q, k, v, group, causal: bool, scale: float, balance: Balance):
         rank, world = group_rank_size(group)
+        kernel = select_for(q)
         qh = q.transpose(1, 2)
         # K and V travel as one buffer: one send and one receive per step.
-        kv = torch.stack([k.transpose(1, 2), v.transpose(1, 2)])
-        ring, bufs = RingExchange(group), [kv, torch.empty_like(kv)]
-        out = lse = None
+        kv = torch.stack([k, v]) if world > 1 else (k, v)
+        ring, bufs = RingExchange(group), [kv, torch.empty_like(kv) if world > 1 else None]
+        out = lse = rng = None
         for step in range(world):
             cur = bufs[step % 2]
             if step + 1 < world:
@@ -135,27 +83,47 @@ class RingAttentionFunction(torch.autograd.Function):
             blk = block_slices(step, rank, world, causal, balance, q.shape[1])
             if blk is not None:
                 qs, ks, blk_causal = blk
-                b_out, b_lse = block_forward(qh[:, :, qs], cur[0][:, :, ks], cur[1][:, :, ks],
-                                             blk_causal, scale)
+                b_out, b_lse, b_rng = block_forward(
+                    qh[:, :, qs], cur[0][:, ks].transpose(1, 2), cur[1][:, ks].transpose(1, 2),
+                    blk_causal, scale, kernel)
                 if out is None:  # step 0 always covers every query row
-                    out, lse = b_out.to(acc_dtype(q.dtype)), b_lse.to(acc_dtype(q.dtype))
+                    rng = b_rng
+                    out, lse = (b_out, b_lse) if world == 1 else \
+                        (b_out.to(acc_dtype(q.dtype)), b_lse.to(acc_dtype(q.dtype)))
                 else:
                     merge_block(out[:, :, qs], lse[:, :, qs], b_out, b_lse)
             ring.wait()
-        out_q = out.to(q.dtype)
+        out_q = out.to(q.dtype).transpose(1, 2).contiguous()  # a no-op for flash at world 1
         ctx.save_for_backward(q, k, v, out_q, lse)
         ctx.group, ctx.causal, ctx.scale, ctx.balance = group, causal, scale, balance
+        ctx.kernel, ctx.rng = kernel, rng
         ctx.mark_non_differentiable(lse)
-        return out_q.transpose(1, 2).contiguous(), lse
+        return out_q, lse
 
     @staticmethod
     def backward(ctx, dout, _dlse):
         q, k, v, out, lse = ctx.saved_tensors
         rank, world = group_rank_size(ctx.group)
-        qh, douth = q.transpose(1, 2), dout.transpose(1, 2).contiguous()
+        qh, outh = q.transpose(1, 2), out.transpose(1, 2)
+        douth = dout.contiguous().transpose(1, 2)
+
+        def grads(step, cur):
+            blk = block_slices(step, rank, world, ctx.causal, ctx.balance, q.shape[1])
+            if blk is None:
+                return None
+            qs, ks, blk_causal = blk
+            return qs, ks, block_backward(
+                douth[:, :, qs], qh[:, :, qs], cur[0][:, ks].transpose(1, 2),
+                cur[1][:, ks].transpose(1, 2), outh[:, :, qs], lse[:, :, qs], blk_causal,
+                ctx.scale, ctx.rng, ctx.kernel)
+
+        if world == 1:
+            dq, dk, dv = grads(0, (k, v))[2]
+            return (dq.transpose(1, 2).to(q.dtype), dk.transpose(1, 2).to(k.dtype),
+                    dv.transpose(1, 2).to(v.dtype), None, None, None, None)
         acc = acc_dtype(q.dtype)
-        dq = torch.zeros(qh.shape, dtype=acc, device=q.device)
-        kv = torch.stack([k.transpose(1, 2), v.transpose(1, 2)])
+        dq = torch.zeros(q.shape, dtype=acc, device=q.device)
+        kv = torch.stack([k, v])
         ring, bufs = RingExchange(ctx.group), [kv, torch.empty_like(kv)]
         # dK/dV accumulators (fp32) follow the K/V block: the one at hand at step i is the
         # block's running sum from the ranks it visited; after the last step it goes home.
@@ -169,22 +137,18 @@ class RingAttentionFunction(torch.autograd.Function):
             if step > 0:
                 dring.wait()
             carried = dkv[step % 2]
-            blk = block_slices(step, rank, world, ctx.causal, ctx.balance, q.shape[1])
-            if blk is not None:
-                qs, ks, blk_causal = blk
-                dq_b, dk_b, dv_b = block_backward(
-                    douth[:, :, qs], qh[:, :, qs], cur[0][:, :, ks], cur[1][:, :, ks],
-                    out[:, :, qs], lse[:, :, qs], blk_causal, ctx.scale)
-                dq[:, :, qs] += dq_b
-                carried[0][:, :, ks] += dk_b
-                carried[1][:, :, ks] += dv_b
-            if world > 1:
-                dring.post(carried, dkv[(step + 1) % 2], _DKV_TAG)
+            got = grads(step, cur)
+            if got is not None:
+                qs, ks, (dq_b, dk_b, dv_b) = got
+                dq[:, qs] += dq_b.transpose(1, 2)
+                carried[0][:, ks] += dk_b.transpose(1, 2)
+                carried[1][:, ks] += dv_b.transpose(1, 2)
+            dring.post(carried, dkv[(step + 1) % 2], _DKV_TAG)
             ring.wait()
         dring.wait()
-        home = dkv[world % 2] if world > 1 else dkv[0]
-        return (dq.to(q.dtype).transpose(1, 2), home[0].to(k.dtype).transpose(1, 2),
-                home[1].to(v.dtype).transpose(1, 2), None, None, None, None)
+        home = dkv[world % 2]
+        return (dq.to(q.dtype), home[0].to(k.dtype), home[1].to(v.dtype), None, None, None,
+                None)
 
 
 def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None,
