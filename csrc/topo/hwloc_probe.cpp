@@ -3,6 +3,9 @@
 // the probe falls back to /sys and records why.
 #include "topo/hwloc_api.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include "topo/error.h"
 
 #if TORCH_TOPO_WITH_HWLOC
@@ -13,32 +16,36 @@ namespace torch_topo::topo {
 namespace {
 
 #if TORCH_TOPO_WITH_HWLOC
+// Discovery runs in the constructor; a failure is kept and thrown by exportXml, so the probe
+// reports it as an hwloc failure rather than as hwloc being absent.
 class LibHwloc : public HwlocApi {
  public:
-  LibHwloc() {
+  explicit LibHwloc(const std::string& xml_path) {
     if (hwloc_topology_init(&topo_) != 0) {
-      reason_ = "hwloc_topology_init failed";
+      topo_ = nullptr;
+      failure_ = call("hwloc_topology_init", errno);
+      return;
+    }
+    if (!xml_path.empty() && hwloc_topology_set_xml(topo_, xml_path.c_str()) != 0) {
+      int err = errno;
+      failure_ = call("hwloc_topology_set_xml(" + xml_path + ")", err);
       return;
     }
     // I/O objects are filtered out by default; keep the PCI tree and the OS devices (NICs).
     hwloc_topology_set_io_types_filter(topo_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (hwloc_topology_load(topo_) != 0) {
-      reason_ = "hwloc_topology_load failed";
-      return;
-    }
-    loaded_ = true;
+    if (hwloc_topology_load(topo_) != 0) failure_ = call("hwloc_topology_load", errno);
   }
   ~LibHwloc() override {
     if (topo_) hwloc_topology_destroy(topo_);
   }
-  bool available() const override { return loaded_; }
-  std::string unavailableReason() const override { return loaded_ ? "" : reason_; }
+  bool available() const override { return true; }
+  std::string unavailableReason() const override { return ""; }
   std::string exportXml() override {
-    if (!loaded_) throw Unavailable("hwloc: " + reason_);
+    if (!failure_.empty()) throw Unavailable(failure_);
     char* buffer = nullptr;
     int length = 0;
     if (hwloc_topology_export_xmlbuffer(topo_, &buffer, &length, 0) != 0 || !buffer) {
-      throw Unavailable("hwloc: hwloc_topology_export_xmlbuffer failed");
+      throw Unavailable(call("hwloc_topology_export_xmlbuffer", errno));
     }
     std::string xml(buffer);
     hwloc_free_xmlbuffer(topo_, buffer);
@@ -46,9 +53,12 @@ class LibHwloc : public HwlocApi {
   }
 
  private:
+  // `err` is errno read by the caller right after the failing call.
+  static std::string call(const std::string& what, int err) {
+    return "hwloc: " + what + " failed: " + std::strerror(err);
+  }
   hwloc_topology_t topo_ = nullptr;
-  bool loaded_ = false;
-  std::string reason_;
+  std::string failure_;
 };
 #else
 class NoHwloc : public HwlocApi {
@@ -63,10 +73,11 @@ class NoHwloc : public HwlocApi {
 
 }  // namespace
 
-std::unique_ptr<HwlocApi> loadHwloc() {
+std::unique_ptr<HwlocApi> loadHwloc(const std::string& xml_path) {
 #if TORCH_TOPO_WITH_HWLOC
-  return std::make_unique<LibHwloc>();
+  return std::make_unique<LibHwloc>(xml_path);
 #else
+  (void)xml_path;
   return std::make_unique<NoHwloc>();
 #endif
 }

@@ -8,13 +8,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "topo/cpulist.h"
 #include "topo/link_tables.h"
+#include "topo/sysfs_probe.h"
 
 namespace torch_topo::topo {
 namespace {
+
+constexpr const char* kNvmlCheckFix = "check the GPUs with nvidia-smi -q";
 
 // nvml.h types, by value as the C API defines them (nvmlPciInfo_t layout of the _v3 call).
 using NvmlReturn = int;
@@ -193,12 +197,20 @@ void addNvmlGpus(NvmlApi* nvml, HostTopology* host) {
     Gpu gpu;
   };
   std::vector<Found> found;
+  std::set<std::string> bus_ids;
   int count = nvml->deviceCount();
   for (int dev = 0; dev < count; ++dev) {
     Found f{dev, {}};
-    if (!nvml->pciBusId(dev, &f.gpu.bus_id)) {
-      host->warnings.push_back("probe:nvml: GPU " + std::to_string(dev) +
-                               ": PCI bus id unreadable; GPU skipped");
+    // Per-device failures cost that GPU only; the message shape is the probe's (probe.h).
+    std::string what = "probe:nvml failed: NVML device " + std::to_string(dev) + ": PCI bus id ";
+    if (!nvml->pciBusId(dev, &f.gpu.bus_id) || !isPciBusId(f.gpu.bus_id)) {
+      host->warnings.push_back(what + "unreadable, got '" + f.gpu.bus_id +
+                               "', expected dddd:bb:dd.f; GPU skipped; " + kNvmlCheckFix);
+      continue;
+    }
+    if (!bus_ids.insert(f.gpu.bus_id).second) {
+      host->warnings.push_back(what + f.gpu.bus_id + " repeats an earlier device's; GPU skipped; " +
+                               kNvmlCheckFix);
       continue;
     }
     nvml->name(dev, &f.gpu.name);
@@ -241,7 +253,9 @@ void addNvmlGpus(NvmlApi* nvml, HostTopology* host) {
     for (int link = 0; link < NvmlApi::kMaxLinks; ++link) {
       std::string remote;
       NvlinkPeer kind = NvlinkPeer::Unknown;
-      if (nvml->nvlinkRemote(found[i].dev, link, &remote, &kind)) ++lanes[{remote, kind}];
+      if (nvml->nvlinkRemote(found[i].dev, link, &remote, &kind) && remote != found[i].gpu.bus_id) {
+        ++lanes[{remote, kind}];
+      }
     }
     int self = node_of_bus[found[i].gpu.bus_id];
     double lane_gbps = nvlinkLaneGBps(found[i].gpu.sm);

@@ -21,8 +21,10 @@ std::unique_ptr<NvmlApi> loadNvml(const std::string& library = kNvmlLibrary);
 /// Adds NVML's GPUs to `host` in CUDA PCI-bus order (ascending bus id): `host->gpus`, a Gpu node
 /// per GPU (the one the PCI tree already has, else a new node under the CPU of its NUMA node),
 /// and NvLink links to each peer, lanes = active links to it: GPU-to-GPU, GPU-to-CPU (peer kind
-/// Cpu: POWER), else GPU-to-NVSwitch (any other peer that is not one of the GPUs). An unavailable `nvml` adds nothing. A GPU whose bus id
-/// cannot be read is skipped with a warning.
+/// Cpu: POWER), else GPU-to-NVSwitch (any other peer that is not one of the GPUs). An
+/// unavailable `nvml` adds nothing. A GPU whose bus id is unreadable, malformed or repeated is
+/// skipped with a warning; a link back to the GPU itself is ignored. Exceptions of `nvml`
+/// propagate (probeHost isolates them).
 void addNvmlGpus(NvmlApi* nvml, HostTopology* host);
 
 }  // namespace torch_topo::topo

@@ -12,16 +12,22 @@
 namespace torch_topo::topo {
 
 /// Probes a host through the given APIs (either may be null or unavailable) and the sysfs tree
-/// at `sysfs_root` ("/sys" live; a copied tree in tests):
+/// at `sysfs_root` ("/sys" live; a built tree in tests):
 ///   - hostname (gethostname), NUMA nodes with cpulists and the PCI tree from hwloc, else the
-///     NUMA nodes and CPUs of /sys/devices/system/{node,cpu} with a warning saying why;
-///   - NICs: every interface of /sys/class/net except loopback, then every RDMA device of
-///     /sys/class/infiniband, with line rate (net `speed` in Mbit/s, IB port 1 `rate`), PCI bus
-///     id and NUMA node where the device has them;
+///     NUMA nodes and CPUs of /sys/devices/system/{node,cpu}, else one NUMA node of unknown CPUs;
+///   - NICs: the physical ones of /sys (readSysfsNics: virtual interfaces are left out), with
+///     line rate, PCI bus id and NUMA node, joined to hwloc's PCI tree by bus id; hwloc's NICs
+///     when /sys cannot be listed;
 ///   - GPUs and NVLink from NVML only (hwloc's own GPU objects are dropped, so a host without
 ///     the NVIDIA driver reports zero GPUs, with a warning, not an error);
-///   - gpu_paths from the paths stage.
-/// `require_gpus` turns "no GPU found" into Unavailable naming the cause and the fix.
+///   - gpu_paths and gpu_nic_paths from the paths stage.
+/// Each source runs isolated: whatever it throws (a reader's ParseError, a library's or a fake's
+/// exception) costs only its own facts and adds one warning
+///   "probe:<source> failed: <reason>; <what the probe did instead>; <fix>"
+/// while an expected absence (no NVML on a CPU machine, hwloc not built in) adds
+///   "probe:<source>: <reason>; <what the probe did instead>".
+/// So the probe throws only for `require_gpus`: Unavailable naming the cause and the fix when no
+/// GPU is found.
 HostTopology probeHost(HwlocApi* hwloc, NvmlApi* nvml, const std::string& sysfs_root = "/sys",
                        bool require_gpus = false);
 

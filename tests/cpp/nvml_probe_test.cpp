@@ -44,6 +44,20 @@ TEST(NvmlProbeTest, Dgx2GpusComeInBusOrderWithSixLanesIntoTheFabric) {
   }
 }
 
+TEST(NvmlProbeTest, ALinkBackToTheGpuItselfIsIgnored) {
+  HostTopology file = fileHost("hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml");
+  testing::FaultyNvml nvml(file, testing::FaultyNvml::Fault::SelfLink, 15);
+  HostTopology host;
+  addNvmlGpus(&nvml, &host);
+  ASSERT_EQ(host.gpuCount(), 16);
+  std::vector<Link> links = nvlinks(host);
+  ASSERT_EQ(links.size(), 16u);
+  for (const Link& link : links) {
+    EXPECT_NE(link.a, link.b);
+    EXPECT_EQ(link.lanes, 6);
+  }
+}
+
 TEST(NvmlProbeTest, Power8CountsGpuPairsOnceAndLinksGpusToTheirSocket) {
   testing::FakeNvml nvml(fileHost("hwloc_power8_gpu_nvlink_distances.xml"));
   HostTopology host;

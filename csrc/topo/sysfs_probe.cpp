@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: Apache-2.0
+// sysfs readers of the live probe (layer: csrc/topo): NUMA nodes, physical NICs, PCI NUMA nodes.
+// Plain POSIX reads and std::from_chars: no iostream, no locale (issue 16).
+#include "topo/sysfs_probe.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include "topo/cpulist.h"
+#include "topo/error.h"
+
+namespace torch_topo::topo {
+namespace {
+
+// A one-line sysfs attribute without its trailing newline; false when absent or unreadable
+// (read() fails with EINVAL on /sys/class/net/X/speed while the link is down).
+bool readAttribute(const std::string& path, std::string* out) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buffer[4096];
+  ssize_t n = read(fd, buffer, sizeof(buffer));
+  close(fd);
+  if (n < 0) return false;
+  out->assign(buffer, static_cast<size_t>(n));
+  while (!out->empty() && (out->back() == '\n' || out->back() == ' ')) out->pop_back();
+  return true;
+}
+
+bool listDir(const std::string& path, std::vector<std::string>* names) {
+  DIR* dir = opendir(path.c_str());
+  if (!dir) return false;
+  while (dirent* entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..") names->push_back(name);
+  }
+  closedir(dir);
+  std::sort(names->begin(), names->end());
+  return true;
+}
+
+// The leading number of `text` ("25000", "-1", "200 Gb/sec (4X HDR)"); false when there is none.
+template <typename T>
+bool leadingNumber(const std::string& text, T* value) {
+  const char* end = text.data() + text.size();
+  return std::from_chars(text.data(), end, *value).ec == std::errc();
+}
+
+// The PCI function that a `device` link resolves to or lies under, and that function's sysfs
+// directory. virtio-net links end one level below it (.../0000:00:03.0/virtio2); on an H200
+// Firecracker VM taking the last path component alone gave eth0 no bus id, so the live probe
+// could not join it to hwloc's PCI tree and reported GPU -> NIC as SYS instead of PHB.
+bool pciFunctionOf(const std::string& device_link, std::string* bus_id, std::string* dir) {
+  char resolved[PATH_MAX];
+  if (!realpath(device_link.c_str(), resolved)) return false;
+  std::string path = resolved;
+  bool found = false;
+  for (size_t start = 1; start <= path.size();) {
+    size_t stop = std::min(path.find('/', start), path.size());
+    std::string component = path.substr(start, stop - start);
+    if (isPciBusId(component)) {
+      *bus_id = component;
+      *dir = path.substr(0, stop);
+      found = true;
+    }
+    start = stop + 1;
+  }
+  return found;
+}
+
+int readNumaNodeFile(const std::string& path) {
+  std::string text;
+  int node = -1;
+  if (!readAttribute(path, &text) || !leadingNumber(text, &node)) return -1;
+  return node >= 0 && node < 4096 ? node : -1;
+}
+
+}  // namespace
+
+bool isPciBusId(const std::string& text) {
+  static const char kShape[] = "hhhh:hh:hh.f";  // h: hex digit, f: function 0-7
+  if (text.size() != sizeof(kShape) - 1) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    bool ok = kShape[i] == 'h' ? hex : kShape[i] == 'f' ? (c >= '0' && c <= '7') : c == kShape[i];
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::vector<NumaNode> readSysfsNumaNodes(const std::string& root) {
+  std::vector<NumaNode> nodes;
+  std::string node_dir = root + "/devices/system/node";
+  std::vector<std::string> names;
+  listDir(node_dir, &names);
+  for (const std::string& name : names) {
+    int id = -1;
+    if (name.size() < 5 || name.compare(0, 4, "node") != 0 ||
+        name.find_first_not_of("0123456789", 4) != std::string::npos ||
+        !leadingNumber(name.substr(4), &id)) {
+      continue;
+    }
+    std::string where = node_dir + "/" + name + "/cpulist";
+    std::string cpus;
+    TOPO_CHECK_T(Unavailable, readAttribute(where, &cpus), where, ": unreadable");
+    nodes.push_back({id, formatCpulist(parseCpulist(cpus, where))});
+  }
+  if (nodes.empty()) {
+    // Kernels without NUMA support have no node directory: all online CPUs form node 0.
+    std::string where = root + "/devices/system/cpu/online";
+    std::string cpus;
+    TOPO_CHECK_T(Unavailable, readAttribute(where, &cpus), node_dir, "/node*/cpulist and ",
+                 where, ": unreadable, expected the NUMA nodes or the online CPUs");
+    nodes.push_back({0, formatCpulist(parseCpulist(cpus, where))});
+  }
+  std::sort(nodes.begin(), nodes.end(),
+            [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
+  return nodes;
+}
+
+std::vector<Nic> readSysfsNics(const std::string& root) {
+  std::map<std::string, Nic> by_bus;  // bus id order, one entry per PCI function
+  // The NIC of the PCI function behind a class entry, null for a virtual device.
+  auto nicOf = [&](const std::string& entry) -> Nic* {
+    std::string bus_id, dir;
+    if (!pciFunctionOf(entry + "/device", &bus_id, &dir)) return nullptr;
+    Nic& nic = by_bus[bus_id];
+    nic.bus_id = bus_id;
+    nic.numa_node = readNumaNodeFile(dir + "/numa_node");
+    return &nic;
+  };
+  std::string net = root + "/class/net";
+  std::vector<std::string> interfaces;
+  TOPO_CHECK_T(Unavailable, listDir(net, &interfaces), net,
+               ": cannot be listed, expected the network interfaces (is sysfs mounted?)");
+  for (const std::string& name : interfaces) {
+    Nic* nic = nicOf(net + "/" + name);
+    if (!nic || !nic->name.empty()) continue;  // virtual, or a function's second interface
+    nic->name = name;
+    std::string text;
+    long mbit = 0;
+    if (readAttribute(net + "/" + name + "/speed", &text) && leadingNumber(text, &mbit) &&
+        mbit > 0 && mbit < 10000000) {
+      nic->speed_gbps = static_cast<double>(mbit) / 1000.0;
+    }
+  }
+  std::string ib = root + "/class/infiniband";
+  std::vector<std::string> hcas;
+  listDir(ib, &hcas);  // absent without RDMA devices
+  for (const std::string& name : hcas) {
+    Nic* nic = nicOf(ib + "/" + name);
+    if (!nic) continue;  // rxe, siw
+    // The RDMA device names the NIC, as hwloc's reader and NCCL_IB_HCA do; its netdev (IPoIB,
+    // RoCE) is the same port.
+    nic->name = name;
+    std::string text;
+    double gbit = 0.0;
+    if (readAttribute(ib + "/" + name + "/ports/1/rate", &text) && leadingNumber(text, &gbit) &&
+        gbit > 0 && gbit < 1e5) {
+      nic->speed_gbps = gbit;
+    }
+  }
+  std::vector<Nic> nics;
+  for (auto& entry : by_bus) nics.push_back(std::move(entry.second));
+  return nics;
+}
+
+int readSysfsPciNumaNode(const std::string& root, const std::string& bus_id) {
+  return readNumaNodeFile(root + "/bus/pci/devices/" + bus_id + "/numa_node");
+}
+
+}  // namespace torch_topo::topo
