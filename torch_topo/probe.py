@@ -6,11 +6,19 @@ Precedence (docs/design.md §2: cloud VMs misreport their topology, and a pinned
 (hwloc or /sys for NUMA, PCI and NICs; NVML for GPUs). When a pinned file wins and the live probe
 found GPUs, the two are compared and a `PinnedTopologyWarning` names any difference in GPU count
 or PCI bus ids.
+
+The live probe never fails for a broken source: each of NVML, hwloc and sysfs that fails costs its
+own facts and adds a warning to `Topology.warnings` ("probe:<source> failed: <reason>; <what was
+done instead>; <fix>"). Each distinct warning is also logged once per process on the
+"torch_topo.probe" logger: failures at WARNING, expected absences (no NVML on a CPU machine) at
+INFO.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import warnings
 from collections.abc import Mapping
 
@@ -18,11 +26,36 @@ from torch_topo import _C
 from torch_topo.config import TopoConfig
 from torch_topo.topology import Topology, load_topology
 
-__all__ = ["probe", "resolve_pinned_file", "cpus_near_gpu", "PinnedTopologyWarning"]
+__all__ = [
+    "probe",
+    "live_probe",
+    "pinned_differences",
+    "probe_failed",
+    "resolve_pinned_file",
+    "cpus_near_gpu",
+    "PinnedTopologyWarning",
+]
 
 
 class PinnedTopologyWarning(UserWarning):
     """A pinned topology file and the live probe of this host disagree."""
+
+
+_log = logging.getLogger(__name__)
+_logged: set[str] = set()
+_FAILED = re.compile(r"probe:\w+ failed: ")
+
+
+def probe_failed(warning: str) -> bool:
+    """True for a live-probe warning of a source that failed, False for notes and absences."""
+    return _FAILED.match(warning) is not None
+
+
+def _log_probe_warnings(host) -> None:
+    for text in host.warnings:
+        if text.startswith("probe:") and text not in _logged:
+            _logged.add(text)
+            _log.log(logging.WARNING if probe_failed(text) else logging.INFO, "%s", text)
 
 
 def resolve_pinned_file(
@@ -44,38 +77,53 @@ def resolve_pinned_file(
     return None
 
 
-def _gpu_bus_ids(host) -> list[str]:
-    return [gpu.bus_id for gpu in host.gpus]
+def live_probe() -> Topology:
+    """The live probe of this host, whatever file is pinned; its warnings are logged once."""
+    host = _C.probe_host()
+    _log_probe_warnings(host)
+    return Topology(host)
 
 
-def _warn_if_disagree(path: str, pinned: Topology, live) -> None:
-    live_ids = _gpu_bus_ids(live)
+def pinned_differences(pinned: Topology, live: Topology, *, paths: bool = True) -> list[str]:
+    """What a pinned topology gets wrong about this host, pinned value first: the GPU count, else
+    PCI bus ids, and with `paths` the path class of each GPU pair. Empty when they agree or when
+    the live probe found no GPU (a CPU machine, or no driver: nothing to compare).
+
+    Args:
+        pinned: the pinned file's topology.
+        live: the live probe's (`live_probe()`).
+        paths: also compare path classes (NV lane counts included).
+    """
+    live_ids = [g.bus_id or "" for g in live.native.gpus]
+    pinned_ids = [g.bus_id or "" for g in pinned.native.gpus]
     if not live_ids:
-        return  # a CPU machine (or a container without the driver) has nothing to compare
-    pinned_ids = _gpu_bus_ids(pinned.native)
+        return []
     if len(pinned_ids) != len(live_ids):
-        warnings.warn(
-            f"pinned topology {path}: has {len(pinned_ids)} GPUs but the live probe of this host "
-            f"found {len(live_ids)}; the pinned file is used (unset TORCH_TOPO_FILE / "
-            "NCCL_TOPO_FILE to use the live probe)",
-            PinnedTopologyWarning,
-            stacklevel=3,
-        )
-        return
-    differ = [
+        return [f"has {len(pinned_ids)} GPUs but the live probe of this host found {len(live_ids)}"]
+    out = [
         f"GPU {i}: {p} vs {q}"
         for i, (p, q) in enumerate(zip(pinned_ids, live_ids, strict=True))
         if p and q and p.lower() != q.lower()
     ]
-    if differ:
-        warnings.warn(
-            f"pinned topology {path}: PCI bus ids differ from the live probe (pinned vs live): "
-            + "; ".join(differ[:4])
-            + (f"; and {len(differ) - 4} more" if len(differ) > 4 else "")
-            + "; the pinned file is used",
-            PinnedTopologyWarning,
-            stacklevel=3,
-        )
+    if paths:
+        n = len(live_ids)
+        out += [
+            f"GPUs {i}-{j}: {a} vs {b}"
+            for i in range(n)
+            for j in range(i + 1, n)
+            if (a := _path_label(pinned, i, j)) != (b := _path_label(live, i, j))
+        ]
+    return out
+
+
+def _path_label(topo: Topology, i: int, j: int) -> str:
+    cls = topo.path(i, j)
+    return f"NV{topo.nvlinks(i, j)}" if cls == "NV" else cls
+
+
+def _summary(differences: list[str], shown: int = 4) -> str:
+    more = len(differences) - shown
+    return "; ".join(differences[:shown]) + (f"; and {more} more" if more > 0 else "")
 
 
 def probe(config: TopoConfig | None = None, *, live=None) -> Topology:
@@ -87,14 +135,24 @@ def probe(config: TopoConfig | None = None, *, live=None) -> Topology:
             probing, for tests and for callers that probed already.
     """
     cfg = TopoConfig.from_env() if config is None else config
-    live_host = _C.probe_host() if live is None else live
-    if isinstance(live_host, Topology):
-        live_host = live_host.native
+    if live is None:
+        live_topo = live_probe()
+    else:
+        live_topo = live if isinstance(live, Topology) else Topology(live)
     pinned = resolve_pinned_file(cfg)
     if pinned is None:
-        return Topology(live_host)
+        return live_topo
     topology = load_topology(pinned)
-    _warn_if_disagree(pinned, topology, live_host)
+    # Path classes are left to `doctor`: VMs misreport them, which is why files get pinned.
+    differences = pinned_differences(topology, live_topo, paths=False)
+    if differences:
+        warnings.warn(
+            f"pinned topology {pinned}: disagrees with the live probe of this host (pinned vs "
+            f"live): {_summary(differences)}; the pinned file is used (unset TORCH_TOPO_FILE / "
+            "NCCL_TOPO_FILE to use the live probe)",
+            PinnedTopologyWarning,
+            stacklevel=2,
+        )
     return topology
 
 

@@ -4,15 +4,59 @@
 // topo_bindings.cpp.
 #include "bindings/bindings.h"
 
+#include <stdexcept>
+
 #include "topo/cluster.h"
 #include "topo/cpulist.h"
+#include "topo/error.h"
 #include "topo/hwloc_reader.h"
+#include "topo/nvml_probe.h"
 #include "topo/probe.h"
 
 namespace torch_topo::bindings {
 namespace {
 
 using topo::RankRecord;
+
+// Sources that fail the way a broken host's do, for _test_probe_host: hwloc whose discovery
+// throws, NVML that initialised but throws on its first device query.
+class FailingHwloc : public topo::HwlocApi {
+ public:
+  bool available() const override { return true; }
+  std::string unavailableReason() const override { return ""; }
+  std::string exportXml() override {
+    throw topo::Unavailable("hwloc: hwloc_topology_load failed (injected)");
+  }
+};
+
+class FailingNvml : public topo::NvmlApi {
+ public:
+  bool available() const override { return true; }
+  std::string unavailableReason() const override { return ""; }
+  int deviceCount() override { throw std::runtime_error("NVML_ERROR_UNKNOWN (injected)"); }
+  bool pciBusId(int, std::string*) override { return false; }
+  bool name(int, std::string*) override { return false; }
+  bool computeCapability(int, int*) override { return false; }
+  bool numaNode(int, int*) override { return false; }
+  bool nvlinkRemote(int, int, std::string*, topo::NvlinkPeer*) override { return false; }
+};
+
+topo::HostTopology probeWithFaults(const std::vector<std::string>& faults,
+                                   const std::string& sysfs_root) {
+  bool hwloc_fails = false, nvml_fails = false;
+  for (const std::string& fault : faults) {
+    TOPO_CHECK(fault == "hwloc" || fault == "nvml", "_test_probe_host: faults: got '", fault,
+               "', expected 'hwloc' or 'nvml' (a failing sysfs is a sysfs_root without class/net)");
+    hwloc_fails |= fault == "hwloc";
+    nvml_fails |= fault == "nvml";
+  }
+  FailingHwloc failing_hwloc;
+  FailingNvml failing_nvml;
+  std::unique_ptr<topo::HwlocApi> hwloc = hwloc_fails ? nullptr : topo::loadHwloc();
+  std::unique_ptr<topo::NvmlApi> nvml = nvml_fails ? nullptr : topo::loadNvml();
+  return topo::probeHost(hwloc_fails ? &failing_hwloc : hwloc.get(),
+                         nvml_fails ? &failing_nvml : nvml.get(), sysfs_root);
+}
 
 void defCluster(py::module_& m) {
   py::class_<RankRecord>(m, "RankRecord", "What one rank publishes about itself.")
@@ -56,6 +100,13 @@ void defProbe(py::module_& m) {
 
 Args:
   require_gpus: raise TopoUnavailableError instead of reporting zero GPUs.)");
+  m.def("_test_probe_host", &probeWithFaults, py::arg("faults"), py::arg("sysfs_root") = "/sys",
+        py::call_guard<py::gil_scoped_release>(),
+        R"(The live probe with injected source failures, for tests of the probe's isolation.
+
+Args:
+  faults: sources that fail: "hwloc" (its discovery throws), "nvml" (its first query throws).
+  sysfs_root: the sysfs tree to read; one without class/net makes the sysfs NIC stage fail.)");
   m.def("read_hwloc_xml", &topo::readHwlocXml, py::arg("text"), py::arg("path"),
         py::call_guard<py::gil_scoped_release>(),
         R"(Parses hwloc XML text into a HostTopology.

@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""probe(): the live probe against /sys, pinned-file precedence, the disagreement warning,
-cpus_near_gpu, and the hwloc XML files (counts read from the files by hand)."""
+"""probe(): the live probe against /sys, its isolation of failing sources (injected through
+_C._test_probe_host) up to init_process_group("topo"), pinned-file precedence, the disagreement
+warning, cpus_near_gpu, and the hwloc XML files (counts read from the files by hand)."""
 
+import logging
 import os
+import re
 import socket
+import sys
 import warnings
 from pathlib import Path
 
@@ -11,7 +15,13 @@ import pytest
 
 import torch_topo
 from torch_topo import _C, TopoConfig
-from torch_topo.probe import PinnedTopologyWarning, cpus_near_gpu, probe, resolve_pinned_file
+from torch_topo.probe import (
+    PinnedTopologyWarning,
+    cpus_near_gpu,
+    probe,
+    probe_failed,
+    resolve_pinned_file,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DGX2 = str(DATA / "hwloc" / "hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml")
@@ -41,6 +51,24 @@ def _cpus(topology) -> set[int]:
     return out
 
 
+def _physical_nics() -> dict[str, str]:
+    """PCI function -> NIC name by the rule of issue 16: an interface or RDMA device is physical
+    when it has a `device` link; its function is the deepest PCI address on the link's real path;
+    an RDMA device names its function."""
+    by_function: dict[str, str] = {}
+    for cls in ("net", "infiniband"):
+        base = f"/sys/class/{cls}"
+        for name in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+            device = os.path.join(base, name, "device")
+            if not os.path.exists(device):
+                continue
+            parts = os.path.realpath(device).split("/")
+            function = [p for p in parts if re.fullmatch(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", p)][-1]
+            if cls == "infiniband" or function not in by_function:
+                by_function[function] = name
+    return by_function
+
+
 def test_live_probe_agrees_with_sys(no_pins):
     topo = probe(TopoConfig())
     host = topo.native
@@ -49,14 +77,68 @@ def test_live_probe_agrees_with_sys(no_pins):
         assert set(_C.parse_cpulist(host.numa_nodes[0].cpus)) == set(_C.parse_cpulist(f.read()))
     # The scheduler may restrict this process, never widen it past the host's CPUs.
     assert os.sched_getaffinity(0) <= _cpus(topo)
-    expected = {n for n in os.listdir("/sys/class/net") if n != "lo"}
-    if os.path.isdir("/sys/class/infiniband"):
-        expected |= set(os.listdir("/sys/class/infiniband"))
-    assert {nic.name for nic in host.nics} == expected
+    assert {nic.bus_id: nic.name for nic in host.nics} == _physical_nics()
+    virtual = set(os.listdir("/sys/devices/virtual/net"))  # lo here, plus ifb0/ifb1 on CI hosts
+    assert not virtual & {nic.name for nic in host.nics}
     assert host.hostname == socket.gethostname()
     if not os.path.exists("/dev/nvidia0"):
         assert topo.gpu_count == 0
         assert any("zero GPUs" in w for w in host.warnings)
+
+
+@pytest.mark.parametrize(
+    "faults, sysfs, failed",
+    [
+        (["hwloc"], "/sys", ["hwloc"]),
+        (["nvml"], "/sys", ["nvml"]),
+        ([], "empty", ["sysfs"]),
+        (["hwloc", "nvml"], "empty", ["hwloc", "sysfs", "nvml", "sysfs"]),
+    ],
+)
+def test_each_failing_source_costs_only_its_own_facts(faults, sysfs, failed, tmp_path):
+    root = str(tmp_path) if sysfs == "empty" else sysfs
+    host = _C._test_probe_host(faults, root)
+    warned = [w for w in host.warnings if probe_failed(w)]
+    assert [re.match(r"probe:(\w+) failed: ", w).group(1) for w in warned] == failed
+    for w in warned:
+        assert "injected" in w or "cannot be listed" in w or "unreadable" in w, w
+        assert "; " in w  # reason; what was done instead; fix
+    # What the other sources know is there.
+    if "hwloc" not in faults or sysfs == "/sys":
+        assert len(host.numa_nodes) == _sys_numa_nodes()
+    if sysfs == "/sys":
+        assert {nic.bus_id for nic in host.nics} == set(_physical_nics())
+    assert host.gpu_count == 0
+    with pytest.raises(ValueError, match="faults: got 'sysfs', expected 'hwloc' or 'nvml'"):
+        _C._test_probe_host(["sysfs"])
+
+
+def test_probe_returns_a_topology_and_logs_failures_once(no_pins, monkeypatch, caplog):
+    monkeypatch.setattr(_C, "probe_host", lambda: _C._test_probe_host(["hwloc", "nvml"]))
+    monkeypatch.setattr(sys.modules["torch_topo.probe"], "_logged", set())
+    caplog.set_level(logging.INFO, logger="torch_topo.probe")
+    topo = probe(TopoConfig())
+    probe(TopoConfig())
+    assert len(topo.native.numa_nodes) == _sys_numa_nodes()  # from /sys instead of hwloc
+    failures = [w for w in topo.warnings if " failed: " in w]
+    assert [w.split(" ")[0] for w in failures] == ["probe:hwloc", "probe:nvml"]
+    logged = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert sorted(logged) == sorted({(logging.WARNING, w) for w in failures}), logged
+
+
+def test_init_process_group_topo_proceeds_when_sources_fail(no_pins, monkeypatch, tmp_path):
+    import torch
+    import torch.distributed as dist
+
+    monkeypatch.setattr(_C, "probe_host", lambda: _C._test_probe_host(["hwloc", "nvml"]))
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    dist.init_process_group("topo", store=store, rank=0, world_size=1)
+    try:
+        t = torch.arange(4.0)
+        dist.all_reduce(t)
+        assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    finally:
+        dist.destroy_process_group()
 
 
 def test_pinned_file_precedence():
