@@ -9,8 +9,10 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from torch_topo.plan import Plan, resolve_cluster
+from torch_topo.probe import live_probe, pinned_differences, probe_failed
+from torch_topo.topology import load_topology
 
-__all__ = ["Finding", "diagnose"]
+__all__ = ["Finding", "diagnose", "live_probe_findings"]
 
 # Path classes from fast to slow, as nvidia-smi prints them.
 _CLASS_ORDER = ["X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET"]
@@ -105,25 +107,47 @@ def _environment_findings(environ) -> list[Finding]:
     return findings
 
 
-def _probe_findings(pinned_path: str | None) -> list[Finding]:
-    """A pinned file that disagrees with the live probe (needs torch_topo.probe)."""
-    import torch_topo
-
-    probe = getattr(torch_topo, "probe", None)
-    load = getattr(torch_topo, "load_topology", None)
-    if pinned_path is None or probe is None or load is None:
+def _probe_findings(pinned_path: str | None, live) -> list[Finding]:
+    """A pinned file that disagrees with the live probe of this host."""
+    if pinned_path is None:
         return []
-    live, pinned = probe(), load(pinned_path)
+    pinned = load_topology(pinned_path)
+    live = live_probe() if live is None else live
     if live.gpu_count == 0:
         return [Finding("pinned-unverified", "info",
                         f"the live probe sees no GPUs here; {pinned_path} ({pinned.gpu_count} "
                         "GPUs) cannot be checked against the machine", "run doctor on the GPU host")]
-    if live.gpu_count != pinned.gpu_count:
-        return [Finding("pinned-mismatch", "error",
-                        f"pinned topology {pinned_path} has {pinned.gpu_count} GPUs, the live probe "
-                        f"{live.gpu_count}", "pin the file dumped on this machine type "
-                        "(`python -m torch_topo probe --json > topo.json`) or unset TORCH_TOPO_FILE")]
-    return []
+    differences = pinned_differences(pinned, live)
+    if not differences:
+        return []
+    # A wrong GPU count or bus id misplaces ranks; VMs misreport path classes, which is often why a
+    # file is pinned, so those only warn.
+    paths_only = all(d.startswith("GPUs ") for d in differences)
+    shown = "; ".join(differences[:6]) + (
+        f"; and {len(differences) - 6} more" if len(differences) > 6 else "")
+    return [Finding(
+        "pinned-paths-differ" if paths_only else "pinned-mismatch",
+        "warning" if paths_only else "error",
+        f"pinned topology {pinned_path} disagrees with the live probe ({live.source}), pinned vs "
+        f"live: {shown}",
+        "keep the file if this host misreports its topology (common in VMs); else pin the file "
+        "dumped on this machine type (`python -m torch_topo convert` of its `lstopo FILE.xml` or "
+        "`nvidia-smi topo -m`) or unset TORCH_TOPO_FILE / NCCL_TOPO_FILE")]
+
+
+def live_probe_findings(live) -> list[Finding]:
+    """Findings of the live probe itself: each source that failed (warning) and a host without
+    GPUs (info: the layout checks have nothing to check)."""
+    findings = [Finding("probe-source-failed", "warning", text,
+                        "the message ends with the fix; a pinned topology file (TORCH_TOPO_FILE) "
+                        "replaces the live probe")
+                for text in live.warnings if probe_failed(text)]
+    if live.gpu_count == 0:
+        findings.append(Finding(
+            "live-no-gpus", "info",
+            f"the live probe of this host ({live.source}) found no GPU; only the environment is "
+            "checked", "run doctor on a GPU host, or give it a topology FILE"))
+    return findings
 
 
 def _kv_findings(mesh: dict[str, int], kv_heads: int | None) -> list[Finding]:
@@ -147,10 +171,12 @@ def _kv_findings(mesh: dict[str, int], kv_heads: int | None) -> list[Finding]:
 
 def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
              kv_heads: int | None = None, pinned_path: str | None = None,
-             environ=None) -> list[Finding]:
+             environ=None, live=None) -> list[Finding]:
     """Findings for a topology (file, Topology or cluster) and an optional mesh.
 
     Without a mesh, the common tensor-parallel degrees 2 and 4 are checked (dp filling the rest).
+    `pinned_path` (a file pinned by TORCH_TOPO_FILE / NCCL_TOPO_FILE) is compared with `live`, a
+    live probe `Topology` (default: probe this host).
     """
     env = os.environ if environ is None else environ
     cluster = resolve_cluster(topology, hosts)
@@ -163,5 +189,5 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     findings += _kv_findings(mesh or {}, kv_heads)
     findings += _pcie_findings(cluster)
     findings += _environment_findings(env)
-    findings += _probe_findings(pinned_path)
+    findings += _probe_findings(pinned_path, live)
     return findings

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """`python -m torch_topo doctor [FILE] [--mesh ...]`: lint a topology and a mesh; each finding
 says what to do. Exit 0 when clean, 1 with warnings or errors, 2 on bad input. Without FILE the
-pinned topology (TORCH_TOPO_FILE, NCCL_TOPO_FILE) is checked."""
+pinned topology (TORCH_TOPO_FILE, NCCL_TOPO_FILE) is checked and compared with the live probe of
+this host; with neither, this host's live probe is checked, its failed sources included."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import argparse
 import json
 import os
 
-from torch_topo.doctor import diagnose
+from torch_topo.doctor import diagnose, live_probe_findings
 from torch_topo.plan import parse_mesh
+from torch_topo.probe import live_probe
 
 __all__ = ["add_parser", "run"]
 
@@ -19,7 +21,8 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("doctor", help="lint a topology, mesh and environment", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", nargs="?", default=None,
-                   help="topology file (default: TORCH_TOPO_FILE or NCCL_TOPO_FILE)")
+                   help="topology file (default: TORCH_TOPO_FILE or NCCL_TOPO_FILE, else probe this "
+                   "host)")
     p.add_argument("--mesh", default=None, help="mesh to check, e.g. dp=4,tp=2 (default: tp=2 and tp=4)")
     p.add_argument("--hosts", type=int, default=1, help="copies of a one-host FILE (default 1)")
     p.add_argument("--kv-heads", type=int, default=None, help="K/V heads of the model (checks the sp degree)")
@@ -34,17 +37,28 @@ def run(args) -> int:
         raise ValueError(f"--kv-heads: got {args.kv_heads}, expected >= 1")
     pinned = os.environ.get("TORCH_TOPO_FILE") or os.environ.get("NCCL_TOPO_FILE")
     path = args.file or pinned
-    if path is None:
-        raise ValueError("FILE: none given and neither TORCH_TOPO_FILE nor NCCL_TOPO_FILE is set")
     mesh = parse_mesh(args.mesh, "--mesh") if args.mesh else None
-    findings = diagnose(path, mesh, hosts=args.hosts, kv_heads=args.kv_heads,
-                        pinned_path=path if args.file is None else None)
+    if path is None:
+        findings, source = _diagnose_live(args, mesh)
+    else:
+        findings, source = diagnose(path, mesh, hosts=args.hosts, kv_heads=args.kv_heads,
+                                    pinned_path=path if args.file is None else None), path
     problems = [f for f in findings if f.severity != "info"]
     if args.json:
-        print(json.dumps({"schema": "torch-topo-doctor/1", "file": path,
+        print(json.dumps({"schema": "torch-topo-doctor/1", "file": path, "source": source,
                           "findings": [f.to_dict() for f in findings]}, indent=2))
     else:
         for f in findings:
             print(f"[{f.severity}] {f.code}: {f.message}\n    fix: {f.fix}")
-        print(f"{len(problems)} problem(s), {len(findings) - len(problems)} note(s) for {path}")
+        print(f"{len(problems)} problem(s), {len(findings) - len(problems)} note(s) for {source}")
     return 1 if problems else 0
+
+
+def _diagnose_live(args, mesh):
+    """Findings for this host's live probe: its layout and environment, and its failed sources."""
+    live = live_probe()
+    if mesh and live.gpu_count == 0:
+        raise ValueError(f"--mesh: the live probe of this host ({live.source}) found no GPU to "
+                         "place a mesh on; give a topology FILE")
+    findings = diagnose(live, mesh, hosts=args.hosts, kv_heads=args.kv_heads)
+    return findings + live_probe_findings(live), f"this host ({live.source})"
