@@ -3,11 +3,10 @@
 #include "topo/cpulist.h"
 
 #include <cctype>
-#include <cstdlib>
-#include <sstream>
 #include <vector>
 
 #include "topo/error.h"
+#include "topo/text_numbers.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -24,7 +23,7 @@ long parseCpuId(const std::string& token, const std::string& where, const std::s
       throw InvalidArgument(where + ": bad cpulist: got '" + text + "', expected e.g. '0-3,8'");
     }
   }
-  long id = std::strtol(token.c_str(), nullptr, 10);
+  long id = static_cast<long>(parseInteger(token).value);  // digits only, at most 6
   if (id >= kMaxCpuId) {
     throw InvalidArgument(where + ": cpu id out of range: got " + token + ", expected < " +
                           std::to_string(kMaxCpuId));
@@ -41,9 +40,7 @@ std::set<int> parseCpulist(const std::string& text, const std::string& where) {
   }
   std::set<int> cpus;
   if (clean.empty()) return cpus;
-  std::stringstream ss(clean);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
+  for (const std::string& part : splitList(clean, ',')) {
     size_t dash = part.find('-');
     long lo = parseCpuId(part.substr(0, dash), where, text);
     long hi = dash == std::string::npos ? lo : parseCpuId(part.substr(dash + 1), where, text);
@@ -84,10 +81,7 @@ std::set<int> parseHwlocBitmap(const std::string& text, const std::string& where
     throw InvalidArgument(where + ": infinite hwloc bitmap: got '" + text +
                           "', expected a finite set");
   }
-  std::vector<std::string> words;
-  std::stringstream ss(text);
-  std::string word;
-  while (std::getline(ss, word, ',')) words.push_back(word);
+  std::vector<std::string> words = splitList(text, ',');
   if (text.back() == ',') words.push_back("");
   if (words.size() * 32 > static_cast<size_t>(kMaxCpuId)) {
     throw InvalidArgument(where + ": hwloc bitmap too long: got " + std::to_string(words.size()) +
@@ -108,9 +102,9 @@ std::set<int> parseHwlocBitmap(const std::string& text, const std::string& where
                               "', expected comma-separated hex words");
       }
     }
-    unsigned long bits = std::strtoul(w.c_str(), nullptr, 16);
+    long long bits = parseInteger(w, 16).value;  // hex digits only, at most 8
     for (int b = 0; b < 32; ++b) {
-      if (bits & (1ul << b)) cpus.insert(static_cast<int>(k * 32 + b));
+      if (bits & (1ll << b)) cpus.insert(static_cast<int>(k * 32 + b));
     }
   }
   return cpus;

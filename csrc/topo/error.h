@@ -3,9 +3,10 @@
 // Python exception class, so callers can tell a bad file from a missing library.
 #pragma once
 
-#include <sstream>
 #include <stdexcept>
 #include <string>
+
+#include "topo/text_numbers.h"
 
 namespace torch_topo::topo {
 
@@ -28,9 +29,7 @@ class ParseError : public Error {
  private:
   static std::string format(const std::string& path, int line, int column,
                             const std::string& what) {
-    std::ostringstream os;
-    os << path << ":" << line << ":" << column << ": " << what;
-    return os.str();
+    return path + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + what;
   }
   std::string path_;
   int line_;
@@ -58,16 +57,23 @@ class Mismatch : public Error {
 namespace detail {
 template <typename... Args>
 std::string concat(const char* file, int line, const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  os << " [" << file << ":" << line << "]";
-  return os.str();
+  // Plain string building: streams would take the process's locale (digit grouping, or broken
+  // facets when two libstdc++ copies are loaded).
+  std::string out;
+  (appendText(&out, args), ...);
+  out += " [";
+  out += file;
+  out += ":";
+  out += std::to_string(line);
+  out += "]";
+  return out;
 }
 }  // namespace detail
 
 }  // namespace torch_topo::topo
 
-/// Throws `ExcType` with the streamed message and the source location when `cond` is false.
+/// Throws `ExcType` with the message (arguments written as appendText does) and the source
+/// location when `cond` is false.
 #define TOPO_CHECK_T(ExcType, cond, ...)                                                  \
   do {                                                                                    \
     if (!(cond)) {                                                                        \

@@ -3,7 +3,9 @@
 #include "graph.h"
 
 #include <cctype>
-#include <cstdlib>
+#include <string_view>
+
+#include "topo/text_numbers.h"
 
 namespace torch_topo::topo {
 
@@ -43,7 +45,7 @@ bool parsePathClass(const std::string& text, PathClass* cls, int* nvlinks) {
     }
     if (text.size() > 5) return false;  // more than 999 bonded links is not a real device
     *cls = PathClass::NV;
-    *nvlinks = std::atoi(text.c_str() + 2);
+    *nvlinks = static_cast<int>(parseInteger(std::string_view(text).substr(2)).value);
     return *nvlinks > 0;
   }
   static const struct {

@@ -7,16 +7,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <set>
-#include <sstream>
+#include <string_view>
 #include <vector>
 
 #include "topo/cpulist.h"
 #include "topo/error.h"
 #include "topo/link_tables.h"
 #include "topo/paths.h"
+#include "topo/text_numbers.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -62,6 +62,8 @@ class HwlocXmlReader {
   [[noreturn]] void fail(const pugi::xml_node& node, const std::string& what) const;
   void lineCol(ptrdiff_t offset, int* line, int* col) const;
   PciType parsePciType(const pugi::xml_node& obj) const;
+  unsigned osdevType(const pugi::xml_node& osdev) const;
+  std::set<int> bitmapAttr(const pugi::xml_node& obj, const char* name) const;
   double pciGBps(const pugi::xml_node& obj) const;
   int numaOf(const pugi::xml_node& obj, const Context& parent) const;
 
@@ -107,13 +109,31 @@ void HwlocXmlReader::fail(const pugi::xml_node& node, const std::string& what) c
 
 PciType HwlocXmlReader::parsePciType(const pugi::xml_node& obj) const {
   // "0302 [10de:1db8] [10de:131d] a1 00": class, [vendor:device], [subvendor:subdevice], rev.
-  std::string text = obj.attribute("pci_type").as_string();
+  // Blanks may separate the pieces; the subsystem ids and revision are not used.
+  const std::string text = obj.attribute("pci_type").as_string();
+  size_t pos = 0;
+  auto skipBlanks = [&] {
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t')) ++pos;
+  };
+  auto hex16 = [&](unsigned* out) {
+    skipBlanks();
+    ParsedNumber<long long> n = parseLeadingInteger(std::string_view(text).substr(pos), 16);
+    if (!n || n.value < 0 || n.value > 0xffff) return false;
+    *out = static_cast<unsigned>(n.value);
+    pos += n.length;
+    return true;
+  };
+  auto punct = [&](char c) {
+    skipBlanks();
+    if (pos >= text.size() || text[pos] != c) return false;
+    ++pos;
+    return true;
+  };
   PciType t;
-  char open = 0, colon = 0, close = 0;
-  std::istringstream is(text);
-  is >> std::hex >> t.cls >> open >> t.vendor >> colon >> t.device >> close;
-  if (!is || open != '[' || colon != ':' || close != ']' || t.cls > 0xffff || t.vendor > 0xffff) {
-    fail(obj, "bad pci_type: got '" + text + "', expected e.g. '0302 [10de:1db8] [10de:131d] a1 00'");
+  if (!(hex16(&t.cls) && punct('[') && hex16(&t.vendor) && punct(':') && hex16(&t.device) &&
+        punct(']'))) {
+    fail(obj, "bad pci_type: got '" + text +
+                  "', expected e.g. '0302 [10de:1db8] [10de:131d] a1 00'");
   }
   return t;
 }
@@ -121,19 +141,18 @@ PciType HwlocXmlReader::parsePciType(const pugi::xml_node& obj) const {
 double HwlocXmlReader::pciGBps(const pugi::xml_node& obj) const {
   pugi::xml_attribute attr = obj.attribute("pci_link_speed");
   if (!attr) return pcieGBps(0, 0);  // absent: the table's documented default link
-  char* end = nullptr;
   std::string text = attr.as_string();
-  double raw = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || *end != '\0' || !(raw >= 0.0) || raw > 1e4) {
+  ParsedNumber<double> raw = parseDouble(text);
+  if (!raw || raw.value < 0.0 || raw.value > 1e4) {
     fail(obj, "bad pci_link_speed: got '" + text + "', expected GB/s between 0 and 10000");
   }
-  return raw * pcieGBps(3, 16) / kHwlocGen3x16RawGBps;
+  return raw.value * pcieGBps(3, 16) / kHwlocGen3x16RawGBps;
 }
 
 int HwlocXmlReader::numaOf(const pugi::xml_node& obj, const Context& parent) const {
   pugi::xml_attribute nodeset = obj.attribute("nodeset");
   if (!nodeset) return parent.numa;
-  std::set<int> nodes = parseHwlocBitmap(nodeset.as_string(), path_ + ": nodeset");
+  std::set<int> nodes = bitmapAttr(obj, "nodeset");
   if (nodes.size() == 1) return *nodes.begin();
   return -1;  // spans several NUMA nodes (Machine, Group): locality unknown at this level
 }
@@ -142,16 +161,14 @@ void HwlocXmlReader::readNumaNodes(const pugi::xml_node& root) {
   for (const pugi::xpath_node& hit : root.select_nodes(".//object[@type='NUMANode']")) {
     pugi::xml_node obj = hit.node();
     pugi::xml_attribute os = obj.attribute("os_index");
-    int id = os ? os.as_int(-1) : static_cast<int>(host_.numa_nodes.size());
-    if (id < 0 || id > 4095) fail(obj, "bad NUMANode os_index: got '" +
-                                           std::string(os.as_string()) + "', expected 0..4095");
-    if (numa_cpu_node_.count(id)) fail(obj, "duplicate NUMANode os_index " + std::to_string(id));
-    std::set<int> cpus;
-    try {
-      cpus = parseHwlocBitmap(obj.attribute("cpuset").as_string(), "cpuset");
-    } catch (const InvalidArgument& e) {
-      fail(obj, e.what());
+    ParsedNumber<long long> os_id = parseInteger(os.as_string());
+    if (os && (!os_id || os_id.value < 0 || os_id.value > 4095)) {
+      fail(obj, "bad NUMANode os_index: got '" + std::string(os.as_string()) +
+                    "', expected 0..4095");
     }
+    int id = static_cast<int>(os ? os_id.value : static_cast<long long>(host_.numa_nodes.size()));
+    if (numa_cpu_node_.count(id)) fail(obj, "duplicate NUMANode os_index " + std::to_string(id));
+    std::set<int> cpus = bitmapAttr(obj, "cpuset");
     host_.numa_nodes.push_back({id, formatCpulist(cpus)});
     numa_cpu_node_[id] = host_.graph.addNode(makeCpuNode(id));
     pugi::xml_node pkg = obj.parent();
@@ -163,7 +180,7 @@ void HwlocXmlReader::readNumaNodes(const pugi::xml_node& root) {
   if (host_.numa_nodes.empty()) {
     // Single-node machines may omit NUMANode objects in old exports: the machine is one node.
     pugi::xml_node machine = root.child("object");
-    std::set<int> cpus = parseHwlocBitmap(machine.attribute("cpuset").as_string(), "cpuset");
+    std::set<int> cpus = bitmapAttr(machine, "cpuset");
     host_.numa_nodes.push_back({0, formatCpulist(cpus)});
     numa_cpu_node_[0] = host_.graph.addNode(makeCpuNode(0));
     host_.warnings.push_back(path_ + ": no NUMANode objects; the machine is taken as one node");
@@ -208,29 +225,48 @@ void HwlocXmlReader::walkBridge(const pugi::xml_node& obj, Context ctx) {
     inner.upstream = false;
   } else {
     PciType t = parsePciType(obj);
-    std::ostringstream sw;
-    sw << std::hex << t.vendor << ":" << t.device;
-    if (ctx.upstream && sw.str() == ctx.switch_id) {
+    const std::string sw = formatHex(t.vendor) + ":" + formatHex(t.device);
+    if (ctx.upstream && sw == ctx.switch_id) {
       // Downstream port of the switch whose upstream port is `ctx.attach`.
       inner.upstream = false;
     } else {
       Node node;
       node.kind = NodeKind::PciSwitch;
       node.id = obj.attribute("pci_busid").as_string();
-      node.name = sw.str();
+      node.name = sw;
       node.numa_node = ctx.numa;
       int idx = host_.graph.addNode(node);
       host_.graph.addLink({ctx.attach, idx, LinkKind::Pci, 0, pciGBps(obj), kPcieHopLatencyUs});
       inner.attach = idx;
       inner.upstream = true;
-      inner.switch_id = sw.str();
+      inner.switch_id = sw;
     }
   }
   for (pugi::xml_node child : obj.children("object")) walk(child, inner);
 }
 
+/// A bad bitmap is a ParseError at `obj`, like every other bad attribute.
+std::set<int> HwlocXmlReader::bitmapAttr(const pugi::xml_node& obj, const char* name) const {
+  try {
+    return parseHwlocBitmap(obj.attribute(name).as_string(), name);
+  } catch (const InvalidArgument& e) {
+    fail(obj, e.what());
+  }
+}
+
+unsigned HwlocXmlReader::osdevType(const pugi::xml_node& osdev) const {
+  pugi::xml_attribute attr = osdev.attribute("osdev_type");
+  if (!attr) return 0;
+  ParsedNumber<long long> kind = parseInteger(attr.as_string());
+  if (!kind || kind.value < 0 || kind.value > 0xffffffffLL) {
+    fail(osdev, "bad osdev_type: got '" + std::string(attr.as_string()) +
+                    "', expected an unsigned 32-bit integer");
+  }
+  return static_cast<unsigned>(kind.value);
+}
+
 bool HwlocXmlReader::isNetworkOsDev(const pugi::xml_node& osdev) const {
-  unsigned kind = osdev.attribute("osdev_type").as_uint(0);
+  unsigned kind = osdevType(osdev);
   // hwloc 2 numbers the kinds (NETWORK=2, OPENFABRICS=3); hwloc 3 writes flags
   // (NETWORK=1<<4, OPENFABRICS=1<<5). See hwloc's hwloc_obj_osdev_type_e in each release.
   if (version_major_ >= 3) return (kind & ((1u << 4) | (1u << 5))) != 0;
@@ -276,7 +312,7 @@ void HwlocXmlReader::addNic(const pugi::xml_node& obj, const Context& ctx,
   std::string name, netdev;
   auto consider = [&](const pugi::xml_node& osdev) {
     if (!isNetworkOsDev(osdev)) return;
-    unsigned kind = osdev.attribute("osdev_type").as_uint(0);
+    unsigned kind = osdevType(osdev);
     bool fabric = version_major_ >= 3 ? (kind & (1u << 5)) != 0 : kind == 3;
     (fabric ? name : netdev) = osdev.attribute("name").as_string();
   };
@@ -337,19 +373,18 @@ int HwlocXmlReader::nodeForRef(const std::string& type, const std::string& ref) 
 }
 
 void HwlocXmlReader::readNvlinkMatrix(const pugi::xml_node& dist) {
-  int n = dist.attribute("nbobjs").as_int(-1);
-  if (n <= 0 || n > 4096) {
+  ParsedNumber<long long> nbobjs = parseInteger(dist.attribute("nbobjs").as_string());
+  if (!nbobjs || nbobjs.value <= 0 || nbobjs.value > 4096) {
     fail(dist, "bad nbobjs: got '" + std::string(dist.attribute("nbobjs").as_string()) +
                    "', expected 1..4096");
   }
+  const int n = static_cast<int>(nbobjs.value);
   // Heterogeneous matrices name each object "Type:gp_index"; homogeneous ones give the type once
   // and bare indexes (gp indexes when indexing="gp").
   std::string common_type = dist.attribute("type").as_string();
   std::vector<int> nodes;
   for (pugi::xml_node idx : dist.children("indexes")) {
-    std::istringstream is(idx.text().as_string());
-    std::string token;
-    while (is >> token) {
+    for (const std::string& token : splitWords(idx.text().as_string())) {
       size_t colon = token.find(':');
       std::string type = colon == std::string::npos ? common_type : token.substr(0, colon);
       std::string ref = colon == std::string::npos ? token : token.substr(colon + 1);
@@ -363,15 +398,12 @@ void HwlocXmlReader::readNvlinkMatrix(const pugi::xml_node& dist) {
   }
   std::vector<double> values;
   for (pugi::xml_node vals : dist.children("u64values")) {
-    std::istringstream is(vals.text().as_string());
-    std::string token;
-    while (is >> token) {
-      char* end = nullptr;
-      double v = std::strtod(token.c_str(), &end);
-      if (*end != '\0' || !(v >= 0.0) || v > 1e12) {
+    for (const std::string& token : splitWords(vals.text().as_string())) {
+      ParsedNumber<double> v = parseDouble(token);
+      if (!v || v.value < 0.0 || v.value > 1e12) {
         fail(vals, "bad NVLinkBandwidth value: got '" + token + "', expected MB/s >= 0");
       }
-      values.push_back(v);
+      values.push_back(v.value);
     }
   }
   if (static_cast<int>(nodes.size()) != n || values.size() != static_cast<size_t>(n) * n) {
@@ -431,7 +463,15 @@ HostTopology HwlocXmlReader::read() {
     throw ParseError(path_, 1, 1, std::string("not an hwloc topology: got root element <") +
                                       doc.document_element().name() + ">, expected <topology>");
   }
-  version_major_ = root.attribute("version") ? std::atoi(root.attribute("version").as_string()) : 2;
+  if (pugi::xml_attribute version = root.attribute("version")) {
+    // "2.0", "3.0": the major number decides how osdev_type is encoded.
+    ParsedNumber<long long> major = parseLeadingInteger(version.as_string());
+    if (!major || major.value < 0 || major.value > 1000) {
+      fail(root, "bad topology version: got '" + std::string(version.as_string()) +
+                     "', expected e.g. '2.0'");
+    }
+    version_major_ = static_cast<int>(major.value);
+  }
   auto info = [&](const char* name) -> std::string {
     pugi::xpath_node hit = root.select_node(
         (std::string(".//info[@name='") + name + "']").c_str());
@@ -442,7 +482,11 @@ HostTopology HwlocXmlReader::read() {
   host_.format = "hwloc-xml";
   cpu_vendor_ = info("CPUVendor");
   arch_ = info("Architecture");
-  intel_model_ = std::atoi(info("CPUModelNumber").c_str());
+  // Only refines the SMP bandwidth estimate: absent or unreadable means an unknown model (0).
+  ParsedNumber<long long> model = parseInteger(info("CPUModelNumber"));
+  if (model && model.value >= 0 && model.value < (1 << 20)) {
+    intel_model_ = static_cast<int>(model.value);
+  }
   pugi::xml_node machine = root.child("object");
   if (!machine) throw ParseError(path_, 1, 1, "hwloc topology without a Machine object");
   readNumaNodes(root);

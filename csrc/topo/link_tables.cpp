@@ -3,9 +3,9 @@
 // NVIDIA/nccl src/graph/topo.h and topo.cc (v2.23-v2.27, the *_BW defines and kvDictPciGen).
 #include "topo/link_tables.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
+
+#include "topo/text_numbers.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -81,13 +81,12 @@ double pcieGBps(int gen, int width) {
 
 int pcieGenFromSpeed(const std::string& text) {
   // NCCL matches on the leading number; the suffix varies by kernel ("PCIe", "PCIe/s", none).
-  const char* s = text.c_str();
-  while (*s == ' ') ++s;
-  char* end = nullptr;
-  double gts = std::strtod(s, &end);
-  if (end == s) return 0;
+  std::string_view s = text;
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  ParsedNumber<double> gts = parseLeadingDouble(s);
+  if (!gts) return 0;
   for (const auto& row : kPcieRows) {
-    if (gts > row.transfer_gts - 0.01 && gts < row.transfer_gts + 0.01) return row.gen;
+    if (gts.value > row.transfer_gts - 0.01 && gts.value < row.transfer_gts + 0.01) return row.gen;
   }
   return 0;
 }
@@ -108,9 +107,7 @@ int pcieGenFromLaneGBps(double lane_gbps) {
 std::string pcieSpeedString(int gen) {
   for (const auto& row : kPcieRows) {
     if (row.gen == gen) {
-      char buf[32];
-      std::snprintf(buf, sizeof(buf), "%.1f GT/s PCIe", row.transfer_gts);
-      return buf;
+      return formatFixed(row.transfer_gts, 1) + " GT/s PCIe";
     }
   }
   return "";

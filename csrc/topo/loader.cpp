@@ -3,8 +3,8 @@
 #include "topo/loader.h"
 
 #include <cctype>
-#include <fstream>
-#include <sstream>
+#include <cstdio>
+#include <memory>
 
 #include "topo/error.h"
 #include "topo/hwloc_reader.h"
@@ -49,12 +49,13 @@ size_t firstNonSpace(const std::string& text) {
 }
 
 std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  TOPO_CHECK(in.good(), "loadTopologyFile: cannot open '", path,
+  // C stdio, not fstreams: the core keeps clear of iostream locales (see text_numbers.h).
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(path.c_str(), "rb"), &std::fclose);
+  TOPO_CHECK(in != nullptr, "loadTopologyFile: cannot open '", path,
              "', expected a readable topology file");
-  std::ostringstream os;
-  os << in.rdbuf();
-  std::string text = os.str();
+  std::string text;
+  char buf[1 << 14];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), in.get())) > 0;) text.append(buf, n);
   TOPO_CHECK(text.size() <= kMaxFileBytes, "loadTopologyFile: '", path, "' has ", text.size(),
              " bytes, expected at most ", kMaxFileBytes);
   return text;

@@ -6,15 +6,14 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <map>
 #include <pugixml.hpp>
 #include <set>
-#include <sstream>
 
 #include "topo/error.h"
 #include "topo/link_tables.h"
 #include "topo/paths.h"
+#include "topo/text_numbers.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -47,14 +46,13 @@ std::string lower(std::string s) {
 }
 
 /// Sort key of a PCI bus id "dddd:bb:dd.f" (hex fields); unparsable ids sort last by text.
-std::vector<long> busKey(const std::string& id) {
-  std::vector<long> key;
+std::vector<long long> busKey(const std::string& id) {
+  std::vector<long long> key;
   std::string field;
   for (char c : id + ":") {
     if (c == ':' || c == '.') {
-      key.push_back(isHexString(field) && field.size() <= 8
-                        ? std::strtol(field.c_str(), nullptr, 16)
-                        : 0x7fffffff);
+      key.push_back(isHexString(field) && field.size() <= 8 ? parseInteger(field, 16).value
+                                                             : 0x7fffffff);
       field.clear();
     } else {
       field += c;
@@ -131,14 +129,14 @@ class NcclXmlReader {
     pugi::xml_attribute attr = node.attribute(name);
     if (!attr || std::string(attr.value()).empty()) return fallback;
     std::string v = attr.value();
-    char* end = nullptr;
-    long value = std::strtol(v.c_str(), &end, 0);  // base 0: NCCL writes class ids in hex
-    if (end == v.c_str() || *end != '\0' || v.size() > 12 || value < lo || value > hi) {
+    // Base 0 (0x... hex, as NCCL writes class ids), as NCCL's own reader takes them with strtol.
+    ParsedNumber<long long> value = parseInteger(v, 0);
+    if (!value || v.size() > 12 || value.value < lo || value.value > hi) {
       fail(node.offset_debug(), "<" + std::string(node.name()) + "> " + name + ": got '" + v +
                                     "', expected an integer in [" + std::to_string(lo) + ", " +
                                     std::to_string(hi) + "]");
     }
-    return value;
+    return static_cast<long>(value.value);
   }
 
   std::string busId(pugi::xml_node node, const char* name) const {
@@ -167,9 +165,7 @@ class NcclXmlReader {
   std::string maskToCpulist(pugi::xml_node cpu) const {
     std::string mask = cpu.attribute("affinity").value();
     if (mask.empty()) return "";
-    std::vector<std::string> words;
-    std::stringstream ss(mask);
-    for (std::string w; std::getline(ss, w, ',');) words.push_back(w);
+    std::vector<std::string> words = splitList(mask, ',');
     if (words.size() > kMaxMaskWords ||
         !std::all_of(words.begin(), words.end(),
                      [](const std::string& w) { return isHexString(w) && w.size() <= 8; })) {
@@ -186,9 +182,9 @@ class NcclXmlReader {
       run_start = -1;
     };
     for (auto w = words.rbegin(); w != words.rend(); ++w) {
-      unsigned long bits = std::strtoul(w->c_str(), nullptr, 16);
+      long long bits = parseInteger(*w, 16).value;  // hex digits only, at most 8
       for (int b = 0; b < 32; ++b, ++cpu_id) {
-        if ((bits >> b) & 1UL) {
+        if ((bits >> b) & 1LL) {
           if (run_start < 0) run_start = cpu_id;
         } else {
           close(cpu_id);
@@ -337,13 +333,13 @@ class NcclXmlReader {
       if (n.name.empty()) fail(net.offset_debug(), "<net> has no name attribute, expected one");
       n.bus_id = bus_id;
       n.numa_node = numa;
-      double mbps = net.attribute("speed").as_double(0.0);
-      if (mbps < 0 || mbps > kMaxNetMbps) {
-        fail(net.offset_debug(), "<net> speed: got '" +
-                                     std::string(net.attribute("speed").value()) +
-                                     "', expected Mbit/s in [0, 1e7]");
+      // NCCL writes an integer; no speed (absent or empty) is unknown, rated 0.
+      const std::string speed = net.attribute("speed").value();
+      ParsedNumber<double> mbps = speed.empty() ? ParsedNumber<double>{} : parseDouble(speed);
+      if (!mbps || mbps.value < 0 || mbps.value > kMaxNetMbps) {
+        fail(net.offset_debug(), "<net> speed: got '" + speed + "', expected Mbit/s in [0, 1e7]");
       }
-      n.speed_gbps = mbps / 1000.0;
+      n.speed_gbps = mbps.value / 1000.0;
       n.attrs = attrsExcept(net, {"name"});
       long dev = intAttr(net, "dev", -1, 0, kMaxIndex);
       for (const Nic& other : host_.nics) {

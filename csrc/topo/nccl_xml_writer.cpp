@@ -3,13 +3,13 @@
 // the elements NCCL dumps; a node's source attributes are written verbatim, missing ones are
 // derived from the graph (class from the node kind, link_speed/width from its uplink).
 #include <algorithm>
-#include <cstdlib>
 #include <pugixml.hpp>
-#include <sstream>
 
+#include "topo/cpulist.h"
 #include "topo/error.h"
 #include "topo/link_tables.h"
 #include "topo/nccl_xml.h"
+#include "topo/text_numbers.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -29,27 +29,27 @@ const char* defaultClass(NodeKind kind) {
 
 /// cpulist "0-23,48-71" -> NCCL affinity mask "000000ff,ff000000,00ffffff" (32-bit words,
 /// most significant first).
-std::string cpulistToMask(const std::string& cpus) {
+std::string cpulistToMask(const std::string& cpus, const std::string& where) {
   std::vector<unsigned long> words(1, 0);
-  std::stringstream ss(cpus);
-  for (std::string part; std::getline(ss, part, ',');) {
-    size_t dash = part.find('-');
-    long lo = std::atol(part.c_str());
-    long hi = dash == std::string::npos ? lo : std::atol(part.c_str() + dash + 1);
-    for (long c = lo; c <= hi && c < (1L << 20); ++c) {
-      if (words.size() <= static_cast<size_t>(c / 32)) words.resize(c / 32 + 1, 0);
-      words[c / 32] |= 1UL << (c % 32);
-    }
+  for (int c : parseCpulist(cpus, where)) {
+    if (words.size() <= static_cast<size_t>(c / 32)) words.resize(c / 32 + 1, 0);
+    words[c / 32] |= 1UL << (c % 32);
   }
   std::string out;
   for (auto w = words.rbegin(); w != words.rend(); ++w) {
-    char buf[16];
-    std::snprintf(buf, sizeof(buf), "%08lx", *w);
     if (!out.empty()) out += ",";
-    out += buf;
+    out += formatHex(*w, 8);
   }
   return out;
 }
+
+/// Collects pugixml's output in a string (no stream, so no locale).
+struct StringWriter : pugi::xml_writer {
+  std::string text;
+  void write(const void* data, size_t size) override {
+    text.append(static_cast<const char*>(data), size);
+  }
+};
 
 class NcclXmlWriter {
  public:
@@ -68,12 +68,11 @@ class NcclXmlWriter {
     visited_.assign(graph_.nodes.size(), false);
     for (int cpu : graph_.nodesOfKind(NodeKind::Cpu)) visited_[cpu] = true;
     for (int cpu : graph_.nodesOfKind(NodeKind::Cpu)) writeCpu(system, cpu);
-    std::ostringstream os;
-    doc.save(os, "  ", pugi::format_indent | pugi::format_no_declaration);
+    StringWriter xml;
+    doc.save(xml, "  ", pugi::format_indent | pugi::format_no_declaration);
     // NCCL dumps empty elements as `<x a="1"/>`; pugixml puts a space before the slash.
-    std::string out, line;
-    std::istringstream lines(os.str());
-    while (std::getline(lines, line)) {
+    std::string out;
+    for (std::string& line : splitList(xml.text, '\n')) {
       if (line.size() >= 3 && line.compare(line.size() - 3, 3, " />") == 0) {
         line.erase(line.size() - 3, 1);
       }
@@ -100,7 +99,8 @@ class NcclXmlWriter {
     if (derive_) {
       for (const NumaNode& numa : host_.numa_nodes) {
         if (numa.id == node.index && !numa.cpus.empty()) {
-          el.append_attribute("affinity") = cpulistToMask(numa.cpus).c_str();
+          std::string where = "writeNcclXml: NUMA node " + std::to_string(numa.id) + " cpus";
+          el.append_attribute("affinity") = cpulistToMask(numa.cpus, where).c_str();
         }
       }
     }

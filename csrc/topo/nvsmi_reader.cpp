@@ -6,13 +6,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "topo/error.h"
 #include "topo/paths.h"
+#include "topo/text_numbers.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -95,37 +94,38 @@ size_t matchClassCell(const std::string& s, size_t pos) {
   return 0;
 }
 
+/// `digits` (a non-empty run of decimal digits) as a device index.
 int parseIndex(const std::string& digits, const std::string& path, int line, size_t col) {
-  if (digits.size() > 4 || std::atoi(digits.c_str()) > kMaxDeviceIndex) {
+  ParsedNumber<long long> index = parseInteger(digits);
+  if (digits.size() > 4 || !index || index.value > kMaxDeviceIndex) {
     throw ParseError(
         path, line, static_cast<int>(col) + 1,
         "device index " + digits + " out of range (max " + std::to_string(kMaxDeviceIndex) + ")");
   }
-  return std::atoi(digits.c_str());
+  return static_cast<int>(index.value);
 }
 
 /// Validates a cpulist ("0-23,48-71") and returns its first id.
 long parseIdList(const std::string& text, const std::string& path, int line, size_t col,
                  const char* what) {
   long first = -1;
-  std::stringstream ss(text);
-  std::string part;
   auto fail = [&]() {
     throw ParseError(path, line, static_cast<int>(col) + 1,
                      std::string(what) + ": got '" + text +
                          "', expected a list such as 0-23,48-71 (ids up to " +
                          std::to_string(kMaxCpuId) + ") or N/A");
   };
-  while (std::getline(ss, part, ',')) {
+  for (const std::string& part : splitList(text, ',')) {
     size_t dash = part.find('-');
     std::string lo = part.substr(0, dash),
                 hi = dash == std::string::npos ? lo : part.substr(dash + 1);
     for (const std::string* num : {&lo, &hi}) {
       if (num->empty() || num->size() > 7 || digitsAt(*num, 0) != num->size()) fail();
     }
-    long a = std::atol(lo.c_str()), b = std::atol(hi.c_str());
+    // Digits only, at most 7: always fits.
+    long long a = parseInteger(lo).value, b = parseInteger(hi).value;
     if (a > kMaxCpuId || b > kMaxCpuId || a > b) fail();
-    if (first < 0) first = a;
+    if (first < 0) first = static_cast<long>(a);
   }
   if (first < 0) fail();
   return first;
@@ -148,11 +148,9 @@ class NvsmiParser {
  public:
   NvsmiParser(const std::string& text, const std::string& path) : path_(path) {
     std::string body = startsWith(text, 0, "\xEF\xBB\xBF") ? text.substr(3) : text;
-    std::stringstream ss(body);
-    std::string line;
-    while (std::getline(ss, line)) {
+    for (std::string& line : splitList(body, '\n')) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
-      lines_.push_back(line);
+      lines_.push_back(std::move(line));
     }
   }
 

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
-#include <sstream>
 
 #include "topo/error.h"
 
@@ -47,14 +46,13 @@ std::string knownNames() {
 }
 
 std::string describeMesh(const std::vector<MeshDim>& dims) {
-  std::ostringstream os;
+  std::string out;
   int64_t product = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
-    os << (i ? " x " : "") << dims[i].name << "=" << dims[i].size;
+    out += (i ? " x " : "") + dims[i].name + "=" + std::to_string(dims[i].size);
     product *= dims[i].size;
   }
-  os << " = " << product;
-  return os.str();
+  return out + " = " + std::to_string(product);
 }
 
 /// Ranks of each host (host-major, sorted by global rank), checked to be of equal count.

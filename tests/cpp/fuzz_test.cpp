@@ -15,7 +15,8 @@ namespace {
 
 TEST(FuzzTest, MutantsParseOrRaiseParseError) {
   std::vector<std::string> corpus;
-  for (const char* dir : {"nvidia_smi_topo", "nccl_topo_xml"}) {
+  // hwloc included: its reader is what the live probe runs on every host.
+  for (const char* dir : {"nvidia_smi_topo", "nccl_topo_xml", "hwloc"}) {
     for (const std::string& path : testing::dataFiles(dir))
       corpus.push_back(testing::readText(path));
   }

@@ -149,11 +149,63 @@ TEST(HwlocReaderTest, MalformedInputNamesFileAndLine) {
   EXPECT_THROW(readHwlocXml("<nccl_topo/>", "nccl.xml"), ParseError);
 }
 
+std::string parseErrorOf(const std::string& text) {
+  try {
+    readHwlocXml(text, "h200.xml");
+  } catch (const ParseError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(HwlocReaderTest, BadNumbersAreParseErrorsAtTheirObject) {
+  const std::string good = slurp(dataPath("hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml"));
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  // Columns point at the element name, as pugixml reports it. A bad nodeset was an
+  // InvalidArgument without a line (found by fuzzing the hwloc files).
+  EXPECT_EQ(parseErrorOf(with("nodeset=\"0x00000001\"", "nodeset=\"0Rx00000001\"")),
+            "h200.xml:4:4: nodeset: bad hwloc bitmap word: got '0Rx00000001' in '0Rx00000001', "
+            "expected 0x followed by up to 8 hex digits");
+  EXPECT_EQ(parseErrorOf(with("0180 [1af4:1042]", "0180 [1af4:10420]")),
+            "h200.xml:222:8: bad pci_type: got '0180 [1af4:10420] [1af4:1042] 01', expected e.g. "
+            "'0302 [10de:1db8] [10de:131d] a1 00'");
+  EXPECT_EQ(parseErrorOf(with("pci_link_speed=\"63.015385\"", "pci_link_speed=\"63,015385\"")),
+            "h200.xml:241:8: bad pci_link_speed: got '63,015385', expected GB/s between 0 and "
+            "10000");
+  EXPECT_EQ(parseErrorOf(with("osdev_type=\"2\"", "osdev_type=\"2x\"")),
+            "h200.xml:237:10: bad osdev_type: got '2x', expected an unsigned 32-bit integer");
+  EXPECT_EQ(parseErrorOf(with("\"NUMANode\" os_index=\"0\"", "\"NUMANode\" os_index=\"+0\"")),
+            "h200.xml:20:8: bad NUMANode os_index: got '+0', expected 0..4095");
+}
+
 TEST(HwlocReaderTest, SmFromGpuNamePrefersLongerFamilies) {
   EXPECT_EQ(smFromGpuName("NVIDIA A100-SXM4-80GB"), 80);
   EXPECT_EQ(smFromGpuName("NVIDIA A10G"), 86);
   EXPECT_EQ(smFromGpuName("NVIDIA GH200 480GB"), 90);
   EXPECT_EQ(smFromGpuName("Matrox G200"), 0);
+}
+
+TEST(HwlocReaderTest, H200FirecrackerVmHasOneGpuAndEth0BehindOneHostBridge) {
+  // The live export on which the probe crashed: virtio devices "0180 [1af4:1042] ..." and GPU,
+  // NIC and disks straight under one host bridge (bridge_pci 0000:[00-00]) of one NUMA node.
+  HostTopology host = readData("hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml");
+  ASSERT_EQ(host.gpuCount(), 1);
+  EXPECT_EQ(host.gpus[0].bus_id, "0000:00:06.0");  // pci_type 0302 [10de:2335], line 241
+  EXPECT_EQ(host.gpus[0].numa_node, 0);
+  EXPECT_EQ(host.gpus[0].cpu_affinity, "0-15");  // cpuset 0x0000ffff
+  ASSERT_EQ(host.numa_nodes.size(), 1u);
+  EXPECT_TRUE(host.graph.nodesOfKind(NodeKind::PciSwitch).empty());
+  ASSERT_EQ(host.nics.size(), 1u);  // the class 0180 disks vda and vdb are no NICs
+  EXPECT_EQ(host.nics[0].name, "eth0");
+  EXPECT_EQ(host.nics[0].bus_id, "0000:00:03.0");
+  ASSERT_EQ(host.gpu_nic_paths.size(), 1u);
+  EXPECT_EQ(host.gpu_nic_paths[0].cls, PathClass::PHB);
+  // eth0's pci_link_speed="0.000000" (virtio reports none) does not make the path 0 GB/s.
+  EXPECT_GT(host.gpu_nic_paths[0].bandwidth_gbps, 0.0);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "test_data.h"
 #include "topo/error.h"
+#include "topo/link_tables.h"
 #include "topo/topology_json.h"
 
 namespace torch_topo::topo {
@@ -96,6 +97,23 @@ std::string comparable(HostTopology h) {
   return hostToJson(h, 1);
 }
 
+TEST(NcclXmlTest, H200FirecrackerVmDumpHasOneGpuAndAnEth0WithoutPciParent) {
+  HostTopology h = readData("h200_1xGPU_firecracker-vm_nccl2.28.9_topo_dump.xml");
+  ASSERT_EQ(h.gpuCount(), 1);
+  EXPECT_EQ(h.gpus[0].bus_id, "0000:00:06.0");
+  EXPECT_EQ(h.gpus[0].sm, 90);
+  EXPECT_EQ(h.gpus[0].numa_node, -1);  // numaid="-1"
+  ASSERT_EQ(h.nics.size(), 1u);
+  EXPECT_EQ(h.nics[0].name, "eth0");
+  EXPECT_EQ(h.nics[0].bus_id, "");
+  EXPECT_DOUBLE_EQ(h.nics[0].speed_gbps, 10.0);  // speed="10000" Mbit/s
+  ASSERT_EQ(h.gpu_nic_paths.size(), 1u);
+  EXPECT_EQ(h.gpu_nic_paths[0].cls, PathClass::PHB);
+  // link_width="0" is unknown, taken as x16 like NCCL does: 32 GT/s is Gen5.
+  EXPECT_DOUBLE_EQ(h.graph.links[0].bandwidth_gbps, pcieGBps(5, 16));
+  EXPECT_TRUE(h.warnings.empty());
+}
+
 TEST(NcclXmlTest, WriteThenReadGivesTheSameGraphForEveryFile) {
   int checked = 0;
   for (const std::string& path : dataFiles("nccl_topo_xml")) {
@@ -108,7 +126,7 @@ TEST(NcclXmlTest, WriteThenReadGivesTheSameGraphForEveryFile) {
     EXPECT_EQ(writeNcclXml(second), xml);
     ++checked;
   }
-  EXPECT_EQ(checked, 12);
+  EXPECT_EQ(checked, 13);
 }
 
 }  // namespace

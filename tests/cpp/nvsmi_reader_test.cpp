@@ -97,6 +97,21 @@ TEST(NvsmiReaderTest, GluedCellsAndNumbering) {
   EXPECT_EQ(h.gpu_nic_paths[1].cls, PathClass::NODE);
 }
 
+TEST(NvsmiReaderTest, H200FirecrackerVmWithAnEmptyCellBeforeGpuNumaId) {
+  // One row "GPU0\t X \t0-15\t0\t\tN/A": four fields for three affinity columns.
+  HostTopology h = readData("h200_1xGPU_firecracker-vm_driver580.tsv.txt");
+  ASSERT_EQ(h.gpuCount(), 1);
+  EXPECT_EQ(h.gpus[0].index, 0);
+  EXPECT_EQ(h.gpus[0].bus_id, "");  // `nvidia-smi topo -m` names no bus ids
+  EXPECT_EQ(h.gpus[0].cpu_affinity, "0-15");
+  EXPECT_EQ(h.gpus[0].numa_node, 0);
+  EXPECT_EQ(h.gpus[0].memory_numa_node, -1);  // N/A
+  EXPECT_TRUE(h.nics.empty());                // the VM's eth0 is no NIC column here
+  EXPECT_EQ(h.path(0, 0).cls, PathClass::X);
+  ASSERT_EQ(h.warnings.size(), 1u);  // no missing rows or cells: only the usual estimate note
+  EXPECT_NE(h.warnings[0].find("estimated from path classes"), std::string::npos);
+}
+
 TEST(NvsmiReaderTest, ErrorsNameLineColumnAndExpectation) {
   EXPECT_EQ(parseError("        GPU0    GPU1\nGPU0     X      NVx\n"),
             "t.txt:2:17: row GPU0, column GPU1: got 'NVx', expected a path class (X, NV#, PIX, "

@@ -59,7 +59,7 @@ TEST(TopologyJsonTest, EveryFileRoundTripsExactly) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 33);
+  EXPECT_EQ(checked, 36);
 }
 
 // A source without GPU-to-NIC paths (e.g. a live probe whose NICs came from hwloc only) must
