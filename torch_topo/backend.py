@@ -18,6 +18,8 @@ import torch.distributed as dist
 from torch_topo import _C
 from torch_topo.config import TopoConfig
 from torch_topo.hierarchy import attach_hierarchy
+from torch_topo.nccl_hints import connect_with_hints
+from torch_topo.numa import bind_at_init
 
 __all__ = ["BACKEND_NAME", "register", "resolve_config", "build_inner_backends"]
 
@@ -83,6 +85,8 @@ def build_inner_backends(store, rank: int, size: int, timeout: timedelta, group_
     if _cuda_usable():
         inner["cuda"] = _build_nccl(dist.PrefixStore("nccl/", store), rank, size, timeout,
                                     group_name, ranks)
+        # A planned NCCL_ALGO must be in force when this communicator is created.
+        connect_with_hints(inner["cuda"], ranks)
     return inner
 
 
@@ -93,6 +97,8 @@ def _create_backend(dist_opts, pg_options):
     rank, size = dist_opts.group_rank, dist_opts.group_size
     group_name = str(getattr(dist_opts, "group_id", ""))
     ranks = list(dist_opts.global_ranks_in_group) or list(range(size))
+    if not dist.is_initialized():  # the world group: bind before inner backends start threads
+        bind_at_init(config, ranks[rank], size, ranks[rank])
     inner = build_inner_backends(store, rank, size, timeout, group_name, ranks)
     options = _C.TopoBackend.Options(timeout)
     options.debug = config.debug

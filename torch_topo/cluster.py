@@ -32,7 +32,8 @@ from torch_topo.config import TopoConfig
 from torch_topo.probe import probe, resolve_pinned_file
 from torch_topo.topology import Topology, load_topology
 
-__all__ = ["Cluster", "Placement", "exchange_cluster", "world_cluster", "parse_play", "KEY_PREFIX",
+__all__ = ["Cluster", "Placement", "exchange_cluster", "world_cluster", "own_record", "parse_play",
+           "KEY_PREFIX",
            "ASSUMED_INTER_HOST_GBPS", "ASSUMED_INTER_HOST_LATENCY_US"]
 
 KEY_PREFIX = "torch_topo/cluster/rank/"
@@ -45,6 +46,8 @@ ASSUMED_INTER_HOST_LATENCY_US = 50.0
 
 # The records of this process's exchanges: (global ranks, records by group rank, inter-host GB/s).
 _exchanges: list[tuple[tuple[int, ...], list[dict], float]] = []
+# This process's own records by (pinned file, play spec, group size, play index).
+_own_records: dict[tuple, dict] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +164,18 @@ def _local_gpu(topology: Topology) -> int:
     return dev
 
 
-def _own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
+def own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
+    """This process's place: {"hostname", "local_rank", "local_device", "topology"} from the
+    live probe, or from the pinned file under play mode. Probed once per process and setting
+    (NUMA binding at init and the exchange both need it)."""
+    play = cfg.play or os.environ.get("TORCH_TOPO_PLAY")
+    key = (resolve_pinned_file(cfg), play, group_size if play else 0, play_rank if play else 0)
+    if key not in _own_records:
+        _own_records[key] = _probe_own_record(cfg, group_size, play_rank)
+    return _own_records[key]
+
+
+def _probe_own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
     play = cfg.play or os.environ.get("TORCH_TOPO_PLAY")
     if play:
         pinned = resolve_pinned_file(cfg)
@@ -188,7 +202,7 @@ def _own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
         "hostname": hostname,
         "local_rank": local_rank,
         "local_device": device,
-        "host": topology.to_json(),
+        "topology": topology,
     }
 
 
@@ -288,8 +302,9 @@ def exchange_cluster(
             _check_same_reuse(store, group_rank, group_size, earlier[0], timeout)
             return _assemble(earlier[0], earlier[1], group_rank)
     play_index = group_rank if global_rank is None else global_rank
-    record = _own_record(cfg, group_size, play_index)
-    record["rank"] = group_rank
+    own = own_record(cfg, group_size, play_index)
+    record = {"rank": group_rank, "hostname": own["hostname"], "local_rank": own["local_rank"],
+              "local_device": own["local_device"], "host": own["topology"].to_json()}
     keys = [f"{KEY_PREFIX}{r}" for r in range(group_size)]
     store.set(keys[group_rank], json.dumps(record))
     _wait_all(store, keys, timeout, group_rank)

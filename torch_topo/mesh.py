@@ -22,11 +22,12 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch_topo import _C
 from torch_topo.cluster import world_cluster
 from torch_topo.config import TopoConfig
-from torch_topo.numa import apply_numa_binding
+from torch_topo.nccl_hints import register_plan_hints
+from torch_topo.numa import apply_numa_binding, init_report
 from torch_topo.plan import Plan, resolve_cluster
 from torch_topo.probe import resolve_pinned_file
 
-__all__ = ["init_device_mesh", "plan_for_world", "parse_play"]
+__all__ = ["init_device_mesh", "plan_for_world", "parse_play", "world_planner_cluster"]
 
 
 def parse_play(text: str, world_size: int) -> list[tuple[str, int]] | None:
@@ -95,6 +96,14 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
         return _played_cluster(os.fspath(source), [("host0", r) for r in range(world_size)], chunk)
     raise ValueError(f"world size {world_size} does not fill whole hosts of {per_host} GPUs; "
                      "set TopoConfig.play (TORCH_TOPO_PLAY) to say where ranks run")
+
+
+def world_planner_cluster(config: TopoConfig | None = None):
+    """The `_C.PlannerCluster` init_device_mesh plans on (pinned file, else the live cluster),
+    or None when no rank has a known GPU. Collective when a one-entry play string must be
+    gathered; call it on every rank."""
+    cfg = (config or TopoConfig()).merged_with_env()
+    return _world_cluster(cfg, dist.get_world_size())
 
 
 def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
@@ -168,8 +177,10 @@ def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, topol
         mesh_dim_names: one name per dimension (tp, sp, cp, ep, dp, pp, ... or any with traffic).
         topology: optional topology file / Topology / cluster; default: the pinned file.
         traffic: optional {dim: bytes per step} (see torch_topo.plan).
-        config: TopoConfig; `bind_numa` binds this rank to its GPU's CPUs first and
-            `nccl_hints` sets NCCL_ALGO/NCCL_PROTO of the heaviest dimension where unset.
+        config: TopoConfig; `bind_numa` binds this rank to its GPU's CPUs (unless the "topo"
+            backend did at init_process_group) and
+            `nccl_hints` creates each group's NCCL communicator under its dimension's planned
+            NCCL_ALGO (on a "topo" world; see torch_topo.nccl_hints).
 
     The plan is on the returned mesh as `mesh.topo_plan`; the NUMA report as
     `mesh.topo_numa_report`.
@@ -188,13 +199,12 @@ def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, topol
         bad = next(i for i, s in enumerate(seen) if s != mine)
         raise RuntimeError(f"init_device_mesh: rank {bad} planned a different mesh than rank "
                            f"{dist.get_rank()}; expected the same topology on every rank")
-    report = apply_numa_binding(plan.cluster, dist.get_rank(), enabled=cfg.bind_numa)
-    if cfg.nccl_hints and device_type == "cuda" and plan.nccl_hints:
-        # NCCL reads these once per process, so only the heaviest dimension's hints can apply.
-        for key, value in plan.nccl_hints[plan.priority[0]].items():
-            if key not in os.environ:
-                os.environ[key] = value
-                plan.applied_nccl_env[key] = value
+    # The "topo" backend binds at init_process_group; only another backend's world binds here.
+    report = init_report() or apply_numa_binding(plan.cluster, dist.get_rank(),
+                                                 enabled=cfg.bind_numa)
+    if cfg.nccl_hints and device_type == "cuda" and dist.get_backend() == "topo":
+        # Each group's NCCL communicator is created by the "topo" creator under its hint.
+        plan.applied_nccl_env = register_plan_hints(plan)
     device_mesh = _device_mesh(device_type, torch.tensor(plan.mesh, dtype=torch.int),
                                tuple(mesh_dim_names))
     device_mesh.topo_plan = plan

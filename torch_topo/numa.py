@@ -1,23 +1,38 @@
 # SPDX-License-Identifier: Apache-2.0
 """NUMA binding of a rank to the CPUs nearest its GPU (`TopoConfig(bind_numa=True)`).
 
+The "topo" backend binds at init_process_group (`bind_at_init`, from the world group's creator,
+before the inner backends start their threads); `init_device_mesh` binds only in a world that
+did not (another backend) and otherwise reports the init-time binding. Binding covers the
+whole process: every existing thread's affinity (threads created later inherit it) and, where
+the kernel offers it, a preferred memory node for the calling thread and the threads it starts.
+
 The launcher wins: when the process affinity is already narrower than the online CPUs
 (`torchrun --numa-binding`, `numactl`, `taskset`, a batch system's cpuset) or a batch system
 says it bound the task, nothing is changed and the report says why. The CPU list comes from
 the topology (the GPU's CPU affinity, else its NUMA node's cpulist) and is intersected with the
 CPUs that exist here, so a topology file playing GPUs of a bigger machine still binds sensibly.
+What was done is printed once per process.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
+import sys
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["NumaBindingReport", "apply_numa_binding", "parse_cpulist"]
+__all__ = ["NumaBindingReport", "apply_numa_binding", "bind_at_init", "init_report",
+           "parse_cpulist"]
 
 # Batch systems that bind tasks themselves and say so in the environment.
 _LAUNCHER_BIND_VARS = ("SLURM_CPU_BIND", "OMPI_MCA_hwloc_base_binding_policy")
+# set_mempolicy(2): syscall numbers by machine, and the "preferred node" mode.
+_SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237, "ppc64le": 260}
+_MPOL_PREFERRED = 1
+_init_report: NumaBindingReport | None = None
 
 
 def parse_cpulist(text: str) -> set[int]:
@@ -58,9 +73,14 @@ class NumaBindingReport:
     wanted: list[int] = field(default_factory=list)
     """CPUs the topology puts nearest the GPU (before intersecting with this machine)."""
     reason: str = ""
+    memory: str = ""
+    """The memory policy set (e.g. "preferred node 0"), or why none was."""
+    threads: int = 0
+    """Threads whose affinity was set (all of the process's at the time)."""
 
     def __str__(self) -> str:
-        return f"numa binding (rank {self.rank}): {self.action}: {self.reason}"
+        memory = f"; memory: {self.memory}" if self.memory else ""
+        return f"numa binding (rank {self.rank}): {self.action}: {self.reason}{memory}"
 
 
 def _launcher_binding(online: set[int], current: set[int], environ) -> str:
@@ -74,8 +94,66 @@ def _launcher_binding(online: set[int], current: set[int], environ) -> str:
     return ""
 
 
+def _bind_threads(cpus: set[int]) -> int:
+    """Sets the affinity of every thread of this process; returns how many were set."""
+    done = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+            done += 1
+        except ProcessLookupError:  # the thread ended meanwhile
+            pass
+    return done
+
+
+def _prefer_memory_node(node: int) -> str:
+    """Makes `node` the calling thread's preferred memory node (inherited by threads it starts
+    later); returns what was done, or why nothing was."""
+    if node < 0:
+        return "no NUMA node known for this GPU"
+    if not os.path.isdir(f"/sys/devices/system/node/node{node}"):
+        return f"NUMA node {node} does not exist here; policy left unchanged"
+    number = _SET_MEMPOLICY.get(platform.machine())
+    if number is None:
+        return f"set_mempolicy not wired for {platform.machine()}; policy left unchanged"
+    bits = ctypes.sizeof(ctypes.c_ulong) * 8
+    mask = (ctypes.c_ulong * (node // bits + 1))()
+    mask[node // bits] = 1 << (node % bits)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(number, _MPOL_PREFERRED, mask, ctypes.c_ulong(len(mask) * bits + 1)) != 0:
+        return f"set_mempolicy failed: {os.strerror(ctypes.get_errno())}; policy left unchanged"
+    return f"preferred node {node}"
+
+
+def _bind(wanted_text: str, numa_node: int, rank: int, gpu: str, environ) -> NumaBindingReport:
+    current = set(os.sched_getaffinity(0))
+    base = dict(rank=rank, numa_node=numa_node)
+    if not wanted_text:
+        return NumaBindingReport(action="unavailable", cpus=sorted(current), **base,
+                                 reason="the topology gives no CPU affinity or NUMA cpulist "
+                                        f"for {gpu}")
+    wanted = parse_cpulist(wanted_text)
+    online = _online_cpus()
+    launcher = _launcher_binding(online, current, environ)
+    if launcher:
+        return NumaBindingReport(action="launcher", cpus=sorted(current), wanted=sorted(wanted),
+                                 reason=launcher + "; left unchanged", **base)
+    target = wanted & online
+    if not target:
+        return NumaBindingReport(action="no_overlap", cpus=sorted(current), wanted=sorted(wanted),
+                                 reason=f"none of CPUs {wanted_text} exist here (online: "
+                                        f"{sorted(online)}); affinity left unchanged", **base)
+    threads = _bind_threads(target)
+    memory = _prefer_memory_node(numa_node)
+    return NumaBindingReport(action="bound", cpus=sorted(os.sched_getaffinity(0)),
+                             wanted=sorted(wanted), threads=threads, memory=memory, **base,
+                             reason=f"{threads} threads bound to {sorted(target)} (NUMA node "
+                                    f"{numa_node}, topology cpulist {wanted_text})")
+
+
 def apply_numa_binding(cluster, rank: int, *, enabled: bool = True, environ=None) -> NumaBindingReport:
-    """Binds this process to the CPUs nearest the GPU `rank` runs on in `cluster`.
+    """Binds this process (all its threads, and its memory policy) to the CPUs nearest the GPU
+    `rank` runs on in `cluster`.
 
     Args:
         cluster: a `_C.PlannerCluster` (see `torch_topo.plan.resolve_cluster`).
@@ -84,32 +162,46 @@ def apply_numa_binding(cluster, rank: int, *, enabled: bool = True, environ=None
         environ: environment to inspect (default os.environ).
     """
     env = os.environ if environ is None else environ
-    current = set(os.sched_getaffinity(0))
     if not enabled:
-        return NumaBindingReport(action="disabled", rank=rank, cpus=sorted(current),
+        return NumaBindingReport(action="disabled", rank=rank,
+                                 cpus=sorted(os.sched_getaffinity(0)),
                                  reason="TopoConfig.bind_numa is False")
     if not 0 <= rank < cluster.world_size:
         raise ValueError(f"rank: got {rank}, expected 0..{cluster.world_size - 1}")
     info = cluster.rank_cpus(rank)
-    text = info["cpu_affinity"] or info["numa_cpus"]
-    base = dict(rank=rank, numa_node=info["numa_node"])
-    if not text:
-        return NumaBindingReport(action="unavailable", cpus=sorted(current), **base,
-                                 reason="the topology gives no CPU affinity or NUMA cpulist "
-                                        f"for GPU {cluster.rank_gpu(rank)}")
-    wanted = parse_cpulist(text)
-    online = _online_cpus()
-    launcher = _launcher_binding(online, current, env)
-    if launcher:
-        return NumaBindingReport(action="launcher", cpus=sorted(current), wanted=sorted(wanted),
-                                 reason=launcher + "; left unchanged", **base)
-    target = wanted & online
-    if not target:
-        return NumaBindingReport(action="no_overlap", cpus=sorted(current), wanted=sorted(wanted),
-                                 reason=f"none of CPUs {text} exist here (online: "
-                                        f"{sorted(online)}); affinity left unchanged", **base)
-    os.sched_setaffinity(0, target)
-    return NumaBindingReport(action="bound", cpus=sorted(os.sched_getaffinity(0)),
-                             wanted=sorted(wanted), **base,
-                             reason=f"bound to {sorted(target)} (NUMA node {info['numa_node']}, "
-                                    f"topology cpulist {text})")
+    return _bind(info["cpu_affinity"] or info["numa_cpus"], info["numa_node"], rank,
+                 f"GPU {cluster.rank_gpu(rank)}", env)
+
+
+def bind_at_init(config, rank: int, group_size: int, play_index: int,
+                 environ=None) -> NumaBindingReport | None:
+    """Binds this process to its GPU's CPUs from its own topology record (probe, or the pinned
+    file it plays), once per process: called by the world group's creator before any inner
+    backend exists. Returns the report (also printed to stderr), or None with bind_numa off."""
+    global _init_report
+    if not config.bind_numa:
+        return None
+    from torch_topo.cluster import own_record
+    from torch_topo.probe import resolve_pinned_file
+
+    text, node, gpu = "", -1, -1
+    # A rank that plays a host without a topology file has no GPU whose CPUs are known.
+    if resolve_pinned_file(config) is not None or not (config.play or
+                                                       os.environ.get("TORCH_TOPO_PLAY")):
+        record = own_record(config, group_size, play_index)
+        gpu = record["local_device"]
+    if gpu >= 0:
+        host = record["topology"].native
+        info = host.gpus[gpu]
+        node = info.numa_node
+        text = info.cpu_affinity or next((n.cpus for n in host.numa_nodes if n.id == node), "")
+    report = _bind(text, node, rank, f"GPU {gpu}" if gpu >= 0 else "a CPU-only rank",
+                   os.environ if environ is None else environ)
+    _init_report = report
+    print(f"torch_topo: {report}", file=sys.stderr, flush=True)
+    return report
+
+
+def init_report() -> NumaBindingReport | None:
+    """The binding `bind_at_init` did in this process, or None."""
+    return _init_report

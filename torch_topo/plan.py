@@ -21,11 +21,16 @@ __all__ = ["Plan", "plan", "parse_mesh", "resolve_cluster", "SIZE_CLASSES"]
 SIZE_CLASSES: dict[str, int] = {"small": 64 << 10, "medium": 4 << 20, "large": 256 << 20}
 """Message sizes `Plan.algorithms` reports a choice for, besides each dimension's step bytes."""
 
-# NCCL_ALGO names for the model's algorithms NCCL implements; the others get no hint.
-_NCCL_ALGO = {"ring": "Ring", "tree": "Tree"}
-# NCCL_PROTO by message size: LL for latency-bound, LL128 for mid sizes, Simple for bandwidth
-# (the crossover region NCCL's tuning.cc model places between 64 KiB and a few MiB).
-_NCCL_PROTO_LIMITS = ((64 << 10, "LL"), (4 << 20, "LL128"))
+# NCCL_ALGO entries ("function:algorithm", NCCL >= 2.24.3) for the model's choices that NCCL
+# implements for that collective (NCCL has Tree for all-reduce only); others get no hint. The
+# model has no protocols, so NCCL_PROTO is left to NCCL. See torch_topo.nccl_hints.
+_NCCL_ALGO = {
+    ("all_reduce", "ring"): "allreduce:ring",
+    ("all_reduce", "tree"): "allreduce:tree",
+    ("all_gather", "ring"): "allgather:ring",
+    ("reduce_scatter", "ring"): "reducescatter:ring",
+    ("broadcast", "ring"): "broadcast:ring",
+}
 
 
 def parse_mesh(text: str, option: str = "--mesh") -> dict[str, int]:
@@ -121,17 +126,6 @@ def _nest(flat: list[int], shape: Sequence[int]) -> list:
     return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
-def _nccl_hint(algorithm: str, nbytes: float) -> dict[str, str]:
-    hint = {}
-    if algorithm in _NCCL_ALGO:
-        hint["NCCL_ALGO"] = _NCCL_ALGO[algorithm]
-    proto = "Simple"
-    for limit, name in _NCCL_PROTO_LIMITS:
-        if nbytes < limit:
-            proto = name
-            break
-    hint["NCCL_PROTO"] = proto
-    return hint
 
 
 class Plan:
@@ -143,7 +137,10 @@ class Plan:
         mesh: nested list of global ranks in mesh shape.
         layout: "planned" or "contiguous" (the launcher's order).
         exact: the intra-host search was exhaustive.
-        nccl_hints: {dim: {"NCCL_ALGO": ..., "NCCL_PROTO": ...}} when requested, else {}.
+        nccl_hints: {dim: {"NCCL_ALGO": "function:algorithm"}} when requested, for the
+            dimensions whose chosen algorithm NCCL implements; else {}.
+        applied_nccl_env: {dim: hints} that init_device_mesh handed to the creation of that
+            dimension's NCCL communicators (see torch_topo.nccl_hints).
     """
 
     def __init__(self, cluster, raw: dict, layout: str, nccl_hints: bool = False):
@@ -169,8 +166,10 @@ class Plan:
         self.nccl_hints: dict[str, dict[str, str]] = {}
         if nccl_hints:
             for d in self._dims:
-                self.nccl_hints[d["name"]] = _nccl_hint(self.algorithms[d["name"]]["step"], d["bytes"])
-        self.applied_nccl_env: dict[str, str] = {}
+                algo = _NCCL_ALGO.get((d["op"], self.algorithms[d["name"]]["step"]))
+                if algo is not None:
+                    self.nccl_hints[d["name"]] = {"NCCL_ALGO": algo}
+        self.applied_nccl_env: dict[str, dict[str, str]] = {}
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -306,7 +305,8 @@ class Plan:
             if name in self.nccl_hints:
                 lines.append(f"     nccl hints: {self.nccl_hints[name]}")
         if self.applied_nccl_env:
-            lines.append(f"  NCCL environment set: {self.applied_nccl_env}")
+            lines.append("  NCCL settings in force at each group's communicator creation: "
+                         f"{self.applied_nccl_env}")
         lines.append(f"  predicted communication per step: {self.cost() * 1e3:.3f} ms")
         return "\n".join(lines)
 
@@ -325,6 +325,6 @@ def plan(topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
         traffic: optional {dim: bytes per step or (bytes, op)}; must name every dimension.
             Defaults: tp heaviest, then sp/cp, ep, dp, pp.
         hosts: copies of a one-host topology (ranks host-major).
-        nccl_hints: compute NCCL_ALGO/NCCL_PROTO hints per dimension.
+        nccl_hints: compute an NCCL_ALGO hint per dimension.
     """
     return Plan.build(topology_or_cluster, mesh, traffic, hosts=hosts, nccl_hints=nccl_hints)

@@ -90,3 +90,79 @@ def test_launcher_env_and_disabled():
     assert set(os.sched_getaffinity(0)) == before
     with pytest.raises(ValueError, match="rank"):
         apply_numa_binding(cluster, 99)
+
+
+# A one-rank "topo" world whose GPU the topology file puts next to CPU 1 only (this machine has
+# CPUs 0-1): a thread started before init_process_group and the threads Gloo starts afterwards
+# must all end up on CPU 1, with memory preferred on node 0. Prints every thread's
+# Cpus_allowed_list, the memory policy mode, and the binding lines printed on stderr.
+INIT_BIND = """
+import ctypes, glob, io, json, os, sys, threading
+import torch, torch.distributed as dist
+import torch_topo
+stop = threading.Event()
+early = threading.Thread(target=stop.wait)
+early.start()
+err = io.StringIO()
+sys.stderr, real_err = err, sys.stderr
+cfg = torch_topo.TopoConfig(bind_numa=True, topology_file=FILE, play="h:0")
+dist.init_process_group("topo", store=dist.FileStore(STORE, 1), rank=0, world_size=1,
+                        pg_options=cfg)
+dist.all_reduce(torch.ones(4))
+dist.new_group(backend="topo", pg_options=cfg)
+mesh = torch_topo.init_device_mesh("cpu", (1,), mesh_dim_names=("dp",), config=cfg)
+sys.stderr = real_err
+lists = {}
+for status in glob.glob("/proc/self/task/*/status"):
+    with open(status) as f:
+        line = next(l for l in f if l.startswith("Cpus_allowed_list:"))
+    lists[status.split("/")[4]] = line.split()[1]
+mode = ctypes.c_int(-1)
+libc = ctypes.CDLL(None, use_errno=True)
+if os.uname().machine == "x86_64":
+    libc.syscall(239, ctypes.byref(mode), None, ctypes.c_ulong(0), None, ctypes.c_ulong(0))
+stop.set(); early.join()
+print(json.dumps({"lists": lists, "early": str(early.native_id), "mode": mode.value,
+                  "report": mesh.topo_numa_report.action,
+                  "printed": [l for l in err.getvalue().splitlines() if "numa binding" in l]}))
+dist.destroy_process_group()
+"""
+
+
+def _one_gpu_file(tmp_path, cpus: str) -> str:
+    from torch_topo.topology import load_topology
+
+    doc = json.loads(load_topology(str(DGX1)).to_json())
+    for gpu in doc["gpus"]:
+        gpu["cpu_affinity"], gpu["numa_node"] = cpus, 0
+    path = tmp_path / "near_cpu.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def _init_bind(tmp_path, cpus: set[int] | None = None) -> dict:
+    code = INIT_BIND.replace("FILE", repr(_one_gpu_file(tmp_path, "1"))).replace(
+        "STORE", repr(str(tmp_path / "store")))
+    return _run(code, cpus)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(_online() != {0, 1} or set(os.sched_getaffinity(0)) != {0, 1},
+                    reason="emulates 'nearest CPUs' as CPU 1 of a 2-CPU machine, unbound")
+def test_init_process_group_binds_every_thread(tmp_path):
+    out = _init_bind(tmp_path)
+    assert len(out["lists"]) >= 3  # main, the early thread, Gloo's threads
+    assert out["early"] in out["lists"]
+    assert set(out["lists"].values()) == {"1"}, out["lists"]
+    assert out["mode"] in (1, -1)  # MPOL_PREFERRED where get_mempolicy could be asked (x86_64)
+    assert out["report"] == "bound"
+    assert len(out["printed"]) == 1 and "bound to [1]" in out["printed"][0], out["printed"]
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(_online() != {0, 1}, reason="needs exactly CPUs 0-1")
+def test_init_process_group_respects_a_launcher_binding(tmp_path):
+    out = _init_bind(tmp_path, cpus={0})  # as `taskset -c 0` would start it
+    assert set(out["lists"].values()) == {"0"}, out["lists"]
+    assert out["report"] == "launcher"
+    assert len(out["printed"]) == 1 and "already restricted to 1 of 2" in out["printed"][0]

@@ -110,7 +110,7 @@ def test_plan_outputs():
     for key in ("mesh_dim_names", "mesh_shape", "mesh", "groups", "cost", "algorithms"):
         assert key in d
     assert set(p.algorithms["tp"]) == {"step", "small", "medium", "large"}
-    assert p.nccl_hints["tp"]["NCCL_PROTO"] == "Simple"
+    assert p.nccl_hints["tp"] == {"NCCL_ALGO": "allreduce:" + p.algorithms["tp"]["step"]}
     text = p.explain()
     assert "tp:" in text and "nccl hints" in text
     # Groups are consistent with the nested mesh: tp varies fastest.
