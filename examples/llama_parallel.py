@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Parallel forms of the example Llama: tensor parallelism through torch-topo's overlap ops
 (Megatron-style, with the residual stream sharded by tokens over tp), sequence parallelism
-through torch-topo's Ulysses or ring attention, and the data-parallel wrappers (FSDP2, DDP, or
+through torch-topo's Ulysses, ring attention or both (2-D), and the data-parallel wrappers (FSDP2, DDP, or
 one gradient all-reduce)."""
 
 from __future__ import annotations
@@ -97,33 +97,34 @@ class TensorParallelLlama(nn.Module):
         return self.output(self.norm(h))
 
 
-def sequence_parallel_attention(group: dist.ProcessGroup, ring: bool):
-    """Attention over a sequence shard [batch, seq / sp, heads, head_dim] by torch-topo's
-    Ulysses (default) or ring attention; contiguous shards in rank order."""
-    name = "ring_attention" if ring else "ulysses_attention"
-    fn = getattr(torch_topo.ops, name, None)
-    if fn is None:
-        raise ValueError(f"--sp needs torch_topo.ops.{name}, which this build does not have")
-    return functools.partial(fn, group=group, causal=True)
-
-
 class SequenceParallelLlama(nn.Module):
-    """The model on a sequence shard: rank s of the sp group holds positions
-    [s * seq / sp, (s + 1) * seq / sp); every parameter is replicated over sp."""
+    """The model on a sequence shard in torch-topo's 2-D layout (`shard_sequence`): the
+    sequence is cut into zigzag blocks over the ring group, each block contiguously over the
+    Ulysses group; attention is `SequenceParallelAttention` (Ulysses over `sp_group`, ring
+    attention over `ring_group` when it has more than one rank). Every parameter is replicated
+    over both groups."""
 
-    def __init__(self, model: Llama, group: dist.ProcessGroup, ring: bool) -> None:
+    def __init__(self, model: Llama, sp_group: dist.ProcessGroup,
+                 ring_group: dist.ProcessGroup | None) -> None:
         super().__init__()
-        self.model, self.group = model, group
-        self.attn = sequence_parallel_attention(group, ring)
+        ring = ring_group if ring_group is not None and ring_group.size() > 1 else None
+        ulysses = sp_group.size()
+        cfg = torch_topo.ops.UlyssesConfig(
+            sequence_parallel_size=ulysses * (1 if ring is None else ring.size()),
+            ulysses_degree=ulysses, enable_ring_exchange=ring is not None, causal=True)
+        self.model, self.sp_group, self.ring_group = model, sp_group, ring
+        self.attn = torch_topo.ops.SequenceParallelAttention(cfg, sp_group=sp_group,
+                                                             ring_group=ring)
+
+    def _shard(self, t: torch.Tensor) -> torch.Tensor:
+        return torch_topo.ops.shard_sequence(t, 1, self.sp_group, self.ring_group)
 
     def token_shard(self, t: torch.Tensor) -> torch.Tensor:
-        return t.chunk(self.group.size(), 1)[self.group.rank()].reshape(-1)
+        return self._shard(t).reshape(-1)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        seq_local = tokens.shape[1] // self.group.size()
-        start = self.group.rank() * seq_local
-        shard = tokens[:, start:start + seq_local]
-        logits = self.model(shard, torch.arange(start, start + seq_local), self.attn)
+        positions = self._shard(torch.arange(tokens.shape[1])[None])[0]
+        logits = self.model(self._shard(tokens), positions, self.attn)
         return logits.reshape(-1, logits.shape[-1])
 
 

@@ -4,10 +4,14 @@
     torchrun --nproc-per-node 4 examples/train_llama.py --dp 2 --tp 2 --steps 3
     python -m torch_topo.emulate --nodes 2 --procs-per-node 2 -- \
         python examples/train_llama.py --dp 2 --sp 2 --fsdp
+    torchrun --nproc-per-node 4 examples/train_llama.py --sp auto
 
 Data parallel over --dp (FSDP2 with --fsdp, DDP with --ddp, else one gradient all-reduce),
-tensor parallel over --tp through the overlap ops, sequence parallel over --sp through Ulysses
-(or ring attention with --ring). Checks the first steps' loss against a single-process run of
+tensor parallel over --tp through the overlap ops, sequence parallel over --sp ranks: Ulysses
+over all of them, ring attention (zigzag) with --ring, or both with --ulysses U (Ulysses over
+U ranks, ring across the --sp / U groups). --sp auto takes every rank left after --dp and --tp
+and lets the planner split them: Ulysses inside the fastest clique of GPUs, ring across.
+Checks the first steps' loss against a single-process run of
 the same model on the same data, prints tokens/s, the communication/compute split of the
 overlap ops and the plan, and round-trips a torch.distributed.checkpoint.
 """
@@ -49,8 +53,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dp", type=int, default=1, help="data-parallel degree")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (overlap ops)")
-    p.add_argument("--sp", type=int, default=1, help="sequence-parallel degree (Ulysses)")
-    p.add_argument("--ring", action="store_true", help="ring attention instead of Ulysses")
+    p.add_argument("--sp", type=_degree, default=1,
+                   help="sequence-parallel degree, or 'auto': the ranks left after --dp and "
+                        "--tp, split between Ulysses and ring by the planner")
+    split = p.add_mutually_exclusive_group()
+    split.add_argument("--ring", action="store_true", help="ring attention instead of Ulysses")
+    split.add_argument("--ulysses", type=_degree, default=None,
+                       help="Ulysses degree of a 2-D layout (ring across the rest of --sp), or "
+                            "'auto': the planner's choice")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--fsdp", action="store_true", help="FSDP2 fully_shard over dp")
     mode.add_argument("--ddp", action="store_true", help="DDP over dp (the plain baseline)")
@@ -74,19 +84,31 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-checkpoint", action="store_true")
     p.add_argument("--json", default=None, help="write the results here (rank 0)")
     args = p.parse_args(argv)
-    for name in ("dp", "tp", "sp", "steps", "batch", "seq_len", "chunks"):
+    for name in ("dp", "tp", "steps", "batch", "seq_len", "chunks"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')}: got {getattr(args, name)}, expected >= 1")
-    if args.tp > 1 and args.sp > 1:
+    if args.sp == "auto" and args.tp > 1:
+        p.error("--sp auto: got --tp > 1 too; this example shards either heads (tp) or the "
+                "sequence (sp), not both")
+    if args.sp != "auto" and args.tp > 1 and args.sp > 1:
         p.error("--tp and --sp: got both > 1; this example shards either heads (tp) or the "
                 "sequence (sp), not both")
     if args.ring and args.sp == 1:
         p.error("--ring: needs --sp > 1")
-    if args.seq_len % args.sp:
-        p.error(f"--seq-len: got {args.seq_len}, expected a multiple of --sp {args.sp}")
+    if args.sp == "auto" and args.ulysses is None and not args.ring:
+        args.ulysses = "auto"  # the degree follows the world size, the split the planner
     if args.check_steps > args.steps:
         p.error(f"--check-steps: got {args.check_steps}, expected <= --steps {args.steps}")
     return args
+
+
+def _degree(text: str) -> int | str:
+    """A parallel degree >= 1, or 'auto'."""
+    if text == "auto":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"got {text!r}, expected 'auto' or an integer >= 1")
+    return int(text)
 
 
 def _free_port() -> int:
@@ -116,15 +138,42 @@ def init_distributed(args) -> torch.device:
         print("note: backend 'topo' is not registered in this build; running on gloo")
     dist.init_process_group(backend)
     world = dist.get_world_size()
+    if args.sp == "auto":
+        args.sp = max(world // (args.dp * args.tp), 1)
     if args.dp * args.tp * args.sp != world:
         raise ValueError(f"--dp x --tp x --sp: got {args.dp} x {args.tp} x {args.sp} = "
                          f"{args.dp * args.tp * args.sp}, expected the world size {world}")
     return device
 
 
+def sequence_split(args) -> tuple[int, int]:
+    """(Ulysses degree, ring degree) of --sp: as given, or the planner's (--ulysses auto)."""
+    if args.ring:
+        return 1, args.sp
+    ulysses = args.sp if args.ulysses is None else args.ulysses
+    if ulysses == "auto":
+        cfg = torch_topo.UlyssesConfig(sequence_parallel_size=args.sp)
+        return torch_topo.resolve_sequence_parallel_degrees(cfg)
+    if args.sp % ulysses:
+        raise ValueError(f"--ulysses: got {ulysses}, expected a divisor of --sp {args.sp}")
+    return ulysses, args.sp // ulysses
+
+
 def build_mesh(args, device: torch.device):
-    names = ("dp", "tp") if args.tp > 1 else ("dp", "sp")
-    shape = (args.dp, args.tp if args.tp > 1 else args.sp)
+    """The planned mesh: (dp, tp), or (dp, cp, sp) with the ring over cp and Ulysses over sp."""
+    if args.tp > 1:
+        names, shape = ("dp", "tp"), (args.dp, args.tp)
+    else:
+        args.ulysses, args.ring_degree = sequence_split(args)
+        for what, degree in (("--heads", args.heads), ("--kv-heads", args.kv_heads)):
+            if degree % args.ulysses:
+                raise ValueError(f"{what}: got {degree}, expected a multiple of the Ulysses "
+                                 f"degree {args.ulysses}")
+        if args.seq_len % (args.ulysses * 2 * args.ring_degree):
+            raise ValueError(f"--seq-len: got {args.seq_len}, expected a multiple of "
+                             f"{args.ulysses * 2 * args.ring_degree} (Ulysses degree x 2 x ring "
+                             "degree: the zigzag ring splits each block in two)")
+        names, shape = ("dp", "cp", "sp"), (args.dp, args.ring_degree, args.ulysses)
     mesh = torch_topo.init_device_mesh(device.type, shape, mesh_dim_names=names)
     return mesh, names
 
@@ -156,16 +205,17 @@ def reference_losses(args, cfg: LlamaConfig, steps: int) -> list[float]:
 class Trainer:
     """One data-parallel replica's shard of the model, its optimizer and one step."""
 
-    def __init__(self, args, cfg: LlamaConfig, mesh, device: torch.device) -> None:
+    def __init__(self, args, cfg: LlamaConfig, mesh, names, device: torch.device) -> None:
         self.args, self.cfg, self.device = args, cfg, device
         full = build_model(cfg, SEED)
-        inner = mesh.get_group(1)
+        inner = mesh.get_group(names[-1])
         self.dp_rank = mesh.get_local_rank(0)
         if args.tp > 1:
             model = TensorParallelLlama(full, inner, args.chunks)
             dp_mesh, self.shards = mesh["dp"], args.tp
         else:
-            model = SequenceParallelLlama(full, inner, args.ring) if args.sp > 1 else full
+            model = SequenceParallelLlama(full, inner, mesh.get_group("cp")) \
+                if args.sp > 1 else full
             # Every parameter is replicated over sp, so data parallelism spans dp x sp.
             dp_mesh, self.shards = (mesh._flatten("dp_sp") if args.sp > 1 else mesh["dp"]), 1
         self.tp_group = inner if args.tp > 1 else None
@@ -266,7 +316,7 @@ def main(argv=None) -> int:
                       n_heads=args.heads, n_kv_heads=args.kv_heads)
     mesh, names = build_mesh(args, device)
     plan_text = describe_plan(mesh, names)
-    trainer = Trainer(args, cfg, mesh, device)
+    trainer = Trainer(args, cfg, mesh, names, device)
     ref = reference_losses(args, cfg, args.check_steps) if rank == 0 else []
 
     losses, times, tp_stats = [], [], []
@@ -297,7 +347,9 @@ def main(argv=None) -> int:
     diffs = [abs(a - b) for a, b in zip(losses, ref, strict=False)]
     loss_ok = all(d <= LOSS_TOLERANCE for d in diffs)
     result = {
-        "world_size": world, "dp": args.dp, "tp": args.tp, "sp": args.sp, "ring": args.ring,
+        "world_size": world, "mesh": mesh.mesh.tolist(), "dp": args.dp, "tp": args.tp, "sp": args.sp, "ring": args.ring,
+        "ulysses_degree": getattr(args, "ulysses", None),
+        "ring_degree": getattr(args, "ring_degree", None),
         "mode": trainer.mode, "backend": dist.get_backend(), "device": device.type,
         "losses": losses, "reference_losses": ref, "max_loss_diff": max(diffs, default=0.0),
         "loss_tolerance": LOSS_TOLERANCE, "step_times_s": times, "median_step_s": median,
@@ -329,7 +381,8 @@ def _combine(stats: list[dict]) -> dict:
 def print_report(r: dict) -> None:
     print(f"plan: {r['plan']}")
     print(f"mode {r['mode']} on {r['backend']}/{r['device']}, world {r['world_size']} "
-          f"(dp {r['dp']} x tp {r['tp']} x sp {r['sp']}{' ring' if r['ring'] else ''})")
+          f"(dp {r['dp']} x tp {r['tp']} x sp {r['sp']}"
+          + (f": Ulysses {r['ulysses_degree']} x ring {r['ring_degree']})" if r["sp"] > 1 else ")"))
     print(f"median step {r['median_step_s'] * 1e3:.1f} ms, {r['tokens_per_s']:.0f} tokens/s")
     o, step = r["overlap"], r["median_step_s"]
     if o["t_wall"] > 0:

@@ -18,6 +18,7 @@ from torch_topo.ops.sequence_parallel import (
     SequenceParallelAttention,
     UlyssesConfig,
     build_sequence_parallel_groups,
+    resolve_sequence_parallel_degrees,
     shard_sequence,
     unshard_sequence,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "UlyssesConfig",
     "all_gather_matmul",
     "build_sequence_parallel_groups",
+    "resolve_sequence_parallel_degrees",
     "hidden_fraction",
     "matmul_reduce_scatter",
     "ring_attention",

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """2-D sequence parallelism: Ulysses inside a fast group (heads exchanged over NVLink), ring
-attention across groups (K/V blocks over the slower links). The planner's "sp" dimension gives
-the Ulysses groups and its "cp" dimension the ring groups; explicit groups work as well."""
+attention across groups (K/V blocks over the slower links). The planner chooses the split and
+lays it out: its "sp" dimension gives the Ulysses groups and its "cp" (or "ring") dimension the
+ring groups; explicit degrees and groups work as well."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ __all__ = [
     "SequenceParallelAttention",
     "UlyssesConfig",
     "build_sequence_parallel_groups",
+    "resolve_sequence_parallel_degrees",
     "shard_sequence",
     "unshard_sequence",
 ]
@@ -31,11 +33,15 @@ class UlyssesConfig:
     """Configuration of SequenceParallelAttention."""
 
     sequence_parallel_size: int
-    """Ulysses degree: ranks that exchange heads (place them inside one NVLink clique). Must
-    divide the query heads and the world size."""
+    """Ranks that share one sequence: Ulysses degree x ring degree. Must divide the world size;
+    the world / sequence_parallel_size groups are independent (e.g. data-parallel replicas)."""
     enable_ring_exchange: bool = True
-    """Run ring attention across the world_size / sequence_parallel_size Ulysses groups. False:
-    those groups are independent (e.g. data-parallel replicas), the ring degree is 1."""
+    """Split the sequence-parallel ranks into Ulysses groups joined by ring attention. False:
+    Ulysses over all of them (the ring degree is 1)."""
+    ulysses_degree: int | None = None
+    """Ranks that exchange heads (inside one fast clique; must divide the query heads). None:
+    chosen by the planner from the topology (`resolve_sequence_parallel_degrees`), or the whole
+    sequence_parallel_size without ring exchange."""
     ring_balance: Literal["none", "zigzag"] = "zigzag"
     """Ring layout: "zigzag" balances causal work (shard with shard_sequence), "none" keeps
     contiguous blocks."""
@@ -47,9 +53,19 @@ class UlyssesConfig:
     """Verify with one small all_gather per exchange that every rank's shapes agree."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.sequence_parallel_size, int) or self.sequence_parallel_size < 1:
-            raise ValueError(f"UlyssesConfig.sequence_parallel_size: got "
-                             f"{self.sequence_parallel_size!r}, expected an int >= 1")
+        sp = self.sequence_parallel_size
+        if not isinstance(sp, int) or isinstance(sp, bool) or sp < 1:
+            raise ValueError(f"UlyssesConfig.sequence_parallel_size: got {sp!r}, expected an "
+                             "int >= 1")
+        u = self.ulysses_degree
+        if u is not None:
+            if not isinstance(u, int) or isinstance(u, bool) or u < 1 or sp % u:
+                raise ValueError(f"UlyssesConfig.ulysses_degree: got {u!r}, expected None or an "
+                                 f"int >= 1 dividing sequence_parallel_size {sp}")
+            if not self.enable_ring_exchange and u != sp:
+                raise ValueError(f"UlyssesConfig.ulysses_degree: got {u} with "
+                                 f"enable_ring_exchange=False, expected {sp} (no ring: Ulysses "
+                                 "spans every sequence-parallel rank) or None")
         if self.ring_balance not in ("none", "zigzag"):
             raise ValueError(f"UlyssesConfig.ring_balance: got {self.ring_balance!r}, expected "
                              "'none' or 'zigzag'")
@@ -57,29 +73,121 @@ class UlyssesConfig:
             raise ValueError(f"UlyssesConfig.softmax_scale: got {self.softmax_scale!r}, "
                              "expected None or > 0")
 
+    @property
+    def ring_degree(self) -> int | None:
+        """sequence_parallel_size / ulysses_degree (None while the Ulysses degree is open)."""
+        if not self.enable_ring_exchange:
+            return 1
+        return None if self.ulysses_degree is None else self.sequence_parallel_size // self.ulysses_degree
+
+
+def _fastest_clique_degree(cluster, sp: int, world: int) -> int:
+    """The largest divisor u of `sp` for which the planner puts every Ulysses group of u ranks
+    inside one host, on links as fast as the fastest pair of GPUs sharing a host (a
+    `_C.PlannerCluster`). The network never counts: a NIC can outpace PCIe, but an all-to-all
+    every layer belongs on the host's own fabric."""
+    from torch_topo.plan import Plan
+
+    def same_host(a: int, b: int) -> bool:
+        return cluster.rank_host(a) == cluster.rank_host(b)
+
+    best = max((cluster.bandwidth(a, b) for a in range(world) for b in range(a + 1, world)
+                if same_host(a, b)), default=0.0)
+    for u in sorted((d for d in range(2, sp + 1) if sp % d == 0), reverse=True):
+        plan = Plan.build(cluster, _sequence_mesh(world, sp, u))
+        if all(same_host(a, b) and cluster.bandwidth(a, b) >= best
+               for g in plan.groups("sp") for a in g for b in g if a < b):
+            return u
+    return 1
+
+
+def _sequence_mesh(world: int, sp: int, ulysses: int) -> dict[str, int]:
+    """The planner mesh of a sequence-parallel layout, outermost first: replicas, ring, Ulysses."""
+    return {"dp": world // sp, "cp": sp // ulysses, "sp": ulysses}
+
+
+def resolve_sequence_parallel_degrees(config: UlyssesConfig, world_size: int | None = None,
+                                      cluster=None) -> tuple[int, int]:
+    """(Ulysses degree, ring degree) of `config`: as given, else chosen from the topology.
+
+    The planner's choice puts Ulysses (an all-to-all every layer) inside the fastest clique of
+    GPUs: the largest Ulysses degree whose planned groups each sit in one host on its fastest
+    GPU links, the ring taking the rest across slower ones. Without a topology with GPUs, Ulysses fills as many
+    ranks as one host holds (by host name) and the ring crosses hosts.
+
+    Args:
+        config: its sequence_parallel_size must divide the world size.
+        world_size: default: torch.distributed's.
+        cluster: a `_C.PlannerCluster` of the world; default: the one init_device_mesh plans on
+            (pinned file, else the live cluster).
+    """
+    world = dist.get_world_size() if world_size is None else world_size
+    sp = config.sequence_parallel_size
+    if world % sp:
+        raise ValueError(f"UlyssesConfig.sequence_parallel_size={sp} does not divide the world "
+                         f"size {world}")
+    if config.ring_degree is not None:
+        return sp // config.ring_degree, config.ring_degree
+    if cluster is None:
+        from torch_topo.mesh import world_planner_cluster
+
+        cluster = world_planner_cluster()
+    if cluster is not None:
+        u = _fastest_clique_degree(cluster, sp, world)
+    else:
+        from torch_topo.cluster import world_cluster
+
+        live = world_cluster()
+        per_host = world if live is None else min(len(live.ranks_on_host(h))
+                                                  for h in range(len(live.hosts)))
+        u = max(d for d in range(1, sp + 1) if sp % d == 0 and per_host % d == 0)
+    return u, sp // u
+
 
 def build_sequence_parallel_groups(config: UlyssesConfig, plan=None):
     """Creates the Ulysses and ring groups on every rank (collective: all ranks must call it)
     and returns (sp_group, ring_group) of this rank; ring_group is None without ring exchange.
 
     With `plan` (a torch_topo Plan, or anything with `groups(dim)`), its "sp" dimension gives
-    the Ulysses groups and "cp" the ring groups, so Ulysses sits in the fastest clique. Without
-    one, Ulysses groups are consecutive ranks (one host under torchrun) and rings stride them.
+    the Ulysses groups and its "cp" or "ring" dimension the ring groups. Without one, the
+    degrees come from `resolve_sequence_parallel_degrees` and the planner lays them out on the
+    world's topology (Ulysses inside the fastest clique); with no topology known, Ulysses
+    groups are consecutive ranks and rings stride them.
     """
     world, rank = dist.get_world_size(), dist.get_rank()
     sp = config.sequence_parallel_size
     if world % sp != 0:
         raise ValueError(f"UlyssesConfig.sequence_parallel_size={sp} does not divide the world "
                          f"size {world}")
+    if plan is None:
+        from torch_topo.mesh import world_planner_cluster
+
+        cluster = world_planner_cluster()
+        ulysses, ring = resolve_sequence_parallel_degrees(config, world, cluster)
+        if cluster is not None:
+            from torch_topo.plan import Plan
+
+            plan = Plan.build(cluster, _sequence_mesh(world, sp, ulysses))
     if plan is not None:
+        ring_dim = next((d for d in ("cp", "ring") if d in getattr(plan, "mesh_dim_names", ())),
+                        "cp")
         sp_lists = [list(g) for g in plan.groups("sp")]
-        ring_lists = [list(g) for g in plan.groups("cp")] if config.enable_ring_exchange else []
-        if any(len(g) != sp for g in sp_lists):
+        ring_lists = [list(g) for g in plan.groups(ring_dim)] if config.enable_ring_exchange \
+            else []
+        want = config.ulysses_degree or (sp if not config.enable_ring_exchange else None)
+        sizes = sorted({len(g) for g in sp_lists})
+        if len(sizes) != 1 or (want is not None and sizes[0] != want):
             raise ValueError(f"build_sequence_parallel_groups: the plan's 'sp' groups have sizes "
-                             f"{sorted({len(g) for g in sp_lists})}, expected {sp}")
+                             f"{sizes}, expected {want or 'one size'}")
+        ring_sizes = {len(g) for g in ring_lists}
+        if ring_lists and ring_sizes != {sp // sizes[0]}:
+            raise ValueError(f"build_sequence_parallel_groups: the plan's {ring_dim!r} groups "
+                             f"have sizes {sorted(ring_sizes)}, expected "
+                             f"{sp // sizes[0]} (sequence_parallel_size / Ulysses degree)")
     else:
-        sp_lists = [list(range(i, i + sp)) for i in range(0, world, sp)]
-        ring_lists = [list(range(i, world, sp)) for i in range(sp)] \
+        block = [list(range(i, i + sp)) for i in range(0, world, sp)]
+        sp_lists = [b[j:j + ulysses] for b in block for j in range(0, sp, ulysses)]
+        ring_lists = [b[j::ulysses] for b in block for j in range(ulysses)] \
             if config.enable_ring_exchange else []
     mine = {}
     for kind, lists in (("sp", sp_lists), ("ring", ring_lists)):
@@ -154,10 +262,14 @@ class SequenceParallelAttention(nn.Module):
             sp_group, ring_group = build_sequence_parallel_groups(config, plan)
         if sp_group is None:
             raise ValueError("SequenceParallelAttention: ring_group given without sp_group")
-        if dist.get_world_size(sp_group) != config.sequence_parallel_size:
-            raise ValueError(f"SequenceParallelAttention: sp_group has "
-                             f"{dist.get_world_size(sp_group)} ranks, config."
-                             f"sequence_parallel_size is {config.sequence_parallel_size}")
+        ulysses = dist.get_world_size(sp_group)
+        ring = _ring_size(ring_group) if config.enable_ring_exchange else 1
+        if ulysses * ring != config.sequence_parallel_size or (
+                config.ulysses_degree is not None and ulysses != config.ulysses_degree):
+            raise ValueError(f"SequenceParallelAttention: sp_group has {ulysses} ranks and the "
+                             f"ring {ring}, expected config.sequence_parallel_size "
+                             f"{config.sequence_parallel_size} = Ulysses degree "
+                             f"{config.ulysses_degree or 'any'} x ring degree")
         self.config, self.sp_group = config, sp_group
         self.ring_group = ring_group if config.enable_ring_exchange else None
 

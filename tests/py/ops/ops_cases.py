@@ -27,7 +27,7 @@ def groups_2x2():
     """(sp_group, ring_group) of a 2 x 2 mesh: Ulysses over {0,1},{2,3}, ring over {0,2},{1,3};
     built once per pool, by every rank in the same order."""
     if not _groups_2d:
-        cfg = torch_topo.UlyssesConfig(sequence_parallel_size=2)
+        cfg = torch_topo.UlyssesConfig(sequence_parallel_size=4, ulysses_degree=2)
         _groups_2d["g"] = torch_topo.build_sequence_parallel_groups(cfg)
     return _groups_2d["g"]
 
@@ -70,7 +70,7 @@ def _op(name: str, causal: bool, scale, balance: str):
         return functools.partial(torch_topo.ring_attention, causal=causal, softmax_scale=scale,
                                  balance=balance)
     sp, ring = groups_2x2()
-    cfg = torch_topo.UlyssesConfig(sequence_parallel_size=2, ring_balance=balance,
+    cfg = torch_topo.UlyssesConfig(sequence_parallel_size=4, ulysses_degree=2, ring_balance=balance,
                                    causal=causal, softmax_scale=scale)
     return torch_topo.SequenceParallelAttention(cfg, sp_group=sp, ring_group=ring)
 
