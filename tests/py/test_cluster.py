@@ -125,3 +125,49 @@ def test_play_needs_a_pinned_file_and_a_gpu_it_has(tmp_path, monkeypatch):
         exchange_cluster(store, 0, 1, TopoConfig(play="a:8", topology_file=P4D))
     with pytest.raises(ValueError, match="group_rank: got 2"):
         exchange_cluster(store, 2, 2, TopoConfig())
+
+
+def _reuse_main(rank, world, store_path, out_dir, tamper):
+    from torch_topo import _C, cluster
+
+    dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
+                            world_size=world)
+    cfg = TopoConfig(topology_file=P4D, play="hostA:0,hostA:1,hostB:0", timeout_s=60.0)
+    whole = cluster.exchange_cluster(dist.PrefixStore("world", dist.FileStore(store_path, world)),
+                                     rank, world, cfg, global_ranks=range(world))
+
+    def no_probe(*_args):
+        raise AssertionError("probed again although an earlier exchange covers the group")
+
+    cluster._probe_own_record = no_probe
+    cluster._own_records.clear()
+    if tamper and rank == 1:  # rank 1 remembers another GPU for rank 2
+        cluster._exchanges[0][1][2]["local_device"] = 5
+    result = {"hosts": whole.hostnames}
+    if rank in (1, 2):
+        store = dist.PrefixStore("sub", dist.FileStore(store_path, world))
+        try:
+            sub = cluster.exchange_cluster(store, rank - 1, 2, TopoConfig(timeout_s=60.0),
+                                           global_ranks=[1, 2])
+            result["sub"] = [sub.hostnames, [p.local_gpu for p in sub.placements]]
+        except _C.TopoMismatchError as exc:
+            result["error"] = str(exc)
+    result["exchanges"] = len(cluster._exchanges)
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(result))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("tamper", [False, True])
+def test_later_group_reuses_the_exchange_after_a_digest_check(tmp_path, tamper):
+    mp.start_processes(_reuse_main, args=(3, str(tmp_path / "store"), str(tmp_path), tamper),
+                       nprocs=3, start_method="spawn")
+    results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(3)]
+    assert all(r["exchanges"] == 1 and r["hosts"] == ["hostA", "hostB"] for r in results)
+    for r in results[1:]:
+        if tamper:
+            assert "reuses other topology records than group rank" in r["error"], r
+        else:
+            # Ranks 1 and 2 play hostA:1 and hostB:0: the subgroup spans both hosts.
+            assert r["sub"] == [["hostA", "hostB"], [1, 0]], r
