@@ -81,6 +81,7 @@ SMI: dict[str, Expect] = {
     ], [0] * 4 + [1] * 4, 1),  # NUMA numbered by the two distinct CPU Affinity sets
     "goGpuallocator17_8xRTX4090_allSYS_2xNIC.tsv.txt": Expect(8, full(8, "SYS"), [0] * 4 + [1] * 4, 2),
     "h100_8xSXM_NV18_2socket_mlengineering.txt": Expect(8, full(8, "NV18"), [0] * 4 + [1] * 4, 0),
+    "h200_1xGPU_firecracker-vm_driver580.tsv.txt": Expect(1, ["X"], [0], 0),
     "nccl557_2xGPU_NV3_bridge.tsv.txt": Expect(2, ["X NV3", "NV3 X"], [N, N], 0),
     "ncclTests178_8xA100-PCIe_NV12pairs_NODE_SYS.txt": Expect(8, [
         "X NV12 NODE NODE SYS SYS SYS SYS",
@@ -124,6 +125,7 @@ XML: dict[str, Expect] = {
     "azure_ndv4_8xA100_topo.xml": Expect(
         8, pcie_groups([[0, 1], [2, 3], [4, 5], [6, 7]], [1, 1, 0, 0, 3, 3, 2, 2], "PIX", "SYS"),
         [1, 1, 0, 0, 3, 3, 2, 2], 8),
+    "h200_1xGPU_firecracker-vm_nccl2.28.9_topo_dump.xml": Expect(1, ["X"], [N], 1),  # numaid="-1"
     "azure_ndv5_8xH100_topo.xml": Expect(
         8, pcie_groups([], [0] * 4 + [1] * 4, "PIX", "PHB"), [0] * 4 + [1] * 4, 8),
     "nebius_h100_vm_8xH100_8xIB_topo_v1.xml": Expect(
@@ -139,10 +141,13 @@ HWLOC: dict[str, Expect] = {
         4, ["X NV2 SYS SYS", "NV2 X SYS SYS", "SYS SYS X NV2", "SYS SYS NV2 X"], [0, 0, 1, 1], 0),
     # DGX Spark: no PCI GPU or network OS device in the export, one NUMA node
     "hwloc_nvidia_DGX-GB10.xml": Expect(0, [], [], 0),
+    # H200 Firecracker VM: GPU, eth0 and two virtio disks under one host bridge, one NUMA node
+    "hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml": Expect(1, ["X"], [0], 1),
 }
 HWLOC_NUMA_IDS = {"hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml": {0, 1},
                   "hwloc_power8_gpu_nvlink_distances.xml": {0, 1},
-                  "hwloc_nvidia_DGX-GB10.xml": {0}}
+                  "hwloc_nvidia_DGX-GB10.xml": {0},
+                  "hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml": {0}}
 HWLOC_TEXT_FILES = {"lstopo_power9_AC922_gpu_numanodes.console.txt"}
 
 
@@ -232,6 +237,23 @@ def test_json_round_trip(sub, name):
             assert back.bandwidth(i, j) == topo.bandwidth(i, j)  # exact, not approximate
             assert back.latency(i, j) == topo.latency(i, j)
     assert back.warnings == topo.warnings
+
+
+@pytest.mark.parametrize("sub,name,bus_id,nic,nic_path", [
+    # Bus ids and NICs as the files give them: hwloc pci_busid of "0302 [10de:2335]" and eth0's
+    # PCI function; NCCL's <pci busid> and a <nic> without PCI parent; nvidia-smi names neither.
+    ("hwloc", "hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml", "0000:00:06.0", "eth0", "PHB"),
+    ("nccl_topo_xml", "h200_1xGPU_firecracker-vm_nccl2.28.9_topo_dump.xml", "0000:00:06.0", "eth0",
+     "PHB"),
+    ("nvidia_smi_topo", "h200_1xGPU_firecracker-vm_driver580.tsv.txt", None, None, None),
+])
+def test_h200_firecracker_vm_files(sub, name, bus_id, nic, nic_path):
+    topo = load_topology(os.path.join(DATA, sub, name))
+    assert [g.bus_id for g in topo.gpus] == [bus_id]
+    assert [n.name for n in topo.nics] == ([nic] if nic else [])
+    if nic:
+        # One NUMA node, one host bridge: GPU and NIC meet at the CPU.
+        assert topo.nic_path(0, 0) == nic_path
 
 
 def test_nvidia_smi_text_cannot_become_nccl_xml():

@@ -19,7 +19,7 @@ SEED = 1234
 
 def _corpus() -> list[str]:
     texts = []
-    for sub in ("nvidia_smi_topo", "nccl_topo_xml"):
+    for sub in ("nvidia_smi_topo", "nccl_topo_xml", "hwloc"):
         for name in sorted(os.listdir(os.path.join(DATA, sub))):
             with open(os.path.join(DATA, sub, name), encoding="utf-8", errors="surrogateescape") as f:
                 texts.append(f.read())
