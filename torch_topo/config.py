@@ -67,13 +67,18 @@ class TopoConfig:
 
     topology_file: str | None = None
     """Pinned topology file (nvidia-smi text, NCCL XML, hwloc XML or torch-topo JSON); wins
-    over the live probe. None falls back to NCCL_TOPO_FILE when that is set."""
+    over the live probe, and init_device_mesh plans on it instead of the exchanged cluster.
+    None falls back to NCCL_TOPO_FILE when that is set."""
 
     bind_numa: bool = False
-    """Bind each rank to the CPUs nearest its GPU at init, unless the launcher already did."""
+    """Bind every thread of the rank, and its memory policy, to the CPUs and NUMA node nearest
+    its GPU when the "topo" world group is created (before its inner backends start threads),
+    unless the launcher already bound it; the report is printed once (torch_topo.numa)."""
 
     nccl_hints: bool = False
-    """Set NCCL algorithm/protocol hints per group from the cost model (shown by explain())."""
+    """Create each mesh group's NCCL communicator with the cost model's NCCL_ALGO choice for
+    the collective its dimension was costed with (init_device_mesh on a "topo" world, NCCL
+    >= 2.24.3; torch_topo.nccl_hints says what is and is not covered)."""
 
     debug: bool = False
     """Log to stderr every flat/hierarchical decision of the C++ backend (one line per
