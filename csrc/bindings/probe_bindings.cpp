@@ -100,6 +100,12 @@ void defProbe(py::module_& m) {
 
 Args:
   require_gpus: raise TopoUnavailableError instead of reporting zero GPUs.)");
+  m.def(
+      "export_hwloc_xml", [] { return topo::loadHwloc()->exportXml(); },
+      py::call_guard<py::gil_scoped_release>(),
+      R"(This host's topology as libhwloc exports it (what `lstopo FILE.xml` writes, I/O devices
+included): the live probe's hwloc input, to pin (TORCH_TOPO_FILE) or to compare with.
+Raises TopoUnavailableError when built without hwloc or when discovery fails.)");
   m.def("_test_probe_host", &probeWithFaults, py::arg("faults"), py::arg("sysfs_root") = "/sys",
         py::call_guard<py::gil_scoped_release>(),
         R"(The live probe with injected source failures, for tests of the probe's isolation.

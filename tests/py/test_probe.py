@@ -86,6 +86,15 @@ def test_live_probe_agrees_with_sys(no_pins):
         assert any("zero GPUs" in w for w in host.warnings)
 
 
+def test_live_nics_are_the_pci_functions_of_this_hosts_hwloc_export():
+    # This CI VM, like the H200 VM of issue 16, has a virtio eth0 whose device link ends below its
+    # PCI function: the live probe must name the function hwloc's own export names.
+    exported = _C.read_hwloc_xml(_C.export_hwloc_xml(), "this-host.xml")
+    live = _C.probe_host()
+    assert sorted(n.bus_id for n in live.nics) == sorted(n.bus_id for n in exported.nics)
+    assert [n.cpus for n in live.numa_nodes] == [n.cpus for n in exported.numa_nodes]
+
+
 @pytest.mark.parametrize(
     "faults, sysfs, failed",
     [
