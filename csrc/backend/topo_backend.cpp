@@ -321,6 +321,7 @@ c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
   childOpts->group_name = opts->group_name;
   childOpts->group_desc = opts->group_desc;
   childOpts->global_ranks_in_group = opts->global_ranks_in_group;
+  childOpts->debug = debug_;  // a split group logs as its parent does
   auto first = children.begin()->second;
   return c10::make_intrusive<TopoBackend>(store, first->getRank(), first->getSize(), childOpts,
                                           std::move(children));
