@@ -161,7 +161,9 @@ def _local_gpu(topology: Topology) -> int:
         for gpu in topology.gpus:
             if gpu.bus_id and gpu.bus_id.lower() == bus_id:
                 return gpu.index
-    return dev
+    # A GPU the topology does not have (the probe's NVML failed: see its warnings) is placed as
+    # no GPU, so the group still forms instead of failing the cluster's range check.
+    return dev if dev < topology.gpu_count else -1
 
 
 def own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:

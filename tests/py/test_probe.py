@@ -10,6 +10,7 @@ import socket
 import sys
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -27,6 +28,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 DGX2 = str(DATA / "hwloc" / "hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml")
 POWER8 = str(DATA / "hwloc" / "hwloc_power8_gpu_nvlink_distances.xml")
 GB10 = str(DATA / "hwloc" / "hwloc_nvidia_DGX-GB10.xml")
+H200 = str(DATA / "hwloc" / "hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml")
 CONSOLE = str(DATA / "hwloc" / "lstopo_power9_AC922_gpu_numanodes.console.txt")
 P4D = str(DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml")
 
@@ -148,6 +150,20 @@ def test_init_process_group_topo_proceeds_when_sources_fail(no_pins, monkeypatch
         assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
     finally:
         dist.destroy_process_group()
+
+
+def test_a_gpu_the_failed_probe_does_not_know_is_placed_as_no_gpu(monkeypatch):
+    # NVML failing on a GPU host: torch sees a GPU the probed topology lacks; init must go on.
+    import torch
+
+    from torch_topo.cluster import _local_gpu
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    h200_gpu = SimpleNamespace(pci_domain_id=0, pci_bus_id=0, pci_device_id=6)  # 0000:00:06.0
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda dev: h200_gpu)
+    assert _local_gpu(torch_topo.load_topology(H200)) == 0
+    assert _local_gpu(torch_topo.Topology(_C._test_probe_host(["nvml"]))) == -1
 
 
 def test_pinned_file_precedence():
