@@ -4,12 +4,14 @@ backward for our fused Ulysses vs the unfused DeepSpeed pattern, ring vs Ulysses
 attention on one rank, and activation memory per rank vs sequence length.
 
 Usage: python benchmarks/sequence_parallel.py [--world 2] [--seq 512 1024] [--iters 5]
+       python benchmarks/sequence_parallel.py --preset comm-heavy --iters 15
 
 DeepSpeed is not installed here, so its pattern is reimplemented: DeepSpeed's
 DistributedAttention (deepspeed/sequence/layer.py) sends Q, K and V through three separate
 _SeqAllToAll calls, each with its own reshape/permute/contiguous copy before and after the
-all_to_all_single, and its backward repeats the three exchanges. Ours packs all three into one
-buffer (one copy), one exchange, one unpack; the backward is one exchange as well.
+all_to_all_single, and its backward repeats the three exchanges. Ours writes all three into one
+buffer (one copy) for one exchange and, at batch 1, attends on views of what arrives; the
+output exchange sends the attention output as it lies; the backward is one exchange each way.
 """
 
 from __future__ import annotations
@@ -91,19 +93,22 @@ def saved_activation_bytes(fn, *inputs) -> int:
     return sum(seen.values())
 
 
-def _time_fwd_bwd(fn, inputs, iters, sync) -> float:
-    """Median seconds of forward + backward (ranks aligned by a barrier before each)."""
-    times = []
+def _time_fwd_bwd(cases, iters, sync) -> dict[str, float]:
+    """Median seconds of forward + backward per case, {name: (fn, inputs)}. The cases take
+    turns within each iteration, so a load change on a shared host hits all of them alike;
+    ranks are aligned by `sync` before each run, and the first iteration warms up."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
     for i in range(iters + 1):
-        for t in inputs:
-            t.grad = None
-        sync()
-        t0 = time.perf_counter()
-        fn(*inputs).sum().backward()
-        sync()
-        if i > 0:  # the first iteration warms up allocator and Gloo pairs
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for name, (fn, inputs) in cases.items():
+            for t in inputs:
+                t.grad = None
+            sync()
+            t0 = time.perf_counter()
+            fn(*inputs).sum().backward()
+            sync()
+            if i > 0:
+                times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def _worker(rank, world, store, args, results):
@@ -140,22 +145,20 @@ def _worker(rank, world, store, args, results):
             "ring causal contiguous": (lambda q, k, v: torch_topo.ring_attention(
                 q, k, v, causal=True, check_inputs=False), (q, k, v)),
         }
-        timings = {}
-        for name, (fn, inputs) in cases.items():
-            local = _time_fwd_bwd(fn, inputs, args.iters, dist.barrier)
-            worst = torch.tensor([local], dtype=torch.float64)
-            dist.all_reduce(worst, op=dist.ReduceOp.MAX)  # a layer is as slow as its slowest rank
-            timings[name] = worst.item()
+        local = _time_fwd_bwd(cases, args.iters, dist.barrier)
+        worst = torch.tensor(list(local.values()), dtype=torch.float64)
+        dist.all_reduce(worst, op=dist.ReduceOp.MAX)  # a layer is as slow as its slowest rank
+        timings = dict(zip(local, worst.tolist(), strict=True))
         # Full attention runs on rank 0 alone with the same one thread; the others wait.
         fq = torch.randn(b, seq, h, d, generator=gen).requires_grad_()
         fk, fv = (torch.randn(b, seq, hk, d, generator=gen).requires_grad_() for _ in range(2))
         if rank == 0:
-            timings["full attention, one rank"] = _time_fwd_bwd(
-                lambda q, k, v: full_attention(q, k, v, False), (fq, fk, fv), args.iters,
-                lambda: None)
-            timings["full attention causal, one rank"] = _time_fwd_bwd(
-                lambda q, k, v: full_attention(q, k, v, True), (fq, fk, fv), args.iters,
-                lambda: None)
+            timings.update(_time_fwd_bwd({
+                "full attention, one rank": (
+                    lambda q, k, v: full_attention(q, k, v, False), (fq, fk, fv)),
+                "full attention causal, one rank": (
+                    lambda q, k, v: full_attention(q, k, v, True), (fq, fk, fv)),
+            }, args.iters, lambda: None))
         dist.barrier()
         memory = {
             "full attention, one rank": saved_activation_bytes(
@@ -212,6 +215,13 @@ def _print(rows, args):
               f"{uly / full:.3f} | |")
 
 
+# comm-heavy: short sequence, wide heads (64 x 128 per position), batch 1, 4 ranks: each
+# exchange moves 2 MiB per tensor per rank while attention over 64 local rows stays cheap,
+# so the layer's time is mostly layout copies and exchanges (what fusing Q/K/V saves).
+PRESETS = {"comm-heavy": {"world": 4, "seq": [256], "batch": 1, "heads": 64, "kv_heads": 64,
+                          "head_dim": 128}}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--world", type=int, default=2)
@@ -221,7 +231,12 @@ def main(argv=None) -> int:
     p.add_argument("--kv-heads", type=int, default=8)
     p.add_argument("--head-dim", type=int, default=64)
     p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--preset", choices=sorted(PRESETS),
+                   help="a named shape (overrides --world/--seq/--batch/--heads/--kv-heads/"
+                        "--head-dim)")
     args = p.parse_args(argv)
+    for key, value in PRESETS.get(args.preset, {}).items():
+        setattr(args, key, value)
     for seq in args.seq:
         if seq % (2 * args.world) != 0:
             p.error(f"--seq {seq} must be a multiple of 2 x --world = {2 * args.world}")

@@ -19,22 +19,48 @@ __all__ = ["UlyssesExchangeFunction", "ulysses_all_to_all", "ulysses_attention"]
 AttnFn = Callable[..., torch.Tensor]
 
 
-def _exchange(tensors: Sequence[torch.Tensor], scatter_dim: int, gather_dim: int, group,
-              replicate: Sequence[bool], reduce_replicas: Sequence[int]) -> list[torch.Tensor]:
-    """Pack (C++/CUDA), one all_to_all_single on one contiguous buffer, unpack (C++/CUDA)."""
+def _send_view(t: torch.Tensor, scatter_dim: int, world: int, replicate: bool) -> torch.Tensor:
+    """[world, *slice]: rank j's slice of `t` at index j, as a view where the split allows."""
+    shape = _C.ulysses_slice_shape(list(t.shape), scatter_dim, world, replicate)  # checks
+    n = t.shape[scatter_dim]
+    if shape[scatter_dim] == 1 and n < world:  # replicated: rank j takes row j // (world / n)
+        rows = torch.arange(world, device=t.device) // (world // n)
+        t, n = t.index_select(scatter_dim, rows), world
+    return t.unflatten(scatter_dim, (world, n // world)).movedim(scatter_dim, 0)
+
+
+def _exchange(tensors: Sequence[torch.Tensor], scatter_dim: int, gather_dim: int, cat_dim: int,
+              group, replicate: Sequence[bool], reduce_replicas: Sequence[int]
+              ) -> list[torch.Tensor]:
+    """One all_to_all_single for all `tensors`: rank j's slices travel side by side along
+    `cat_dim` (Q/K/V: the heads), so per position a rank receives [q | k | v] heads.
+
+    Copies only where a layout change is needed: the send buffer is written in one pass (a
+    view when one tensor is already in rank order, e.g. the attention output at batch 1), and
+    what arrives is returned as views of the receive buffer wherever the gathered layout is
+    one (sequence gather at batch 1: Q, K and V views with a common row stride)."""
     world = dist.get_world_size(group)
-    send = _C.ulysses_pack(list(tensors), scatter_dim, world, list(replicate))
-    shapes = [_C.ulysses_slice_shape(list(t.shape), scatter_dim, world, r)
-              for t, r in zip(tensors, replicate, strict=False)]
+    views = [_send_view(t, scatter_dim, world, r)
+             for t, r in zip(tensors, replicate, strict=True)]
+    packed = views[0] if len(views) == 1 else torch.cat(views, dim=cat_dim + 1)
+    send = packed.contiguous().view(-1)
     recv = torch.empty_like(send)
     dist.all_to_all_single(recv, send, group=group)
-    return _C.ulysses_unpack(recv, shapes, gather_dim, world, list(reduce_replicas))
+    parts = recv.view(packed.shape).split([v.shape[cat_dim + 1] for v in views], cat_dim + 1)
+    out = []
+    for part, r in zip(parts, reduce_replicas, strict=True):
+        if r > 1:  # replicas of one head: sum each run of r senders (fp32 for 16-bit types)
+            acc = torch.float32 if part.dtype in (torch.float16, torch.bfloat16) else None
+            part = part.unflatten(0, (world // r, r)).sum(1, dtype=acc).to(part.dtype)
+        out.append(part.movedim(0, gather_dim).flatten(gather_dim, gather_dim + 1))
+    return out
 
 
 class UlyssesExchangeFunction(torch.autograd.Function):
     """Scatter `scatter_dim`, gather `gather_dim` for several tensors in one exchange; the
     backward is the inverse exchange, again one collective, summing the gradients of replicated
-    slices (GQA heads shared by several ranks)."""
+    slices (GQA heads shared by several ranks). Slices travel side by side along
+    `scatter_dim` (they may differ in size only there)."""
 
     @staticmethod
     def forward(ctx, group, scatter_dim: int, gather_dim: int, replicate: tuple[bool, ...],
@@ -43,8 +69,9 @@ class UlyssesExchangeFunction(torch.autograd.Function):
         ctx.group, ctx.scatter_dim, ctx.gather_dim = group, scatter_dim, gather_dim
         # A replicated slice of a size-n dim reaches world / n ranks; backward sums them.
         ctx.reduce = [world // t.shape[scatter_dim] if r and t.shape[scatter_dim] < world else 1
-                      for t, r in zip(tensors, replicate, strict=False)]
-        out = _exchange(tensors, scatter_dim, gather_dim, group, replicate, [1] * len(tensors))
+                      for t, r in zip(tensors, replicate, strict=True)]
+        out = _exchange(tensors, scatter_dim, gather_dim, scatter_dim, group, replicate,
+                        [1] * len(tensors))
         ctx.out_shapes = [o.shape for o in out]
         ctx.dtype, ctx.device = tensors[0].dtype, tensors[0].device
         return tuple(out)
@@ -52,9 +79,9 @@ class UlyssesExchangeFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads: torch.Tensor):
         # An output the loss does not use has no gradient: it contributes zeros.
-        grads = [torch.zeros(shape, dtype=ctx.dtype, device=ctx.device) if g is None
-                 else g.contiguous() for g, shape in zip(grads, ctx.out_shapes, strict=False)]
-        out = _exchange(grads, ctx.gather_dim, ctx.scatter_dim, ctx.group,
+        grads = [torch.zeros(shape, dtype=ctx.dtype, device=ctx.device) if g is None else g
+                 for g, shape in zip(grads, ctx.out_shapes, strict=True)]
+        out = _exchange(grads, ctx.gather_dim, ctx.scatter_dim, ctx.scatter_dim, ctx.group,
                         [False] * len(grads), ctx.reduce)
         return (None, None, None, None, *out)
 
@@ -139,4 +166,4 @@ def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=N
     replicate = (False, k.shape[2] < world, k.shape[2] < world)
     qg, kg, vg = UlyssesExchangeFunction.apply(group, 2, 1, replicate, q, k, v)
     out = (attn_fn or sdpa_attention)(qg, kg, vg, causal=causal, softmax_scale=softmax_scale)
-    return UlyssesExchangeFunction.apply(group, 1, 2, (False,), out.contiguous())[0]
+    return UlyssesExchangeFunction.apply(group, 1, 2, (False,), out)[0]

@@ -1,0 +1,292 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Sequence-parallel attention on one CUDA GPU against torch, side by side in one run: ring
+block forward/backward vs torch's flash attention, ring_attention at world size 1 vs
+scaled_dot_product_attention, the Ulysses Q/K/V pack vs torch's reshape/permute/cat and a
+device-to-device copy, and ring_attention's memory per rank vs full attention over 4k-64k.
+
+Usage: python benchmarks/sequence_parallel_gpu.py [--quick] [--json PATH]
+
+Times are CUDA-event medians; memory is the peak allocated beyond the inputs (torch's caching
+allocator statistics). The per-rank ring memory runs rank 0's whole ring on this GPU with the
+exchange replaced by a device copy (same buffers, same blocks, no NCCL). Without CUDA it says
+so and exits 0. Run by scripts/gpu_check.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import os
+import statistics
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+MiB = 2**20
+
+
+def _ms(fn, reps: int) -> float:
+    """Median milliseconds of fn over reps, each timed with CUDA events (2 warm-up calls)."""
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def _peak_mib(fn) -> float:
+    """Peak memory allocated while fn runs, beyond what was allocated before (MiB)."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    result = fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    del result
+    return peak / MiB
+
+
+def _bhsd(b, h, s, d, dtype=torch.bfloat16, heads_kv=None):
+    """q, k, v, dout as [b, h, s, d] views of [b, s, h, d] tensors (the ring's layout)."""
+    g = torch.Generator(device="cuda").manual_seed(s)
+    hk = heads_kv or h
+    make = lambda n: torch.randn(b, s, n, d, device="cuda", dtype=dtype,  # noqa: E731
+                                 generator=g).transpose(1, 2)
+    return make(h), make(hk), make(hk), make(h)
+
+
+def _row(rows, what, ours_ms, torch_ms, ours_mib=None, torch_mib=None, goal=None):
+    rows.append({"what": what, "ours_ms": ours_ms, "torch_ms": torch_ms,
+                 "ratio": ours_ms / torch_ms if torch_ms else None, "ours_peak_mib": ours_mib,
+                 "torch_peak_mib": torch_mib,
+                 "memory_ratio": ours_mib / torch_mib if ours_mib and torch_mib else None,
+                 "goal": goal})
+
+
+def _block_case(rows, s, reps):
+    from torch_topo.ops.attention_blocks import block_backward, block_forward, select_for
+
+    q, k, v, dout = _bhsd(1, 32, s, 128)
+    kernel = select_for(q)
+
+    def ours_f():
+        return block_forward(q, k, v, True, 0.088, kernel)
+
+    def torch_f():
+        return torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, True,
+                                                                  scale=0.088)
+
+    _row(rows, f"ring block forward ({kernel}), causal, b1 h32 s{s} d128 bf16",
+         _ms(ours_f, reps), _ms(torch_f, reps), _peak_mib(ours_f), _peak_mib(torch_f),
+         "<= 1.1x time, <= 1.5x memory")
+    res, tf = ours_f(), torch_f()
+
+    def ours_b():
+        return block_backward(dout, q, k, v, res.out, res.lse, True, 0.088, res.rng, kernel)
+
+    def torch_b():
+        return torch.ops.aten._scaled_dot_product_flash_attention_backward(
+            dout, q, k, v, tf[0], tf[1], tf[2], tf[3], tf[4], tf[5], 0.0, True, tf[6], tf[7],
+            scale=0.088)
+
+    _row(rows, f"ring block backward ({kernel}), causal, s{s}", _ms(ours_b, reps),
+         _ms(torch_b, reps), _peak_mib(ours_b), _peak_mib(torch_b), "<= 1.2x time")
+
+
+@contextlib.contextmanager
+def _world_of_one():
+    import socket
+
+    import torch.distributed as dist
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    store = dist.TCPStore("127.0.0.1", port, 1, is_master=True)
+    dist.init_process_group("nccl", store=store, rank=0, world_size=1,
+                            device_id=torch.device("cuda", 0))
+    try:
+        yield dist.group.WORLD
+    finally:
+        dist.destroy_process_group()
+
+
+def bench_ring_world_one(rows, s, reps):
+    import torch.nn.functional as F
+
+    import torch_topo
+
+    q, k, v, dout = (t.transpose(1, 2) for t in _bhsd(1, 32, s, 128))  # [b, s, h, d]
+    with _world_of_one() as group:
+        ours = lambda: torch_topo.ring_attention(q, k, v, group=group, causal=True)  # noqa: E731
+        ref = lambda: F.scaled_dot_product_attention(  # noqa: E731
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        _row(rows, f"ring_attention world 1 forward, causal, b1 h32 s{s} d128 bf16",
+             _ms(ours, reps), _ms(ref, reps), _peak_mib(ours), _peak_mib(ref), "<= 1.15x time")
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+
+        def fwd_bwd(fn):
+            def run():
+                out = fn(*leaves)
+                out.backward(dout)
+                return out
+            return run
+
+        ours_fb = fwd_bwd(lambda a, b, c: torch_topo.ring_attention(a, b, c, group=group,
+                                                                    causal=True))
+        ref_fb = fwd_bwd(lambda a, b, c: F.scaled_dot_product_attention(
+            a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2),
+            is_causal=True).transpose(1, 2))
+        _row(rows, f"ring_attention world 1 forward+backward, causal, s{s}",
+             _ms(ours_fb, reps), _ms(ref_fb, reps), _peak_mib(ours_fb), _peak_mib(ref_fb),
+             "<= 1.15x time")
+
+
+def _copy_gbps(nbytes: int, reps: int) -> float:
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return 2 * nbytes / (_ms(lambda: dst.copy_(src), reps) * 1e-3) / 1e9
+
+
+def _pack_case(rows, reps, copy_rate, b, s, h, hk, world):
+    from torch_topo import _C
+    from torch_topo.ops.ulysses import _send_view
+
+    qkv = [torch.randn(b, s, n, 128, device="cuda", dtype=torch.bfloat16) for n in (h, hk, hk)]
+    nbytes = sum(t.numel() * t.element_size() for t in qkv)
+
+    def reference():  # what DeepSpeed-style code does: per-tensor permute copies, then cat
+        return torch.cat([t.reshape(b, s, world, t.shape[2] // world, 128)
+                          .permute(2, 0, 1, 3, 4).contiguous().view(world, -1) for t in qkv],
+                         dim=1)
+
+    def ours():  # ulysses_attention's pack: one cat of strided views, heads side by side
+        return torch.cat([_send_view(t, 2, world, False) for t in qkv], dim=3)
+
+    def kernel():
+        return _C.ulysses_pack(qkv, 2, world)
+
+    t_ours, t_ref, t_kernel = _ms(ours, reps), _ms(reference, reps), _ms(kernel, reps)
+    label = f"b{b} s{s} h{h} kv{hk} d128 bf16, world {world}"
+    _row(rows, f"Ulysses Q/K/V pack (one cat of strided views), {label}", t_ours, t_ref,
+         goal=">= 1.5x faster than reshape/permute/cat, >= 70% of copy rate")
+    _row(rows, f"Ulysses Q/K/V pack (_C.ulysses_pack kernel), {label}", t_kernel, t_ref)
+    for name, t in (("cat of strided views", t_ours), ("_C.ulysses_pack", t_kernel),
+                    ("reshape/permute/cat", t_ref)):
+        gbps = 2 * nbytes / (t * 1e-3) / 1e9
+        rows.append({"what": f"pack rate, {name}, {label}", "gb_per_s": gbps,
+                     "of_copy_rate": gbps / copy_rate})
+
+
+class _LocalRing:
+    """Stands in for RingExchange on one GPU: 'receiving' copies the sent block."""
+
+    def __init__(self, group) -> None:
+        pass
+
+    def post(self, send, recv, tag=0) -> None:
+        recv.copy_(send)
+
+    def wait(self) -> None:
+        pass
+
+
+def _memory_case(rows, ring, s, world):
+    import torch.nn.functional as F
+
+    leaves = [t.transpose(1, 2).detach().requires_grad_()
+              for t in _bhsd(1, 32, s // world, 128)[:3]]
+    full = [t.detach().requires_grad_() for t in _bhsd(1, 32, s, 128)[:3]]
+
+    def ring_fb():
+        out = ring.RingAttentionFunction.apply(*leaves, None, True, 0.088, "zigzag")[0]
+        out.backward(torch.ones_like(out))
+        return out
+
+    def full_fb():
+        out = F.scaled_dot_product_attention(*full, is_causal=True)
+        out.backward(torch.ones_like(out))
+        return out
+
+    inputs = [sum(t.numel() * t.element_size() for t in ts) / MiB for ts in (leaves, full)]
+    ring_mib, full_mib = _peak_mib(ring_fb) + inputs[0], _peak_mib(full_fb) + inputs[1]
+    rows.append({"what": f"memory per rank, fwd+bwd incl. inputs, s{s}, ring of {world} vs "
+                 "full attention", "ring_rank_mib": ring_mib, "full_mib": full_mib,
+                 "ring_over_full": ring_mib / full_mib, "one_over_p": 1 / world})
+
+
+def bench_memory_sweep(rows, seqs, world):
+    """Peak memory of rank 0 of a `world`-rank ring (its whole forward and backward) against
+    full attention on one GPU, b1 h32 d128 bf16 causal zigzag."""
+    ring = importlib.import_module("torch_topo.ops.ring_attention")
+    real = ring.RingExchange, ring.group_rank_size
+    ring.RingExchange, ring.group_rank_size = _LocalRing, lambda g: (0, world)
+    try:
+        for s in seqs:
+            _memory_case(rows, ring, s, world)
+    finally:
+        ring.RingExchange, ring.group_rank_size = real
+
+
+def _print(rows):
+    for r in rows:
+        if "ours_ms" in r:
+            mem = ""
+            if r["ours_peak_mib"] is not None:
+                mem = (f" | peak {r['ours_peak_mib']:.0f} vs {r['torch_peak_mib']:.0f} MiB "
+                       f"({r['memory_ratio']:.2f}x)")
+            print(f"| {r['what']} | ours {r['ours_ms']:.3f} ms | torch {r['torch_ms']:.3f} ms | "
+                  f"{r['ratio']:.2f}x{mem} | goal {r['goal'] or '-'} |")
+        elif "gb_per_s" in r:
+            print(f"| {r['what']} | {r['gb_per_s']:.0f} GB/s | {100 * r['of_copy_rate']:.0f}% "
+                  "of copy |")
+        else:
+            print(f"| {r['what']} | ring rank {r['ring_rank_mib']:.0f} MiB | full "
+                  f"{r['full_mib']:.0f} MiB | {r['ring_over_full']:.3f} (1/P = "
+                  f"{r['one_over_p']:.3f}) |")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="fewer repetitions (about a minute)")
+    p.add_argument("--json", help="write every figure to this file")
+    args = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("sequence_parallel_gpu: no CUDA device here; nothing to measure")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"skipped": "no CUDA device"}, f)
+        return 0
+    reps = 5 if args.quick else 20
+    rows: list = []
+    copy_rate = _copy_gbps(1 << 30, reps)
+    rows.append({"what": "device-to-device copy rate, 1 GiB", "gb_per_s": copy_rate,
+                 "of_copy_rate": 1.0})
+    for s in (4096, 8192):
+        _block_case(rows, s, reps)
+    bench_ring_world_one(rows, 8192, reps)
+    for shape in ((1, 32768, 32, 8, 8), (2, 8192, 32, 32, 4)):
+        _pack_case(rows, reps, copy_rate, *shape)
+    bench_memory_sweep(rows, (4096, 8192, 16384, 32768, 65536), 8)
+    print(f"# sequence-parallel attention on {torch.cuda.get_device_name(0)}, torch "
+          f"{torch.__version__}, median of {reps} (CUDA events)")
+    _print(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                       "reps": reps, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
