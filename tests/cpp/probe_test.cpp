@@ -167,6 +167,19 @@ TEST_F(H200Sysfs, GpuToNicIsPhbAsInTheHostsLstopoExport) {
   EXPECT_EQ(live.source, "probe:hwloc+nvml");
 }
 
+TEST_F(H200Sysfs, SysfsGivesTheSpeedHwlocsNicLacks) {
+  // NCCL's dump of that VM says speed="10000" (Mbit/s) for eth0; hwloc's XML has no speed.
+  sys_.write("devices/pci0000:00/0000:00:03.0/virtio2/net/eth0/speed", "10000\n");
+  testing::FileHwloc hwloc(testing::dataFile(kH200));
+  testing::FakeNvml nvml(readFile(kH200));
+  HostTopology live = probeHost(&hwloc, &nvml, sys_.root());
+  ASSERT_EQ(live.nics.size(), 1u);
+  EXPECT_DOUBLE_EQ(live.nics[0].speed_gbps, 10.0);
+  EXPECT_EQ(readFile(kH200).nics[0].speed_gbps, 0.0);
+  // The line rate caps the GPU -> NIC path: 10 Gbit/s is 1.25 GB/s.
+  EXPECT_DOUBLE_EQ(live.gpu_nic_paths.at(0).bandwidth_gbps, 1.25);
+}
+
 #if TORCH_TOPO_WITH_HWLOC
 TEST_F(H200Sysfs, LibhwlocLoadingTheExportGivesTheSamePaths) {
   // libhwloc itself reads the file and exports it again: the probe's own hwloc calls.
