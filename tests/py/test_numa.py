@@ -154,7 +154,8 @@ def test_init_process_group_binds_every_thread(tmp_path):
     assert len(out["lists"]) >= 3  # main, the early thread, Gloo's threads
     assert out["early"] in out["lists"]
     assert set(out["lists"].values()) == {"1"}, out["lists"]
-    assert out["mode"] in (1, -1)  # MPOL_PREFERRED where get_mempolicy could be asked (x86_64)
+    if os.uname().machine == "x86_64":  # where the script asks get_mempolicy
+        assert out["mode"] == 1  # MPOL_PREFERRED (node 0, the GPU's in the file)
     assert out["report"] == "bound"
     assert len(out["printed"]) == 1 and "bound to [1]" in out["printed"][0], out["printed"]
 
