@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // sysfs readers of the live probe (layer: csrc/topo): NUMA nodes, physical NICs, PCI NUMA nodes.
-// Plain POSIX reads and std::from_chars: no iostream, no locale (issue 16).
+// Plain POSIX reads and text_numbers parsing: no iostream, no locale (issue 16).
 #include "topo/sysfs_probe.h"
 
 #include <dirent.h>
@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 
 #include "topo/cpulist.h"
 #include "topo/error.h"
+#include "topo/text_numbers.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -45,13 +45,6 @@ bool listDir(const std::string& path, std::vector<std::string>* names) {
   return true;
 }
 
-// The leading number of `text` ("25000", "-1", "200 Gb/sec (4X HDR)"); false when there is none.
-template <typename T>
-bool leadingNumber(const std::string& text, T* value) {
-  const char* end = text.data() + text.size();
-  return std::from_chars(text.data(), end, *value).ec == std::errc();
-}
-
 // The PCI function that a `device` link resolves to or lies under, and that function's sysfs
 // directory. virtio-net links end one level below it (.../0000:00:03.0/virtio2); on an H200
 // Firecracker VM taking the last path component alone gave eth0 no bus id, so the live probe
@@ -76,9 +69,9 @@ bool pciFunctionOf(const std::string& device_link, std::string* bus_id, std::str
 
 int readNumaNodeFile(const std::string& path) {
   std::string text;
-  int node = -1;
-  if (!readAttribute(path, &text) || !leadingNumber(text, &node)) return -1;
-  return node >= 0 && node < 4096 ? node : -1;
+  if (!readAttribute(path, &text)) return -1;
+  ParsedNumber<long long> node = parseInteger(text);
+  return node && node.value >= 0 && node.value < 4096 ? static_cast<int>(node.value) : -1;
 }
 
 }  // namespace
@@ -101,16 +94,12 @@ std::vector<NumaNode> readSysfsNumaNodes(const std::string& root) {
   std::vector<std::string> names;
   listDir(node_dir, &names);
   for (const std::string& name : names) {
-    int id = -1;
-    if (name.size() < 5 || name.compare(0, 4, "node") != 0 ||
-        name.find_first_not_of("0123456789", 4) != std::string::npos ||
-        !leadingNumber(name.substr(4), &id)) {
-      continue;
-    }
+    ParsedNumber<long long> id = parseInteger(name.size() > 4 ? name.substr(4) : "");
+    if (name.compare(0, 4, "node") != 0 || !id || id.value < 0 || id.value >= 4096) continue;
     std::string where = node_dir + "/" + name + "/cpulist";
     std::string cpus;
     TOPO_CHECK_T(Unavailable, readAttribute(where, &cpus), where, ": unreadable");
-    nodes.push_back({id, formatCpulist(parseCpulist(cpus, where))});
+    nodes.push_back({static_cast<int>(id.value), formatCpulist(parseCpulist(cpus, where))});
   }
   if (nodes.empty()) {
     // Kernels without NUMA support have no node directory: all online CPUs form node 0.
@@ -145,10 +134,10 @@ std::vector<Nic> readSysfsNics(const std::string& root) {
     if (!nic || !nic->name.empty()) continue;  // virtual, or a function's second interface
     nic->name = name;
     std::string text;
-    long mbit = 0;
-    if (readAttribute(net + "/" + name + "/speed", &text) && leadingNumber(text, &mbit) &&
-        mbit > 0 && mbit < 10000000) {
-      nic->speed_gbps = static_cast<double>(mbit) / 1000.0;
+    if (!readAttribute(net + "/" + name + "/speed", &text)) continue;
+    ParsedNumber<long long> mbit = parseInteger(text);
+    if (mbit && mbit.value > 0 && mbit.value < 10000000) {
+      nic->speed_gbps = static_cast<double>(mbit.value) / 1000.0;
     }
   }
   std::string ib = root + "/class/infiniband";
@@ -161,11 +150,9 @@ std::vector<Nic> readSysfsNics(const std::string& root) {
     // RoCE) is the same port.
     nic->name = name;
     std::string text;
-    double gbit = 0.0;
-    if (readAttribute(ib + "/" + name + "/ports/1/rate", &text) && leadingNumber(text, &gbit) &&
-        gbit > 0 && gbit < 1e5) {
-      nic->speed_gbps = gbit;
-    }
+    if (!readAttribute(ib + "/" + name + "/ports/1/rate", &text)) continue;
+    ParsedNumber<double> gbit = parseLeadingDouble(text);  // "200 Gb/sec (4X HDR)"
+    if (gbit && gbit.value > 0 && gbit.value < 1e5) nic->speed_gbps = gbit.value;
   }
   std::vector<Nic> nics;
   for (auto& entry : by_bus) nics.push_back(std::move(entry.second));
