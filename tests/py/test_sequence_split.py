@@ -88,3 +88,51 @@ def test_given_degrees_are_kept_and_checked():
         UlyssesConfig(sequence_parallel_size=4, ulysses_degree=2, enable_ring_exchange=False)
     with pytest.raises(ValueError, match="does not divide the world size 6"):
         resolve_sequence_parallel_degrees(UlyssesConfig(sequence_parallel_size=4), 6)
+
+
+def _groups_main(rank, world, store_path, out_dir):
+    import json
+    import os
+    from pathlib import Path
+
+    import torch.distributed as dist
+
+    from torch_topo import build_sequence_parallel_groups
+
+    # Ranks 0,1 play the NV2 pair (GPUs 0 and 3) of one DGX-1, ranks 2,3 of another, so the
+    # planner must keep Ulysses pairs on a host whatever the rank order: here 0,2 share hostA.
+    os.environ.update(TORCH_TOPO_FILE=str(DGX1),
+                      TORCH_TOPO_PLAY="hostA:0,hostB:0,hostA:3,hostB:3")
+    dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
+                            world_size=world)
+    from torch_topo.mesh import world_planner_cluster
+
+    # A plan of the user's whose ring dimension is called "ring" (the CLI's name) works too.
+    own_plan = Plan.build(world_planner_cluster(), {"ring": 2, "sp": 2})
+    out = {}
+    for name, cfg, plan in (("auto", UlyssesConfig(sequence_parallel_size=4), None),
+                            ("given", UlyssesConfig(sequence_parallel_size=4, ulysses_degree=2),
+                             None),
+                            ("ring_dim", UlyssesConfig(sequence_parallel_size=4), own_plan)):
+        sp_group, ring_group = build_sequence_parallel_groups(cfg, plan)
+        out[name] = [sorted(dist.get_process_group_ranks(sp_group)),
+                     sorted(dist.get_process_group_ranks(ring_group))]
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(out))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+@pytest.mark.timeout(180)
+def test_groups_follow_the_played_hosts(tmp_path):
+    import json
+
+    import torch.multiprocessing as mp
+
+    mp.start_processes(_groups_main, args=(4, str(tmp_path / "store"), str(tmp_path)),
+                       nprocs=4, start_method="spawn")
+    hosts = {0: "A", 1: "B", 2: "A", 3: "B"}
+    for rank in range(4):
+        out = json.loads((tmp_path / f"{rank}.json").read_text())
+        for name, (sp_ranks, ring_ranks) in out.items():
+            assert len(sp_ranks) == 2 and {hosts[r] for r in sp_ranks} == {hosts[rank]}, name
+            assert len(ring_ranks) == 2 and {hosts[r] for r in ring_ranks} == {"A", "B"}, name

@@ -163,7 +163,7 @@ def build_sequence_parallel_groups(config: UlyssesConfig, plan=None):
         from torch_topo.mesh import world_planner_cluster
 
         cluster = world_planner_cluster()
-        ulysses, ring = resolve_sequence_parallel_degrees(config, world, cluster)
+        ulysses, _ = resolve_sequence_parallel_degrees(config, world, cluster)
         if cluster is not None:
             from torch_topo.plan import Plan
 
