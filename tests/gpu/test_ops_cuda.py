@@ -173,3 +173,85 @@ def test_ring_forward_peak_memory_s16384_under_twice_flash(world_of_one):
     print(f"\npeak beyond inputs, s16384: flash {flash / 2**20:.0f} MiB, ring "
           f"{ours / 2**20:.0f} MiB")
     assert ours <= 2 * flash
+
+
+class _DelayedRing:
+    """Stands in for RingExchange on one GPU: each step's 'transfer' is a fixed-length delay
+    kernel plus the copy, on a side stream, the way NCCL runs point-to-point on its own
+    stream; wait() makes the compute stream wait for it (no host sync)."""
+
+    cycles = 0
+
+    def __init__(self, group) -> None:
+        self.stream, self.done = torch.cuda.Stream(), None
+
+    def post(self, send, recv, tag=0) -> None:
+        self.stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.stream):
+            torch.cuda._sleep(self.cycles)
+            recv.copy_(send)
+        send.record_stream(self.stream)
+        recv.record_stream(self.stream)
+        self.done = torch.cuda.Event()
+        self.done.record(self.stream)
+
+    def wait(self) -> None:
+        if self.done is not None:
+            torch.cuda.current_stream().wait_event(self.done)
+            self.done = None
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_ring_hides_the_exchange_behind_block_compute(monkeypatch, direction):
+    """Rank 0 of a 4-rank ring on one GPU, each exchange replaced by a delay of half a block's
+    compute: overlapped, the exchanges hide behind the blocks (the backward's last dK/dV send
+    has nothing left to hide behind), so the ring takes its compute time plus about one delay,
+    not compute plus every exchange."""
+    import importlib
+    import statistics
+
+    ring = importlib.import_module("torch_topo.ops.ring_attention")
+    world = 4
+    monkeypatch.setattr(ring, "RingExchange", _DelayedRing)
+    monkeypatch.setattr(ring, "group_rank_size", lambda group: (0, world))
+    q, k, v, dout = (t.transpose(1, 2).contiguous() for t in _qkv(1, 16, 16, 2048, 128,
+                                                                     torch.bfloat16))
+    leaves = [t.requires_grad_() for t in (q, k, v)]
+
+    def once() -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if direction == "forward":
+            start.record()
+            ring.RingAttentionFunction.apply(*leaves, None, False, 0.088, "none")
+            end.record()
+        else:
+            out = ring.RingAttentionFunction.apply(*leaves, None, False, 0.088, "none")[0]
+            start.record()
+            out.backward(dout)
+            end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end)
+
+    def median_ms(fn) -> float:
+        fn()
+        return statistics.median(fn() for _ in range(5))
+
+    def sleep_ms(cycles) -> float:
+        def run():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            torch.cuda.synchronize()
+            return start.elapsed_time(end)
+        return median_ms(run)
+
+    _DelayedRing.cycles = 0
+    t_compute = median_ms(once)
+    _DelayedRing.cycles = int(1_000_000 * 0.5 * (t_compute / world) / sleep_ms(1_000_000))
+    sends = world - 1 if direction == "forward" else world  # the dK/dV chain in backward
+    t_exchange = sends * sleep_ms(_DelayedRing.cycles)
+    t_both = median_ms(once)
+    print(f"\nring {direction}, {world} steps: compute {t_compute:.2f} ms, exchanges "
+          f"{t_exchange:.2f} ms, together {t_both:.2f} ms")
+    assert t_both <= t_compute + 0.5 * t_exchange + 0.3

@@ -134,10 +134,10 @@ class RingAttentionFunction(torch.autograd.Function):
             cur = bufs[step % 2]
             if step + 1 < world:
                 ring.post(cur, bufs[(step + 1) % 2], _KV_TAG)
+            got = grads(step, cur)  # computes while the previous step's dK/dV travel
             if step > 0:
                 dring.wait()
             carried = dkv[step % 2]
-            got = grads(step, cur)
             if got is not None:
                 qs, ks, (dq_b, dk_b, dv_b) = got
                 dq[:, qs] += dq_b.transpose(1, 2)
