@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """One rank of the overlap measurement train_compare.py launches: matmul_reduce_scatter over
-the world group, its inner dimension K calibrated so the matmuls take about as long as the
-reduce_scatters, then compute alone, communication alone and the overlapped op, each the median
-of several repetitions; hidden fraction = (t_comm + t_compute - t_overlapped) / min(both)."""
+the world group, its inner dimension K sized so the matmuls take about as long as the
+reduce_scatters (where overlap could pay most), the chunk count the op's own calibration picks
+for that shape (`chunks=None`), then at that count compute alone, communication alone and the
+op, each the median of several repetitions, and the unchunked op;
+hidden fraction = (t_comm + t_compute - t_overlapped) / min(both)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import torch.distributed as dist
 
 import torch_topo  # noqa: F401  (registers "topo" when the backend is built)
 from torch_topo.ops import hidden_fraction, matmul_reduce_scatter
+from torch_topo.ops.overlap import overlap_choices
 
 ROWS_PER_RANK, N = 64, 512
 
@@ -37,10 +40,16 @@ def _chunks(rows: int, chunks: int) -> list[slice]:
     return [slice(c * size, (c + 1) * size) for c in range(chunks)]
 
 
-def measure(k: int, chunks: int, reps: int) -> dict:
+def measure(k: int, chunks: int | None, reps: int) -> dict:
+    """Figures at `chunks`, or at the count the op calibrates for this shape when None."""
     world = dist.get_world_size()
     x = torch.randn(world * ROWS_PER_RANK, k)
     w = torch.randn(N, k)
+    calibration = {}
+    if chunks is None:
+        matmul_reduce_scatter(x, w)  # the op's one-time calibration for this shape
+        choice = overlap_choices()[-1]
+        chunks, calibration = choice.chunks, {"seconds": choice.seconds, "reason": choice.reason}
     blocks = x.view(world, ROWS_PER_RANK, k)
     spans = _chunks(ROWS_PER_RANK, chunks)
     partials = [blocks[:, s].matmul(w.t()).reshape(-1, N) for s in spans]
@@ -61,6 +70,8 @@ def measure(k: int, chunks: int, reps: int) -> dict:
     t_overlapped = _median_time(lambda: matmul_reduce_scatter(x, w, chunks=chunks), reps)
     t_unchunked = _median_time(lambda: matmul_reduce_scatter(x, w, chunks=1), reps)
     return {"shape": f"x [{world * ROWS_PER_RANK}, {k}] w [{N}, {k}]", "chunks": chunks,
+            "calibration": calibration.get("seconds", {}),
+            "reason": calibration.get("reason", "fixed"),
             "t_compute": t_compute, "t_comm": t_comm, "t_overlapped": t_overlapped,
             "t_unchunked": t_unchunked,
             "hidden_fraction": hidden_fraction(t_comm, t_compute, t_overlapped),
@@ -70,7 +81,7 @@ def measure(k: int, chunks: int, reps: int) -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--chunks", type=int, default=4)
+    p.add_argument("--chunks", type=int, default=None, help="default: the op's calibration")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     backend = "topo" if "topo" in dist.Backend.backend_list else "gloo"
@@ -78,7 +89,7 @@ def main() -> int:
     reps = 3 if args.quick else 7
     # Communication does not depend on K, compute grows linearly with it: one probe at K=256
     # gives the K where the two match.
-    probe = measure(256, args.chunks, 2)
+    probe = measure(256, 4, 2)
     k = int(min(8192, max(64, 256 * probe["t_comm"] / probe["t_compute"])) // 64 * 64)
     result = measure(k, args.chunks, reps)
     result["backend"] = backend

@@ -1,14 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Training throughput side by side: plain DDP over Gloo, the same DDP over "topo", FSDP2 tp x dp
-over Gloo, and "topo" with its plan, tensor parallelism through the overlap ops and Ulysses
-sequence parallelism, on the 2 x 4 emulated cluster (1 Gbit/s, 1 ms between nodes); plus the
-overlap ops' hidden fraction where their communication and compute take about the same time.
+"""Training throughput of the same program over plain Gloo and over "topo", side by side, on
+the 2 x 4 emulated cluster (1 Gbit/s, 1 ms between nodes): DDP, FSDP2 with tensor parallelism
+(tp x dp, through the overlap ops), FSDP2 with Ulysses and with ring-attention sequence
+parallelism (sp x dp); plus the overlap ops' hidden fraction with their calibrated chunks.
 
-    python benchmarks/train_compare.py [--quick] [--json out.json]
+    python benchmarks/train_compare.py [--quick] [--only tp4] [--profile] [--[no-]overlap]
+        [--json out.json]
 
-Each configuration is one launch of examples/train_llama.py (median step time over the steps
-after the first). Without root or without torch_topo.emulate the ranks run as local processes
-(no slow link), and the table says so.
+Each configuration is two launches of examples/train_llama.py with identical options except
+`--backend` (median step time over the steps after the first). Both use the planned mesh of
+torch_topo.init_device_mesh and the overlap ops with their calibrated chunk counts, so the only
+difference is the process group: what "topo" adds on a row is named in its note. `--profile`
+runs every launch under benchmarks/step_profile.py and prints where each step's time goes.
+Without root or without torch_topo.emulate the ranks run as local processes (no slow link), and
+the table says so.
 """
 
 from __future__ import annotations
@@ -25,18 +30,21 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "train_llama.py")
+PROFILED = os.path.join(ROOT, "benchmarks", "step_profile.py")
+BACKENDS = ("gloo", "topo")
 
-# name, data-parallel degree, example options. All use the same model, global batch
-# (GLOBAL_BATCH sequences per step, split over dp) and optimizer.
+# name, data-parallel degree, example options (the same over both backends), what "topo"
+# changes in that program. All use the same model, global batch (GLOBAL_BATCH sequences per
+# step, split over dp) and optimizer.
 CONFIGS = [
-    ("DDP over gloo", 8, ["--backend", "gloo", "--ddp"]),
-    # The same DDP program with backend="topo": its gradient all-reduce takes the two-level
-    # schedule the cost model picks for the 1 ms host link.
-    ("topo: DDP, hierarchical all-reduce", 8, ["--backend", "topo", "--ddp"]),
-    ("FSDP2 tp4 x dp2 over gloo", 2, ["--backend", "gloo", "--fsdp", "--tp", "4",
-                                      "--chunks", "1"]),
-    ("topo: plan + tp4 overlap x dp2", 2, ["--backend", "topo", "--fsdp", "--tp", "4"]),
-    ("topo: plan + Ulysses sp4 x dp2", 2, ["--backend", "topo", "--fsdp", "--sp", "4"]),
+    ("DDP dp8", 8, ["--ddp"],
+     "hierarchical all-reduce of the gradient bucket (cost model threshold)"),
+    ("FSDP2 tp4 x dp2", 2, ["--fsdp", "--tp", "4"],
+     "one-step exchanges for the tp and dp collectives; hierarchical where they span hosts"),
+    ("FSDP2 Ulysses sp4 x dp2", 2, ["--fsdp", "--sp", "4"],
+     "one-step exchanges; hierarchical where a group spans hosts"),
+    ("FSDP2 ring sp4 x dp2", 2, ["--fsdp", "--sp", "4", "--ring"],
+     "one-step exchanges; hierarchical where a group spans hosts"),
 ]
 
 
@@ -61,11 +69,14 @@ def backend_available(name: str) -> bool:
 
 
 def run_one(prefix: list[str], name: str, options: list[str], common: list[str], steps: int,
-            index: int, total: int, timeout: float) -> dict:
-    """Runs one configuration with a live progress line; returns the example's JSON result."""
+            index: int, total: int, timeout: float, profile: bool) -> dict:
+    """Runs one configuration with a live progress line; returns the example's JSON result
+    (with the step profile under "profile" when profiled)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "result.json")
-        cmd = [*prefix, sys.executable, EXAMPLE, *options, *common, "--json", out]
+        prof = os.path.join(tmp, "profile.json")
+        program = [PROFILED, "--profile-json", prof] if profile else [EXAMPLE]
+        cmd = [*prefix, sys.executable, *program, *options, *common, "--json", out]
         env = dict(os.environ, PYTHONUNBUFFERED="1",
                    PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
         start = time.monotonic()
@@ -88,7 +99,11 @@ def run_one(prefix: list[str], name: str, options: list[str], common: list[str],
             tail = "".join(log[-25:])
             return {"error": f"exit {proc.returncode}", "log": tail}
         with open(out) as f:
-            return json.load(f)
+            result = json.load(f)
+        if profile and os.path.exists(prof):
+            with open(prof) as f:
+                result["profile"] = json.load(f)
+        return result
 
 
 def overlap_measurement(prefix: list[str], quick: bool, timeout: float) -> dict:
@@ -107,20 +122,48 @@ def overlap_measurement(prefix: list[str], quick: bool, timeout: float) -> dict:
             return json.load(f)
 
 
-def print_table(rows: list[tuple[str, dict]], note: str) -> None:
-    print(f"\n== training throughput ({note}) ==")
-    print(f"{'configuration':<36} {'median step ms':>15} {'tokens/s':>10} {'vs DDP':>7} "
-          f"{'loss ok':>8} {'ckpt':>5}")
-    base = rows[0][1].get("tokens_per_s")
-    for name, r in rows:
+def ratio_text(r: dict, base: dict) -> str:
+    if "error" in r or "error" in base or not base.get("tokens_per_s"):
+        return "n/a"
+    return f"{r['tokens_per_s'] / base['tokens_per_s']:.2f}x"
+
+
+def print_table(rows: list[tuple[str, str, str, dict]], note: str, profiled: bool) -> list:
+    """One row per configuration and backend; returns topo's ratios to the same program over
+    gloo."""
+    print(f"\n== training throughput ({note}"
+          + ("; under torch.profiler" if profiled else "") + ") ==")
+    print(f"{'configuration':<24} {'backend':<7} {'median step ms':>14} {'tokens/s':>9} "
+          f"{'vs same over gloo':>17} {'vs DDP/gloo':>11} {'loss':>4} {'ckpt':>4}  note")
+    ddp = rows[0][3]
+    gloo_of = {name: r for name, backend, _, r in rows if backend == "gloo"}
+    ratios = []
+    for name, backend, what, r in rows:
         if "error" in r:
-            print(f"{name:<36} {'failed: ' + r['error']:>15}")
+            print(f"{name:<24} {backend:<7} failed: {r['error']}")
             continue
-        ratio = r["tokens_per_s"] / base if base else float("nan")
+        same = gloo_of.get(name, {})
+        vs_same = ratio_text(r, same)
+        if backend == "topo" and vs_same != "n/a":
+            ratios.append(r["tokens_per_s"] / same["tokens_per_s"])
         loss_ok = r["max_loss_diff"] <= r["loss_tolerance"]
-        print(f"{name:<36} {r['median_step_s'] * 1e3:>15.1f} {r['tokens_per_s']:>10.0f} "
-              f"{ratio:>6.2f}x {'yes' if loss_ok else 'NO':>8} "
-              f"{'ok' if r['checkpoint_ok'] else 'NO':>5}")
+        row_note = f"topo adds: {what}" if backend == "topo" else "plain inner backend"
+        print(f"{name:<24} {backend:<7} {r['median_step_s'] * 1e3:>14.1f} "
+              f"{r['tokens_per_s']:>9.0f} {vs_same:>17} {ratio_text(r, ddp):>11} "
+              f"{'ok' if loss_ok else 'NO':>4} {'ok' if r['checkpoint_ok'] else 'NO':>4}  "
+              f"{row_note}")
+    return ratios
+
+
+def print_overlap(o: dict) -> None:
+    tried = ", ".join(f"{c}: {t * 1e3:.1f} ms" for c, t in o["calibration"].items())
+    print(f"\n== overlap ops (matmul_reduce_scatter, {o['shape']}, over {o['backend']}) ==\n"
+          f"calibrated chunks {o['chunks']} (slowest rank's median per chunk count: {tried}; "
+          f"{o['reason']})\nat {o['chunks']} chunk(s): compute alone "
+          f"{o['t_compute'] * 1e3:.1f} ms, comm alone {o['t_comm'] * 1e3:.1f} ms, op "
+          f"{o['t_overlapped'] * 1e3:.1f} ms -> hidden fraction {o['hidden_fraction']:.2f}; "
+          f"unchunked op {o['t_unchunked'] * 1e3:.1f} ms (chosen op at "
+          f"{o['t_unchunked'] / o['t_overlapped']:.2f}x its speed)")
 
 
 def main(argv=None) -> int:
@@ -132,9 +175,18 @@ def main(argv=None) -> int:
     p.add_argument("--inter-delay", default="1ms")
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per launch")
+    p.add_argument("--only", default=None,
+                   help="run only configurations whose name contains this text (e.g. tp4)")
+    p.add_argument("--profile", action="store_true",
+                   help="run under torch.profiler and print where each step's time goes")
+    p.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=None,
+                   help="measure the overlap ops' hidden fraction at their calibrated chunk "
+                        "count in a separate launch (default: on, off with --quick)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     steps = args.steps or (8 if args.quick else 12)
+    if steps < 2:
+        p.error(f"--steps: got {steps}, expected >= 2 (the first step is left out)")
     # 8 query / 4 K/V heads: tp4 and sp4 both divide the K/V heads.
     model = (["--dim", "64", "--layers", "2", "--seq-len", "64"] if args.quick
              else ["--dim", "128", "--layers", "4", "--ffn-dim", "384", "--seq-len", "128"]) \
@@ -142,39 +194,62 @@ def main(argv=None) -> int:
     global_batch = 16 if args.quick else 32
     common = [*model, "--steps", str(steps), "--check-steps", "2"]
     prefix, note = launcher(args.nodes, args.procs_per_node, args.inter_bw, args.inter_delay)
-    print(f"train_compare: {note}; {steps} steps per configuration", flush=True)
+    print(f"train_compare: {note}; {steps} steps per launch (median of the last "
+          f"{steps - 1})", flush=True)
 
-    configs = [c for c in CONFIGS if "topo" not in c[2] or backend_available("topo")]
-    if len(configs) < len(CONFIGS):
+    configs = [c for c in CONFIGS if args.only is None or args.only in c[0]]
+    if not configs:
+        p.error(f"--only: got {args.only!r}, expected part of one of "
+                f"{[c[0] for c in CONFIGS]}")
+    backends = [b for b in BACKENDS if b != "topo" or backend_available("topo")]
+    if "topo" not in backends:
         print("note: backend 'topo' is not registered in this build; its rows are skipped")
-    rows = [(name, run_one(prefix, name,
-                           [*options, "--dp", str(dp), "--batch", str(global_batch // dp)],
-                           common, steps, i + 1, len(configs), args.timeout))
-            for i, (name, dp, options) in enumerate(configs)]
-    overlap = overlap_measurement(prefix, args.quick, args.timeout)
+    launches = [(name, backend, what, dp, options) for name, dp, options, what in configs
+                for backend in backends]
+    rows = [(name, backend, what,
+             run_one(prefix, f"{name} / {backend}",
+                     [*options, "--backend", backend, "--dp", str(dp),
+                      "--batch", str(global_batch // dp)],
+                     common, steps, i + 1, len(launches), args.timeout, args.profile))
+            for i, (name, backend, what, dp, options) in enumerate(launches)]
+    with_overlap = args.overlap if args.overlap is not None else not args.quick
+    overlap = overlap_measurement(prefix, args.quick, args.timeout) if with_overlap else {}
 
-    print_table(rows, note)
-    for name, r in rows:
+    ratios = print_table(rows, note, args.profile)
+    for name, backend, _, r in rows:
         if "error" in r:
-            print(f"\n{name} failed:\n{r['log']}")
+            print(f"\n{name} over {backend} failed:\n{r['log']}")
+    for name, backend, _, r in rows:
+        o = r.get("overlap", {})
+        if o.get("t_wall", 0) > 0:
+            hidden = o.get("hidden_fraction")
+            chunks = sorted({c for _, _, c in r.get("overlap_chunks", [])})
+            print(f"{name} over {backend}: overlap ops at calibrated chunks "
+                  f"{'/'.join(map(str, chunks)) or '?'}: {o['t_wall'] * 1e3:.1f} ms per step "
+                  f"(compute {o['t_compute'] * 1e3:.1f} ms, comm {o['t_comm'] * 1e3:.1f} ms"
+                  + (f", hidden fraction {hidden:.2f}" if hidden is not None else "") + ")")
     if "error" in overlap:
         print(f"\noverlap measurement failed:\n{overlap['log']}")
-    else:
-        print(f"\n== overlap ops (matmul_reduce_scatter, {overlap['shape']}, chunks "
-              f"{overlap['chunks']}) ==\ncompute alone {overlap['t_compute'] * 1e3:.1f} ms, "
-              f"comm alone {overlap['t_comm'] * 1e3:.1f} ms, overlapped "
-              f"{overlap['t_overlapped'] * 1e3:.1f} ms -> hidden fraction "
-              f"{overlap['hidden_fraction']:.2f} (goal 0.60); unchunked op "
-              f"{overlap['t_unchunked'] * 1e3:.1f} ms")
-    ddp = rows[0][1].get("tokens_per_s")
-    best = max((r.get("tokens_per_s", 0) for n, r in rows if "topo" in n), default=0)
-    if ddp and best:
-        print(f"best topo configuration: {best / ddp:.2f}x plain DDP over gloo tokens/s "
-              "(goal 1.5x)")
+    elif overlap:
+        print_overlap(overlap)
+    if args.profile:
+        from step_profile import print_summary
+
+        for name, backend, _, r in rows:
+            if "profile" in r:
+                print(f"\n-- {name} over {backend} --", end="")
+                print_summary(r["profile"])
+    if ratios:
+        print(f"\ntopo vs the same program over gloo: worst {min(ratios):.2f}x, "
+              f"best {max(ratios):.2f}x")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"note": note, "rows": dict(rows), "overlap": overlap}, f, indent=1)
-    return 0 if all("error" not in r for _, r in rows) and "error" not in overlap else 1
+            json.dump({"note": note, "steps": steps,
+                       "rows": [{"configuration": n, "backend": b, "topo_adds": w, **r}
+                                for n, b, w, r in rows],
+                       "topo_vs_gloo": ratios, "overlap": overlap}, f, indent=1)
+    failed = any("error" in r for *_, r in rows) or "error" in overlap
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
