@@ -41,6 +41,7 @@ from llama_parallel import (
 
 import torch_topo
 from torch_topo.ops import OverlapRecorder
+from torch_topo.ops.overlap import overlap_choices
 
 # The single-process reference and the sharded run differ by reduction order only (tp sums
 # partial matmuls over ranks, dp averages gradients in another order), so fp32 losses agree
@@ -74,7 +75,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--ffn-dim", type=int, default=128)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--kv-heads", type=int, default=2, help="fewer than --heads: GQA")
-    p.add_argument("--chunks", type=int, default=4, help="overlap chunks per tp collective")
+    p.add_argument("--chunks", type=_chunk_count, default=None,
+                   help="overlap chunks per tp collective; 'auto' (default): calibrated once "
+                        "per shape by torch_topo.ops, 1 where chunking does not pay")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--backend", choices=["topo", "gloo", "nccl"], default=None,
                    help="process-group backend (default: topo where registered)")
@@ -84,7 +87,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-checkpoint", action="store_true")
     p.add_argument("--json", default=None, help="write the results here (rank 0)")
     args = p.parse_args(argv)
-    for name in ("dp", "tp", "steps", "batch", "seq_len", "chunks"):
+    for name in ("dp", "tp", "steps", "batch", "seq_len"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')}: got {getattr(args, name)}, expected >= 1")
     if args.sp == "auto" and args.tp > 1:
@@ -100,6 +103,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.check_steps > args.steps:
         p.error(f"--check-steps: got {args.check_steps}, expected <= --steps {args.steps}")
     return args
+
+
+def _chunk_count(text: str) -> int | None:
+    if text == "auto":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"got {text!r}, expected 'auto' or an integer >= 1")
+    return int(text)
 
 
 def _degree(text: str) -> int | str:
@@ -355,6 +366,7 @@ def main(argv=None) -> int:
         "loss_tolerance": LOSS_TOLERANCE, "step_times_s": times, "median_step_s": median,
         "tokens_per_s": tokens_per_step / median, "checkpoint_ok": ckpt_ok,
         "overlap": _combine(tp_stats[1:] or tp_stats), "plan": plan_text,
+        "overlap_chunks": [[c.op, list(c.x_shape), c.chunks] for c in overlap_choices()],
     }
     if rank == 0:
         print_report(result)
