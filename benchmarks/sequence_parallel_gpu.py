@@ -7,9 +7,10 @@ device-to-device copy, and ring_attention's memory per rank vs full attention ov
 Usage: python benchmarks/sequence_parallel_gpu.py [--quick] [--json PATH]
 
 Times are CUDA-event medians; memory is the peak allocated beyond the inputs (torch's caching
-allocator statistics). The per-rank ring memory runs rank 0's whole ring on this GPU with the
+allocator statistics). The per-rank ring memory runs rank 0's whole ring on this GPU with each
 exchange replaced by a device copy (same buffers, same blocks, no NCCL). Without CUDA it says
-so and exits 0. Run by scripts/gpu_check.sh.
+so and exits 0. Run by scripts/gpu_check.sh. The ring runs as rank 0's loop without a process
+group (at world size 1 nothing is exchanged).
 """
 
 from __future__ import annotations
@@ -104,36 +105,34 @@ def _block_case(rows, s, reps):
 
 
 @contextlib.contextmanager
-def _world_of_one():
-    import socket
-
-    import torch.distributed as dist
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    store = dist.TCPStore("127.0.0.1", port, 1, is_master=True)
-    dist.init_process_group("nccl", store=store, rank=0, world_size=1,
-                            device_id=torch.device("cuda", 0))
+def _as_rank0(world: int):
+    """The ring module playing rank 0 of `world` ranks on this GPU: the exchange becomes a
+    device copy (same buffers and blocks, no process group, no NCCL)."""
+    ring = importlib.import_module("torch_topo.ops.ring_attention")
+    real = ring.RingExchange, ring.group_rank_size
+    ring.RingExchange, ring.group_rank_size = _LocalRing, lambda group: (0, world)
     try:
-        yield dist.group.WORLD
+        yield ring
     finally:
-        dist.destroy_process_group()
+        ring.RingExchange, ring.group_rank_size = real
 
 
 def bench_ring_world_one(rows, s, reps):
     import torch.nn.functional as F
 
-    import torch_topo
-
     q, k, v, dout = (t.transpose(1, 2) for t in _bhsd(1, 32, s, 128))  # [b, s, h, d]
-    with _world_of_one() as group:
-        ours = lambda: torch_topo.ring_attention(q, k, v, group=group, causal=True)  # noqa: E731
-        ref = lambda: F.scaled_dot_product_attention(  # noqa: E731
-            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    with _as_rank0(1) as ring:
+        def ours(a=q, b=k, c=v):
+            return ring.RingAttentionFunction.apply(a, b, c, None, True, 0.088, "none")[0]
+
+        def ref(a=q, b=k, c=v):
+            return F.scaled_dot_product_attention(a.transpose(1, 2), b.transpose(1, 2),
+                                                  c.transpose(1, 2), is_causal=True,
+                                                  scale=0.088).transpose(1, 2)
+
         _row(rows, f"ring_attention world 1 forward, causal, b1 h32 s{s} d128 bf16",
              _ms(ours, reps), _ms(ref, reps), _peak_mib(ours), _peak_mib(ref), "<= 1.15x time")
-        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
 
         def fwd_bwd(fn):
             def run():
@@ -142,14 +141,9 @@ def bench_ring_world_one(rows, s, reps):
                 return out
             return run
 
-        ours_fb = fwd_bwd(lambda a, b, c: torch_topo.ring_attention(a, b, c, group=group,
-                                                                    causal=True))
-        ref_fb = fwd_bwd(lambda a, b, c: F.scaled_dot_product_attention(
-            a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2),
-            is_causal=True).transpose(1, 2))
         _row(rows, f"ring_attention world 1 forward+backward, causal, s{s}",
-             _ms(ours_fb, reps), _ms(ref_fb, reps), _peak_mib(ours_fb), _peak_mib(ref_fb),
-             "<= 1.15x time")
+             _ms(fwd_bwd(ours), reps), _ms(fwd_bwd(ref), reps), _peak_mib(fwd_bwd(ours)),
+             _peak_mib(fwd_bwd(ref)), "<= 1.15x time")
 
 
 def _copy_gbps(nbytes: int, reps: int) -> float:
@@ -228,14 +222,9 @@ def _memory_case(rows, ring, s, world):
 def bench_memory_sweep(rows, seqs, world):
     """Peak memory of rank 0 of a `world`-rank ring (its whole forward and backward) against
     full attention on one GPU, b1 h32 d128 bf16 causal zigzag."""
-    ring = importlib.import_module("torch_topo.ops.ring_attention")
-    real = ring.RingExchange, ring.group_rank_size
-    ring.RingExchange, ring.group_rank_size = _LocalRing, lambda g: (0, world)
-    try:
+    with _as_rank0(world) as ring:
         for s in seqs:
             _memory_case(rows, ring, s, world)
-    finally:
-        ring.RingExchange, ring.group_rank_size = real
 
 
 def _print(rows):

@@ -115,33 +115,34 @@ def test_zigzag_half_blocks_match_fp32_math(kernel, dtype, tol):
                                              (second, every, False)], 2)
 
 
-@pytest.fixture(scope="module")
-def world_of_one():
-    import socket
+@pytest.fixture
+def ring_as_rank0(monkeypatch):
+    """ring_as_rank0(world): the ring module playing rank 0 of `world` ranks on this GPU, its
+    exchanges done by _DelayedRing (a device copy after an optional delay), no process group."""
+    import importlib
 
-    import torch.distributed as dist
+    ring = importlib.import_module("torch_topo.ops.ring_attention")
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    store = dist.TCPStore("127.0.0.1", port, 1, is_master=True)
-    dist.init_process_group("nccl", store=store, rank=0, world_size=1,
-                            device_id=torch.device("cuda", 0))
-    yield dist.group.WORLD
-    dist.destroy_process_group()
+    def play(world):
+        monkeypatch.setattr(ring, "RingExchange", _DelayedRing)
+        monkeypatch.setattr(ring, "group_rank_size", lambda group: (0, world))
+        _DelayedRing.cycles = 0
+        return ring
+
+    return play
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.bfloat16, 3e-2), (torch.float32, 1e-4)])
-def test_ring_attention_world_one_matches_sdpa(world_of_one, dtype, tol):
-    import torch_topo
-
+def test_ring_attention_world_one_matches_sdpa(ring_as_rank0, dtype, tol):
+    ring = ring_as_rank0(1)
     q, k, v, dout = (t.transpose(1, 2).contiguous() for t in _qkv(2, 8, 2, 512, 64, dtype))
     ours = [t.clone().requires_grad_() for t in (q, k, v)]
     ref = [t.float().requires_grad_() for t in (q, k, v)]
-    out = torch_topo.ring_attention(*ours, group=world_of_one, causal=True)
+    out = ring.RingAttentionFunction.apply(*ours, None, True, 64**-0.5, "none")[0]
     out.backward(dout)
     want = torch.nn.functional.scaled_dot_product_attention(
-        *(t.transpose(1, 2) for t in ref), is_causal=True, enable_gqa=True).transpose(1, 2)
+        *(t.transpose(1, 2) for t in ref), is_causal=True, enable_gqa=True,
+        scale=64**-0.5).transpose(1, 2)
     want.backward(dout.float())
     torch.testing.assert_close(out.float(), want, rtol=tol, atol=tol)
     for a, b in zip(ours, ref, strict=True):
@@ -159,17 +160,16 @@ def _peak_bytes(fn) -> int:
     return peak
 
 
-def test_ring_forward_peak_memory_s16384_under_twice_flash(world_of_one):
+def test_ring_forward_peak_memory_s16384_under_twice_flash(ring_as_rank0):
     """b1 h32 s16384 d128 bf16 causal: the ring (world 1) may hold at most twice what torch's
     flash forward holds beyond the inputs (the old fp32 block path needed 32 GiB here)."""
-    import torch_topo
-
+    ring = ring_as_rank0(1)
     q, k, v, _ = _qkv(1, 32, 32, 16384, 128, torch.bfloat16)
     q, k, v = (t.transpose(1, 2).contiguous() for t in (q, k, v))
     flash = _peak_bytes(lambda: torch.ops.aten._scaled_dot_product_flash_attention(
         q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), 0.0, True))
-    ours = _peak_bytes(lambda: torch_topo.ring_attention(q, k, v, group=world_of_one,
-                                                         causal=True))
+    ours = _peak_bytes(lambda: ring.RingAttentionFunction.apply(q, k, v, None, True, 0.088,
+                                                                "none"))
     print(f"\npeak beyond inputs, s16384: flash {flash / 2**20:.0f} MiB, ring "
           f"{ours / 2**20:.0f} MiB")
     assert ours <= 2 * flash
@@ -202,18 +202,15 @@ class _DelayedRing:
 
 
 @pytest.mark.parametrize("direction", ["forward", "backward"])
-def test_ring_hides_the_exchange_behind_block_compute(monkeypatch, direction):
+def test_ring_hides_the_exchange_behind_block_compute(ring_as_rank0, direction):
     """Rank 0 of a 4-rank ring on one GPU, each exchange replaced by a delay of half a block's
     compute: overlapped, the exchanges hide behind the blocks (the backward's last dK/dV send
     has nothing left to hide behind), so the ring takes its compute time plus about one delay,
     not compute plus every exchange."""
-    import importlib
     import statistics
 
-    ring = importlib.import_module("torch_topo.ops.ring_attention")
     world = 4
-    monkeypatch.setattr(ring, "RingExchange", _DelayedRing)
-    monkeypatch.setattr(ring, "group_rank_size", lambda group: (0, world))
+    ring = ring_as_rank0(world)
     q, k, v, dout = (t.transpose(1, 2).contiguous() for t in _qkv(1, 16, 16, 2048, 128,
                                                                      torch.bfloat16))
     leaves = [t.requires_grad_() for t in (q, k, v)]
