@@ -48,9 +48,10 @@ def test_cuda_replica_reduce_equals_cpu():
     torch.testing.assert_close(got, _C.ulysses_unpack(buf, shape, 2, 4, [2])[0])
 
 
-# (kernel, dtype, tolerance vs the fp32 math path on the same rounded inputs)
+# (kernel, dtype, tolerance vs the fp32 math path on the same rounded inputs; fp32 allows for
+# the efficient kernel's TF32 tensor-core products on sm80+)
 KERNELS = [("flash", torch.bfloat16, 3e-2), ("flash", torch.float16, 1e-2),
-           ("efficient", torch.bfloat16, 3e-2), ("efficient", torch.float32, 1e-4),
+           ("efficient", torch.bfloat16, 3e-2), ("efficient", torch.float32, 2e-3),
            ("math", torch.bfloat16, 3e-2)]
 
 
@@ -87,7 +88,7 @@ def _blocks_then_grads(q, k, v, dout, blocks, kernel):
 
 
 def _check_against_math(kernel, dtype, tol, blocks, kv_heads):
-    q, k, v, dout = _qkv(2, 8, kv_heads, 256, 64, dtype)
+    q, k, v, dout = _qkv(2, 8, kv_heads, 200, 64, dtype)  # 200, 100: the efficient LSE pads
     got = _blocks_then_grads(q, k, v, dout, blocks, kernel)
     want = _blocks_then_grads(*(t.float() for t in (q, k, v, dout)), blocks, "math")
     for name, a, b in zip(("out", "lse", "dq", "dk", "dv"), got, want, strict=True):
@@ -108,8 +109,8 @@ def test_zigzag_half_blocks_match_fp32_math(kernel, dtype, tol):
     """Rank r's three kinds of zigzag blocks on one device: its own block (causal, square),
     a lower rank's block (every query row, the first key half), a higher rank's block (the
     second query half, every key row); the backward slices the merged LSE's second half."""
-    every, first, second = slice(None), slice(0, 128), slice(128, None)
-    # Keys 0-255 stand for the local block; the other blocks reuse them as their keys, which
+    every, first, second = slice(None), slice(0, 100), slice(100, None)
+    # Keys 0-199 stand for the local block; the other blocks reuse them as their keys, which
     # changes nothing for the slicing and merging under test.
     _check_against_math(kernel, dtype, tol, [(every, every, True), (every, first, False),
                                              (second, every, False)], 2)
@@ -132,7 +133,7 @@ def ring_as_rank0(monkeypatch):
     return play
 
 
-@pytest.mark.parametrize("dtype,tol", [(torch.bfloat16, 3e-2), (torch.float32, 1e-4)])
+@pytest.mark.parametrize("dtype,tol", [(torch.bfloat16, 3e-2), (torch.float32, 2e-3)])
 def test_ring_attention_world_one_matches_sdpa(ring_as_rank0, dtype, tol):
     ring = ring_as_rank0(1)
     q, k, v, dout = (t.transpose(1, 2).contiguous() for t in _qkv(2, 8, 2, 512, 64, dtype))
