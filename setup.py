@@ -18,13 +18,21 @@ from torch.utils import cpp_extension
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
-def _load_build_check():
-    """torch_topo/build_check.py alone: importing the package would need the module being built."""
+def _load(name):
+    """torch_topo/<name>.py alone: importing the package would need the module being built."""
     spec = importlib.util.spec_from_file_location(
-        "torch_topo_build_check", os.path.join(ROOT, "torch_topo", "build_check.py"))
+        f"torch_topo_{name}", os.path.join(ROOT, "torch_topo", f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
     spec.loader.exec_module(module)
     return module
+
+
+def _build_switch(var):
+    """A TORCH_TOPO_* build switch, on unless set off, read with the package's one boolean
+    parser (`torch_topo.config.parse_bool`: 0/1/true/false/yes/no/on/off, any case)."""
+    text = os.environ.get(var, "").strip()
+    return not text or _load("config").parse_bool(var, text)
 
 
 def _sources(pattern):
@@ -32,8 +40,8 @@ def _sources(pattern):
 
 
 def _cuda_enabled():
-    if os.environ.get("TORCH_TOPO_BUILD_CUDA", "1") == "0":
-        print("torch-topo: TORCH_TOPO_BUILD_CUDA=0, CUDA parts skipped", file=sys.stderr)
+    if not _build_switch("TORCH_TOPO_BUILD_CUDA"):
+        print("torch-topo: TORCH_TOPO_BUILD_CUDA is off, CUDA parts skipped", file=sys.stderr)
         return False
     import torch
 
@@ -52,7 +60,7 @@ def _cuda_enabled():
 
 def _hwloc_enabled():
     """hwloc is optional at build time: without it the live probe reports what /sys gives."""
-    if os.environ.get("TORCH_TOPO_WITH_HWLOC", "1") == "0":
+    if not _build_switch("TORCH_TOPO_WITH_HWLOC"):
         return False
     for inc in ("/usr/include", "/usr/local/include", os.environ.get("HWLOC_HOME", "") + "/include"):
         if os.path.exists(os.path.join(inc, "hwloc.h")):
@@ -114,7 +122,7 @@ setup(
     description="Topology-aware torch.distributed backend, planner and sequence-parallel ops",
     packages=find_packages(include=["torch_topo", "torch_topo.*"]),
     ext_modules=[_extension()],
-    cmdclass={"build_ext": _load_build_check().checked_build_ext(
+    cmdclass={"build_ext": _load("build_check").checked_build_ext(
         cpp_extension.BuildExtension.with_options(use_ninja=True))},
     python_requires=">=3.10",
     install_requires=["torch>=2.4"],
