@@ -135,26 +135,29 @@ void TopoBackend::checkCoalescedDtypes(const char* op, const DeviceRoute& route,
   }
 }
 
-TopoBackend::Issued TopoBackend::runCollective(DeviceRoute& route, const char* op, int64_t bytes,
-                                               const InnerFn& flat, const HierFn& hier) {
+bool TopoBackend::chooseHierarchical(DeviceRoute& route, const char* op, int64_t bytes,
+                                     bool hasHier) {
   bool hierarchical = false;
   // Inside a coalesced group the inner ops must stay single calls: NCCL would deadlock on the
   // waits between a schedule's steps.
-  if (hier && route.levels.valid() && !coalescing_) {
+  if (hasHier && route.levels.valid() && !coalescing_) {
     auto it = route.hierarchicalMinBytes.find(op);
     hierarchical = it != route.hierarchicalMinBytes.end() && bytes >= it->second;
   }
-  const char* choice = hierarchical ? "hierarchical" : "flat";
   {
     std::lock_guard<std::mutex> lock(decisionsMutex_);
-    if (decisions_.size() == kMaxDecisions) decisions_.erase(decisions_.begin());
-    decisions_.emplace_back(op, bytes, choice);
+    if (decisions_.size() == kMaxDecisions) decisions_.pop_front();
+    decisions_.push_back({op, bytes, hierarchical});
   }
   if (debug_) {
     std::fprintf(stderr, "[torch_topo rank %d] %s %lld bytes on %s: %s\n", rank_, op,
-                 static_cast<long long>(bytes), c10::DeviceTypeName(route.type).c_str(), choice);
+                 static_cast<long long>(bytes), c10::DeviceTypeName(route.type).c_str(),
+                 hierarchical ? "hierarchical" : "flat");
   }
-  if (!hierarchical) return Issued{flat(*route.inner), {}};
+  return hierarchical;
+}
+
+TopoBackend::Issued TopoBackend::runHierarchical(DeviceRoute& route, const HierFn& hier) {
   if (route.streamed) return Issued{nullptr, hier(route.levels)};
   // On the host a schedule blocks between its steps: it runs on the route's worker so that the
   // op stays asynchronous (`hier` captures its tensors and options by value for this).
@@ -166,8 +169,11 @@ TopoBackend::Issued TopoBackend::runCollective(DeviceRoute& route, const char* o
 c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
     DeviceRoute& route, c10d::OpType type, const char* op, const std::vector<at::Tensor>& outputs,
     const std::vector<at::Tensor>& inputs,
-    const std::function<Issued()>& issue, Epilogue epilogue) {
+    const std::function<Issued()>& issue, Epilogue epilogue, bool direct) {
   ++seq_;
+  // The inner backend's own call and Work are all the op needs: on a stream device it orders
+  // itself after the caller's stream, as a plain group of that backend would.
+  if (passesThrough(!direct, epilogue != nullptr, coalescing_)) return issue().work;
   if (!route.streamed || coalescing_) {
     // CPU (and any coalesced group): the inner work stays in flight; the epilogue runs when it
     // completes. NCCL coalesces natively, so its steps must not move to our stream there.
@@ -205,8 +211,12 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::collective(
     Epilogue epilogue) {
   int64_t bytes = 0;
   for (const auto& t : inputs) bytes += static_cast<int64_t>(t.numel()) * t.element_size();
+  if (chooseHierarchical(route, op, bytes, hier != nullptr)) {
+    return launch(route, type, op, outputs, inputs, [&] { return runHierarchical(route, hier); },
+                  std::move(epilogue), /*direct=*/false);
+  }
   return launch(route, type, op, outputs, inputs,
-                [&] { return runCollective(route, op, bytes, flat, hier); }, std::move(epilogue));
+                [&] { return Issued{flat(*route.inner), {}}; }, std::move(epilogue));
 }
 
 c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route,
@@ -279,6 +289,34 @@ void TopoBackend::shutdown() {
 void TopoBackend::abort() {
   for (auto& [type, route] : routes_) route->inner->abort();
 }
+
+#if TORCH_TOPO_TORCH_AT_LEAST(2, 13)
+void TopoBackend::setTimeout(std::chrono::milliseconds timeout) {
+  options_->timeout = timeout;
+  for (auto& [type, route] : routes_) route->inner->setTimeout(timeout);
+}
+
+c10d::ErrorType TopoBackend::getError() {
+  for (auto& [type, route] : routes_) {
+    const auto error = route->inner->getError();
+    if (error != c10d::ErrorType::SUCCESS) return error;
+  }
+  return c10d::ErrorType::SUCCESS;
+}
+#endif
+
+#if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
+void TopoBackend::addEphemeralTimeout(const std::chrono::milliseconds& timeout) {
+  for (auto& [type, route] : routes_) route->inner->addEphemeralTimeout(timeout);
+}
+
+void TopoBackend::setBoundDeviceId(std::optional<at::Device> device) {
+  c10d::Backend::setBoundDeviceId(device);
+  if (!device) return;
+  auto it = routes_.find(device->type());
+  if (it != routes_.end()) it->second->inner->setBoundDeviceId(device);
+}
+#endif
 
 c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
     const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
@@ -354,7 +392,12 @@ void TopoBackend::setHierarchicalThresholds(c10::DeviceType type,
 
 std::vector<Decision> TopoBackend::lastDecisions() const {
   std::lock_guard<std::mutex> lock(decisionsMutex_);
-  return decisions_;
+  std::vector<Decision> out;
+  out.reserve(decisions_.size());
+  for (const auto& d : decisions_) {
+    out.emplace_back(d.op, d.bytes, d.hierarchical ? "hierarchical" : "flat");
+  }
+  return out;
 }
 
 c10::intrusive_ptr<c10d::Backend> TopoBackend::innerBackend(c10::DeviceType type) const {

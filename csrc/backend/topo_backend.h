@@ -6,10 +6,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -31,16 +33,21 @@
 
 namespace torch_topo::backend {
 
-/// One recorded choice of `runCollective`: op name, payload bytes, "flat" or "hierarchical".
+/// One recorded choice of `chooseHierarchical`: op name, payload bytes, "flat" or "hierarchical".
 using Decision = std::tuple<std::string, int64_t, std::string>;
 
 /// The "topo" backend.
 ///
-/// Every c10d op of the base class is overridden; each validates what is detectable locally
+/// Every c10d collective of the base class is overridden (docs/backend.md lists the other
+/// virtuals and why they keep the base behaviour); each validates what is detectable locally
 /// (root and peer ranks, list lengths, sizes, dtype/ReduceOp pairs) with a ValueError that
 /// starts `TopoBackend::<op>: `, then runs on the inner backend of the tensors' device type.
 /// What the inner backend lacks is composed: AVG and PREMUL_SUM on Gloo are a SUM followed by
 /// one local scaling (the epilogue of the op's TopoWork).
+///
+/// Fast path: an op that needs no schedule, no epilogue and no coalescing returns the inner
+/// backend's own Work, issued on the caller's stream: no TopoWork, no stream hop, no event pair
+/// (`passesThrough`). Everything else runs as described below.
 ///
 /// Ordering: flat inner collectives are issued on the calling thread, in program order, inside
 /// the op call. A hierarchical schedule waits between dependent steps: on CUDA with stream
@@ -81,6 +88,8 @@ class TopoBackend : public c10d::Backend {
                                            const c10d::BroadcastOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_sparse(std::vector<at::Tensor>& tensors,
+                                                  const c10d::AllreduceOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
       std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
@@ -109,6 +118,13 @@ class TopoBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override;
+#if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
+  /// `input` of every rank into `output` on the root (group size x input elements, rank-major,
+  /// contiguous); `output` is unused elsewhere. Runs as the inner backend's list gather into
+  /// views of `output` (Gloo has no gather_single of its own).
+  c10::intrusive_ptr<c10d::Work> gather_single(at::Tensor& output, at::Tensor& input,
+                                               const c10d::GatherOptions& opts) override;
+#endif
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                          std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts) override;
@@ -140,6 +156,18 @@ class TopoBackend : public c10d::Backend {
   uint64_t getSequenceNumberForGroup() override;
   void shutdown() override;
   void abort() override;
+#if TORCH_TOPO_TORCH_AT_LEAST(2, 13)
+  /// Sets the group's default timeout here and on every inner backend.
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  /// The first inner backend's error that is not SUCCESS, else SUCCESS.
+  c10d::ErrorType getError() override;
+#endif
+#if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
+  void addEphemeralTimeout(const std::chrono::milliseconds& timeout) override;
+  /// Also binds the inner backend of the device's type (torch binds only the backends it
+  /// registered, and ours builds its inner communicators itself).
+  void setBoundDeviceId(std::optional<at::Device> device) override;
+#endif
   bool supportsSplitting() const override { return true; }
   /// Splits every inner backend (they all support it in the torch versions we build against)
   /// and wraps the children; null when this rank is not in `ranks`.
@@ -158,8 +186,13 @@ class TopoBackend : public c10d::Backend {
   /// Per-op minimum payload (bytes) from which the hierarchical schedule is used; an op that
   /// is absent always runs flat.
   void setHierarchicalThresholds(c10::DeviceType type, std::map<std::string, int64_t> minBytes);
-  /// The latest decisions of runCollective, oldest first (bounded, kMaxDecisions).
+  /// The latest flat/hierarchical decisions, oldest first (bounded, kMaxDecisions).
   std::vector<Decision> lastDecisions() const;
+  /// The fast path's rule: an op runs as the inner backend's own call, returning its Work,
+  /// exactly when it needs no hierarchical schedule, no local epilogue and no coalescing.
+  static bool passesThrough(bool hierarchical, bool hasEpilogue, bool coalescing) {
+    return !hierarchical && !hasEpilogue && !coalescing;
+  }
   /// The inner backend of a device type (null if none): for Python-side helpers and tests.
   c10::intrusive_ptr<c10d::Backend> innerBackend(c10::DeviceType type) const;
 
@@ -187,18 +220,20 @@ class TopoBackend : public c10d::Backend {
   /// The route of a set of tensors: all on one device type with an inner backend, else a
   /// ValueError naming the op.
   DeviceRoute& routeFor(const char* op, const std::vector<at::Tensor>& tensors);
-  /// The one entry of every collective that has a hierarchical form: picks flat or
-  /// hierarchical from the levels and thresholds, logs the choice, returns the inner work.
-  Issued runCollective(DeviceRoute& route, const char* op, int64_t bytes, const InnerFn& flat,
-                       const HierFn& hier);
-  /// Runs one op on its route: on the internal stream for stream devices, else on the
-  /// calling thread, and wraps the inner work and the epilogue in a TopoWork.
+  /// Picks flat or hierarchical for a collective from the levels and thresholds, and logs the
+  /// choice.
+  bool chooseHierarchical(DeviceRoute& route, const char* op, int64_t bytes, bool hasHier);
+  /// Starts a hierarchical schedule: inline on stream devices, on the route's worker on CPU.
+  Issued runHierarchical(DeviceRoute& route, const HierFn& hier);
+  /// Runs one op on its route. `direct` ops without epilogue outside a coalesced group return
+  /// the inner work as is (`passesThrough`); the others run on the internal stream for stream
+  /// devices, else on the calling thread, wrapped with their epilogue in a TopoWork.
   c10::intrusive_ptr<c10d::Work> launch(DeviceRoute& route, c10d::OpType type, const char* op,
                                         const std::vector<at::Tensor>& outputs,
                                         const std::vector<at::Tensor>& inputs,
                                         const std::function<Issued()>& issue,
-                                        Epilogue epilogue = nullptr);
-  /// Shorthand: launch(runCollective(...)).
+                                        Epilogue epilogue = nullptr, bool direct = true);
+  /// The ops with a hierarchical form: chooseHierarchical, then launch.
   c10::intrusive_ptr<c10d::Work> collective(DeviceRoute& route, c10d::OpType type, const char* op,
                                             const std::vector<at::Tensor>& outputs,
                                             const std::vector<at::Tensor>& inputs,
@@ -227,8 +262,14 @@ class TopoBackend : public c10d::Backend {
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
   std::vector<DeviceRoute*> coalescedNative_;
   bool debug_ = false;
+  /// One logged choice; op names are string literals, so logging allocates nothing.
+  struct DecisionRecord {
+    const char* op;
+    int64_t bytes;
+    bool hierarchical;
+  };
   mutable std::mutex decisionsMutex_;
-  std::vector<Decision> decisions_;
+  std::deque<DecisionRecord> decisions_;
 };
 
 }  // namespace torch_topo::backend

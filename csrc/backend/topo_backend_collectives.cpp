@@ -43,6 +43,18 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& t
                     std::move(epilogue));
 }
 
+c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce_sparse(std::vector<at::Tensor>& tensors,
+                                                             const c10d::AllreduceOptions& opts) {
+  auto& route = routeFor("allreduce_sparse", tensors);
+  Epilogue epilogue;
+  c10d::AllreduceOptions inner = opts;
+  inner.reduceOp =
+      prepareReduce("allreduce_sparse", route, opts.reduceOp, tensors, tensors, &epilogue);
+  return collective(route, c10d::OpType::ALLREDUCE, "allreduce_sparse", tensors, tensors,
+                    [&](c10d::Backend& b) { return b.allreduce_sparse(tensors, inner); },
+                    nullptr, std::move(epilogue));
+}
+
 c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   auto& route = routeFor("allreduce_coalesced", tensors);

@@ -173,6 +173,35 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::gather(std::vector<std::vector<at::T
                 [&] { return Issued{route.inner->gather(outputs, inputs, opts), {}}; });
 }
 
+#if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
+c10::intrusive_ptr<c10d::Work> TopoBackend::gather_single(at::Tensor& output, at::Tensor& input,
+                                                          const c10d::GatherOptions& opts) {
+  checkRank("gather_single", "root rank", opts.rootRank);
+  std::vector<at::Tensor> inputs{input};
+  std::vector<at::Tensor> outputs;
+  std::vector<std::vector<at::Tensor>> lists;
+  if (rank_ == opts.rootRank) {
+    checkBlocks("gather_single", "output", output, input);
+    if (!output.is_contiguous()) {
+      C10_THROW_ERROR(ValueError, "TopoBackend::gather_single: output is not contiguous, "
+                                  "expected one contiguous buffer of group size x input elements");
+    }
+    // Rank r's block, shaped like the input; narrow rather than split: empty inputs work too.
+    const int64_t n = input.numel();
+    lists.emplace_back();
+    for (int r = 0; r < size_; ++r) {
+      lists.back().push_back(output.view({-1}).narrow(0, r * n, n).view(input.sizes()));
+    }
+    outputs.push_back(output);
+  }
+  std::vector<at::Tensor> routed(inputs);
+  routed.insert(routed.end(), outputs.begin(), outputs.end());
+  auto& route = routeFor("gather_single", routed);
+  return launch(route, c10d::OpType::GATHER, "gather_single", outputs, inputs,
+                [&] { return Issued{route.inner->gather(lists, inputs, opts), {}}; });
+}
+#endif
+
 c10::intrusive_ptr<c10d::Work> TopoBackend::scatter(std::vector<at::Tensor>& outputs,
                                                     std::vector<std::vector<at::Tensor>>& inputs,
                                                     const c10d::ScatterOptions& opts) {

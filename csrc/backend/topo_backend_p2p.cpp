@@ -6,12 +6,16 @@
 
 namespace torch_topo::backend {
 
+// Point-to-point works pass through only on stream devices: Gloo's send/recv works have no
+// future, and every work of ours must have one (TopoWork's contract).
+
 c10::intrusive_ptr<c10d::Work> TopoBackend::send(std::vector<at::Tensor>& tensors, int dstRank,
                                                  int tag) {
   checkRank("send", "destination rank", dstRank);
   auto& route = routeFor("send", tensors);
   return launch(route, c10d::OpType::SEND, "send", {}, tensors,
-                [&] { return Issued{route.inner->send(tensors, dstRank, tag), {}}; });
+                [&] { return Issued{route.inner->send(tensors, dstRank, tag), {}}; }, nullptr,
+                route.streamed);
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::recv(std::vector<at::Tensor>& tensors, int srcRank,
@@ -19,14 +23,16 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::recv(std::vector<at::Tensor>& tensor
   checkRank("recv", "source rank", srcRank);
   auto& route = routeFor("recv", tensors);
   return launch(route, c10d::OpType::RECV, "recv", tensors, {},
-                [&] { return Issued{route.inner->recv(tensors, srcRank, tag), {}}; });
+                [&] { return Issued{route.inner->recv(tensors, srcRank, tag), {}}; }, nullptr,
+                route.streamed);
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::recvAnysource(std::vector<at::Tensor>& tensors,
                                                           int tag) {
   auto& route = routeFor("recvAnysource", tensors);
   return launch(route, c10d::OpType::RECVANYSOURCE, "recvAnysource", tensors, {},
-                [&] { return Issued{route.inner->recvAnysource(tensors, tag), {}}; });
+                [&] { return Issued{route.inner->recvAnysource(tensors, tag), {}}; }, nullptr,
+                route.streamed);
 }
 
 DeviceRoute& TopoBackend::barrierRoute(const c10d::BarrierOptions& opts) {
