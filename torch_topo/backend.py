@@ -6,10 +6,14 @@ only, and never calls world collectives or `new_group`: it builds the flat inner
 the creator's prefixed store (Gloo for CPU tensors, NCCL for CUDA tensors when CUDA is usable),
 wraps them in the C++ `TopoBackend`, then lets `torch_topo.hierarchy.attach_hierarchy` add the
 topology-derived levels.
+
+`register()` also keeps a "topo" default group from being torch's split source for new groups
+(`split_source_for_new_group`).
 """
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 
 import torch
@@ -21,7 +25,8 @@ from torch_topo.hierarchy import attach_hierarchy
 from torch_topo.nccl_hints import connect_with_hints
 from torch_topo.numa import bind_at_init
 
-__all__ = ["BACKEND_NAME", "register", "resolve_config", "build_inner_backends"]
+__all__ = ["BACKEND_NAME", "register", "resolve_config", "build_inner_backends",
+           "split_source_for_new_group"]
 
 BACKEND_NAME = "topo"
 
@@ -109,8 +114,43 @@ def _create_backend(dist_opts, pg_options):
     return backend
 
 
+def split_source_for_new_group(source):
+    """What `new_group` may split from, given what torch picked (`_get_split_source`): None
+    when torch picked a TopoBackend, else torch's pick unchanged.
+
+    With a bound device torch takes the default group's backend for that device as the split
+    source of every new group, whatever backend the group asks for: a "nccl" group under a
+    "topo" default group then gets our TopoBackend as `ProcessGroupNCCL.Options.split_from`
+    (torch 2.11-2.13: TypeError; 2.14: AssertionError). Splitting needs a parent of the child's
+    own backend, and none of ours is one: the "topo" creator builds its inner communicators
+    from the store, and Gloo and NCCL children cannot split from a TopoBackend. So a topo
+    parent is never the source. The answer depends only on the default group, so members and
+    non-members decide alike: nobody splits, and no non-member calls `perform_nocolor_split`
+    (which would wait for members that never split). `split_group` (init_device_mesh with
+    device_id) does not come here; it calls TopoBackend.split.
+    """
+    return None if isinstance(source, _C.TopoBackend) else source
+
+
+def _guard_split_source() -> None:
+    # torch has no hook for this decision: wrap its private helper (2.11-2.14 call it once per
+    # new group, by its module-global name). A release without it keeps its own behaviour.
+    c10d = dist.distributed_c10d
+    original = getattr(c10d, "_get_split_source", None)
+    if original is None or getattr(original, "_torch_topo_guard", False):
+        return
+
+    @functools.wraps(original)
+    def guarded(pg):
+        return split_source_for_new_group(original(pg))
+
+    guarded._torch_topo_guard = True
+    c10d._get_split_source = guarded
+
+
 def register() -> None:
     """Registers "topo" once (importing torch_topo calls this)."""
+    _guard_split_source()
     if BACKEND_NAME.upper() in dist.Backend._plugins:
         return
     # A list, not a string: some releases iterate a string by character.

@@ -20,14 +20,16 @@ PRELUDE = """
 import os, tempfile, torch, torch.distributed as dist
 import torch_topo
 tmp = tempfile.mkdtemp()
-dist.init_process_group("topo", store=dist.FileStore(os.path.join(tmp, "s"), 1), rank=0,
-                        world_size=1, device_id=torch.device("cuda", 0))
 dev = torch.device("cuda", 0)
+torch.cuda.set_device(dev)
+dist.init_process_group("topo", store=dist.FileStore(os.path.join(tmp, "s"), 1), rank=0,
+                        world_size=1, {device_id})
 """
 
 
-def _run(body: str) -> None:
-    code = PRELUDE + textwrap.dedent(body) + "\ndist.destroy_process_group()\nprint('OK')\n"
+def _run(body: str, device_id: bool = True) -> None:
+    prelude = PRELUDE.format(device_id="device_id=dev" if device_id else "")
+    code = prelude + textwrap.dedent(body) + "\ndist.destroy_process_group()\nprint('OK')\n"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=240)
@@ -87,4 +89,46 @@ def test_cuda_device_mesh_with_device_id_and_ddp():
         model(torch.randn(8, 16, device=dev)).square().mean().backward()
         opt.step()
     torch.cuda.synchronize()
+    """)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("device_id", [True, False], ids=["device_id", "no_device_id"])
+def test_nccl_and_gloo_subgroups_of_a_topo_world(device_id):
+    # Issue 16: with device_id, torch handed our TopoBackend to the NCCL child as split_from.
+    _run("""
+    nccl = dist.new_group([0], backend="nccl")
+    gloo = dist.new_group([0], backend="gloo")
+    topo = dist.new_group([0])
+    assert (dist.get_backend(nccl), dist.get_backend(gloo), dist.get_backend(topo)) == (
+        "nccl", "gloo", "topo")
+    want = torch.arange(6.0, device=dev)
+    for group in (nccl, topo, dist.group.WORLD):
+        t = want.clone()
+        dist.all_reduce(t, group=group)
+        out = torch.empty(6, device=dev)
+        dist.all_gather_into_tensor(out, t, group=group)
+        torch.testing.assert_close(out, want)
+    c = torch.arange(3.0)
+    dist.all_reduce(c, group=gloo)
+    assert c.tolist() == [0.0, 1.0, 2.0]
+    torch.cuda.synchronize()
+    """, device_id=device_id)
+
+
+@pytest.mark.timeout(300)
+def test_cuda_flat_ops_pass_straight_to_nccl():
+    # Issue 16 item 7: a flat op returns NCCL's own work: no TopoWork ("topo:" profiler range),
+    # no internal stream, no event pair.
+    _run("""
+    from torch.profiler import profile
+    t = torch.ones(1024, device=dev)
+    with profile() as prof:
+        for _ in range(3):
+            dist.all_reduce(t)
+        torch.cuda.synchronize()
+    names = {e.name for e in prof.events()}
+    assert any(n.startswith("nccl:all_reduce") for n in names), sorted(names)
+    assert not any(n.startswith("topo:") for n in names), sorted(names)
+    torch.testing.assert_close(t, torch.ones(1024, device=dev))
     """)
