@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import cases
 import pytest
+import routing_cases
 
 WORLDS = [1, 2, 3, 4]
 ALL_CASES = [
@@ -27,6 +28,7 @@ ALL_CASES = [
     cases.object_collectives,
     cases.subgroups,
     cases.decisions_logged,
+    routing_cases.pass_through_on_cpu,
 ]
 SUBSET_AT_8 = [cases.allreduce_all, cases.allgather_all, cases.reduce_scatter_all,
                cases.alltoall_all, cases.p2p_all]

@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Per-call cost of "topo" against its own inner backend, side by side in one run.
+
+Each size runs a loop of many identical calls on the "topo" world group and on a plain group of
+the inner backend over the same ranks, loops interleaved so machine noise hits both alike, and
+reports the time per call, the difference (topo minus plain) and the ratio:
+
+- CPU: `--procs` local processes (default 2), Gloo as the plain group, wall clock around the
+  loop of blocking calls; the slowest rank's median over `--reps` loops. Sizes 4 B up to
+  `--cpu-max-bytes` (default 1 MiB: larger messages measure Gloo's copies, not the wrapper).
+- CUDA (when a GPU is present): one process on cuda:0 (world size 1, the issue 16 setup), NCCL
+  as the plain group, `init_process_group(device_id=...)`; device time per call from CUDA events
+  around the loop and host time per call from the wall clock of the issuing loop. Sizes 4 B up
+  to `--gpu-max-bytes` (default 256 MiB).
+
+Without CUDA the CPU part runs alone and says so. Targets (issue 16): CUDA within +2 us per
+call of plain NCCL, CPU within +20 us of plain Gloo for small messages.
+
+    python benchmarks/wrapper_overhead.py                     # both parts where possible
+    python benchmarks/wrapper_overhead.py --cpu-max-bytes 64K --reps 9 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from collective_perf import _parse_bytes  # noqa: E402  (sibling script, not a package)
+
+OPS = ["all_reduce", "broadcast", "all_gather"]
+CPU_TARGET_US = 20.0
+GPU_TARGET_US = 2.0
+
+
+def _sizes(lo: int, hi: int, factor: int) -> list[int]:
+    out = []
+    s = lo
+    while s <= hi:
+        out.append(s)
+        s *= factor
+    return out
+
+
+def _call(op: str, nbytes: int, n: int, device: torch.device):
+    """A closure issuing one blocking `op` of `nbytes` per rank (float32) on a given group."""
+    count = max(1, nbytes // 4)
+    if op == "all_reduce":
+        t = torch.ones(count, device=device)
+        return lambda g: dist.all_reduce(t, group=g)
+    if op == "broadcast":
+        t = torch.ones(count, device=device)
+        return lambda g: dist.broadcast(t, 0, group=g)
+    if op == "all_gather":
+        out, inp = torch.empty(count * n, device=device), torch.ones(count, device=device)
+        return lambda g: dist.all_gather_into_tensor(out, inp, group=g)
+    raise ValueError(f"wrapper_overhead: unknown op {op!r}, expected one of {OPS}")
+
+
+def _iters(nbytes: int, most: int) -> int:
+    # Many calls for small messages (the overhead is per call), fewer where the copy dominates.
+    return max(5, min(most, (32 << 20) // max(nbytes, 1)))
+
+
+# ---- CPU: local Gloo ranks ----------------------------------------------------------------
+
+def _cpu_loop(fn, group, iters: int) -> float:
+    dist.barrier(group=group)
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn(group)
+    return (time.perf_counter() - start) / iters
+
+
+def _cpu_rank(rank: int, size: int, store_path: str, args, results) -> None:
+    import torch_topo  # noqa: F401  (registers "topo" in this spawned process)
+
+    torch.set_num_threads(1)
+    dist.init_process_group("topo", store=dist.FileStore(store_path, size), rank=rank,
+                            world_size=size, timeout=timedelta(seconds=300))
+    topo, gloo = dist.group.WORLD, dist.new_group(backend="gloo")
+    cpu = torch.device("cpu")
+    rows = []
+    for op in args.ops:
+        for nbytes in _sizes(4, args.cpu_max_bytes, args.factor):
+            fn = _call(op, nbytes, size, cpu)
+            iters = _iters(nbytes, args.cpu_iters)
+            for g in (topo, gloo):
+                _cpu_loop(fn, g, max(3, iters // 10))
+            t_topo, t_plain = [], []
+            for _ in range(args.reps):
+                t_topo.append(_cpu_loop(fn, topo, iters))
+                t_plain.append(_cpu_loop(fn, gloo, iters))
+            local = torch.tensor([statistics.median(t_topo), statistics.median(t_plain)],
+                                 dtype=torch.float64)
+            dist.all_reduce(local, op=dist.ReduceOp.MAX, group=gloo)
+            rows.append({"part": "cpu", "op": op, "bytes": nbytes, "ranks": size,
+                         "calls": iters, "topo_us": local[0].item() * 1e6,
+                         "plain_us": local[1].item() * 1e6, "plain": "gloo"})
+    if rank == 0:
+        results.put(rows)
+    dist.barrier(group=gloo)
+    dist.destroy_process_group()
+
+
+def run_cpu(args) -> list[dict]:
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    with tempfile.TemporaryDirectory() as tmp:
+        procs = [ctx.Process(target=_cpu_rank,
+                             args=(r, args.procs, os.path.join(tmp, "store"), args, results))
+                 for r in range(args.procs)]
+        for p in procs:
+            p.start()
+        rows = results.get(timeout=3600)
+        for p in procs:
+            p.join(timeout=60)
+    return rows
+
+
+# ---- CUDA: one rank, CUDA events --------------------------------------------------------
+
+def _gpu_loop(fn, group, iters: int) -> tuple[float, float]:
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn(group)
+    host = (time.perf_counter() - t0) / iters
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e-3 / iters, host
+
+
+def _gpu_rank(store_path: str, args, results) -> None:
+    import torch_topo  # noqa: F401
+
+    dev = torch.device("cuda", 0)
+    torch.cuda.set_device(dev)
+    dist.init_process_group("topo", store=dist.FileStore(store_path, 1), rank=0, world_size=1,
+                            device_id=dev, timeout=timedelta(seconds=300))
+    topo, nccl = dist.group.WORLD, dist.new_group([0], backend="nccl")
+    rows = []
+    for op in args.ops:
+        for nbytes in _sizes(4, args.gpu_max_bytes, args.factor):
+            fn = _call(op, nbytes, 1, dev)
+            iters = _iters(nbytes, args.gpu_iters)
+            for g in (topo, nccl):
+                _gpu_loop(fn, g, max(3, iters // 5))
+            meas = {"topo": [], "nccl": []}
+            for _ in range(args.reps):
+                meas["topo"].append(_gpu_loop(fn, topo, iters))
+                meas["nccl"].append(_gpu_loop(fn, nccl, iters))
+            rows.append({
+                "part": "cuda", "op": op, "bytes": nbytes, "ranks": 1, "calls": iters,
+                "plain": "nccl",
+                "topo_us": statistics.median(d for d, _ in meas["topo"]) * 1e6,
+                "plain_us": statistics.median(d for d, _ in meas["nccl"]) * 1e6,
+                "topo_host_us": statistics.median(h for _, h in meas["topo"]) * 1e6,
+                "plain_host_us": statistics.median(h for _, h in meas["nccl"]) * 1e6,
+            })
+    results.put(rows)
+    dist.destroy_process_group()
+
+
+def run_gpu(args) -> list[dict]:
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    with tempfile.TemporaryDirectory() as tmp:
+        p = ctx.Process(target=_gpu_rank, args=(os.path.join(tmp, "store"), args, results))
+        p.start()
+        rows = results.get(timeout=3600)
+        p.join(timeout=60)
+    return rows
+
+
+# ---- report ------------------------------------------------------------------------------
+
+def _fmt_bytes(n: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def print_table(rows: list[dict]) -> None:
+    for part in dict.fromkeys(r["part"] for r in rows):
+        sub = [r for r in rows if r["part"] == part]
+        plain = sub[0]["plain"]
+        host = "topo_host_us" in sub[0]
+        clock = "CUDA events" if part == "cuda" else "wall clock, slowest rank"
+        print(f"\n# {part}: topo vs plain {plain}, {sub[0]['ranks']} ranks, us per call "
+              f"(median of loops, {clock})")
+        head = f"{'op':>10} {'size':>9} {'calls':>6} | {'topo':>9} {plain:>9} {'delta':>8} {'ratio':>6}"
+        if host:
+            head += f" | {'host topo':>9} {'host ' + plain:>9} {'delta':>8}"
+        print(head)
+        for r in sub:
+            line = (f"{r['op']:>10} {_fmt_bytes(r['bytes']):>9} {r['calls']:>6} | "
+                    f"{r['topo_us']:>9.1f} {r['plain_us']:>9.1f} "
+                    f"{r['topo_us'] - r['plain_us']:>+8.1f} {r['topo_us'] / r['plain_us']:>6.2f}")
+            if host:
+                line += (f" | {r['topo_host_us']:>9.1f} {r['plain_host_us']:>9.1f} "
+                         f"{r['topo_host_us'] - r['plain_host_us']:>+8.1f}")
+            print(line)
+        target = GPU_TARGET_US if part == "cuda" else CPU_TARGET_US
+        small = [r["topo_us"] - r["plain_us"] for r in sub if r["bytes"] <= 4096]
+        if small:
+            print(f"median delta at <= 4 KiB: {statistics.median(small):+.1f} us per call "
+                  f"(target <= +{target:g} us)")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--ops", nargs="+", default=["all_reduce"], choices=OPS)
+    p.add_argument("--procs", type=int, default=2, help="CPU ranks (local processes)")
+    p.add_argument("--cpu-max-bytes", type=_parse_bytes, default=1 << 20)
+    p.add_argument("--gpu-max-bytes", type=_parse_bytes, default=256 << 20)
+    p.add_argument("--factor", type=int, default=4, help="size step (multiplier)")
+    p.add_argument("--cpu-iters", type=int, default=500, help="calls per loop, small sizes")
+    p.add_argument("--gpu-iters", type=int, default=200, help="calls per loop, small sizes")
+    p.add_argument("--reps", type=int, default=7, help="loops per size and backend")
+    p.add_argument("--no-cpu", action="store_true", help="skip the CPU part")
+    p.add_argument("--json", help="write every row to this file")
+    args = p.parse_args(argv)
+    if args.procs < 2 or args.factor < 2 or args.reps < 1:
+        p.error("--procs and --factor must be >= 2, --reps >= 1")
+    rows = [] if args.no_cpu else run_cpu(args)
+    if torch.cuda.is_available() and dist.is_nccl_available():
+        rows += run_gpu(args)
+    else:
+        print("wrapper_overhead: no CUDA device (or no NCCL): CPU part only")
+    print_table(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"version": 1, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
