@@ -35,23 +35,12 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 import train_llama  # noqa: E402
 
+from torch_topo.ops.overlap import covered_time  # noqa: E402
+
 STEP = "train_llama.step"
 # Element sizes of the dtype names the profiler records (C++ spellings).
 _ELEM_BYTES = {"float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8,
                "int": 4, "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1}
-
-
-def _union(spans: list[tuple[float, float]]) -> float:
-    total, end = 0.0, None
-    start = None
-    for s, e in sorted(spans):
-        if end is None or s > end:
-            if end is not None:
-                total += end - start
-            start, end = s, e
-        else:
-            end = max(end, e)
-    return total + (end - start if end is not None else 0.0)
 
 
 def _clip(span: tuple[float, float], windows: list[tuple[float, float]]) -> list[tuple]:
@@ -108,11 +97,11 @@ def summarize(events, backend: str) -> dict:
                if not any(a <= c[0] and c[1] <= b for a, b in issuing)]
     n = len(steps)
     wall = sum(b - a for a, b in steps) / 1e6 / n
-    t_compute = _union(compute) / 1e6 / n
-    t_issue = _union(issuing) / 1e6 / n
+    t_compute = covered_time(compute) / 1e6 / n
+    t_issue = covered_time(issuing) / 1e6 / n
     per_step = {"wall": wall, "compute": t_compute, "issuing": t_issue,
                 "other": max(wall - t_compute - t_issue, 0.0),
-                "comm_in_flight": _union(in_flight) / 1e6 / n}
+                "comm_in_flight": covered_time(in_flight) / 1e6 / n}
     table = [{"level": level, "name": name, "count_per_step": r["count"] / n,
               "bytes_per_step": r["bytes"] / n, "seconds_per_step": r["seconds"] / n,
               "calls_without_bytes": r["unknown_bytes"]}

@@ -75,7 +75,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--ffn-dim", type=int, default=128)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--kv-heads", type=int, default=2, help="fewer than --heads: GQA")
-    p.add_argument("--chunks", type=_chunk_count, default=None,
+    p.add_argument("--chunks", type=_degree, default="auto",
                    help="overlap chunks per tp collective; 'auto' (default): calibrated once "
                         "per shape by torch_topo.ops, 1 where chunking does not pay")
     p.add_argument("--lr", type=float, default=3e-3)
@@ -87,6 +87,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-checkpoint", action="store_true")
     p.add_argument("--json", default=None, help="write the results here (rank 0)")
     args = p.parse_args(argv)
+    if args.chunks == "auto":
+        args.chunks = None  # the overlap ops' own choice
     for name in ("dp", "tp", "steps", "batch", "seq_len"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')}: got {getattr(args, name)}, expected >= 1")
@@ -103,14 +105,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.check_steps > args.steps:
         p.error(f"--check-steps: got {args.check_steps}, expected <= --steps {args.steps}")
     return args
-
-
-def _chunk_count(text: str) -> int | None:
-    if text == "auto":
-        return None
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"got {text!r}, expected 'auto' or an integer >= 1")
-    return int(text)
 
 
 def _degree(text: str) -> int | str:

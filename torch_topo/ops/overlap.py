@@ -74,22 +74,26 @@ class CallTiming:
     @property
     def t_comm(self) -> float:
         """Seconds during which at least one collective was in flight (union of intervals)."""
-        spans = sorted((c.comm_issue, c.comm_end) for c in self.chunks if c.comm_end > 0)
-        total, cur_start, cur_end = 0.0, None, None
-        for s, e in spans:
-            if cur_end is None or s > cur_end:
-                if cur_end is not None:
-                    total += cur_end - cur_start
-                cur_start, cur_end = s, e
-            else:
-                cur_end = max(cur_end, e)
-        if cur_end is not None:
-            total += cur_end - cur_start
-        return total
+        return covered_time([(c.comm_issue, c.comm_end) for c in self.chunks if c.comm_end > 0])
 
     @property
     def t_wall(self) -> float:
         return self.end - self.start
+
+
+def covered_time(spans) -> float:
+    """Length of the union of (start, end) intervals: time covered by at least one."""
+    total, cur_start, cur_end = 0.0, None, None
+    for s, e in sorted(spans):
+        if cur_end is None or s > cur_end:
+            if cur_end is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = s, e
+        else:
+            cur_end = max(cur_end, e)
+    if cur_end is not None:
+        total += cur_end - cur_start
+    return total
 
 
 def hidden_fraction(t_comm: float, t_compute: float, t_overlapped: float) -> float:
