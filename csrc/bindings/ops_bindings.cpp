@@ -11,16 +11,18 @@ void defOps(py::module_& m) {
   using py::arg;
   const auto release = py::call_guard<py::gil_scoped_release>();
   m.def("ulysses_pack", &ops::packScatter, release, arg("tensors"), arg("scatter_dim"),
-        arg("world"), arg("replicate") = std::vector<bool>{},
-        R"(Packs tensors into one 1-D buffer for one equal-split all_to_all_single.
+        arg("cat_dim"), arg("world"), arg("replicate") = std::vector<bool>{},
+        R"(Packs tensors into one [world, *slice] buffer for one equal-split all_to_all_single.
 
 Args:
-    tensors: same dtype, device and number of dims.
+    tensors: same dtype, device and number of dims; slice shapes equal except along cat_dim.
     scatter_dim: dimension split over the ranks (rank j gets slice j).
+    cat_dim: dimension along which the tensors' slices lie side by side.
     world: group size.
     replicate: per tensor, allow a size dividing `world` (GQA: rank j gets row j // (world // n)).
 Returns:
-    buffer of world equal chunks; chunk j holds every tensor's slice j.)");
+    contiguous [world, *slice]; entry j holds every tensor's slice j (a view of a single tensor
+    already in that order).)");
   m.def("ulysses_slice_shape", &ops::sliceShape, arg("shape"), arg("scatter_dim"), arg("world"),
         arg("replicate") = false,
         R"(Shape of one rank's slice of a tensor packed by ulysses_pack.
@@ -30,16 +32,18 @@ Args:
     scatter_dim: dimension split over the ranks.
     world: group size.
     replicate: as in ulysses_pack.)");
-  m.def("ulysses_unpack", &ops::unpackGather, release, arg("buffer"), arg("slice_shapes"),
-        arg("gather_dim"), arg("world"), arg("reduce_replicas") = std::vector<int64_t>{},
-        R"(Unpacks a received all-to-all buffer, concatenating each tensor's slices along gather_dim.
+  m.def("ulysses_unpack", &ops::unpackGather, release, arg("buffer"), arg("cat_sizes"),
+        arg("cat_dim"), arg("gather_dim"), arg("reduce_replicas") = std::vector<int64_t>{},
+        R"(Unpacks a received [world, *slice] buffer into one tensor per slice along cat_dim.
 
 Args:
-    buffer: 1-D buffer of world chunks (chunk j from rank j).
-    slice_shapes: shape of each tensor's slice in a chunk.
-    gather_dim: dimension along which the ranks' slices are concatenated.
-    world: group size.
-    reduce_replicas: per tensor, sum runs of this many ranks' slices (replica gradients).)");
+    buffer: entry j from rank j.
+    cat_sizes: each tensor's extent along cat_dim in a slice.
+    cat_dim: dimension along which the slices lie side by side.
+    gather_dim: dimension along which the ranks' slices are concatenated (rank order).
+    reduce_replicas: per tensor, sum runs of this many ranks' slices (replica gradients).
+Returns:
+    views of the buffer where the gathered layout allows, copies otherwise.)");
   m.def(
       "merge_attn_block",
       [](at::Tensor out, at::Tensor lse, const at::Tensor& block_out,

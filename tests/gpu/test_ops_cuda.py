@@ -15,37 +15,44 @@ pytestmark = [
     pytest.mark.skipif(not _C.cuda_built, reason="torch_topo built without CUDA"),
 ]
 
-# (shapes, scatter_dim, world, replicate): Q/K/V with MHA, GQA and replicated MQA heads.
+# (shapes, scatter_dim, world, replicate, transpose): the Ulysses exchanges on [b, s, h, d]
+# (one launch: heads side by side) with MHA, GQA, replicated MQA heads, strided gradients
+# (transposed), odd head dims (narrower words), five tensors (ATen path), other layouts (ATen).
 PACK_CASES = [
-    ([(2, 5, 8, 16), (2, 5, 8, 16), (2, 5, 8, 16)], 2, 4, [False, False, False]),
-    ([(1, 7, 6, 8), (1, 7, 3, 8), (1, 7, 3, 8)], 2, 3, [False, False, False]),
-    ([(2, 3, 8, 4), (2, 3, 2, 4), (2, 3, 2, 4)], 2, 4, [False, True, True]),
-    ([(2, 12, 4, 8)], 1, 4, [False]),
+    ([(2, 5, 8, 16), (2, 5, 8, 16), (2, 5, 8, 16)], 2, 4, [False] * 3, False),
+    ([(1, 7, 6, 8), (1, 7, 3, 8), (1, 7, 3, 8)], 2, 3, [False] * 3, False),
+    ([(2, 3, 8, 4), (2, 3, 2, 4), (2, 3, 2, 4)], 2, 4, [False, True, True], False),
+    ([(1, 12, 2, 8), (1, 12, 1, 8), (1, 12, 1, 8)], 1, 4, [False] * 3, True),
+    ([(2, 6, 3, 3), (2, 6, 3, 3)], 1, 3, [False] * 2, False),
+    ([(1, 4, 4, 8)] * 5, 2, 2, [False] * 5, False),
+    ([(2, 12, 4, 8)], 1, 4, [False], False),
 ]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64, torch.int8])
-@pytest.mark.parametrize("shapes,scatter_dim,world,replicate", PACK_CASES)
-def test_cuda_pack_unpack_equal_cpu(shapes, scatter_dim, world, replicate, dtype):
+@pytest.mark.parametrize("shapes,scatter_dim,world,replicate,transpose", PACK_CASES)
+def test_cuda_pack_unpack_equal_cpu(shapes, scatter_dim, world, replicate, transpose, dtype):
     gen = torch.Generator().manual_seed(0)
     cpu = [(torch.randn(*s, generator=gen) * 10).to(dtype) for s in shapes]
-    buf_cpu = _C.ulysses_pack(cpu, scatter_dim, world, replicate)
-    buf_gpu = _C.ulysses_pack([t.cuda() for t in cpu], scatter_dim, world, replicate)
+    if transpose:  # same values, [b, h, s, d] memory, as gradients of transposed views come
+        cpu = [t.transpose(1, 2).contiguous().transpose(1, 2) for t in cpu]
+    cat_dim = 2
+    buf_cpu = _C.ulysses_pack(cpu, scatter_dim, cat_dim, world, replicate)
+    buf_gpu = _C.ulysses_pack([t.cuda() for t in cpu], scatter_dim, cat_dim, world, replicate)
     assert buf_gpu.is_cuda
     torch.testing.assert_close(buf_gpu.cpu(), buf_cpu, rtol=0, atol=0)
-    slices = [_C.ulysses_slice_shape(list(s), scatter_dim, world, r)
-              for s, r in zip(shapes, replicate, strict=False)]
+    sizes = [_C.ulysses_slice_shape(list(s), scatter_dim, world, r)[cat_dim]
+             for s, r in zip(shapes, replicate, strict=True)]
     gather_dim = 1 if scatter_dim != 1 else 2
-    for a, b in zip(_C.ulysses_unpack(buf_gpu, slices, gather_dim, world),
-                    _C.ulysses_unpack(buf_cpu, slices, gather_dim, world), strict=False):
+    for a, b in zip(_C.ulysses_unpack(buf_gpu, sizes, cat_dim, gather_dim),
+                    _C.ulysses_unpack(buf_cpu, sizes, cat_dim, gather_dim), strict=True):
         torch.testing.assert_close(a.cpu(), b, rtol=0, atol=0)
 
 
 def test_cuda_replica_reduce_equals_cpu():
-    buf = torch.randn(4 * 2 * 3 * 5)
-    shape = [[2, 3, 1, 5]]
-    got = _C.ulysses_unpack(buf.cuda(), shape, 2, 4, [2])[0].cpu()
-    torch.testing.assert_close(got, _C.ulysses_unpack(buf, shape, 2, 4, [2])[0])
+    buf = torch.randn(4, 2, 3, 1, 5)
+    got = _C.ulysses_unpack(buf.cuda(), [1], 2, 2, [2])[0].cpu()
+    torch.testing.assert_close(got, _C.ulysses_unpack(buf, [1], 2, 2, [2])[0])
 
 
 # (kernel, dtype, tolerance vs the fp32 math path on the same rounded inputs; fp32 allows for

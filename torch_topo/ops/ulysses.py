@@ -19,41 +19,23 @@ __all__ = ["UlyssesExchangeFunction", "ulysses_all_to_all", "ulysses_attention"]
 AttnFn = Callable[..., torch.Tensor]
 
 
-def _send_view(t: torch.Tensor, scatter_dim: int, world: int, replicate: bool) -> torch.Tensor:
-    """[world, *slice]: rank j's slice of `t` at index j, as a view where the split allows."""
-    shape = _C.ulysses_slice_shape(list(t.shape), scatter_dim, world, replicate)  # checks
-    n = t.shape[scatter_dim]
-    if shape[scatter_dim] == 1 and n < world:  # replicated: rank j takes row j // (world / n)
-        rows = torch.arange(world, device=t.device) // (world // n)
-        t, n = t.index_select(scatter_dim, rows), world
-    return t.unflatten(scatter_dim, (world, n // world)).movedim(scatter_dim, 0)
-
-
 def _exchange(tensors: Sequence[torch.Tensor], scatter_dim: int, gather_dim: int, cat_dim: int,
               group, replicate: Sequence[bool], reduce_replicas: Sequence[int]
               ) -> list[torch.Tensor]:
     """One all_to_all_single for all `tensors`: rank j's slices travel side by side along
     `cat_dim` (Q/K/V: the heads), so per position a rank receives [q | k | v] heads.
 
-    Copies only where a layout change is needed: the send buffer is written in one pass (a
-    view when one tensor is already in rank order, e.g. the attention output at batch 1), and
-    what arrives is returned as views of the receive buffer wherever the gathered layout is
-    one (sequence gather at batch 1: Q, K and V views with a common row stride)."""
+    Packing is one pass (one CUDA launch for Q/K/V), none when a single tensor is already in
+    rank order (the attention output at batch 1); what arrives comes back as views of the
+    receive buffer wherever the gathered layout is one (sequence gather at batch 1: Q, K and V
+    views with a common row stride), so attention runs on it without an unpack copy."""
     world = dist.get_world_size(group)
-    views = [_send_view(t, scatter_dim, world, r)
-             for t, r in zip(tensors, replicate, strict=True)]
-    packed = views[0] if len(views) == 1 else torch.cat(views, dim=cat_dim + 1)
-    send = packed.contiguous().view(-1)
+    send = _C.ulysses_pack(list(tensors), scatter_dim, cat_dim, world, list(replicate))
     recv = torch.empty_like(send)
-    dist.all_to_all_single(recv, send, group=group)
-    parts = recv.view(packed.shape).split([v.shape[cat_dim + 1] for v in views], cat_dim + 1)
-    out = []
-    for part, r in zip(parts, reduce_replicas, strict=True):
-        if r > 1:  # replicas of one head: sum each run of r senders (fp32 for 16-bit types)
-            acc = torch.float32 if part.dtype in (torch.float16, torch.bfloat16) else None
-            part = part.unflatten(0, (world // r, r)).sum(1, dtype=acc).to(part.dtype)
-        out.append(part.movedim(0, gather_dim).flatten(gather_dim, gather_dim + 1))
-    return out
+    dist.all_to_all_single(recv.view(-1), send.view(-1), group=group)
+    sizes = [_C.ulysses_slice_shape(list(t.shape), scatter_dim, world, r)[cat_dim]
+             for t, r in zip(tensors, replicate, strict=True)]
+    return _C.ulysses_unpack(recv, sizes, cat_dim, gather_dim, list(reduce_replicas))
 
 
 class UlyssesExchangeFunction(torch.autograd.Function):

@@ -1,24 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
-// CUDA pack/unpack kernels of the Ulysses exchange (layer: csrc/ops). Built from
-// ulysses_pack.cu with CUDA, from ulysses_pack_stub.cpp (which throws) without.
+// CUDA pack kernel of the Ulysses exchange (layer: csrc/ops). Built from ulysses_pack.cu with
+// CUDA, from ulysses_pack_stub.cpp (which throws) without.
 #pragma once
 
-#include <cstdint>
+#include <cstddef>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
 namespace torch_topo::ops::cuda {
 
-/// Copies the slices of contiguous `src`, viewed as [outer, n, inner], into `buffer` (1-D, same
-/// dtype and device): rank j's slice goes to buffer[j * chunk_numel + offset ...] laid out as
-/// [outer, rows, inner]. rows = n / world, or 1 with `replicate` (row j / (world / n)).
-void packSliceCuda(const at::Tensor& src, at::Tensor& buffer, int64_t outer, int64_t n,
-                   int64_t inner, int64_t world, bool replicate, int64_t chunk_numel,
-                   int64_t offset);
+/// Most tensors one launch packs (Q, K, V and room for one more).
+inline constexpr size_t kMaxPackTensors = 4;
 
-/// Inverse gather: `dst` (contiguous) viewed as [outer, world * rows, inner] receives, for each
-/// rank j, the slice at buffer[j * chunk_numel + offset ...] laid out as [outer, rows, inner].
-void unpackSliceCuda(const at::Tensor& buffer, at::Tensor& dst, int64_t outer, int64_t rows,
-                     int64_t inner, int64_t world, int64_t chunk_numel, int64_t offset);
+/// Writes the contiguous [world, b, s', H', d] all-to-all buffer from up to kMaxPackTensors
+/// send views [world, b, s', h'_i, d] (any strides, last dim contiguous; as packScatter builds
+/// them for either Ulysses exchange), side by side along the heads, H' = sum of h'_i: one
+/// launch for all of them, each thread moving 16 bytes where the head dim, pointers and
+/// strides allow (8, 4, 2 or 1 otherwise), the grid sized to the data.
+at::Tensor packHeadsCuda(const std::vector<at::Tensor>& views);
 
 }  // namespace torch_topo::ops::cuda

@@ -1,29 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU-build stand-in for ulysses_pack.cu (layer: csrc/ops): CUDA tensors cannot reach these
+// CPU-build stand-in for ulysses_pack.cu (layer: csrc/ops): CUDA tensors cannot reach this
 // without a CUDA torch, but a CPU build of the extension on a CUDA torch could; say so clearly.
 #include "ops/cuda/ulysses_pack.h"
 
 #include <c10/util/Exception.h>
 
 namespace torch_topo::ops::cuda {
-namespace {
 
-[[noreturn]] void throwNoCuda(const char* where) {
-  TORCH_CHECK(false, where,
-              ": torch_topo was built without CUDA (TORCH_TOPO_BUILD_CUDA=0 or nvcc not found), "
-              "so CUDA tensors cannot be packed; rebuild with CUDA or move the tensors to CPU");
-}
-
-}  // namespace
-
-void packSliceCuda(const at::Tensor&, at::Tensor&, int64_t, int64_t, int64_t, int64_t, bool,
-                   int64_t, int64_t) {
-  throwNoCuda("packSliceCuda");
-}
-
-void unpackSliceCuda(const at::Tensor&, at::Tensor&, int64_t, int64_t, int64_t, int64_t,
-                     int64_t, int64_t) {
-  throwNoCuda("unpackSliceCuda");
+at::Tensor packHeadsCuda(const std::vector<at::Tensor>&) {
+  TORCH_CHECK(false,
+              "packHeadsCuda: torch_topo was built without CUDA (TORCH_TOPO_BUILD_CUDA=0 or nvcc "
+              "not found), so CUDA tensors cannot be packed; rebuild with CUDA or move the "
+              "tensors to CPU");
 }
 
 }  // namespace torch_topo::ops::cuda

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The C++ cores in one process: Ulysses pack/unpack layout, GQA replication and replica sums,
-the fp32 LSE merge and zigzag index math, each against an explicit construction."""
+"""The C++ cores in one process: Ulysses pack/unpack layout (slices side by side, views where
+the layout allows), GQA replication and replica sums, the fp32 LSE merge and zigzag index
+math, each against an explicit construction."""
 
 import pytest
 import torch
@@ -8,51 +9,77 @@ import torch
 from torch_topo import _C
 
 
-def test_pack_puts_each_rank_slice_of_every_tensor_in_its_chunk():
+def test_pack_puts_each_rank_slice_of_every_tensor_side_by_side():
     world = 3
     q, k = torch.randn(2, 5, 6, 4), torch.randn(2, 5, 3, 4)
-    buf = _C.ulysses_pack([q, k], 2, world)
-    want = torch.cat([torch.cat([q[:, :, 2 * j:2 * j + 2].reshape(-1),
-                                 k[:, :, j:j + 1].reshape(-1)]) for j in range(world)])
+    buf = _C.ulysses_pack([q, k], 2, 2, world)
+    want = torch.stack([torch.cat([q[:, :, 2 * j:2 * j + 2], k[:, :, j:j + 1]], 2)
+                        for j in range(world)])
+    torch.testing.assert_close(buf, want, rtol=0, atol=0)
+
+
+def test_pack_by_sequence_keeps_heads_side_by_side():
+    """The backward's exchange: rank j gets positions j, heads of both tensors together; the
+    inputs may be strided (gradients of transposed views)."""
+    world = 3
+    g1 = torch.randn(1, 2, 6, 4).transpose(1, 2)  # [1, 6, 2, 4], not contiguous
+    g2 = torch.randn(1, 6, 1, 4)
+    buf = _C.ulysses_pack([g1, g2], 1, 2, world)
+    want = torch.stack([torch.cat([g1[:, 2 * j:2 * j + 2], g2[:, 2 * j:2 * j + 2]], 2)
+                        for j in range(world)])
     torch.testing.assert_close(buf, want, rtol=0, atol=0)
 
 
 def test_pack_replicates_the_kv_head_each_rank_uses():
     world = 4
     k = torch.randn(1, 3, 2, 5)  # 2 kv heads over 4 ranks: ranks 0,1 -> head 0; 2,3 -> head 1
-    buf = _C.ulysses_pack([k], 2, world, [True])
-    want = torch.cat([k[:, :, j // 2].reshape(-1) for j in range(world)])
+    buf = _C.ulysses_pack([k], 2, 2, world, [True])
+    want = torch.stack([k[:, :, j // 2:j // 2 + 1] for j in range(world)])
     torch.testing.assert_close(buf, want, rtol=0, atol=0)
 
 
-def test_unpack_concatenates_and_reduces_replicas():
+def test_pack_of_one_tensor_in_rank_order_is_a_view():
+    x = torch.randn(1, 6, 2, 4)  # batch 1, sequence scattered: already [rank, ...] in memory
+    buf = _C.ulysses_pack([x], 1, 2, 3)
+    assert buf.data_ptr() == x.data_ptr() and buf.shape == (3, 1, 2, 2, 4)
+
+
+@pytest.mark.parametrize("batch,views", [(1, True), (2, False)])
+def test_unpack_splits_and_gathers_views_at_batch_one(batch, views):
+    world = 3
+    buf = torch.randn(world, batch, 2, 3 + 1, 5)  # per rank: 3 q heads and 1 k head
+    q, k = _C.ulysses_unpack(buf, [3, 1], 2, 1)
+    torch.testing.assert_close(q, torch.cat(list(buf[:, :, :, :3]), 1), rtol=0, atol=0)
+    torch.testing.assert_close(k, torch.cat(list(buf[:, :, :, 3:]), 1), rtol=0, atol=0)
+    assert (q.untyped_storage().data_ptr() == buf.untyped_storage().data_ptr()) == views
+
+
+def test_unpack_gathers_heads_and_reduces_replicas():
     world = 4
-    pieces = [torch.randn(1, 3, 1, 5) for _ in range(world)]
-    buf = torch.cat([p.reshape(-1) for p in pieces])
-    (gathered,) = _C.ulysses_unpack(buf, [[1, 3, 1, 5]], 1, world)
-    torch.testing.assert_close(gathered, torch.cat(pieces, 1), rtol=0, atol=0)
-    (summed,) = _C.ulysses_unpack(buf, [[1, 3, 1, 5]], 2, world, [2])
-    want = torch.cat([pieces[0] + pieces[1], pieces[2] + pieces[3]], 2)
-    torch.testing.assert_close(summed, want)
+    buf = torch.randn(world, 1, 3, 1, 5)
+    (gathered,) = _C.ulysses_unpack(buf, [1], 2, 2)
+    torch.testing.assert_close(gathered, torch.cat(list(buf), 2), rtol=0, atol=0)
+    (summed,) = _C.ulysses_unpack(buf, [1], 2, 2, [2])
+    torch.testing.assert_close(summed, torch.cat([buf[0] + buf[1], buf[2] + buf[3]], 2))
 
 
 def test_unpack_reduces_bfloat16_replicas_in_fp32():
-    pieces = [torch.full((4,), 256.0, dtype=torch.bfloat16),
-              torch.full((4,), 1.0, dtype=torch.bfloat16),
-              torch.full((4,), 1.0, dtype=torch.bfloat16)]
-    buf = torch.cat(pieces)
-    (summed,) = _C.ulysses_unpack(buf, [[4]], 0, 3, [3])
+    buf = torch.tensor([[256.0] * 4, [1.0] * 4, [1.0] * 4], dtype=torch.bfloat16)
+    (summed,) = _C.ulysses_unpack(buf, [4], 0, 0, [3])
     # Summed pairwise in bf16, 256 + 1 rounds back to 256 twice; in fp32 it is 258 exactly.
     assert summed.dtype == torch.bfloat16 and summed.tolist() == [258.0] * 4
 
 
 def test_pack_unpack_errors():
     with pytest.raises(ValueError, match=r"size 5 of dim 2 cannot be split over the group"):
-        _C.ulysses_pack([torch.zeros(1, 1, 5, 1)], 2, 2)
+        _C.ulysses_pack([torch.zeros(1, 1, 5, 1)], 2, 2, 2)
     with pytest.raises(ValueError, match=r"tensor 1 has dtype Double, expected Float"):
-        _C.ulysses_pack([torch.zeros(2), torch.zeros(2, dtype=torch.float64)], 0, 2)
-    with pytest.raises(ValueError, match=r"buffer has 6 elements, expected 2 ranks x 4"):
-        _C.ulysses_unpack(torch.zeros(6), [[4]], 0, 2)
+        _C.ulysses_pack([torch.zeros(2), torch.zeros(2, dtype=torch.float64)], 0, 0, 2)
+    with pytest.raises(ValueError, match=r"tensor 1 has slice shape \[1, 2, 1\], expected "
+                                         r"\[1, 1, 1\] like tensor 0 except in dim 2"):
+        _C.ulysses_pack([torch.zeros(2, 1, 1), torch.zeros(2, 2, 1)], 0, 2, 2)
+    with pytest.raises(ValueError, match=r"add up to 4, the buffer has 3"):
+        _C.ulysses_unpack(torch.zeros(2, 3), [4], 0, 0)
 
 
 def test_merge_equals_softmax_over_both_blocks():
