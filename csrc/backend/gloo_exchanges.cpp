@@ -3,6 +3,7 @@
 #include "backend/gloo_exchanges.h"
 
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -13,6 +14,25 @@
 namespace torch_topo::backend {
 
 namespace {
+
+// out = a op b, written straight into `out` (the first fold of a row of blocks: no copy of
+// block 0 first). Same values, bit for bit, as a copy of `a` folded with `b`.
+void foldPair(at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
+              c10d::ReduceOp::RedOpType op) {
+  switch (op) {
+    case c10d::ReduceOp::SUM: at::add_out(out, a, b); return;
+    case c10d::ReduceOp::PRODUCT: at::mul_out(out, a, b); return;
+    case c10d::ReduceOp::MIN: at::minimum_out(out, a, b); return;
+    case c10d::ReduceOp::MAX: at::maximum_out(out, a, b); return;
+    case c10d::ReduceOp::BAND: at::bitwise_and_out(out, a, b); return;
+    case c10d::ReduceOp::BOR: at::bitwise_or_out(out, a, b); return;
+    case c10d::ReduceOp::BXOR: at::bitwise_xor_out(out, a, b); return;
+    default:
+      C10_THROW_ERROR(ValueError, c10::str("gloo_exchanges: ReduceOp ",
+                                           static_cast<int>(op), " has no local fold; AVG and "
+                                           "PREMUL_SUM arrive here as SUM"));
+  }
+}
 
 void foldInto(at::Tensor& acc, const at::Tensor& block, c10d::ReduceOp::RedOpType op) {
   switch (op) {
@@ -78,9 +98,17 @@ class FoldWork : public c10d::Work {
       if (!error) {
         try {
           const auto blocks = received_.view({ranks_, -1});
-          at::Tensor acc = blocks.select(0, 0).clone();
-          for (int64_t r = 1; r < ranks_; ++r) foldInto(acc, blocks.select(0, r), op_);
-          output_.copy_(acc.view(output_.sizes()));
+          // Folded in place when the output is one dense run (it never overlaps `received_`,
+          // a fresh buffer); else through a temporary.
+          const bool direct = output_.is_contiguous();
+          at::Tensor acc = direct ? output_.view({-1}) : at::empty_like(blocks.select(0, 0));
+          if (ranks_ == 1) {
+            acc.copy_(blocks.select(0, 0));
+          } else {
+            foldPair(acc, blocks.select(0, 0), blocks.select(0, 1), op_);
+          }
+          for (int64_t r = 2; r < ranks_; ++r) foldInto(acc, blocks.select(0, r), op_);
+          if (!direct) output_.copy_(acc.view(output_.sizes()));
         } catch (...) {
           error = std::current_exception();
         }
@@ -118,7 +146,186 @@ bool isGloo(const c10d::Backend& backend) { return backend.getBackendName() == "
 
 bool isDense(const at::Tensor& t) { return t.layout() == c10::kStrided; }
 
+// Folds `blocks` (rank order) into `out`: out = blocks[0] op blocks[1] op ...
+void foldBlocks(at::Tensor& out, const std::vector<at::Tensor>& blocks,
+                c10d::ReduceOp::RedOpType op) {
+  if (blocks.size() == 1) {
+    out.copy_(blocks[0]);
+    return;
+  }
+  foldPair(out, blocks[0], blocks[1], op);
+  for (size_t r = 2; r < blocks.size(); ++r) foldInto(out, blocks[r], op);
+}
+
+// Sends and receives of one peer exchange; wait() waits for all of them, then runs `after`
+// (the fold) once. Gloo's send/recv works have no future, so neither has this one.
+class PeerWork : public c10d::Work {
+ public:
+  PeerWork(c10d::OpType type, std::vector<c10::intrusive_ptr<c10d::Work>> steps,
+           std::function<void()> after)
+      : c10d::Work(-1, type), steps_(std::move(steps)), after_(std::move(after)) {}
+
+  bool wait(std::chrono::milliseconds timeout) override {
+    std::exception_ptr error;
+    try {
+      for (auto& step : steps_) step->wait(timeout);
+      if (after_) after_();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    steps_.clear();
+    after_ = nullptr;  // releases the buffers it holds
+    if (!isCompleted()) finish(error);
+    return c10d::Work::wait(timeout);
+  }
+
+  void abort() override {
+    for (auto& step : steps_) step->abort();
+  }
+
+ private:
+  std::vector<c10::intrusive_ptr<c10d::Work>> steps_;
+  std::function<void()> after_;
+};
+
+bool overlaps(const at::Tensor& a, const at::Tensor& b) {
+  const auto* a0 = static_cast<const char*>(a.data_ptr());
+  const auto* b0 = static_cast<const char*>(b.data_ptr());
+  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
+bool peerApplies(const c10d::Backend& backend, const at::Tensor& a, const at::Tensor& b) {
+  return isGloo(backend) && isDense(a) && isDense(b) && a.is_contiguous() && b.is_contiguous();
+}
+
+// Receive buffers of the peer exchanges, reused per thread. A schedule's steps ask for the
+// same few sizes chunk after chunk, and every fresh multi-MiB allocation costs page faults and
+// the kernel's zero-filling on first touch (a 64 MiB all-reduce on 2 x 2 emulated hosts spent
+// about a fifth of its CPU time there: 0.45 s against 0.36 s with glibc told to keep freed
+// memory). A buffer goes back to the pool of the thread that waited its exchange once its fold
+// has run; each thread keeps at most kPooledBuffers (a schedule's intra step plus its
+// kSlowStepsInFlight cross-host steps).
+class ScratchPool {
+ public:
+  at::Tensor take(int64_t numel, const at::TensorOptions& options) {
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->numel() == numel && it->dtype() == options.dtype()) {
+        at::Tensor t = it->view({-1});  // whatever shape its last user gave it
+        free_.erase(it);
+        return t;
+      }
+    }
+    return at::empty({numel}, options);
+  }
+
+  void give(at::Tensor t) {
+    if (free_.size() == kPooledBuffers) free_.erase(free_.begin());
+    free_.push_back(std::move(t));
+  }
+
+ private:
+  static constexpr size_t kPooledBuffers = 4;
+  std::vector<at::Tensor> free_;
+};
+
+ScratchPool& scratchPool() {
+  thread_local ScratchPool pool;
+  return pool;
+}
+
+// Level groups are private to their schedule, so one tag serves every peer step: Gloo matches
+// sends and receives of one tag and pair in posting order, which is program order everywhere.
+constexpr int kPeerTag = 0x7e7;
+
+c10::intrusive_ptr<c10d::Work> sendTo(c10d::Backend& backend, const at::Tensor& t, int peer) {
+  std::vector<at::Tensor> ts{t};
+  return backend.send(ts, peer, kPeerTag);
+}
+
+c10::intrusive_ptr<c10d::Work> recvFrom(c10d::Backend& backend, const at::Tensor& t, int peer) {
+  std::vector<at::Tensor> ts{t};
+  return backend.recv(ts, peer, kPeerTag);
+}
+
 }  // namespace
+
+c10::intrusive_ptr<c10d::Work> peerAllGather(c10d::Backend& backend, at::Tensor output,
+                                             const at::Tensor& input,
+                                             std::chrono::milliseconds /*timeout*/) {
+  if (!peerApplies(backend, output, input)) return {};
+  const int ranks = backend.getSize();
+  const int me = backend.getRank();
+  TORCH_CHECK_VALUE(output.numel() == input.numel() * ranks, "peerAllGather: output has ",
+                    output.numel(), " elements, expected ", input.numel(), " x ", ranks);
+  const auto blocks = output.view({ranks, -1});
+  const auto mine = input.view({-1});
+  const bool inPlace = blocks.select(0, me).data_ptr() == mine.data_ptr();
+  // An input inside another rank's block would be overwritten while it is sent.
+  if (!inPlace && overlaps(output, input)) return {};
+  std::vector<c10::intrusive_ptr<c10d::Work>> steps;
+  // Receives first, so every peer's send finds its buffer posted.
+  for (int r = 0; r < ranks; ++r) {
+    if (r != me) steps.push_back(recvFrom(backend, blocks.select(0, r), r));
+  }
+  for (int r = 0; r < ranks; ++r) {
+    if (r != me) steps.push_back(sendTo(backend, mine, r));
+  }
+  // An input that is this rank's block of the output (FSDP2) needs no copy; any other input
+  // is only read, so its block can be written now.
+  if (!inPlace) blocks.select(0, me).copy_(mine);
+  return c10::make_intrusive<PeerWork>(c10d::OpType::_ALLGATHER_BASE, std::move(steps), nullptr);
+}
+
+c10::intrusive_ptr<c10d::Work> peerReduceScatter(c10d::Backend& backend, at::Tensor output,
+                                                 const at::Tensor& input,
+                                                 const c10d::ReduceOp& op,
+                                                 std::chrono::milliseconds /*timeout*/) {
+  if (!peerApplies(backend, output, input) || overlaps(output, input)) return {};
+  const int ranks = backend.getSize();
+  const int me = backend.getRank();
+  TORCH_CHECK_VALUE(input.numel() == output.numel() * ranks, "peerReduceScatter: input has ",
+                    input.numel(), " elements, expected ", output.numel(), " x ", ranks);
+  const auto sendBlocks = input.view({ranks, -1});
+  // Row `me` stays unused.
+  at::Tensor received =
+      scratchPool().take(sendBlocks.numel(), sendBlocks.options()).view(sendBlocks.sizes());
+  std::vector<c10::intrusive_ptr<c10d::Work>> steps;
+  std::vector<at::Tensor> fold;
+  for (int r = 0; r < ranks; ++r) {
+    if (r != me) steps.push_back(recvFrom(backend, received.select(0, r), r));
+    fold.push_back(r == me ? sendBlocks.select(0, me) : received.select(0, r));
+  }
+  for (int r = 0; r < ranks; ++r) {
+    if (r != me) steps.push_back(sendTo(backend, sendBlocks.select(0, r), r));
+  }
+  auto after = [output, fold = std::move(fold), received, op = op.op_]() mutable {
+    at::Tensor out = output.view({-1});
+    foldBlocks(out, fold, op);
+    scratchPool().give(std::move(received));
+  };
+  return c10::make_intrusive<PeerWork>(c10d::OpType::_REDUCE_SCATTER_BASE, std::move(steps),
+                                       std::move(after));
+}
+
+c10::intrusive_ptr<c10d::Work> peerAllReduce(c10d::Backend& backend, at::Tensor tensor,
+                                             const c10d::ReduceOp& op,
+                                             std::chrono::milliseconds /*timeout*/) {
+  if (backend.getSize() != 2 || !peerApplies(backend, tensor, tensor)) return {};
+  const int me = backend.getRank();
+  const int peer = 1 - me;
+  at::Tensor flat = tensor.view({-1});
+  at::Tensor theirs = scratchPool().take(flat.numel(), flat.options());
+  std::vector<c10::intrusive_ptr<c10d::Work>> steps{recvFrom(backend, theirs, peer),
+                                                    sendTo(backend, flat, peer)};
+  // The send has completed when the fold runs, so the tensor can take the result.
+  auto after = [flat, theirs, me, op = op.op_]() mutable {
+    foldBlocks(flat, me == 0 ? std::vector<at::Tensor>{flat, theirs}
+                             : std::vector<at::Tensor>{theirs, flat}, op);
+    scratchPool().give(std::move(theirs));
+  };
+  return c10::make_intrusive<PeerWork>(c10d::OpType::ALLREDUCE, std::move(steps),
+                                       std::move(after));
+}
 
 c10::intrusive_ptr<c10d::Work> oneStepReduceScatter(c10d::Backend& backend, at::Tensor output,
                                                     const at::Tensor& input,

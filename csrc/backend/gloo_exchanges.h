@@ -62,4 +62,29 @@ c10::intrusive_ptr<c10d::Work> oneStepAllGather(c10d::Backend& backend, at::Tens
                                                 const at::Tensor& input,
                                                 std::chrono::milliseconds timeout);
 
+// Peer-to-peer forms, for the hierarchical schedules' steps on their private level groups
+// (intra, rail, leaders), where nothing else sends point to point. Every send and receive is
+// posted at once (one step, like the all-to-all) and Gloo sends from and receives into the
+// tensors' own memory: no staging copy of the input (the all-to-all all-gather sends a P-fold
+// copy), no flat copy of the output (Gloo's all-gather), no copy of a rank's own block, and
+// no hop through Gloo's worker threads. Their Works have no future (Gloo's send/recv works
+// have none) and complete in wait(), where the fold runs: callers must wait on them. Null where
+// they do not apply (not Gloo, sparse or non-contiguous tensors, output overlapping input).
+
+/// All-gather of `input` into `output` (rank-major blocks), as `oneStepAllGather`.
+c10::intrusive_ptr<c10d::Work> peerAllGather(c10d::Backend& backend, at::Tensor output,
+                                             const at::Tensor& input,
+                                             std::chrono::milliseconds timeout);
+
+/// Reduce-scatter of `input` into `output`, folded in rank order as `oneStepReduceScatter`.
+c10::intrusive_ptr<c10d::Work> peerReduceScatter(c10d::Backend& backend, at::Tensor output,
+                                                 const at::Tensor& input,
+                                                 const c10d::ReduceOp& op,
+                                                 std::chrono::milliseconds timeout);
+
+/// All-reduce of `tensor` in place over two ranks: one exchange, then block 0 op block 1.
+c10::intrusive_ptr<c10d::Work> peerAllReduce(c10d::Backend& backend, at::Tensor tensor,
+                                             const c10d::ReduceOp& op,
+                                             std::chrono::milliseconds timeout);
+
 }  // namespace torch_topo::backend

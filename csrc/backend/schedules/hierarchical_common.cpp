@@ -136,6 +136,7 @@ void waitWork(const WorkPtr& work) {
 
 WorkPtr allReduceOn(c10d::Backend& g, at::Tensor& t, const c10d::ReduceOp& op,
                     std::chrono::milliseconds timeout) {
+  if (auto w = peerAllReduce(g, t, op, timeout)) return w;
   if (auto w = oneStepAllReduce(g, t, op, timeout)) return w;
   c10d::AllreduceOptions opts;
   opts.reduceOp = op;
@@ -146,6 +147,7 @@ WorkPtr allReduceOn(c10d::Backend& g, at::Tensor& t, const c10d::ReduceOp& op,
 
 WorkPtr reduceScatterOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
                         const c10d::ReduceOp& op, std::chrono::milliseconds timeout) {
+  if (auto w = peerReduceScatter(g, out, in, op, timeout)) return w;
   if (auto w = oneStepReduceScatter(g, out, in, op, timeout)) return w;
   c10d::ReduceScatterOptions opts;
   opts.reduceOp = op;
@@ -155,6 +157,7 @@ WorkPtr reduceScatterOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
 
 WorkPtr allGatherOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
                     std::chrono::milliseconds timeout) {
+  if (auto w = peerAllGather(g, out, in, timeout)) return w;
   if (auto w = oneStepAllGather(g, out, in, timeout)) return w;
   c10d::AllgatherOptions opts;
   opts.timeout = timeout;
@@ -210,9 +213,11 @@ WorkPtr gatherOn(c10d::Backend& g, const at::Tensor& rows, at::Tensor& in, int64
 void runPipeline(int64_t chunks, const Stages& stages) {
   std::vector<WorkPtr> slow(chunks);
   std::vector<WorkPtr> fast_out(chunks);
-  // Chunk k's slow step stays in flight while chunk k+1's fast_in runs; only then is it waited
-  // and its fast_out issued. Every rank runs this same sequence, so each inner group sees its
-  // collectives in one order everywhere.
+  // Up to kSlowStepsInFlight cross-host steps stay in flight while the next chunks' fast_in
+  // steps run: the host link then always has queued data, even when one chunk's intra-host
+  // step is slowed by busy cores. Only then is the oldest waited and its fast_out issued.
+  // Every rank runs this same sequence, so each inner group sees its collectives in one order
+  // everywhere.
   const auto drain = [&](int64_t k) {
     waitWork(slow[k]);
     slow[k].reset();
@@ -220,6 +225,7 @@ void runPipeline(int64_t chunks, const Stages& stages) {
       fast_out[k] = stages.fast_out(k);
     }
   };
+  int64_t drained = 0;
   for (int64_t k = 0; k < chunks; ++k) {
     if (stages.fast_in) {
       waitWork(stages.fast_in(k));
@@ -227,12 +233,12 @@ void runPipeline(int64_t chunks, const Stages& stages) {
     if (stages.slow) {
       slow[k] = stages.slow(k);
     }
-    if (k > 0) {
-      drain(k - 1);
+    if (k - drained + 1 >= kSlowStepsInFlight) {
+      drain(drained++);
     }
   }
-  if (chunks > 0) {
-    drain(chunks - 1);
+  while (drained < chunks) {
+    drain(drained++);
   }
   for (auto& w : fast_out) {
     waitWork(w);

@@ -76,7 +76,9 @@ void unstage(at::Tensor& t, const at::Tensor& flat);
 /// Waits for `work` (a no-op for null: the rank takes no part in that step).
 void waitWork(const WorkPtr& work);
 
-/// Inner collective wrappers: one options struct filled in one place.
+/// Inner collective wrappers: one options struct filled in one place. On Gloo the all-reduce
+/// (two ranks), reduce-scatter and all-gather are peer exchanges (gloo_exchanges.h): their
+/// Works complete only in wait(), which every schedule step does.
 WorkPtr allReduceOn(c10d::Backend& g, at::Tensor& t, const c10d::ReduceOp& op,
                     std::chrono::milliseconds timeout);
 WorkPtr reduceScatterOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
@@ -95,11 +97,15 @@ WorkPtr scatterOn(c10d::Backend& g, at::Tensor& out, const at::Tensor& rows, int
 WorkPtr gatherOn(c10d::Backend& g, const at::Tensor& rows, at::Tensor& in, int64_t root,
                  std::chrono::milliseconds timeout);
 
+/// Cross-host steps a pipeline keeps in flight (see runPipeline).
+constexpr int64_t kSlowStepsInFlight = 3;
+
 /// The three levels of one chunk. Each returns the Work of the step it issued, or null where
 /// this rank takes no part. The pipeline waits `fast_in(k)` before issuing `slow(k)`, and
-/// issues `fast_in(k + 1)` before it waits `slow(k)` and issues `fast_out(k)`; `finish(k)`
-/// (local copies only) runs for every chunk after all steps completed, so an output written
-/// there can alias an input read by any step.
+/// issues the next chunks' `fast_in` and `slow` (up to kSlowStepsInFlight slow steps in
+/// flight) before it waits `slow(k)` and issues `fast_out(k)`; `finish(k)` (local copies only)
+/// runs for every chunk after all steps completed, so an output written there can alias an
+/// input read by any step.
 struct Stages {
   std::function<WorkPtr(int64_t)> fast_in;
   std::function<WorkPtr(int64_t)> slow;
