@@ -6,7 +6,8 @@ the inner backend over the same ranks, loops interleaved so machine noise hits b
 reports the time per call, the difference (topo minus plain) and the ratio:
 
 - CPU: `--procs` local processes (default 2), Gloo as the plain group, wall clock around the
-  loop of blocking calls; the slowest rank's median over `--reps` loops. Sizes 4 B up to
+  loop of blocking calls; the slowest rank's median over `--reps` loops, and the best loop's
+  (on a loaded machine the best loop is the closest to the code's own cost). Sizes 4 B up to
   `--cpu-max-bytes` (default 1 MiB: larger messages measure Gloo's copies, not the wrapper).
 - CUDA (when a GPU is present): one process on cuda:0 (world size 1, the issue 16 setup), NCCL
   as the plain group, `init_process_group(device_id=...)`; device time per call from CUDA events
@@ -26,7 +27,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from datetime import timedelta
@@ -35,8 +35,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from collective_perf import _parse_bytes  # noqa: E402  (sibling script, not a package)
+from torch_topo.bench.sweep import parse_bytes
 
 OPS = ["all_reduce", "broadcast", "all_gather"]
 CPU_TARGET_US = 20.0
@@ -101,12 +100,14 @@ def _cpu_rank(rank: int, size: int, store_path: str, args, results) -> None:
             for _ in range(args.reps):
                 t_topo.append(_cpu_loop(fn, topo, iters))
                 t_plain.append(_cpu_loop(fn, gloo, iters))
-            local = torch.tensor([statistics.median(t_topo), statistics.median(t_plain)],
-                                 dtype=torch.float64)
+            local = torch.tensor([statistics.median(t_topo), statistics.median(t_plain),
+                                  min(t_topo), min(t_plain)], dtype=torch.float64) * 1e6
             dist.all_reduce(local, op=dist.ReduceOp.MAX, group=gloo)
+            topo_us, plain_us, topo_best_us, plain_best_us = local.tolist()
             rows.append({"part": "cpu", "op": op, "bytes": nbytes, "ranks": size,
-                         "calls": iters, "topo_us": local[0].item() * 1e6,
-                         "plain_us": local[1].item() * 1e6, "plain": "gloo"})
+                         "calls": iters, "plain": "gloo", "topo_us": topo_us,
+                         "plain_us": plain_us, "topo_best_us": topo_best_us,
+                         "plain_best_us": plain_best_us})
     if rank == 0:
         results.put(rows)
     dist.barrier(group=gloo)
@@ -198,35 +199,35 @@ def print_table(rows: list[dict]) -> None:
     for part in dict.fromkeys(r["part"] for r in rows):
         sub = [r for r in rows if r["part"] == part]
         plain = sub[0]["plain"]
-        host = "topo_host_us" in sub[0]
+        extra = ("host", "topo_host_us", "plain_host_us") if part == "cuda" else (
+            "best", "topo_best_us", "plain_best_us")
         clock = "CUDA events" if part == "cuda" else "wall clock, slowest rank"
         print(f"\n# {part}: topo vs plain {plain}, {sub[0]['ranks']} ranks, us per call "
               f"(median of loops, {clock})")
         head = f"{'op':>10} {'size':>9} {'calls':>6} | {'topo':>9} {plain:>9} {'delta':>8} {'ratio':>6}"
-        if host:
-            head += f" | {'host topo':>9} {'host ' + plain:>9} {'delta':>8}"
+        head += f" | {extra[0] + ' topo':>9} {extra[0] + ' ' + plain:>9} {'delta':>8}"
         print(head)
         for r in sub:
             line = (f"{r['op']:>10} {_fmt_bytes(r['bytes']):>9} {r['calls']:>6} | "
                     f"{r['topo_us']:>9.1f} {r['plain_us']:>9.1f} "
                     f"{r['topo_us'] - r['plain_us']:>+8.1f} {r['topo_us'] / r['plain_us']:>6.2f}")
-            if host:
-                line += (f" | {r['topo_host_us']:>9.1f} {r['plain_host_us']:>9.1f} "
-                         f"{r['topo_host_us'] - r['plain_host_us']:>+8.1f}")
+            line += (f" | {r[extra[1]]:>9.1f} {r[extra[2]]:>9.1f} "
+                     f"{r[extra[1]] - r[extra[2]]:>+8.1f}")
             print(line)
         target = GPU_TARGET_US if part == "cuda" else CPU_TARGET_US
-        small = [r["topo_us"] - r["plain_us"] for r in sub if r["bytes"] <= 4096]
-        if small:
-            print(f"median delta at <= 4 KiB: {statistics.median(small):+.1f} us per call "
-                  f"(target <= +{target:g} us)")
+        for key, plain_key in (("topo_us", "plain_us"), (extra[1], extra[2])):
+            small = [r[key] - r[plain_key] for r in sub if r["bytes"] <= 4096]
+            if small:
+                print(f"median delta at <= 4 KiB ({key}): {statistics.median(small):+.1f} us "
+                      f"per call (target <= +{target:g} us)")
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--ops", nargs="+", default=["all_reduce"], choices=OPS)
     p.add_argument("--procs", type=int, default=2, help="CPU ranks (local processes)")
-    p.add_argument("--cpu-max-bytes", type=_parse_bytes, default=1 << 20)
-    p.add_argument("--gpu-max-bytes", type=_parse_bytes, default=256 << 20)
+    p.add_argument("--cpu-max-bytes", type=parse_bytes, default=1 << 20)
+    p.add_argument("--gpu-max-bytes", type=parse_bytes, default=256 << 20)
     p.add_argument("--factor", type=int, default=4, help="size step (multiplier)")
     p.add_argument("--cpu-iters", type=int, default=500, help="calls per loop, small sizes")
     p.add_argument("--gpu-iters", type=int, default=200, help="calls per loop, small sizes")
