@@ -164,7 +164,9 @@ def print_overlap(o: dict) -> None:
           f"calibrated chunks {o['chunks']} (slowest rank's median per chunk count: {tried}; "
           f"{o['reason']})\nat {o['chunks']} chunk(s): compute alone "
           f"{o['t_compute'] * 1e3:.1f} ms, comm alone {o['t_comm'] * 1e3:.1f} ms, op "
-          f"{o['t_overlapped'] * 1e3:.1f} ms -> hidden fraction {o['hidden_fraction']:.2f}; "
+          f"{o['t_overlapped'] * 1e3:.1f} ms -> "
+          + (f"hidden fraction {o['hidden_fraction']:.2f}; " if o["hidden_fraction"] is not None
+             else "one chunk: the unchunked op, nothing overlapped; ") +
           f"unchunked op {o['t_unchunked'] * 1e3:.1f} ms (chosen op at "
           f"{o['t_unchunked'] / o['t_overlapped']:.2f}x its speed)")
 
