@@ -19,6 +19,7 @@ call of plain NCCL, CPU within +20 us of plain Gloo for small messages.
 
     python benchmarks/wrapper_overhead.py                     # both parts where possible
     python benchmarks/wrapper_overhead.py --cpu-max-bytes 64K --reps 9 --json out.json
+    python benchmarks/wrapper_overhead.py --no-cpu --ops all_reduce all_gather --json gpu.json
 """
 
 from __future__ import annotations
@@ -204,7 +205,8 @@ def print_table(rows: list[dict]) -> None:
         clock = "CUDA events" if part == "cuda" else "wall clock, slowest rank"
         print(f"\n# {part}: topo vs plain {plain}, {sub[0]['ranks']} ranks, us per call "
               f"(median of loops, {clock})")
-        head = f"{'op':>10} {'size':>9} {'calls':>6} | {'topo':>9} {plain:>9} {'delta':>8} {'ratio':>6}"
+        head = (f"{'op':>10} {'size':>9} {'calls':>6} | {'topo':>9} {plain:>9} {'delta':>8} "
+                f"{'ratio':>6}")
         head += f" | {extra[0] + ' topo':>9} {extra[0] + ' ' + plain:>9} {'delta':>8}"
         print(head)
         for r in sub:
