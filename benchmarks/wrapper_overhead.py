@@ -2,8 +2,9 @@
 """Per-call cost of "topo" against its own inner backend, side by side in one run.
 
 Each size runs a loop of many identical calls on the "topo" world group and on a plain group of
-the inner backend over the same ranks, loops interleaved so machine noise hits both alike, and
-reports the time per call, the difference (topo minus plain) and the ratio:
+the inner backend over the same ranks, loops interleaved (which goes first alternates) so
+machine noise hits both alike, and reports the time per call, the difference (topo minus
+plain) and the ratio:
 
 - CPU: `--procs` local processes (default 2; `--procs 1` leaves out the network and the
   peers' scheduling, so the delta is the wrapper's own host cost), Gloo as the plain group,
@@ -69,6 +70,12 @@ def _call(op: str, nbytes: int, n: int, device: torch.device):
     raise ValueError(f"wrapper_overhead: unknown op {op!r}, expected one of {OPS}")
 
 
+def _order(rep: int) -> tuple[bool, bool]:
+    # True = topo. Alternating which backend's loop goes first keeps a first-loop penalty
+    # (caches, the barrier's wake-up) from landing on one side.
+    return (True, False) if rep % 2 == 0 else (False, True)
+
+
 def _iters(nbytes: int, most: int) -> int:
     # Many calls for small messages (the overhead is per call), fewer where the copy dominates.
     return max(5, min(most, (32 << 20) // max(nbytes, 1)))
@@ -100,9 +107,10 @@ def _cpu_rank(rank: int, size: int, store_path: str, args, results) -> None:
             for g in (topo, gloo):
                 _cpu_loop(fn, g, max(3, iters // 10))
             t_topo, t_plain = [], []
-            for _ in range(args.reps):
-                t_topo.append(_cpu_loop(fn, topo, iters))
-                t_plain.append(_cpu_loop(fn, gloo, iters))
+            for rep in range(args.reps):
+                for first in _order(rep):
+                    (t_topo if first else t_plain).append(
+                        _cpu_loop(fn, topo if first else gloo, iters))
             local = torch.tensor([statistics.median(t_topo), statistics.median(t_plain),
                                   min(t_topo), min(t_plain)], dtype=torch.float64) * 1e6
             dist.all_reduce(local, op=dist.ReduceOp.MAX, group=gloo)
@@ -163,9 +171,10 @@ def _gpu_rank(store_path: str, args, results) -> None:
             for g in (topo, nccl):
                 _gpu_loop(fn, g, max(3, iters // 5))
             meas = {"topo": [], "nccl": []}
-            for _ in range(args.reps):
-                meas["topo"].append(_gpu_loop(fn, topo, iters))
-                meas["nccl"].append(_gpu_loop(fn, nccl, iters))
+            for rep in range(args.reps):
+                for first in _order(rep):
+                    meas["topo" if first else "nccl"].append(
+                        _gpu_loop(fn, topo if first else nccl, iters))
             rows.append({
                 "part": "cuda", "op": op, "bytes": nbytes, "ranks": 1, "calls": iters,
                 "plain": "nccl",
