@@ -256,7 +256,8 @@ def main(argv=None) -> None:
     if torch.cuda.is_available() and dist.is_nccl_available():
         rows += run_gpu(args)
     else:
-        print("wrapper_overhead: no CUDA device (or no NCCL): CPU part only")
+        print("wrapper_overhead: no CUDA device (or no NCCL): " +
+              ("nothing measured (--no-cpu)" if args.no_cpu else "CPU part only"))
     print_table(rows)
     if args.json:
         with open(args.json, "w") as f:
