@@ -217,7 +217,7 @@ def _print(rows, args):
 
 # comm-heavy: short sequence, wide heads (64 x 128 per position), batch 1, 4 ranks: each
 # exchange moves 2 MiB per tensor per rank while attention over 64 local rows stays cheap,
-# so the layer's time is mostly layout copies and exchanges (what fusing Q/K/V saves).
+# so layout copies and exchanges weigh as much as the attention itself.
 PRESETS = {"comm-heavy": {"world": 4, "seq": [256], "batch": 1, "heads": 64, "kv_heads": 64,
                           "head_dim": 128}}
 
