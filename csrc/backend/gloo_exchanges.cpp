@@ -15,8 +15,8 @@ namespace torch_topo::backend {
 
 namespace {
 
-// out = a op b, written straight into `out` (the first fold of a row of blocks: no copy of
-// block 0 first). Same values, bit for bit, as a copy of `a` folded with `b`.
+// out = a op b. `out` may be `a` (an in-place fold); written straight into `out`, it gives the
+// same bits as a copy of `a` folded with `b`.
 void foldPair(at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
               c10d::ReduceOp::RedOpType op) {
   switch (op) {
@@ -34,20 +34,16 @@ void foldPair(at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
   }
 }
 
-void foldInto(at::Tensor& acc, const at::Tensor& block, c10d::ReduceOp::RedOpType op) {
-  switch (op) {
-    case c10d::ReduceOp::SUM: acc.add_(block); return;
-    case c10d::ReduceOp::PRODUCT: acc.mul_(block); return;
-    case c10d::ReduceOp::MIN: at::minimum_out(acc, acc, block); return;
-    case c10d::ReduceOp::MAX: at::maximum_out(acc, acc, block); return;
-    case c10d::ReduceOp::BAND: acc.bitwise_and_(block); return;
-    case c10d::ReduceOp::BOR: acc.bitwise_or_(block); return;
-    case c10d::ReduceOp::BXOR: acc.bitwise_xor_(block); return;
-    default:
-      C10_THROW_ERROR(ValueError, c10::str("gloo_exchanges: ReduceOp ",
-                                           static_cast<int>(op), " has no local fold; AVG and "
-                                           "PREMUL_SUM arrive here as SUM"));
+// Folds `blocks` (rank order) into `out`: out = blocks[0] op blocks[1] op ..., the first pair
+// written straight into `out`, the rest folded in place. `out` may be blocks[0] or blocks[1].
+void foldBlocks(at::Tensor& out, const std::vector<at::Tensor>& blocks,
+                c10d::ReduceOp::RedOpType op) {
+  if (blocks.size() == 1) {
+    out.copy_(blocks[0]);
+    return;
   }
+  foldPair(out, blocks[0], blocks[1], op);
+  for (size_t r = 2; r < blocks.size(); ++r) foldPair(out, out, blocks[r], op);
 }
 
 /// Completes after the exchange and the fold: from the exchange's future callback (on Gloo's
@@ -102,12 +98,7 @@ class FoldWork : public c10d::Work {
           // a fresh buffer); else through a temporary.
           const bool direct = output_.is_contiguous();
           at::Tensor acc = direct ? output_.view({-1}) : at::empty_like(blocks.select(0, 0));
-          if (ranks_ == 1) {
-            acc.copy_(blocks.select(0, 0));
-          } else {
-            foldPair(acc, blocks.select(0, 0), blocks.select(0, 1), op_);
-          }
-          for (int64_t r = 2; r < ranks_; ++r) foldInto(acc, blocks.select(0, r), op_);
+          foldBlocks(acc, blocks.unbind(0), op_);
           if (!direct) output_.copy_(acc.view(output_.sizes()));
         } catch (...) {
           error = std::current_exception();
@@ -145,17 +136,6 @@ c10::intrusive_ptr<c10d::Work> foldAfter(c10d::OpType type, c10::intrusive_ptr<c
 bool isGloo(const c10d::Backend& backend) { return backend.getBackendName() == "gloo"; }
 
 bool isDense(const at::Tensor& t) { return t.layout() == c10::kStrided; }
-
-// Folds `blocks` (rank order) into `out`: out = blocks[0] op blocks[1] op ...
-void foldBlocks(at::Tensor& out, const std::vector<at::Tensor>& blocks,
-                c10d::ReduceOp::RedOpType op) {
-  if (blocks.size() == 1) {
-    out.copy_(blocks[0]);
-    return;
-  }
-  foldPair(out, blocks[0], blocks[1], op);
-  for (size_t r = 2; r < blocks.size(); ++r) foldInto(out, blocks[r], op);
-}
 
 // Sends and receives of one peer exchange; wait() waits for all of them, then runs `after`
 // (the fold) once. Gloo's send/recv works have no future, so neither has this one.
