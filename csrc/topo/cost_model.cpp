@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 #include "topo/error.h"
@@ -187,6 +188,16 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
     if (cluster_.inter_host_bandwidth_gbps > 0) {
       host_uplink_gbps_[h] = cluster_.inter_host_bandwidth_gbps;
     }
+    // The socket link carries every SYS transfer between two NUMA nodes; no single GPU path
+    // through it is faster than the link, so the fastest SYS path is its capacity.
+    double smp = 0.0;
+    for (int a = 0; a < host.gpuCount(); ++a)
+      for (int b = 0; b < host.gpuCount(); ++b) {
+        const PathInfo& path = host.path(a, b);
+        if (a != b && path.cls == PathClass::SYS)
+          smp = std::max(smp, path.bandwidth_gbps > 0 ? path.bandwidth_gbps : kSmpGBps);
+      }
+    smp_gbps_.push_back(smp > 0 ? smp : kSmpGBps);
   }
   for (int r = 0; r < n_; ++r) {
     const RankPlacement& p = cluster_.ranks[r];
@@ -197,6 +208,7 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
                cluster_.hosts[p.host].gpuCount(), " (GPUs of host ", p.host, ")");
   }
   rail_.assign(n_, 0);
+  numa_.assign(n_, -1);
   nvlink_injection_gbps_.assign(n_, kInf);
   pcie_injection_gbps_.assign(n_, kInf);
   for (int r = 0; r < n_; ++r) {
@@ -204,6 +216,7 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
     const HostTopology& host = cluster_.hosts[p.host];
     if (p.local_gpu < 0) continue;
     rail_[r] = host_rails[p.host][p.local_gpu];
+    numa_[r] = host.gpus[p.local_gpu].numa_node;
     // Switched: one GPU's lanes are the same bundle to every peer; direct: bundles add up.
     double nv_sum = 0.0, nv_max = 0.0, pcie_max = 0.0;
     for (int j = 0; j < host.gpuCount(); ++j) {
@@ -262,14 +275,20 @@ void CostModel::checkRanks(const std::vector<int>& ranks) const {
   }
 }
 
-std::vector<int> CostModel::ringOrderOf(const std::vector<int>& ranks) const {
+std::vector<int> CostModel::ringOrderOf(const std::vector<int>& ranks, bool keep_root) const {
   const int m = static_cast<int>(ranks.size());
   if (!options_.search_ring_order || m <= 2) return ranks;
+  // The search breaks ties by position, so it starts from the sorted members (the root kept
+  // first when it matters): a group then costs the same whatever order it was listed in, which
+  // placement relies on when it prices each grouping once.
+  std::vector<int> members = ranks;
+  std::sort(members.begin() + (keep_root ? 1 : 0), members.end());
   std::vector<double> sub(static_cast<size_t>(m) * m);
   for (int i = 0; i < m; ++i)
-    for (int j = 0; j < m; ++j) sub[i * m + j] = i == j ? 0.0 : pairBandwidth(ranks[i], ranks[j]);
+    for (int j = 0; j < m; ++j)
+      sub[i * m + j] = i == j ? 0.0 : pairBandwidth(members[i], members[j]);
   std::vector<int> order;
-  for (int i : findRingOrder(sub, m)) order.push_back(ranks[i]);
+  for (int i : findRingOrder(sub, m)) order.push_back(members[i]);
   return order;
 }
 
@@ -278,6 +297,7 @@ double CostModel::phaseTime(const Phase& phase) const {
   std::unordered_map<int64_t, double> path_load;
   std::map<int, double> nic_tx, nic_rx, up_tx, up_rx;
   std::unordered_map<int, double> nv_tx, nv_rx, pci_tx, pci_rx;
+  std::map<std::tuple<int, int, int>, double> smp_load;  // (host, from NUMA, to NUMA)
   double alpha = 0.0;
   for (const Transfer& t : phase.transfers) {
     if (t.bytes <= 0 || t.src == t.dst) continue;
@@ -293,10 +313,16 @@ double CostModel::phaseTime(const Phase& phase) const {
       pci_tx[t.src] += t.bytes;  // GPUDirect RDMA leaves through the GPU's PCIe link
       pci_rx[t.dst] += t.bytes;
     } else if (ps.local_gpu >= 0 && pd.local_gpu >= 0) {
-      const bool nv =
-          cluster_.hosts[ps.host].path(ps.local_gpu, pd.local_gpu).cls == PathClass::NV;
+      const PathClass cls = cluster_.hosts[ps.host].path(ps.local_gpu, pd.local_gpu).cls;
+      const bool nv = cls == PathClass::NV;
       (nv ? nv_tx : pci_tx)[t.src] += t.bytes;
       (nv ? nv_rx : pci_rx)[t.dst] += t.bytes;
+      // The socket link is known only between two known NUMA nodes; a SYS path with an
+      // unknown end, or between GPUs that report one node, keeps its own bandwidth only.
+      const int from = numa_[t.src], to = numa_[t.dst];
+      if (cls == PathClass::SYS && from >= 0 && to >= 0 && from != to) {
+        smp_load[{ps.host, from, to}] += t.bytes;
+      }
     }
   }
   double worst = 0.0;
@@ -314,6 +340,9 @@ double CostModel::phaseTime(const Phase& phase) const {
   }
   for (const auto* load : {&pci_tx, &pci_rx}) {
     for (const auto& [r, bytes] : *load) worst = std::max(worst, bytes / pcie_injection_gbps_[r]);
+  }
+  for (const auto& [key, bytes] : smp_load) {
+    worst = std::max(worst, bytes / smp_gbps_[std::get<0>(key)]);
   }
   return phase.latency_steps * alpha * 1e-6 + worst / kBytesPerGB;
 }
@@ -447,7 +476,7 @@ std::vector<CostModel::Schedule> CostModel::buildHierarchical(CollectiveOp op, d
     for (size_t g = 0; g < groups; ++g) {
       std::vector<int> group;
       if (intra) {
-        group = ringOrderOf(members[host_ids[g]]);
+        group = ringOrderOf(members[host_ids[g]], false);
       } else {
         for (int h : host_ids) group.push_back(members[h][g]);
       }
@@ -557,7 +586,9 @@ CostEstimate CostModel::estimateConcurrent(CollectiveOp op, int64_t bytes,
     est.seconds = sum + (chunks - 1.0) * slowest;
   } else {
     for (const auto& g : groups) {
-      std::vector<int> order = algorithm == Algorithm::Direct ? g : ringOrderOf(g);
+      std::vector<int> order = algorithm == Algorithm::Direct
+                                   ? g
+                                   : ringOrderOf(g, op == CollectiveOp::Broadcast);
       Schedule s = buildFlat(op, static_cast<double>(bytes), order, algorithm);
       if (s.empty()) {
         est.seconds = kInf;

@@ -58,8 +58,10 @@ struct CostOptions {
 /// of concurrent transfers plus a number of latency steps. Phase time = steps x alpha (the
 /// largest path latency among its transfers) + max over resources of bytes carried / capacity.
 /// Resources: every directed GPU pair path, every GPU's NVLink and PCIe injection (send and
-/// receive), every NIC (send and receive) and every host's network uplink, so several ring edges
-/// through one NIC share it.
+/// receive), every NIC (send and receive), every host's network uplink, so several ring edges
+/// through one NIC share it, and every host's socket link per direction between two NUMA nodes,
+/// shared by all SYS transfers between them (as NCCL's search deducts each channel's bandwidth
+/// from every link its path crosses).
 class CostModel {
  public:
   explicit CostModel(const ClusterTopology& cluster, CostOptions options = {});
@@ -109,7 +111,9 @@ class CostModel {
                                           const std::vector<int>& ranks) const;
   double timeOf(const Schedule& schedule) const;
   double phaseTime(const Phase& phase) const;
-  std::vector<int> ringOrderOf(const std::vector<int>& ranks) const;
+  /// Bandwidth-maximising ring order of `ranks` (as given when the search is off); with
+  /// `keep_root` the first rank stays first (broadcast root).
+  std::vector<int> ringOrderOf(const std::vector<int>& ranks, bool keep_root) const;
   void checkRanks(const std::vector<int>& ranks) const;
 
   ClusterTopology cluster_;
@@ -123,6 +127,8 @@ class CostModel {
   std::vector<double> host_uplink_gbps_;
   std::vector<double> nvlink_injection_gbps_;  // per rank
   std::vector<double> pcie_injection_gbps_;    // per rank
+  std::vector<int> numa_;                      // per rank: its GPU's NUMA node, -1 unknown
+  std::vector<double> smp_gbps_;               // per host: socket link, per direction
 };
 
 /// Per op, the smallest message size (bytes, scanned in powers of two from 1 KiB to 16 GiB)

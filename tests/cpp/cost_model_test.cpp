@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of csrc/topo/cost_model: closed-form alpha-beta times on uniform groups, NIC sharing
-// across hosts, algorithm choice and hierarchical thresholds.
+// Tests of csrc/topo/cost_model: closed-form alpha-beta times on uniform groups, NIC and socket
+// link sharing, order independence, algorithm choice and hierarchical thresholds.
 #include "topo/cost_model.h"
 
 #include <gtest/gtest.h>
@@ -135,6 +135,51 @@ TEST(CostModelTest, HierarchicalThresholds) {
   const auto ring = two.estimateCollective(CollectiveOp::AllReduce, at, {0, 1, 2, 3, 4, 5, 6, 7},
                                            Algorithm::Ring);
   EXPECT_LT(hier.seconds, ring.seconds);
+}
+
+TEST(CostModelTest, SysTransfersShareTheSocketLink) {
+  // Two GPUs per NUMA node: PHB inside a node (12 GB/s), SYS across it (10 GB/s per path, and
+  // the socket link carries no more than its fastest SYS path).
+  HostTopology host = makeHost({"X PHB SYS SYS", "PHB X SYS SYS", "SYS SYS X PHB",
+                                "SYS SYS PHB X"},
+                               kLaneGBps, 12.0, kLatencyUs);
+  for (int a = 0; a < 4; ++a) {
+    host.gpus[a].numa_node = a / 2;
+    for (int b = 0; b < 4; ++b)
+      if (host.path(a, b).cls == PathClass::SYS) host.path(a, b).bandwidth_gbps = 10.0;
+  }
+  const double two_steps = 2 * kA;  // a pair's ring all-reduce: 2 (n-1) latency steps
+  auto pairs = [&](const HostTopology& h, std::vector<std::vector<int>> groups) {
+    return CostModel(makeCluster(h, 1))
+        .estimateConcurrent(CollectiveOp::AllReduce, kS, groups, Algorithm::Ring)
+        .seconds;
+  };
+  // Each ring edge of a pair carries S. Two cross pairs at once put 2S on each direction of
+  // the socket link; one alone, or pairs inside the nodes, do not share it.
+  EXPECT_NEAR(pairs(host, {{0, 2}}), kS / 10e9 + two_steps, 1e-12);
+  EXPECT_NEAR(pairs(host, {{0, 2}, {1, 3}}), 2 * kS / 10e9 + two_steps, 1e-12);
+  EXPECT_NEAR(pairs(host, {{0, 1}, {2, 3}}), kS / 12e9 + two_steps, 1e-12);
+  // Without NUMA nodes the model does not know which link a SYS path takes: paths only.
+  for (Gpu& g : host.gpus) g.numa_node = -1;
+  EXPECT_NEAR(pairs(host, {{0, 2}, {1, 3}}), kS / 10e9 + two_steps, 1e-12);
+}
+
+TEST(CostModelTest, GroupOrderDoesNotChangeCost) {
+  // Placement prices each grouping once, whatever order its groups and members come in: the
+  // ring order search starts from the sorted members. DGX-1 links are all different, so a
+  // position-dependent tie would show.
+  const CostModel model(makeCluster(makeHost(testing::dgx1Rows()), 1));
+  const std::vector<std::vector<int>> a{{0, 1, 5, 4}, {2, 3, 7, 6}}, b{{6, 2, 7, 3}, {4, 0, 5, 1}};
+  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather,
+                          CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {
+    for (Algorithm alg : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling,
+                          Algorithm::Direct}) {
+      const CostEstimate x = model.estimateConcurrent(op, kS, a, alg);
+      const CostEstimate y = model.estimateConcurrent(op, kS, b, alg);
+      EXPECT_EQ(x.applicable, y.applicable) << toString(op) << " " << toString(alg);
+      if (x.applicable) EXPECT_EQ(x.seconds, y.seconds) << toString(op) << " " << toString(alg);
+    }
+  }
 }
 
 TEST(CostModelTest, RejectsBadGroups) {
