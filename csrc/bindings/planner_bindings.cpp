@@ -73,11 +73,10 @@ py::dict planToDict(const MeshPlan& plan) {
 std::pair<std::vector<MeshDim>, topo::PlanOptions> toDims(
     const std::vector<std::pair<std::string, int>>& mesh,
     const std::optional<std::map<std::string, std::pair<double, std::string>>>& traffic,
-    bool keep_contiguous_if_faster, int64_t chunk_bytes) {
+    int64_t chunk_bytes) {
   std::vector<MeshDim> dims;
   for (const auto& [name, size] : mesh) dims.push_back({name, size, -1.0, ""});
   topo::PlanOptions options;
-  options.keep_contiguous_if_faster = keep_contiguous_if_faster;
   options.cost.chunk_bytes = chunk_bytes;
   if (traffic) {
     options.traffic_given = true;
@@ -297,10 +296,9 @@ Args:
       .def("plan_mesh",
            [](const PlannerCluster& c, const std::vector<std::pair<std::string, int>>& mesh,
               std::optional<std::map<std::string, std::pair<double, std::string>>> traffic,
-              bool contiguous, bool keep_contiguous_if_faster) {
+              bool contiguous) {
              return valueErrors([&] {
-               auto [dims, options] = toDims(mesh, traffic, keep_contiguous_if_faster,
-                                             c.model().options().chunk_bytes);
+               auto [dims, options] = toDims(mesh, traffic, c.model().options().chunk_bytes);
                MeshPlan plan;
                {
                  py::gil_scoped_release nogil;
@@ -311,14 +309,12 @@ Args:
              });
            },
            py::arg("mesh"), py::arg("traffic") = py::none(), py::arg("contiguous") = false,
-           py::arg("keep_contiguous_if_faster") = true,
            R"(Lays a device mesh out on the cluster's ranks.
 
 Args:
   mesh: [(name, size)] outermost first.
   traffic: {name: (bytes per step, collective)} for every dimension, or None for defaults.
-  contiguous: return the launcher's contiguous layout instead of searching.
-  keep_contiguous_if_faster: keep the contiguous layout when predicted strictly faster.)")
+  contiguous: return the launcher's contiguous layout instead of searching.)")
       .def("mesh_cost",
            [](const PlannerCluster& c, const std::vector<std::tuple<std::string, int, double, std::string>>& dims,
               const std::vector<int>& mesh) {

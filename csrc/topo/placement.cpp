@@ -5,6 +5,7 @@
 #include "topo/placement.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -14,6 +15,7 @@ namespace torch_topo::topo {
 namespace {
 
 constexpr int kLocalSearchMaxPasses = 64;
+constexpr long kNoPair = 1L << 30;  // bottleneck of a group without pairs: above any pair
 
 struct KnownDim {
   const char* name;
@@ -145,59 +147,212 @@ int ravel(const std::vector<int>& coords, const std::vector<int>& shape) {
   return index;
 }
 
-/// Searches the arrangement of one host: intra index -> slot in the host's rank list.
-class IntraSearch {
+/// Groups of dimension `d` inside one host, as intra indices in coordinate order: one list per
+/// combination of the other intra coordinates (singletons when the dimension spans hosts only).
+std::vector<std::vector<int>> intraGroups(const MeshPlan& plan, int d, int local) {
+  std::map<std::vector<int>, std::vector<int>> groups;  // other coords -> members
+  for (int i = 0; i < local; ++i) {
+    std::vector<int> c = unravel(i, plan.intra_size);
+    c[d] = 0;
+    groups[c].push_back(i);
+  }
+  std::vector<std::vector<int>> list;
+  for (auto& [key, members] : groups) list.push_back(std::move(members));
+  return list;
+}
+
+/// Global ranks in mesh shape, given each host's arrangement (intra index -> slot).
+std::vector<int> layMesh(const MeshPlan& plan, const std::vector<std::vector<int>>& by_host,
+                         const std::vector<const std::vector<int>*>& arrangement) {
+  std::vector<int> shape;
+  for (const MeshDim& d : plan.dims) shape.push_back(d.size);
+  std::vector<int> mesh(arrangement.size() * by_host[0].size());
+  std::vector<int> intra(shape.size()), inter(shape.size());
+  for (size_t m = 0; m < mesh.size(); ++m) {
+    const std::vector<int> c = unravel(static_cast<int>(m), shape);
+    for (size_t d = 0; d < c.size(); ++d) {
+      intra[d] = c[d] % plan.intra_size[d];
+      inter[d] = c[d] / plan.intra_size[d];
+    }
+    const int host = ravel(inter, plan.inter_size);
+    mesh[m] = by_host[host][(*arrangement[host])[ravel(intra, plan.intra_size)]];
+  }
+  return mesh;
+}
+
+CostEstimate estimateDimCost(const CostModel& model, const MeshPlan& plan, int d) {
+  return model.chooseConcurrent(parseCollectiveOp(plan.dims[d].op),
+                                static_cast<int64_t>(plan.dims[d].bytes), meshGroups(plan, d));
+}
+
+/// Seconds per step of the whole mesh (every dimension, best algorithm each) when the hosts of
+/// one shape take a candidate arrangement and the other hosts keep theirs. A dimension's cost
+/// depends only on its set of intra-host groups (the cost model searches ring orders from the
+/// sorted members; broadcast and send/recv keep their order), so each set is priced once.
+class ArrangementCost {
  public:
-  IntraSearch(const MeshPlan& plan, std::vector<int> scores, int local)
-      : scores_(std::move(scores)), local_(local) {
-    for (int d : plan.priority) {
-      if (plan.intra_size[d] < 2) continue;
-      std::map<std::vector<int>, std::vector<int>> groups;  // other coords -> members
-      for (int i = 0; i < local_; ++i) {
-        std::vector<int> c = unravel(i, plan.intra_size);
-        c[d] = 0;
-        groups[c].push_back(i);
-      }
-      std::vector<std::vector<int>> list;
-      for (auto& [key, members] : groups) list.push_back(std::move(members));
-      dims_.push_back(std::move(list));
+  ArrangementCost(const CostModel& model, const MeshPlan& plan,
+                  const std::vector<std::vector<int>>& by_host,
+                  std::vector<const std::vector<int>*> arrangement, std::vector<int> hosts)
+      : model_(model), plan_(plan), by_host_(by_host), arrangement_(std::move(arrangement)),
+        hosts_(std::move(hosts)), memo_(plan.dims.size()) {
+    const int local = static_cast<int>(by_host[0].size());
+    for (size_t d = 0; d < plan.dims.size(); ++d) {
+      groups_.push_back(intraGroups(plan, static_cast<int>(d), local));
+      const CollectiveOp op = parseCollectiveOp(plan.dims[d].op);
+      ordered_.push_back(op == CollectiveOp::Broadcast || op == CollectiveOp::SendRecv);
+      // One group of the whole host (unordered) or singletons: the same for every candidate.
+      fixed_.push_back(plan.intra_size[d] == 1 || (plan.intra_size[d] == local && !ordered_[d]));
     }
   }
 
-  /// Exhaustive over local! arrangements; the identity wins ties, so an arrangement that is
-  /// already optimal stays contiguous.
-  std::vector<int> exact() const {
-    std::vector<int> perm(local_), best;
+  double operator()(const std::vector<int>& perm) {
+    double total = 0.0;
+    MeshPlan candidate;
+    for (size_t d = 0; d < plan_.dims.size(); ++d) {
+      key_.clear();
+      if (!fixed_[d]) keyOf(d, perm);
+      auto it = memo_[d].find(key_);
+      if (it == memo_[d].end()) {
+        if (candidate.mesh.empty()) {
+          candidate = plan_;
+          for (int h : hosts_) arrangement_[h] = &perm;
+          candidate.mesh = layMesh(plan_, by_host_, arrangement_);
+        }
+        const double seconds = estimateDimCost(model_, candidate, static_cast<int>(d)).seconds;
+        it = memo_[d].emplace(key_, seconds).first;
+      }
+      total += it->second;
+    }
+    return total;
+  }
+
+ private:
+  /// Dimension d's groups under `perm` into key_: members mapped through perm (sorted unless
+  /// their order matters), groups one after the other by first member (they are disjoint, so
+  /// the order is total). Scratch buffers are reused: most candidates hit the memo.
+  void keyOf(size_t d, const std::vector<int>& perm) {
+    const auto& groups = groups_[d];
+    const size_t size = groups[0].size();
+    mapped_.resize(groups.size() * size);
+    order_.resize(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const auto first = mapped_.begin() + g * size;
+      for (size_t k = 0; k < size; ++k) first[k] = perm[groups[g][k]];
+      if (!ordered_[d]) std::sort(first, first + size);
+      order_[g] = g;
+    }
+    std::sort(order_.begin(), order_.end(),
+              [&](size_t a, size_t b) { return mapped_[a * size] < mapped_[b * size]; });
+    for (size_t g : order_)
+      key_.insert(key_.end(), mapped_.begin() + g * size, mapped_.begin() + (g + 1) * size);
+  }
+
+  const CostModel& model_;
+  const MeshPlan& plan_;
+  const std::vector<std::vector<int>>& by_host_;
+  std::vector<const std::vector<int>*> arrangement_;
+  std::vector<int> hosts_;  // the hosts of the shape being searched
+  std::vector<std::vector<std::vector<int>>> groups_;
+  std::vector<char> ordered_, fixed_;
+  std::vector<int> key_, mapped_;
+  std::vector<size_t> order_;
+  std::vector<std::map<std::vector<int>, double>> memo_;  // per dimension: key -> seconds
+};
+
+/// Searches the arrangement of one host shape: intra index -> slot in the host's rank list.
+/// Objective, compared lexicographically: per dimension from the heaviest, the worst pair score
+/// of its worst group (its bottleneck); then the cost model's seconds per step of the mesh.
+class IntraSearch {
+ public:
+  using CostFn = std::function<double(const std::vector<int>&)>;
+
+  IntraSearch(const MeshPlan& plan, std::vector<int> scores, int local)
+      : scores_(std::move(scores)), local_(local) {
+    for (int d : plan.priority) {
+      if (plan.intra_size[d] >= 2) dims_.push_back(intraGroups(plan, d, local));
+    }
+  }
+
+  /// Exhaustive over local! arrangements; every arrangement with the best bottlenecks is
+  /// priced. The identity comes first and wins exact ties, so an arrangement that is already
+  /// optimal stays contiguous.
+  std::vector<int> exact(const CostFn& cost) const {
+    std::vector<int> perm(local_);
     std::iota(perm.begin(), perm.end(), 0);
-    best = perm;
-    std::vector<long> best_score = score(perm);
+    std::vector<int> ties = perm;  // the tied arrangements, one after the other
+    std::vector<long> best, b;
+    score(perm, false, &best);
     while (std::next_permutation(perm.begin(), perm.end())) {
-      std::vector<long> s = score(perm);
-      if (s > best_score) {
-        best_score = std::move(s);
+      if (!bottlenecksReach(perm, best, &b)) continue;
+      if (b > best) {
+        best.swap(b);
+        ties.clear();
+      }
+      ties.insert(ties.end(), perm.begin(), perm.end());
+    }
+    return cheapest(ties, cost);
+  }
+
+  /// Greedy cliques for the heaviest dimension, then first-improvement pairwise swaps guided
+  /// by bottlenecks and pair sums; of the climbs from the identity and from the greedy seed,
+  /// the one with the better objective.
+  std::vector<int> local(const CostFn& cost) const {
+    std::vector<int> identity(local_);
+    std::iota(identity.begin(), identity.end(), 0);
+    const std::vector<int> from_identity = climb(identity), from_seed = climb(greedySeed());
+    std::vector<long> a, b;
+    score(from_identity, false, &a);
+    score(from_seed, false, &b);
+    if (a != b) return a > b ? from_identity : from_seed;
+    std::vector<int> both = from_identity;
+    both.insert(both.end(), from_seed.begin(), from_seed.end());
+    return cheapest(both, cost);
+  }
+
+ private:
+  /// The first cheapest of the arrangements stored one after the other in `candidates`.
+  std::vector<int> cheapest(const std::vector<int>& candidates, const CostFn& cost) const {
+    std::vector<int> best(candidates.begin(), candidates.begin() + local_), perm(local_);
+    double best_cost = cost(best);
+    for (size_t at = local_; at < candidates.size(); at += local_) {
+      std::copy(candidates.begin() + at, candidates.begin() + at + local_, perm.begin());
+      const double c = cost(perm);
+      if (c < best_cost) {
+        best_cost = c;
         best = perm;
       }
     }
     return best;
   }
 
-  /// Greedy cliques for the heaviest dimension, then first-improvement pairwise swaps; the
-  /// identity is kept unless strictly beaten.
-  std::vector<int> local() const {
-    std::vector<int> identity(local_);
-    std::iota(identity.begin(), identity.end(), 0);
-    std::vector<int> best = climb(identity);
-    std::vector<int> seeded = climb(greedySeed());
-    return score(seeded) > score(best) ? seeded : best;
+  /// Bottlenecks of `perm` into `out`, or false as soon as they fall lexicographically below
+  /// `floor` (most arrangements are out after a few pairs).
+  bool bottlenecksReach(const std::vector<int>& perm, const std::vector<long>& floor,
+                        std::vector<long>* out) const {
+    out->clear();
+    bool tied = true;  // equal to `floor` so far
+    for (size_t d = 0; d < dims_.size(); ++d) {
+      long worst = kNoPair;
+      for (const auto& g : dims_[d]) {
+        for (size_t a = 0; a < g.size(); ++a)
+          for (size_t b = a + 1; b < g.size(); ++b) {
+            worst = std::min(worst, long{scores_[perm[g[a]] * local_ + perm[g[b]]]});
+            if (tied && worst < floor[d]) return false;
+          }
+      }
+      out->push_back(worst);
+      tied = tied && worst == floor[d];
+    }
+    return true;
   }
 
- private:
-  /// Per dimension (heaviest first): the worst pair of its worst group, then the sum over all
-  /// pairs; compared lexicographically.
-  std::vector<long> score(const std::vector<int>& perm) const {
-    std::vector<long> out;
+  /// Per dimension (heaviest first): the worst pair of its worst group and, when `sums`, the
+  /// sum over all pairs after it (the local search's guide).
+  void score(const std::vector<int>& perm, bool sums, std::vector<long>* out) const {
+    out->clear();
     for (const auto& groups : dims_) {
-      long worst = 1L << 30, sum = 0;
+      long worst = kNoPair, sum = 0;
       for (const auto& g : groups) {
         for (size_t a = 0; a < g.size(); ++a)
           for (size_t b = a + 1; b < g.size(); ++b) {
@@ -206,22 +361,22 @@ class IntraSearch {
             sum += s;
           }
       }
-      out.push_back(worst);
-      out.push_back(sum);
+      out->push_back(worst);
+      if (sums) out->push_back(sum);
     }
-    return out;
   }
 
   std::vector<int> climb(std::vector<int> perm) const {
-    std::vector<long> current = score(perm);
+    std::vector<long> current, s;
+    score(perm, true, &current);
     for (int pass = 0; pass < kLocalSearchMaxPasses; ++pass) {
       bool improved = false;
       for (int i = 0; i < local_; ++i)
         for (int j = i + 1; j < local_; ++j) {
           std::swap(perm[i], perm[j]);
-          std::vector<long> s = score(perm);
+          score(perm, true, &s);
           if (s > current) {
-            current = std::move(s);
+            current.swap(s);
             improved = true;
           } else {
             std::swap(perm[i], perm[j]);
@@ -245,7 +400,7 @@ class IntraSearch {
         long pick_score = -1;
         for (int slot = 0; slot < local_; ++slot) {
           if (used[slot]) continue;
-          long worst = 1L << 30;  // the first member: the lowest free slot
+          long worst = kNoPair;  // the first member: the lowest free slot
           for (size_t m = 0; m < k; ++m) worst = std::min(worst, long{scores_[perm[g[m]] * local_ + slot]});
           if (worst > pick_score) {
             pick = slot;
@@ -282,9 +437,14 @@ int scorePair(const ClusterTopology& cluster, int rank_a, int rank_b) {
   const RankPlacement& a = cluster.ranks.at(rank_a);
   const RankPlacement& b = cluster.ranks.at(rank_b);
   if (a.host != b.host || a.local_gpu < 0 || b.local_gpu < 0) return 0;
-  const PathInfo& p = cluster.hosts[a.host].path(a.local_gpu, b.local_gpu);
-  // Lanes dominate; the class (X=0 .. NET=7) breaks ties among equal lane counts.
-  return p.nvlinks * 8 + (static_cast<int>(PathClass::NET) - static_cast<int>(p.cls));
+  const HostTopology& host = cluster.hosts[a.host];
+  const PathInfo& p = host.path(a.local_gpu, b.local_gpu);
+  const int numa_a = host.gpus[a.local_gpu].numa_node, numa_b = host.gpus[b.local_gpu].numa_node;
+  const int same_numa = numa_a < 0 || numa_b < 0 || numa_a == numa_b;
+  // Lanes dominate; the class (X=0 .. NET=7) breaks ties among equal lane counts, and one NUMA
+  // node (or an unknown one) beats two among equal links.
+  return (p.nvlinks * 8 + (static_cast<int>(PathClass::NET) - static_cast<int>(p.cls))) * 2 +
+         same_numa;
 }
 
 MeshPlan contiguousMesh(const ClusterTopology& cluster, const std::vector<MeshDim>& dims,
@@ -303,49 +463,40 @@ MeshPlan planMesh(const ClusterTopology& cluster, const std::vector<MeshDim>& di
   const auto by_host = ranksByHost(cluster);
   const int local = static_cast<int>(by_host[0].size());
   MeshPlan plan = resolveMesh(dims, options, static_cast<int>(cluster.ranks.size()), local);
-  // Hosts with the same pair scores share one search (and so one arrangement: rails align).
-  std::map<std::vector<int>, std::vector<int>> arrangement_of;
-  std::vector<const std::vector<int>*> arrangement(by_host.size());
   plan.exact = local <= kExactPlacementMaxLocalRanks;
+  // Hosts with the same pair scores form one shape with one arrangement (rails align).
+  std::map<std::vector<int>, int> shape_of;
+  std::vector<std::vector<int>> shape_scores, shape_hosts;
   for (size_t h = 0; h < by_host.size(); ++h) {
     std::vector<int> scores(static_cast<size_t>(local) * local);
     for (int a = 0; a < local; ++a)
       for (int b = 0; b < local; ++b)
         scores[a * local + b] = scorePair(cluster, by_host[h][a], by_host[h][b]);
-    auto it = arrangement_of.find(scores);
-    if (it == arrangement_of.end()) {
-      IntraSearch search(plan, scores, local);
-      it = arrangement_of.emplace(scores, plan.exact ? search.exact() : search.local()).first;
+    auto it = shape_of.emplace(scores, static_cast<int>(shape_scores.size())).first;
+    if (it->second == static_cast<int>(shape_scores.size())) {
+      shape_scores.push_back(std::move(scores));
+      shape_hosts.emplace_back();
     }
-    arrangement[h] = &it->second;
+    shape_hosts[it->second].push_back(static_cast<int>(h));
   }
-  std::vector<int> shape;
-  for (const MeshDim& d : plan.dims) shape.push_back(d.size);
-  plan.mesh.resize(cluster.ranks.size());
-  std::vector<int> intra(shape.size()), inter(shape.size());
-  for (size_t m = 0; m < plan.mesh.size(); ++m) {
-    const std::vector<int> c = unravel(static_cast<int>(m), shape);
-    for (size_t d = 0; d < c.size(); ++d) {
-      intra[d] = c[d] % plan.intra_size[d];
-      inter[d] = c[d] / plan.intra_size[d];
-    }
-    const int host = ravel(inter, plan.inter_size);
-    plan.mesh[m] = by_host[host][(*arrangement[host])[ravel(intra, plan.intra_size)]];
+  // Shapes are searched in turn; the cost of a candidate sees the shapes searched before with
+  // their choice and the later ones contiguous (exact when all hosts share one shape).
+  std::vector<int> identity(local);
+  std::iota(identity.begin(), identity.end(), 0);
+  std::vector<std::vector<int>> chosen(shape_scores.size(), identity);
+  std::vector<const std::vector<int>*> arrangement(by_host.size());
+  for (size_t s = 0; s < shape_scores.size(); ++s)
+    for (int h : shape_hosts[s]) arrangement[h] = &chosen[s];
+  const CostModel model(cluster, options.cost);
+  for (size_t s = 0; s < shape_scores.size(); ++s) {
+    ArrangementCost cost(model, plan, by_host, arrangement, shape_hosts[s]);
+    const IntraSearch search(plan, shape_scores[s], local);
+    const IntraSearch::CostFn price = [&cost](const std::vector<int>& perm) { return cost(perm); };
+    chosen[s] = plan.exact ? search.exact(price) : search.local(price);
   }
+  plan.mesh = layMesh(plan, by_host, arrangement);
   plan.contiguous = true;
   for (size_t m = 0; m < plan.mesh.size(); ++m) plan.contiguous &= plan.mesh[m] == static_cast<int>(m);
-  if (options.keep_contiguous_if_faster && !plan.contiguous) {
-    const CostModel model(cluster, options.cost);
-    const MeshPlan naive = contiguousMesh(cluster, dims, options);
-    double planned = 0.0, contiguous = 0.0;
-    for (const CostEstimate& e : estimateMeshCost(model, plan)) planned += e.seconds;
-    for (const CostEstimate& e : estimateMeshCost(model, naive)) contiguous += e.seconds;
-    if (contiguous < planned) {
-      MeshPlan kept = naive;
-      kept.exact = plan.exact;
-      return kept;
-    }
-  }
   return plan;
 }
 
@@ -370,11 +521,8 @@ std::vector<std::vector<int>> meshGroups(const MeshPlan& plan, int dim) {
 
 std::vector<CostEstimate> estimateMeshCost(const CostModel& model, const MeshPlan& plan) {
   std::vector<CostEstimate> out;
-  for (size_t d = 0; d < plan.dims.size(); ++d) {
-    out.push_back(model.chooseConcurrent(parseCollectiveOp(plan.dims[d].op),
-                                         static_cast<int64_t>(plan.dims[d].bytes),
-                                         meshGroups(plan, static_cast<int>(d))));
-  }
+  for (size_t d = 0; d < plan.dims.size(); ++d)
+    out.push_back(estimateDimCost(model, plan, static_cast<int>(d)));
   return out;
 }
 

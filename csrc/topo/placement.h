@@ -29,9 +29,7 @@ struct PlanOptions {
   /// The caller gave bytes for every dimension (MeshDim::bytes >= 0): names outside the known
   /// set (tp, sp, cp, ring, ep, dp, fsdp, dp_shard, dp_replicate, pp) are then allowed.
   bool traffic_given = false;
-  /// Fall back to the contiguous layout when the cost model predicts it strictly faster (the
-  /// structural search ranks links by lanes and class, the cost model by time and sharing).
-  bool keep_contiguous_if_faster = true;
+  /// The model that prices candidate layouts (see planMesh).
   CostOptions cost;
 };
 
@@ -56,7 +54,11 @@ struct MeshPlan {
 /// numbers. Returns false for unknown names.
 bool defaultTraffic(const std::string& name, double* bytes, std::string* op, int* rank);
 
-/// Lays the mesh out. Throws InvalidArgument naming the option for: no dims, sizes < 1,
+/// Lays the mesh out. Objective, compared lexicographically: for each dimension from the
+/// heaviest, its bottleneck (the worst scorePair of any two members of one of its groups on one
+/// host; larger is better); then the cost model's seconds per step summed over dimensions. Exact
+/// (every arrangement of a host's ranks) up to kExactPlacementMaxLocalRanks per host when all
+/// hosts share one pair matrix. Throws InvalidArgument naming the option for: no dims, sizes < 1,
 /// repeated names, product != world size, hosts with different rank counts (no mesh tiles
 /// them), unknown names without traffic, bad ops. A dimension that does not divide a host
 /// spans hosts (e.g. tp=6 on 8-GPU hosts: 2 per host x 3 hosts).
@@ -72,7 +74,8 @@ std::vector<std::vector<int>> meshGroups(const MeshPlan& plan, int dim);
 std::vector<CostEstimate> estimateMeshCost(const CostModel& model, const MeshPlan& plan);
 
 /// Quality of a GPU pair for placement: NVLink lanes first, then the path class (NV > PIX >
-/// ... > SYS); larger is better. CPU-only ranks score 0.
+/// ... > SYS), then whether both GPUs sit on one NUMA node (unknown counts as one); larger is
+/// better. Ranks on different hosts or CPU-only ranks score 0.
 int scorePair(const ClusterTopology& cluster, int rank_a, int rank_b);
 
 }  // namespace torch_topo::topo

@@ -67,12 +67,20 @@ inline ClusterTopology makeCluster(const HostTopology& host, int hosts, double n
   return c;
 }
 
-/// The same host with GPU i renamed perm[i] (rows and columns permuted).
+/// The same host with GPU i renamed perm[i]: its record (bus id, NUMA node, ...), its row and
+/// column of the pair matrix and its row of GPU-NIC paths move with it. The physical graph is
+/// kept: its GPU nodes are found by bus id.
 inline HostTopology relabel(const HostTopology& host, const std::vector<int>& perm) {
   HostTopology out = host;
   const int n = host.gpuCount();
-  for (int i = 0; i < n; ++i)
+  const size_t nics = n > 0 ? host.gpu_nic_paths.size() / n : 0;
+  for (int i = 0; i < n; ++i) {
+    out.gpus[perm[i]] = host.gpus[i];
+    out.gpus[perm[i]].index = perm[i];
     for (int j = 0; j < n; ++j) out.path(perm[i], perm[j]) = host.path(i, j);
+    for (size_t k = 0; k < nics; ++k)
+      out.gpu_nic_paths[perm[i] * nics + k] = host.gpu_nic_paths[i * nics + k];
+  }
   return out;
 }
 
