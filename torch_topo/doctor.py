@@ -76,6 +76,30 @@ def _layout_findings(cluster, mesh: dict[str, int], hosts: int) -> list[Finding]
     return findings
 
 
+def _numa_findings(cluster, mesh: dict[str, int], reported: set[str]) -> list[Finding]:
+    """tp/sp groups spanning NUMA nodes where links cannot tell (NVSwitch boxes: every pair
+    NV18) while the planner found a layout with each group on one node. Dimensions whose
+    links `_layout_findings` already faulted (`reported`: its codes) are left to it."""
+    findings = []
+    naive = Plan.naive(cluster, mesh)
+    planned = Plan.build(cluster, mesh)
+
+    def nodes(groups) -> list[set[int]]:
+        return [{n for r in g if (n := cluster.rank_cpus(r)["numa_node"]) >= 0} for g in groups]
+
+    for dim in (d for d in _CLIQUE_DIMS if mesh.get(d, 1) > 1 and not any(c.startswith(f"{d}-") for c in reported)):
+        spanning = [sorted(n) for n in nodes(naive.groups(dim)) if len(n) > 1]
+        if spanning and all(len(n) <= 1 for n in nodes(planned.groups(dim))):
+            findings.append(Finding(
+                f"{dim}-crosses-numa", "warning",
+                f"contiguous {dim} groups {naive.groups(dim)[:4]} span NUMA nodes (e.g. "
+                f"{spanning[0]}); a layout with every {dim} group on one NUMA node and links "
+                f"as fast exists: {planned.groups(dim)[:4]}",
+                "build the mesh with torch_topo.init_device_mesh (or pass these groups to "
+                "DeviceMesh) so each group's CPU side stays on one socket"))
+    return findings
+
+
 def _pcie_findings(cluster) -> list[Finding]:
     findings = []
     for host in range(cluster.host_count):
@@ -185,7 +209,8 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     meshes = [mesh] if mesh else [
         {"dp": cluster.world_size // tp, "tp": tp} for tp in (2, 4) if per_host % tp == 0 and per_host > tp]
     for m in meshes:
-        findings += _layout_findings(cluster, m, hosts)
+        layout = _layout_findings(cluster, m, hosts)
+        findings += layout + _numa_findings(cluster, m, {f.code for f in layout})
     findings += _kv_findings(mesh or {}, kv_heads)
     findings += _pcie_findings(cluster)
     findings += _environment_findings(env)

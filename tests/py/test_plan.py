@@ -4,8 +4,11 @@ DGX-1 hybrid cube-mesh, relabelled GPUs, multi-host rails and cost, and bad mesh
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from planner_support import (
+    DATA,
     DGX1,
     best_partition_key,
     relabelled_cluster_json,
@@ -14,6 +17,8 @@ from planner_support import (
 )
 
 import torch_topo
+from torch_topo import _C
+from torch_topo.doctor import diagnose
 from torch_topo.plan import Plan, parse_mesh
 
 FILES = topology_files()
@@ -54,12 +59,16 @@ def test_dgx1_tp2_gives_nv2_pairs():
     assert p.cost("tp") < naive.cost("tp")
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize("name", ["dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt",
-                                  "ncclTests178_8xA100-PCIe_NV12pairs_NODE_SYS.txt",
-                                  "a100_8xSXM_NV12_2numa_mlengineering_realigned.txt"])
+# Seed 26 renames the GPUs of the PCIe-only p4d/ndv2 boxes so that contiguous tp=4 groups
+# straddle the sockets; the planner used to keep that layout (issue 13).
+@pytest.mark.parametrize("seed", [1, 2, 3, 26])
+@pytest.mark.parametrize("name", ["nvidia_smi_topo/dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt",
+                                  "nvidia_smi_topo/ncclTests178_8xA100-PCIe_NV12pairs_NODE_SYS.txt",
+                                  "nvidia_smi_topo/a100_8xSXM_NV12_2numa_mlengineering_realigned.txt",
+                                  "nccl_topo_xml/aws_p4d.24xlarge_8xA100_topo.xml",
+                                  "nccl_topo_xml/azure_ndv2_8xV100_topo.xml"])
 def test_relabelled_gpus(name, seed):
-    doc = relabelled_cluster_json(DGX1.parent / name, seed)
+    doc = relabelled_cluster_json(DATA / name, seed)
     for tp in (2, 4):
         p = torch_topo.plan(doc, {"dp": 8 // tp, "tp": tp})
         best = best_partition_key(p.cluster, list(range(8)), tp)
@@ -74,6 +83,33 @@ def test_relabelling_defeats_contiguous():
     planned = torch_topo.plan(doc, {"dp": 4, "tp": 2})
     assert worst_key(naive.cluster, naive.groups("tp")) < worst_key(planned.cluster, planned.groups("tp"))
     assert planned.cost() < naive.cost()
+
+
+def _h100_on_numa(nodes) -> dict:
+    """The 8x H100 SXM file (NV18 between every pair) with its GPUs on the given NUMA nodes."""
+    doc = json.loads(_C.planner_cluster_json(path=str(DATA / "nvidia_smi_topo" / "h100_8xSXM_NV18_2socket_mlengineering.txt")))
+    for gpu, node in zip(doc["hosts"][0]["gpus"], nodes, strict=True):
+        gpu["numa_node"] = node
+    return doc
+
+
+def _numa_of(p, groups) -> list[set[int]]:
+    return [{p.cluster.rank_cpus(r)["numa_node"] for r in g} for g in groups]
+
+
+@pytest.mark.parametrize("tp", [2, 4])
+def test_tp_stays_on_one_numa_node_and_doctor_flags_contiguous(tp):
+    # GPUs on alternating NUMA nodes: contiguous tp groups span both, links cannot tell.
+    doc = _h100_on_numa([g % 2 for g in range(8)])
+    mesh = {"dp": 8 // tp, "tp": tp}
+    planned, naive = torch_topo.plan(doc, mesh), Plan.naive(doc, mesh)
+    assert all(len(n) == 1 for n in _numa_of(planned, planned.groups("tp")))
+    assert all(len(n) == 2 for n in _numa_of(naive, naive.groups("tp")))
+    assert [f.code for f in diagnose(doc, mesh, environ={})] == ["tp-crosses-numa"]
+    # As the file lays them out (GPUs 0-3 on node 0) contiguous groups are already fine; tp=8
+    # has no layout on one node.
+    assert diagnose(_h100_on_numa([0, 0, 0, 0, 1, 1, 1, 1]), mesh, environ={}) == []
+    assert diagnose(doc, {"tp": 8}, environ={}) == []
 
 
 @pytest.mark.parametrize("hosts", [2, 3, 4])
@@ -138,10 +174,6 @@ def test_bad_meshes_name_the_option(mesh, traffic, fragment):
 
 
 def test_sizes_that_cannot_fit_hosts():
-    import json
-
-    from torch_topo import _C
-
     with pytest.raises(ValueError, match="mesh: product"):
         torch_topo.plan(DGX1, {"tp": 16, "dp": 2}, hosts=3)
     # tp=6 does not divide a host of 8: it spans hosts as 2 per host x 3 hosts.
