@@ -26,6 +26,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_topo.bench.cuda_memory import peak_bytes  # noqa: E402  (after the path insert)
 
 MiB = 2**20
 
@@ -46,15 +47,7 @@ def _ms(fn, reps: int) -> float:
 
 
 def _peak_mib(fn) -> float:
-    """Peak memory allocated while fn runs, beyond what was allocated before (MiB)."""
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    result = fn()
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated() - base
-    del result
-    return peak / MiB
+    return peak_bytes(fn) / MiB
 
 
 def _bhsd(b, h, s, d, dtype=torch.bfloat16, heads_kv=None):

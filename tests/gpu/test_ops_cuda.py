@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from torch_topo import _C
+from torch_topo.bench.cuda_memory import peak_bytes
 
 pytestmark = [
     pytest.mark.gpu,
@@ -157,26 +158,15 @@ def test_ring_attention_world_one_matches_sdpa(ring_as_rank0, dtype, tol):
         torch.testing.assert_close(a.grad.float(), b.grad, rtol=tol, atol=tol)
 
 
-def _peak_bytes(fn) -> int:
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    result = fn()
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated() - base
-    del result
-    return peak
-
-
 def test_ring_forward_peak_memory_s16384_under_twice_flash(ring_as_rank0):
     """b1 h32 s16384 d128 bf16 causal: the ring (world 1) may hold at most twice what torch's
     flash forward holds beyond the inputs (the old fp32 block path needed 32 GiB here)."""
     ring = ring_as_rank0(1)
     q, k, v, _ = _qkv(1, 32, 32, 16384, 128, torch.bfloat16)
     q, k, v = (t.transpose(1, 2).contiguous() for t in (q, k, v))
-    flash = _peak_bytes(lambda: torch.ops.aten._scaled_dot_product_flash_attention(
+    flash = peak_bytes(lambda: torch.ops.aten._scaled_dot_product_flash_attention(
         q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), 0.0, True))
-    ours = _peak_bytes(lambda: ring.RingAttentionFunction.apply(q, k, v, None, True, 0.088,
+    ours = peak_bytes(lambda: ring.RingAttentionFunction.apply(q, k, v, None, True, 0.088,
                                                                 "none"))
     print(f"\npeak beyond inputs, s16384: flash {flash / 2**20:.0f} MiB, ring "
           f"{ours / 2**20:.0f} MiB")
