@@ -15,7 +15,7 @@ pays for warm-up and calibration). Rank 0 prints, for its own process:
 - per step: wall time, compute (union of the training thread's aten ops outside collective
   calls), the training thread's time issuing collectives, the rest (waiting for
   communication, Python, the optimizer's non-aten work), and the time at least one collective
-  was in flight.
+  (or, for "topo", one of its inner Gloo steps) was in flight.
 
 The profiler adds its own cost to every op (the step is a few percent slower than unprofiled);
 compare configurations profiled alike.
@@ -88,8 +88,7 @@ def summarize(events, backend: str) -> dict:
                 row["unknown_bytes"] += 1
             else:
                 row["bytes"] += nbytes
-            if level == "collective":
-                in_flight += inside
+            in_flight += inside  # inner steps too: not every topo op records its own event
         elif e.thread == main_thread and e.name.startswith("c10d::"):
             issuing += inside
         elif e.thread == main_thread and e.name.startswith("aten::"):
