@@ -111,7 +111,8 @@ class Topology:
 
     @property
     def warnings(self) -> list[str]:
-        """Non-fatal findings of the reader (missing rows, assumed link rates)."""
+        """Non-fatal findings of the reader (missing rows, assumed link rates) or, for a live
+        probe, of its sources (one line per failed or absent source)."""
         return list(self._host.warnings)
 
     def _path(self, i: int, j: int):
