@@ -138,11 +138,13 @@ void TopoBackend::checkCoalescedDtypes(const char* op, const DeviceRoute& route,
 bool TopoBackend::chooseHierarchical(DeviceRoute& route, const char* op, int64_t bytes,
                                      bool hasHier) {
   bool hierarchical = false;
+  int64_t threshold = -1;  // the cost model's crossover for this op, where it has one
   // Inside a coalesced group the inner ops must stay single calls: NCCL would deadlock on the
   // waits between a schedule's steps.
   if (hasHier && route.levels.valid() && !coalescing_) {
     auto it = route.hierarchicalMinBytes.find(op);
-    hierarchical = it != route.hierarchicalMinBytes.end() && bytes >= it->second;
+    if (it != route.hierarchicalMinBytes.end()) threshold = it->second;
+    hierarchical = threshold >= 0 && bytes >= threshold;
   }
   {
     std::lock_guard<std::mutex> lock(decisionsMutex_);
@@ -150,9 +152,18 @@ bool TopoBackend::chooseHierarchical(DeviceRoute& route, const char* op, int64_t
     decisions_.push_back({op, bytes, hierarchical});
   }
   if (debug_) {
-    std::fprintf(stderr, "[torch_topo rank %d] %s %lld bytes on %s: %s\n", rank_, op,
-                 static_cast<long long>(bytes), c10::DeviceTypeName(route.type).c_str(),
-                 hierarchical ? "hierarchical" : "flat");
+    // Say why, so a user can tell "the model says flat is faster" from "no schedule applies".
+    const char* why = !hasHier                ? "no hierarchical schedule for this op"
+                      : !route.levels.valid() ? "group has no intra/inter-host levels"
+                      : coalescing_           ? "inside a coalesced group"
+                      : threshold < 0         ? "cost model never prefers the schedule"
+                                              : "cost model crossover";
+    std::fprintf(stderr, "[torch_topo rank %d] %s %lld bytes on %s: %s (%s",
+                 rank_, op, static_cast<long long>(bytes),
+                 c10::DeviceTypeName(route.type).c_str(), hierarchical ? "hierarchical" : "flat",
+                 why);
+    if (threshold >= 0) std::fprintf(stderr, " at %lld bytes", static_cast<long long>(threshold));
+    std::fprintf(stderr, ")\n");
   }
   return hierarchical;
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -175,7 +176,10 @@ def _effects_main(rank, world, store_path, out_dir):
             os.dup2(saved, 2)
             os.close(write_fd)
         with os.fdopen(read_fd) as f:
-            debug.append("allreduce" in f.read())
+            text = f.read()
+        # Each decision line says which path and why (the cost model's crossover, no levels...).
+        debug.append(re.search(r"allreduce \d+ bytes on cpu: (flat|hierarchical) \(\w", text,
+                               re.IGNORECASE) is not None)
     seen["debug"] = debug
     Path(out_dir, f"{rank}.json").write_text(json.dumps(seen))
     dist.barrier()
