@@ -139,8 +139,17 @@ def _barrier(rank, size, g):
     dist.barrier(group=g)
 
 
+# Before torch 2.14, dist.monitored_barrier refuses every backend not named "gloo" in Python,
+# before any backend is called; the group's own method reaches the backend on every release.
+_MONITORED_BY_NAME_ONLY = "only implemented for GLOO" in inspect.getsource(dist.monitored_barrier)
+
+
 def _monitored_barrier(rank, size, g):
-    dist.monitored_barrier(group=g, timeout=timedelta(seconds=60))
+    timeout = timedelta(seconds=60)
+    if _MONITORED_BY_NAME_ONLY:
+        (g or dist.group.WORLD).monitored_barrier(timeout)
+    else:
+        dist.monitored_barrier(group=g, timeout=timeout)
 
 
 def _pair_send_recv(send_fn, recv_fn):
