@@ -39,20 +39,11 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from torch_topo.bench.sweep import parse_bytes
+from torch_topo.bench.sweep import parse_bytes, size_series
 
 OPS = ["all_reduce", "broadcast", "all_gather"]
 CPU_TARGET_US = 20.0
 GPU_TARGET_US = 2.0
-
-
-def _sizes(lo: int, hi: int, factor: int) -> list[int]:
-    out = []
-    s = lo
-    while s <= hi:
-        out.append(s)
-        s *= factor
-    return out
 
 
 def _call(op: str, nbytes: int, n: int, device: torch.device):
@@ -101,7 +92,7 @@ def _cpu_rank(rank: int, size: int, store_path: str, args, results) -> None:
     cpu = torch.device("cpu")
     rows = []
     for op in args.ops:
-        for nbytes in _sizes(4, args.cpu_max_bytes, args.factor):
+        for nbytes in size_series(4, args.cpu_max_bytes, args.factor):
             fn = _call(op, nbytes, size, cpu)
             iters = _iters(nbytes, args.cpu_iters)
             for g in (topo, gloo):
@@ -165,7 +156,7 @@ def _gpu_rank(store_path: str, args, results) -> None:
     topo, nccl = dist.group.WORLD, dist.new_group([0], backend="nccl")
     rows = []
     for op in args.ops:
-        for nbytes in _sizes(4, args.gpu_max_bytes, args.factor):
+        for nbytes in size_series(4, args.gpu_max_bytes, args.factor):
             fn = _call(op, nbytes, 1, dev)
             iters = _iters(nbytes, args.gpu_iters)
             for g in (topo, nccl):

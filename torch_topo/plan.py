@@ -126,8 +126,6 @@ def _nest(flat: list[int], shape: Sequence[int]) -> list:
     return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
-
-
 class Plan:
     """A device mesh laid out on the ranks of a cluster, with its predicted cost.
 

@@ -23,7 +23,7 @@ import torch.distributed as dist
 
 from torch_topo import _C
 
-__all__ = ["COLLECTIVES", "DTYPES", "SweepConfig", "parse_bytes", "sweep_collectives"]
+__all__ = ["COLLECTIVES", "DTYPES", "SweepConfig", "parse_bytes", "size_series", "sweep_collectives"]
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 DTYPES = ("float32", "float64", "bfloat16", "float16")
@@ -44,6 +44,15 @@ def parse_bytes(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"got {text!r}, expected at least 1 byte")
     return int(value)
+
+
+def size_series(lo: int, hi: int, factor: int) -> tuple[int, ...]:
+    """lo, lo*factor, ... while <= hi: the sizes of an nccl-tests style sweep."""
+    sizes, s = [], lo
+    while s <= hi:
+        sizes.append(s)
+        s *= factor
+    return tuple(sizes)
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -79,11 +88,7 @@ class SweepConfig:
                              "expected 1 <= min_bytes <= max_bytes")
         if self.reps < 1:
             raise ValueError(f"reps: got {self.reps}, expected >= 1")
-        sizes, s = [], self.min_bytes
-        while s <= self.max_bytes:
-            sizes.append(s)
-            s *= self.factor
-        object.__setattr__(self, "sizes", tuple(sizes))
+        object.__setattr__(self, "sizes", size_series(self.min_bytes, self.max_bytes, self.factor))
 
     @property
     def steps(self) -> int:
