@@ -9,7 +9,8 @@ pays for warm-up and calibration). Rank 0 prints, for its own process:
 
 - per collective, as the process group's backend reports it ("gloo:*" events of Gloo's worker
   threads; "topo:*" works, issue to completion, for "topo", with the inner Gloo steps they ran
-  below): count, bytes and time per step (bytes of the first tensor the event records: for
+  below, and as "inner" rows the flat ops topo passes straight to Gloo, which record no
+  "topo:*" event of their own): count, bytes and time per step (bytes of the first tensor the event records: for
   Gloo's all_gather its input, for "topo"'s gathers their output, so compare counts and times
   across backends, bytes within one);
 - per step: wall time, compute (union of the training thread's aten ops outside collective
