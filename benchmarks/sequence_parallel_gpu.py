@@ -226,6 +226,8 @@ def _print(rows):
         elif "gb_per_s" in r:
             print(f"| {r['what']} | {r['gb_per_s']:.0f} GB/s | {100 * r['of_copy_rate']:.0f}% "
                   "of copy |")
+        elif "error" in r:
+            print(f"| case failed | {r['error']} |")
         else:
             print(f"| {r['what']} | ring rank {r['ring_rank_mib']:.0f} MiB | full "
                   f"{r['full_mib']:.0f} MiB | {r['ring_over_full']:.3f} (1/P = "
@@ -245,22 +247,30 @@ def main(argv=None) -> int:
         return 0
     reps = 5 if args.quick else 20
     rows: list = []
-    copy_rate = _copy_gbps(1 << 30, reps)
-    rows.append({"what": "device-to-device copy rate, 1 GiB", "gb_per_s": copy_rate,
-                 "of_copy_rate": 1.0})
-    for s in (4096, 8192):
-        _block_case(rows, s, reps)
-    bench_ring_world_one(rows, 8192, reps)
-    for shape in ((1, 32768, 32, 8, 8), (2, 8192, 32, 32, 4)):
-        _pack_case(rows, reps, copy_rate, *shape)
-    bench_memory_sweep(rows, (4096, 8192, 16384, 32768, 65536), 8)
     print(f"# sequence-parallel attention on {torch.cuda.get_device_name(0)}, torch "
           f"{torch.__version__}, median of {reps} (CUDA events)")
-    _print(rows)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                       "reps": reps, "rows": rows}, f, indent=1)
+    copy_rate = _copy_gbps(1 << 30, reps)
+    cases = [lambda: rows.append({"what": "device-to-device copy rate, 1 GiB",
+                                  "gb_per_s": copy_rate, "of_copy_rate": 1.0})]
+    cases += [lambda s=s: _block_case(rows, s, reps) for s in (4096, 8192)]
+    cases.append(lambda: bench_ring_world_one(rows, 8192, reps))
+    cases += [lambda shape=shape: _pack_case(rows, reps, copy_rate, *shape)
+              for shape in ((1, 32768, 32, 8, 8), (2, 8192, 32, 32, 4))]
+    cases.append(lambda: bench_memory_sweep(rows, (4096, 8192, 16384, 32768, 65536), 8))
+    # Rows are printed and saved as each case ends: a lease may cut the run short, and one
+    # failing case (an out-of-memory fallback, say) must not cost the others' figures.
+    for case in cases:
+        done = len(rows)
+        try:
+            case()
+        except Exception as err:  # noqa: BLE001 - reported as a row, the run goes on
+            rows.append({"what": "error", "error": f"{type(err).__name__}: {err}"})
+            torch.cuda.empty_cache()
+        _print(rows[done:])
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                           "reps": reps, "rows": rows}, f, indent=1)
     return 0
 
 

@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Run THERE (a GPU machine, as it comes): builds the extension with CUDA, then runs every test
-# under tests/gpu and every GPU benchmark, and ends with one summary table and one JSON file of
-# all figures (gpu_check.json in $GPU_CHECK_OUT, default $OUT or out/gpu_check). Uses the
-# dependencies scripts/gpu_prepare.sh unpacked into .gpu-deps/ where system headers are missing,
-# and builds with a compiler that links the shared libstdc++ whatever CXX says.
+# Run THERE (a GPU machine, as it comes): builds the extension with CUDA, then runs the probe,
+# the sequence-parallel benchmark, every test under tests/gpu and the other GPU benchmarks, and
+# ends with one summary table and one JSON file of all figures. Uses the dependencies
+# scripts/gpu_prepare.sh unpacked into .gpu-deps/ where system headers are missing, and builds
+# with a compiler that links the shared libstdc++ whatever CXX says.
+#
+# A lease is short and brings back few files, so the steps share one deadline
+# (GPU_CHECK_SECONDS, default 540: each step gets the smaller of its own limit and what is
+# left, most important first) and $GPU_CHECK_OUT (default $OUT or out/gpu_check) receives four
+# files: gpu_check.log (everything printed), gpu_check.json (steps and every figure),
+# tests_gpu.xml and cli_bench.png, plus the built module stripped of debug information: a
+# second lease can carry it back and skip the build (GPU_CHECK_SKIP_BUILD=1, which only checks
+# that the module imports). GPU_CHECK_ONLY (an extended regex on step names) runs a subset.
+# Per-step files stay in a scratch folder.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="${PYTHON:-$(command -v python3 || command -v python)}"
 OUT_DIR="${GPU_CHECK_OUT:-${OUT:-$ROOT/out/gpu_check}}"
+WORK="$(mktemp -d)"
 mkdir -p "$OUT_DIR"
+DEADLINE=$(( $(date +%s) + ${GPU_CHECK_SECONDS:-540} ))
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+exec > >(tee "$OUT_DIR/gpu_check.log") 2>&1
 
 DEPS="$ROOT/.gpu-deps/root"
 if [ ! -f /usr/include/pugixml.hpp ] && [ -d "$DEPS" ]; then
@@ -34,35 +46,41 @@ CXX_PICKED="$("$PY" torch_topo/build_check.py --pick-compiler ${CXX:+"$CXX"} /us
 echo "gpu_check: CXX=$CXX_PICKED (was ${CXX:-unset})"
 export CXX="$CXX_PICKED" LDSHARED="$CXX_PICKED -shared" LDCXXSHARED="$CXX_PICKED -shared"
 export CUDAHOSTCXX="$CXX_PICKED"
+# Compile for the GPU that is here (one nvcc pass instead of setup.py's two guesses).
+arch="$("$PY" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability())' 2>/dev/null)"
+[ -n "$arch" ] && export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-$arch}"
 gcc_beside="$(dirname "$CXX_PICKED")/gcc"
 [ -x "$gcc_beside" ] && export CC="$gcc_beside"
 
-# name|seconds allowed|command. Benchmarks write their figures to $OUT_DIR/<file>.json.
+# name|seconds allowed|command, most important first. Benchmarks write JSON into $WORK.
 STEPS=(
-  "build|240|MAX_JOBS=${MAX_JOBS:-16} TORCH_TOPO_BUILD_CUDA=1 $PY setup.py build_ext --inplace"
-  "probe: show|30|$PY -m torch_topo show"
-  "probe: doctor|30|$PY -m torch_topo doctor; test \$? -le 1"
-  "tests/gpu|260|$PY -m pytest -q -rs -p no:cacheprovider tests/gpu --junitxml=$OUT_DIR/tests_gpu.xml"
-)
-STEPS+=(
-  "bench: wrapper overhead|90|$PY benchmarks/wrapper_overhead.py --no-cpu --ops all_reduce all_gather --json $OUT_DIR/wrapper_overhead.json"
-  "bench: sequence parallel|90|$PY benchmarks/sequence_parallel_gpu.py --quick --json $OUT_DIR/sequence_parallel_gpu.json"
+  "build|240|MAX_JOBS=${MAX_JOBS:-16} TORCH_TOPO_BUILD_CUDA=1 $PY setup.py build_ext --inplace && { for so in torch_topo/_C.*.so; do strip --strip-debug -o \"$OUT_DIR/\$(basename \$so)\" \$so; done; true; }"
+  "probe: show, doctor|30|$PY -m torch_topo show && { $PY -m torch_topo doctor; test \$? -le 1; }"
+  "bench: sequence parallel|100|$PY benchmarks/sequence_parallel_gpu.py --quick --json $WORK/sequence_parallel_gpu.json"
+  "tests/gpu|200|$PY -m pytest -q -rs -p no:cacheprovider --timeout 90 tests/gpu/test_ops_cuda.py tests/gpu/test_overlap_cuda.py tests/gpu/test_probe_cuda.py tests/gpu/test_probe_sources_cuda.py tests/gpu/test_backend_cuda.py tests/gpu/test_bench_cuda.py --junitxml=$OUT_DIR/tests_gpu.xml"
+  "bench: wrapper overhead|45|$PY benchmarks/wrapper_overhead.py --no-cpu --ops all_reduce all_gather --json $WORK/wrapper_overhead.json"
 )
 # Exit 1 is a finding, not a failure: the H200 VM reports its GPU's PCIe width as unknown.
 STEPS+=(
-  "bench: CLI|90|$PY -m torch_topo bench --max-bytes 64M --check --json > $OUT_DIR/cli_bench.json; test \$? -le 1"
-  "bench: CLI table|90|$PY -m torch_topo bench --max-bytes 256M --factor 16 --reps 3 --check --plot $OUT_DIR/cli_bench.png; test \$? -le 1"
+  "bench: CLI|60|$PY -m torch_topo bench --max-bytes 256M --factor 16 --reps 3 --check --json --plot $OUT_DIR/cli_bench.png > $WORK/cli_bench.json; test \$? -le 1"
 )
 
 declare -a SUMMARY
 status=0
 for step in "${STEPS[@]}"; do
   IFS='|' read -r name limit cmd <<<"$step"
-  echo "== $name: $cmd"
+  [ -n "${GPU_CHECK_ONLY:-}" ] && ! [[ "$name" =~ $GPU_CHECK_ONLY ]] && continue
+  if [ "$name" = build ] && [ "${GPU_CHECK_SKIP_BUILD:-0}" = 1 ]; then
+    cmd="$PY -c 'import torch_topo._C as C; print(\"prebuilt module:\", C.__file__, \"cuda:\", C.cuda_built)'"
+  fi
   start=$(date +%s)
-  timeout --kill-after=10 "$limit" bash -c "$cmd" 2>&1 | tee "$OUT_DIR/$(echo "$name" | tr -c 'a-zA-Z0-9_\n' _).log"
-  rc=${PIPESTATUS[0]}
-  if [ "$rc" = 0 ]; then result=ok; elif [ "$rc" = 124 ]; then result=TIMEOUT; else result=FAILED; fi
+  left=$(( DEADLINE - start ))
+  [ "$left" -lt "$limit" ] && limit=$left
+  if [ "$limit" -lt 5 ]; then SUMMARY+=("$name|NOT RUN|0"); status=1; continue; fi
+  echo "== $name (${limit}s): $cmd"
+  timeout --kill-after=10 "$limit" bash -c "$cmd"
+  rc=$?
+  if [ "$rc" = 0 ]; then result=ok; elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then result=TIMEOUT; else result=FAILED; fi
   [ "$result" = ok ] || status=1
   SUMMARY+=("$name|$result|$(( $(date +%s) - start ))")
   [ "$name" = build ] && [ "$result" != ok ] && break
@@ -71,9 +89,9 @@ done
 echo
 printf '%-34s %-8s %6s\n' step result time
 for row in "${SUMMARY[@]}"; do IFS='|' read -r n r t <<<"$row"; printf '%-34s %-8s %5ss\n' "$n" "$r" "$t"; done
-"$PY" - "$OUT_DIR" "${SUMMARY[@]}" <<'EOF'
+"$PY" - "$OUT_DIR" "$WORK" "${SUMMARY[@]}" <<'EOF'
 import glob, json, os, platform, sys
-out, rows = sys.argv[1], sys.argv[2:]
+out, work, rows = sys.argv[1], sys.argv[2], sys.argv[3:]
 report = {"version": 1, "python": platform.python_version(), "steps": [], "figures": {}}
 try:
     import torch
@@ -84,13 +102,12 @@ except Exception as err:  # the summary must be written even when torch cannot l
 for row in rows:
     name, result, seconds = row.split("|")
     report["steps"].append({"name": name, "result": result, "seconds": int(seconds)})
-for path in sorted(glob.glob(os.path.join(out, "*.json"))):
-    if os.path.basename(path) != "gpu_check.json":
-        try:
-            with open(path) as f:
-                report["figures"][os.path.basename(path)[:-5]] = json.load(f)
-        except (OSError, ValueError) as err:  # a benchmark cut off mid-write
-            report["figures"][os.path.basename(path)[:-5]] = {"error": str(err)}
+for path in sorted(glob.glob(os.path.join(work, "*.json"))):
+    try:
+        with open(path) as f:
+            report["figures"][os.path.basename(path)[:-5]] = json.load(f)
+    except (OSError, ValueError) as err:  # a benchmark cut off mid-write
+        report["figures"][os.path.basename(path)[:-5]] = {"error": str(err)}
 with open(os.path.join(out, "gpu_check.json"), "w") as f:
     json.dump(report, f, indent=1)
 print(f"gpu_check: figures in {os.path.join(out, 'gpu_check.json')}")

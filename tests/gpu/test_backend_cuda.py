@@ -32,11 +32,11 @@ def _run(body: str, device_id: bool = True) -> None:
     code = prelude + textwrap.dedent(body) + "\ndist.destroy_process_group()\nprint('OK')\n"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=240)
+                          timeout=100)
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stdout + proc.stderr
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_cuda_reductions_and_stream_contract():
     _run("""
     assert dist.get_backend() == "topo"
@@ -72,7 +72,7 @@ def test_cuda_reductions_and_stream_contract():
     """)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_cuda_device_mesh_with_device_id_and_ddp():
     _run("""
     from torch.distributed.device_mesh import init_device_mesh
@@ -92,7 +92,7 @@ def test_cuda_device_mesh_with_device_id_and_ddp():
     """)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("device_id", [True, False], ids=["device_id", "no_device_id"])
 def test_nccl_and_gloo_subgroups_of_a_topo_world(device_id):
     # Issue 16: with device_id, torch handed our TopoBackend to the NCCL child as split_from.
@@ -116,7 +116,7 @@ def test_nccl_and_gloo_subgroups_of_a_topo_world(device_id):
     """, device_id=device_id)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(120)
 def test_cuda_flat_ops_pass_straight_to_nccl():
     # Issue 16 item 7: a flat op returns NCCL's own work: no TopoWork ("topo:" profiler range),
     # no internal stream, no event pair.

@@ -28,7 +28,7 @@ def _bench(*args: str, **env_extra: str) -> tuple[int, dict]:
     for var in ("RANK", "WORLD_SIZE", "TORCH_TOPO_FILE", "NCCL_TOPO_FILE"):
         env.pop(var, None)
     proc = subprocess.run([sys.executable, "-m", "torch_topo", "bench", *args], env=env,
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=100)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 

@@ -121,7 +121,7 @@ def test_example_world_one_on_nccl(tmp_path):
     res = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "train_llama.py"),
                           "--backend", "nccl", "--device", "cuda", "--steps", "3",
                           "--json", str(out)],
-                         capture_output=True, text=True, env=env, timeout=240)
+                         capture_output=True, text=True, env=env, timeout=100)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     r = json.loads(out.read_text())
     assert r["device"] == "cuda" and r["checkpoint_ok"] is True
