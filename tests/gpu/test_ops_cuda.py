@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """On a GPU: the Ulysses pack/unpack kernels against the CPU path; every ring block kernel
-(flash, efficient, math) against the fp32 math path, forward and backward, causal, GQA and the
+(cuDNN, flash, efficient, math) against the fp32 math path, the ring's choice against SDPA's, forward and backward, causal, GQA and the
 zigzag half-blocks; ring_attention at world size 1 against SDPA, and its peak memory against
 flash's (run by scripts/gpu_check.sh; skipped without CUDA)."""
 
@@ -58,7 +58,8 @@ def test_cuda_replica_reduce_equals_cpu():
 
 # (kernel, dtype, tolerance vs the fp32 math path on the same rounded inputs; fp32 allows for
 # the efficient kernel's TF32 tensor-core products on sm80+)
-KERNELS = [("flash", torch.bfloat16, 3e-2), ("flash", torch.float16, 1e-2),
+KERNELS = [("cudnn", torch.bfloat16, 3e-2), ("cudnn", torch.float16, 1e-2),
+           ("flash", torch.bfloat16, 3e-2), ("flash", torch.float16, 1e-2),
            ("efficient", torch.bfloat16, 3e-2), ("efficient", torch.float32, 2e-3),
            ("math", torch.bfloat16, 3e-2)]
 
@@ -110,6 +111,21 @@ def _check_against_math(kernel, dtype, tol, blocks, kv_heads):
 def test_block_kernel_matches_fp32_math(kernel, dtype, tol, causal, kv_heads):
     every = slice(None)
     _check_against_math(kernel, dtype, tol, [(every, every, causal)], kv_heads)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_ring_block_kernel_is_sdpas_when_sdpa_runs_cudnn(dtype, head_dim):
+    """Where a user's scaled_dot_product_attention would run cuDNN, the ring's blocks do too
+    (anything else lost to it on an H200 by 2x); with GQA they use flash."""
+    from torch_topo.ops.attention_blocks import sdpa_choice, select_for
+
+    q = _qkv(1, 32, 32, 4096, head_dim, dtype)[0]
+    choice = sdpa_choice(q)
+    print(f"\n{dtype} d{head_dim}: SDPA runs {choice}, the ring {select_for(q)}")
+    assert (select_for(q) == "cudnn") == (choice == "cudnn")
+    if choice == "cudnn":
+        assert select_for(q, kv_heads=8) == "flash"
 
 
 @pytest.mark.parametrize("kernel,dtype,tol", KERNELS)

@@ -70,8 +70,8 @@ class RingAttentionFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, group, causal: bool, scale: float, balance: Balance):
         rank, world = group_rank_size(group)
-        kernel = select_for(q)
         qh = q.transpose(1, 2)
+        kernel = select_for(qh, k.shape[2])
         # K and V travel as one buffer: one send and one receive per step.
         kv = torch.stack([k, v]) if world > 1 else (k, v)
         ring, bufs = RingExchange(group), [kv, torch.empty_like(kv) if world > 1 else None]

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from torch_topo.ops.attention_blocks import (
+    _cudnn_schemas_match,
     block_backward,
     block_forward,
     fold_kv,
@@ -52,6 +53,37 @@ def test_kernel_selection(device, dtype, head_dim, cap, flash_max, expected, why
     assert got == expected, why
 
 
+# (torch's SDPA choice, GQA, cuDNN ops callable, expected, why) on an H200 with bf16, d128
+FOLLOWS_TORCH = [
+    ("cudnn", False, True, "cudnn", "SDPA runs cuDNN here: so does the ring"),
+    ("cudnn", True, True, "flash", "GQA: cuDNN takes it only in some releases, flash always"),
+    ("cudnn", False, False, "flash", "cuDNN ops with another schema are never called"),
+    ("flash", False, True, "flash", "SDPA runs flash"),
+    ("efficient", False, True, "flash", "our own rules below cuDNN (sdpa_kernel may narrow)"),
+    (None, False, True, "flash", "no SDPA choice known"),
+]
+
+
+@pytest.mark.parametrize("choice,gqa,usable,expected,why", FOLLOWS_TORCH)
+def test_kernel_selection_follows_torchs_cudnn_choice(choice, gqa, usable, expected, why):
+    got = select_block_kernel("cuda", BF16, 128, (9, 0), torch_choice=choice, gqa=gqa,
+                              cudnn_usable=usable)
+    assert got == expected, why
+
+
+@pytest.mark.skipif(tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 11),
+                    reason="cuDNN schemas read from torch 2.11, 2.13 and 2.14")
+def test_cudnn_schemas_are_the_ones_called():
+    assert _cudnn_schemas_match()
+
+
+def test_cudnn_choice_needs_cuda():
+    assert select_block_kernel("cpu", BF16, 128, None, torch_choice="cudnn") == "cpu_flash"
+    assert select_block_kernel("cuda", BF16, 128, None, torch_choice="cudnn") == "math"
+    assert select_block_kernel("cuda", BF16, 128, (9, 0), rocm=True,
+                               torch_choice="cudnn") == "math"
+
+
 def test_kernel_selection_rocm_uses_math():
     assert select_block_kernel("cuda", BF16, 128, (9, 4), rocm=True) == "math"
 
@@ -60,15 +92,20 @@ def _meta(*shape, dtype):
     return torch.empty(*shape, dtype=dtype, device="meta")
 
 
+cudnn_ops = pytest.mark.skipif(not _cudnn_schemas_match(),
+                               reason="this torch's cuDNN attention ops have another schema")
+
+
 @needs_meta_forwards
-@pytest.mark.parametrize("kernel,dtype", [("flash", BF16), ("flash", FP16),
-                                          ("efficient", FP32), ("efficient", BF16)])
+@pytest.mark.parametrize("kernel,dtype", [
+    ("flash", BF16), ("flash", FP16), ("efficient", FP32), ("efficient", BF16),
+    pytest.param("cudnn", BF16, marks=cudnn_ops), pytest.param("cudnn", FP16, marks=cudnn_ops)])
 @pytest.mark.parametrize("sq,sk,causal", [(100, 100, True), (50, 100, False),
                                           (100, 50, False), (37, 37, False)])
 def test_fused_calls_on_meta(kernel, dtype, sq, sk, causal):
     """The ops accept our arguments; LSE is [b, h, sq] fp32 whatever the kernel pads; the
     backward takes the merged LSE of a zigzag half (a strided slice) and returns dK/dV with
-    the K/V head count (GQA: flash natively, efficient through expand and sum)."""
+    the K/V head count (GQA: flash natively, efficient and cuDNN through expand and sum)."""
     b, h, hk, d = 2, 8, 2, 64
     q, dout = _meta(b, h, sq, d, dtype=dtype), _meta(b, h, sq, d, dtype=dtype)
     k, v = _meta(b, hk, sk, d, dtype=dtype), _meta(b, hk, sk, d, dtype=dtype)
