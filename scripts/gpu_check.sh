@@ -62,7 +62,7 @@ STEPS=(
 )
 # Exit 1 is a finding, not a failure: the H200 VM reports its GPU's PCIe width as unknown.
 STEPS+=(
-  "bench: CLI|60|$PY -m torch_topo bench --max-bytes 256M --factor 16 --reps 3 --check --json --plot $OUT_DIR/cli_bench.png > $WORK/cli_bench.json; test \$? -le 1"
+  "bench: CLI|60|$PY -m torch_topo bench --max-bytes 256M --factor 16 --reps ${GPU_CHECK_BENCH_REPS:-5} --check --json --plot $OUT_DIR/cli_bench.png > $WORK/cli_bench.json; test \$? -le 1"
 )
 
 declare -a SUMMARY

@@ -140,9 +140,13 @@ def _measure(fn, topo, inner, ctl, iters: int, reps: int, sync) -> tuple[float, 
         for _ in range(2):
             fn(g)
     t_topo, t_inner = [], []
-    for _ in range(reps):
-        t_topo.append(_time_block(fn, topo, ctl, iters, sync))
-        t_inner.append(_time_block(fn, inner, ctl, iters, sync))
+    for rep in range(reps):
+        # Which group goes first alternates, so whatever the first block after the barrier
+        # pays (clocks, a sleeping host thread) is not always charged to one side.
+        order = ((topo, t_topo), (inner, t_inner)) if rep % 2 == 0 else \
+            ((inner, t_inner), (topo, t_topo))
+        for group, times in order:
+            times.append(_time_block(fn, group, ctl, iters, sync))
     local = torch.tensor([statistics.median(t_topo), statistics.median(t_inner)],
                          dtype=torch.float64)
     dist.all_reduce(local, op=dist.ReduceOp.MAX, group=ctl)
