@@ -31,6 +31,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "train_llama.py")
 PROFILED = os.path.join(ROOT, "benchmarks", "step_profile.py")
+NO_ALL_REDUCE = os.path.join(ROOT, "benchmarks", "ddp_floor.py")
 BACKENDS = ("gloo", "topo")
 
 # name, data-parallel degree, example options (the same over both backends), what "topo"
@@ -72,13 +73,16 @@ def backend_available(name: str) -> bool:
 
 
 def run_one(prefix: list[str], name: str, options: list[str], common: list[str], steps: int,
-            index: int, total: int, timeout: float, profile: bool) -> dict:
+            index: int, total: int, timeout: float, profile: bool, floor: bool = False) -> dict:
     """Runs one configuration with a live progress line; returns the example's JSON result
-    (with the step profile under "profile" when profiled)."""
+    (with the step profile under "profile" when profiled). `floor`: DDP's gradient all-reduce
+    removed (benchmarks/ddp_floor.py)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "result.json")
         prof = os.path.join(tmp, "profile.json")
         program = [PROFILED, "--profile-json", prof] if profile else [EXAMPLE]
+        if floor:
+            program = [NO_ALL_REDUCE, EXAMPLE]
         cmd = [*prefix, sys.executable, *program, *options, *common, "--json", out]
         env = dict(os.environ, PYTHONUNBUFFERED="1",
                    PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
@@ -158,6 +162,19 @@ def print_table(rows: list[tuple[str, str, str, dict]], note: str, profiled: boo
     return ratios
 
 
+def print_floor(floor: dict, gloo_ddp: dict) -> None:
+    """The DDP row's floor: the same launch with no gradient all-reduce at all."""
+    if "error" in floor:
+        print(f"DDP floor launch failed: {floor['error']}\n{floor['log']}")
+        return
+    t = floor["median_step_s"]
+    line = f"DDP with no gradient all-reduce at all (the floor): {t * 1e3:.1f} ms per step"
+    if "error" not in gloo_ddp:
+        line += (f"; DDP over gloo over it, the most any backend can gain on that row: "
+                 f"{gloo_ddp['median_step_s'] / t:.2f}x")
+    print(line)
+
+
 def print_overlap(o: dict) -> None:
     tried = ", ".join(f"{c}: {t * 1e3:.1f} ms" for c, t in o["calibration"].items())
     print(f"\n== overlap ops (matmul_reduce_scatter, {o['shape']}, over {o['backend']}) ==\n"
@@ -187,9 +204,14 @@ def main(argv=None) -> int:
     p.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=None,
                    help="measure the overlap ops' hidden fraction at their calibrated chunk "
                         "count in a separate launch (default: on, off with --quick)")
+    p.add_argument("--floor", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run DDP with its gradient all-reduce removed: the step no "
+                        "backend can beat, and gloo's step over it, the most any can gain")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
-    steps = args.steps or (8 if args.quick else 12)
+    # The first two or three steps of a launch run up to twice as long (connections and
+    # allocators warming up): twelve steps keep them from moving the median.
+    steps = args.steps or (12 if args.quick else 16)
     if steps < 2:
         p.error(f"--steps: got {steps}, expected >= 2 (the first step is left out)")
     # 8 query / 4 K/V heads: tp4 and sp4 both divide the K/V heads.
@@ -217,10 +239,23 @@ def main(argv=None) -> int:
                       "--batch", str(global_batch // dp)],
                      common, steps, i + 1, len(launches), args.timeout, args.profile))
             for i, (name, backend, what, dp, options) in enumerate(launches)]
+    ddp_config = next((c for c in configs if "--ddp" in c[2]), None)
+    floor = {}
+    if args.floor and ddp_config is not None:
+        name, dp, options, _ = ddp_config
+        # Without the all-reduce the ranks' models drift apart: nothing to check.
+        unchecked = [*model, "--steps", str(steps), "--check-steps", "0", "--no-checkpoint"]
+        floor = run_one(prefix, f"{name} / no all-reduce (floor)",
+                        [*options, "--backend", "gloo", "--dp", str(dp), "--batch",
+                         str(global_batch // dp)], unchecked, steps, len(launches) + 1,
+                        len(launches) + 1, args.timeout, False, floor=True)
     with_overlap = args.overlap if args.overlap is not None else not args.quick
     overlap = overlap_measurement(prefix, args.quick, args.timeout) if with_overlap else {}
 
     ratios = print_table(rows, note, args.profile)
+    if floor:
+        print_floor(floor, next(r for n, b, _, r in rows
+                                if b == "gloo" and n == ddp_config[0]))
     for name, backend, _, r in rows:
         if "error" in r:
             print(f"\n{name} over {backend} failed:\n{r['log']}")
@@ -254,7 +289,8 @@ def main(argv=None) -> int:
             json.dump({"note": note, "steps": steps,
                        "rows": [{"configuration": n, "backend": b, "topo_adds": w, **r}
                                 for n, b, w, r in rows],
-                       "topo_vs_gloo": ratios, "overlap": overlap}, f, indent=1)
+                       "topo_vs_gloo": ratios, "overlap": overlap,
+                       "ddp_floor": floor}, f, indent=1)
     failed = any("error" in r for *_, r in rows) or "error" in overlap
     return 1 if failed else 0
 
