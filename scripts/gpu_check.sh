@@ -57,6 +57,7 @@ STEPS=(
   "build|240|MAX_JOBS=${MAX_JOBS:-16} TORCH_TOPO_BUILD_CUDA=1 $PY setup.py build_ext --inplace && { for so in torch_topo/_C.*.so; do strip --strip-debug -o \"$OUT_DIR/\$(basename \$so)\" \$so; done; true; }"
   "probe: show, doctor|30|$PY -m torch_topo show && { $PY -m torch_topo doctor; test \$? -le 1; }"
   "bench: sequence parallel|100|$PY benchmarks/sequence_parallel_gpu.py --quick --json $WORK/sequence_parallel_gpu.json"
+  "bench: overlap ops|60|$PY benchmarks/overlap_gpu.py --quick --json $WORK/overlap_gpu.json"
   "tests/gpu|200|$PY -m pytest -q -rs -p no:cacheprovider --timeout 90 tests/gpu/test_ops_cuda.py tests/gpu/test_overlap_cuda.py tests/gpu/test_probe_cuda.py tests/gpu/test_probe_sources_cuda.py tests/gpu/test_backend_cuda.py tests/gpu/test_bench_cuda.py --junitxml=$OUT_DIR/tests_gpu.xml"
   "bench: wrapper overhead|45|$PY benchmarks/wrapper_overhead.py --no-cpu --ops all_reduce all_gather --json $WORK/wrapper_overhead.json"
 )
