@@ -10,7 +10,7 @@ Usage: python benchmarks/overlap_gpu.py [--quick] [--json PATH]
 One GPU means an NCCL world of one: the collective is a device copy, so the table shows what
 the ops' chunking, streams and autograd cost on top of the plain calls, which is what a
 tensor-parallel user pays at any world size before any overlap can pay back. Times are CUDA-event
-medians. Without CUDA it says so and exits 0. Run by scripts/gpu_check.sh.
+medians of ten calls in a row. Without CUDA it says so and exits 0. Run by scripts/gpu_check.sh.
 """
 
 from __future__ import annotations
@@ -28,9 +28,14 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
+_CALLS = 10
+
+
 def _ms(fn, reps: int) -> float:
-    """Median milliseconds of fn over reps, each timed with CUDA events (3 warm-up calls, the
-    first of which calibrates chunks=None)."""
+    """Milliseconds per call: the median over reps of CUDA-event spans around _CALLS calls in
+    a row (3 warm-up calls first, the first of which calibrates chunks=None). Calls in a row, as
+    in a training step, where the host issues ahead of the GPU: a lone call timed between two
+    events would add the host's launch latency to both sides."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -38,10 +43,11 @@ def _ms(fn, reps: int) -> float:
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(_CALLS):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / _CALLS)
     return statistics.median(times)
 
 

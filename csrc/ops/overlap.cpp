@@ -143,12 +143,14 @@ class CommClock : public std::enable_shared_from_this<CommClock> {
 
 // One call's pipeline: issues collectives, keeps their buffers referenced, bounds how many are
 // in flight and makes the consumer wait for them. CPU: waiting blocks this thread on the Work.
-// Other devices: only streams wait (events), the host never does.
+// Other devices: only streams wait (events), the host never does; with one chunk there is
+// nothing to overlap, so the collective is issued from the caller's stream as a plain call
+// would be (the communication stream's two event hops cost an H200 tens of us per call).
 class ChunkPipeline {
  public:
   ChunkPipeline(c10d::ProcessGroup& group, c10::Device device, const OverlapOptions& options)
       : group_(group), device_(device), options_(options), timing_(options.chunks) {
-    if (!device.is_cpu()) {
+    if (!device.is_cpu() && options.chunks > 1) {
       const auto* impl = c10::impl::getDeviceGuardImpl(device.type());
       compute_ = impl->getStream(device);
       comm_ = commStreamFor(&group, device);
@@ -188,8 +190,11 @@ class ChunkPipeline {
     if (options_.recordTiming) {
       timing_[chunk].commIssueS = nowSeconds();
     }
-    if (device_.is_cpu()) {
+    if (!comm_) {
       entry.work = collective();
+      if (!device_.is_cpu()) {
+        entry.work->wait();  // the caller's stream waits for it, as after a plain call
+      }
     } else {
       c10::Event ready(device_.type());
       ready.record(*compute_);
@@ -211,7 +216,7 @@ class ChunkPipeline {
     Entry& entry = inflight_.front();
     if (device_.is_cpu()) {
       entry.work->wait();
-    } else {
+    } else if (entry.done) {
       entry.done->block(*compute_);
     }
     if (clock_ && !entry.watched) {
