@@ -31,6 +31,7 @@ from 2.11.0, 2.13.0 and 2.14.1, and checked at run time):
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Literal, NamedTuple
@@ -66,6 +67,7 @@ def _flash_max_capability() -> tuple[int, int]:
     return (12, 1) if (major, minor) >= (2, 7) else (9, 0)
 
 
+@functools.cache  # the schemas are fixed for the process; reading them costs ~12 us a call
 def _cudnn_schemas_match() -> bool:
     """Whether this torch's cuDNN attention ops take the arguments block_forward/backward pass
     (their schema changed in 2.5; a future change turns the kernel off rather than failing)."""
