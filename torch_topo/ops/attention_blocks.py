@@ -61,6 +61,7 @@ _CUDNN_BACKWARD_ARGS = ("grad_out", "query", "key", "value", "out", "logsumexp",
 _warned: set[str] = set()
 
 
+@functools.cache
 def _flash_max_capability() -> tuple[int, int]:
     # torch 2.7 extended flash attention from sm80-sm90 to sm80-sm121 (Blackwell).
     major, minor = (int(x) for x in torch.__version__.split(".")[:2])
@@ -80,21 +81,38 @@ def _cudnn_schemas_match() -> bool:
     return names == [_CUDNN_FORWARD_ARGS, _CUDNN_BACKWARD_ARGS]
 
 
+_SDP_FLAGS = ("flash_sdp_enabled", "mem_efficient_sdp_enabled", "math_sdp_enabled",
+              "cudnn_sdp_enabled")
+_sdpa_choices: dict[tuple, str | None] = {}
+
+
 def sdpa_choice(q: torch.Tensor) -> str | None:
     """The fused kernel torch's scaled_dot_product_attention would run for self-attention on
-    q ([b, h, s, d], CUDA) with a backward: "cudnn", "flash", "efficient", "math" or None."""
+    q ([b, h, s, d], CUDA) with a backward: "cudnn", "flash", "efficient", "math" or None.
+
+    Remembered per shape, strides, dtype, device and the SDPA backend switches (which
+    `torch.nn.attention.sdpa_kernel` sets): a ring calls this once per forward, and torch's
+    check is host work done before the first kernel is queued."""
+    flags = tuple(getattr(torch.backends.cuda, f, lambda: None)() for f in _SDP_FLAGS)
+    key = (tuple(q.shape), q.stride(), q.dtype, q.device, flags)
+    if key in _sdpa_choices:
+        return _sdpa_choices[key]
     from torch.nn.attention import SDPBackend
 
     probe = q.detach().requires_grad_()  # the choice must allow a backward
     try:
         choice = torch._fused_sdp_choice(probe, probe, probe)
     except RuntimeError:  # no kernel at all for these inputs
-        return None
+        choice = None
     names = {SDPBackend.MATH: "math", SDPBackend.FLASH_ATTENTION: "flash",
              SDPBackend.EFFICIENT_ATTENTION: "efficient"}
     if hasattr(SDPBackend, "CUDNN_ATTENTION"):
         names[SDPBackend.CUDNN_ATTENTION] = "cudnn"
-    return next((n for b, n in names.items() if int(b.value) == choice), None)
+    name = next((n for b, n in names.items() if int(b.value) == choice), None)
+    if len(_sdpa_choices) >= 1024:  # bounded: shapes vary without end in some programs
+        _sdpa_choices.clear()
+    _sdpa_choices[key] = name
+    return name
 
 
 def select_block_kernel(device_type: str, dtype: torch.dtype, head_dim: int,

@@ -77,6 +77,34 @@ def test_cudnn_schemas_are_the_ones_called():
     assert _cudnn_schemas_match()
 
 
+def test_sdpa_choice_is_asked_once_per_shape_and_switches(monkeypatch):
+    """torch's choice is remembered per inputs and SDPA switches: asked again when the shape
+    or a switch (what sdpa_kernel sets) changes, never for a repeat."""
+    from torch_topo.ops import attention_blocks
+
+    calls = []
+
+    def fake_choice(q, k, v):
+        calls.append(tuple(q.shape))
+        return 1  # SDPBackend.FLASH_ATTENTION
+
+    monkeypatch.setattr(torch, "_fused_sdp_choice", fake_choice)
+    monkeypatch.setattr(attention_blocks, "_sdpa_choices", {})
+    q = torch.zeros(1, 2, 8, 16)
+    assert attention_blocks.sdpa_choice(q) == "flash"
+    assert attention_blocks.sdpa_choice(q) == "flash"
+    assert calls == [(1, 2, 8, 16)]
+    attention_blocks.sdpa_choice(torch.zeros(1, 2, 9, 16))
+    assert len(calls) == 2
+    enabled = torch.backends.cuda.flash_sdp_enabled()
+    try:
+        torch.backends.cuda.enable_flash_sdp(not enabled)
+        attention_blocks.sdpa_choice(q)
+    finally:
+        torch.backends.cuda.enable_flash_sdp(enabled)
+    assert len(calls) == 3
+
+
 def test_cudnn_choice_needs_cuda():
     assert select_block_kernel("cpu", BF16, 128, None, torch_choice="cudnn") == "cpu_flash"
     assert select_block_kernel("cuda", BF16, 128, None, torch_choice="cudnn") == "math"
