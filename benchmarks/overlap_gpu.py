@@ -15,40 +15,25 @@ medians of ten calls in a row. Without CUDA it says so and exits 0. Run by scrip
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import socket
-import statistics
 import sys
 
 import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_topo.bench.cuda_runs import (  # noqa: E402  (after the path insert)
+    cuda_ms,
+    init_nccl_world_of_one,
+    run_gpu_script,
+)
 
-
-_CALLS = 10
+_CALLS = 10  # calls in a row per timed span: the host issues ahead, as in a training step
 
 
 def _ms(fn, reps: int) -> float:
-    """Milliseconds per call: the median over reps of CUDA-event spans around _CALLS calls in
-    a row (3 warm-up calls first, the first of which calibrates chunks=None). Calls in a row, as
-    in a training step, where the host issues ahead of the GPU: a lone call timed between two
-    events would add the host's launch latency to both sides."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(_CALLS):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / _CALLS)
-    return statistics.median(times)
+    # Three warm-up calls: the first one calibrates chunks=None.
+    return cuda_ms(fn, reps, calls=_CALLS, warmup=3)
 
 
 def _torch_matmul_reduce_scatter(x, w, group, out):
@@ -118,40 +103,19 @@ def _print(rows) -> None:
                   f"{r['torch_ms']:.3f} ms | {r['ratio']:.2f}x |")
 
 
+def cases(rows: list, reps: int) -> list:
+    group = init_nccl_world_of_one()
+    return [lambda t=tokens, h=hidden: bench(rows, t, h, torch.bfloat16, reps, group)
+            for tokens, hidden in ((8192, 4096), (2048, 8192))]
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="fewer repetitions")
-    p.add_argument("--json", help="write every figure to this file")
-    args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("overlap_gpu: no CUDA device here; nothing to measure")
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"skipped": "no CUDA device"}, f)
-        return 0
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    store = dist.TCPStore("127.0.0.1", port, 1, is_master=True)
-    dist.init_process_group("nccl", store=store, rank=0, world_size=1,
-                            device_id=torch.device("cuda", 0))
-    reps = 10 if args.quick else 30
-    print(f"# overlap ops vs torch on {torch.cuda.get_device_name(0)}, torch "
-          f"{torch.__version__}, NCCL world of 1, median of {reps} (CUDA events)")
-    rows: list = []
-    for tokens, hidden in ((8192, 4096), (2048, 8192)):
-        done = len(rows)
-        try:
-            bench(rows, tokens, hidden, torch.bfloat16, reps, dist.group.WORLD)
-        except Exception as err:  # noqa: BLE001 - reported as a row, the run goes on
-            rows.append({"what": "error", "error": f"{type(err).__name__}: {err}"})
-        _print(rows[done:])
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                           "reps": reps, "rows": rows}, f, indent=1)
-    dist.destroy_process_group()
-    return 0
+    try:
+        return run_gpu_script(argv, __doc__.splitlines()[0],
+                              "overlap ops vs torch, NCCL world of 1", cases, _print, (10, 30))
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 if __name__ == "__main__":

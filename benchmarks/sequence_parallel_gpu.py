@@ -15,35 +15,18 @@ group (at world size 1 nothing is exchanged).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
-import json
 import os
-import statistics
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from torch_topo.bench.cuda_memory import peak_bytes  # noqa: E402  (after the path insert)
+from torch_topo.bench.cuda_runs import cuda_ms, run_gpu_script  # noqa: E402
 
 MiB = 2**20
-
-
-def _ms(fn, reps: int) -> float:
-    """Median milliseconds of fn over reps, each timed with CUDA events (2 warm-up calls)."""
-    for _ in range(2):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def _peak_mib(fn) -> float:
@@ -90,10 +73,10 @@ def _block_case(rows, s, reps):
                                                                 scale=0.088)
 
     _row(rows, f"ring block forward ({kernel}) vs flash, causal, b1 h32 s{s} d128 bf16",
-         _ms(ours_f, reps), _ms(torch_f, reps), _peak_mib(ours_f), _peak_mib(torch_f),
+         cuda_ms(ours_f, reps), cuda_ms(torch_f, reps), _peak_mib(ours_f), _peak_mib(torch_f),
          "<= 1.1x time, <= 1.5x memory")
     _row(rows, f"ring block forward ({kernel}) vs SDPA ({sdpa_choice(q)}), s{s}",
-         _ms(ours_f, reps), _ms(sdpa_f, reps), _peak_mib(ours_f), _peak_mib(sdpa_f),
+         cuda_ms(ours_f, reps), cuda_ms(sdpa_f, reps), _peak_mib(ours_f), _peak_mib(sdpa_f),
          "<= 1.1x time")
     res, tf = ours_f(), torch_f()
 
@@ -105,8 +88,8 @@ def _block_case(rows, s, reps):
             dout, q, k, v, tf[0], tf[1], tf[2], tf[3], tf[4], tf[5], 0.0, True, tf[6], tf[7],
             scale=0.088)
 
-    _row(rows, f"ring block backward ({kernel}) vs flash, causal, s{s}", _ms(ours_b, reps),
-         _ms(torch_b, reps), _peak_mib(ours_b), _peak_mib(torch_b), "<= 1.2x time")
+    _row(rows, f"ring block backward ({kernel}) vs flash, causal, s{s}", cuda_ms(ours_b, reps),
+         cuda_ms(torch_b, reps), _peak_mib(ours_b), _peak_mib(torch_b), "<= 1.2x time")
 
 
 @contextlib.contextmanager
@@ -137,7 +120,7 @@ def bench_ring_world_one(rows, s, reps):
                                                   scale=0.088).transpose(1, 2)
 
         _row(rows, f"ring_attention world 1 forward, causal, b1 h32 s{s} d128 bf16",
-             _ms(ours, reps), _ms(ref, reps), _peak_mib(ours), _peak_mib(ref), "<= 1.15x time")
+             cuda_ms(ours, reps), cuda_ms(ref, reps), _peak_mib(ours), _peak_mib(ref), "<= 1.15x time")
 
         def fwd_bwd(fn):
             def run():
@@ -147,14 +130,14 @@ def bench_ring_world_one(rows, s, reps):
             return run
 
         _row(rows, f"ring_attention world 1 forward+backward, causal, s{s}",
-             _ms(fwd_bwd(ours), reps), _ms(fwd_bwd(ref), reps), _peak_mib(fwd_bwd(ours)),
+             cuda_ms(fwd_bwd(ours), reps), cuda_ms(fwd_bwd(ref), reps), _peak_mib(fwd_bwd(ours)),
              _peak_mib(fwd_bwd(ref)), "<= 1.15x time")
 
 
 def _copy_gbps(nbytes: int, reps: int) -> float:
     src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    return 2 * nbytes / (_ms(lambda: dst.copy_(src), reps) * 1e-3) / 1e9
+    return 2 * nbytes / (cuda_ms(lambda: dst.copy_(src), reps) * 1e-3) / 1e9
 
 
 def _pack_case(rows, reps, copy_rate, b, s, h, hk, world):
@@ -171,7 +154,7 @@ def _pack_case(rows, reps, copy_rate, b, s, h, hk, world):
     def ours():  # ulysses_attention's pack: one launch, heads side by side
         return _C.ulysses_pack(qkv, 2, 2, world)
 
-    t_ours, t_ref = _ms(ours, reps), _ms(reference, reps)
+    t_ours, t_ref = cuda_ms(ours, reps), cuda_ms(reference, reps)
     label = f"b{b} s{s} h{h} kv{hk} d128 bf16, world {world}"
     _row(rows, f"Ulysses Q/K/V pack (_C.ulysses_pack, one launch), {label}", t_ours, t_ref,
          goal=">= 1.5x faster than reshape/permute/cat, >= 70% of copy rate")
@@ -246,44 +229,21 @@ def _print(rows):
                   f"{r['one_over_p']:.3f}) |")
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="fewer repetitions (about a minute)")
-    p.add_argument("--json", help="write every figure to this file")
-    args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("sequence_parallel_gpu: no CUDA device here; nothing to measure")
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"skipped": "no CUDA device"}, f)
-        return 0
-    reps = 5 if args.quick else 20
-    rows: list = []
-    print(f"# sequence-parallel attention on {torch.cuda.get_device_name(0)}, torch "
-          f"{torch.__version__}, median of {reps} (CUDA events)")
+def cases(rows: list, reps: int) -> list:
     copy_rate = _copy_gbps(1 << 30, reps)
-    cases = [lambda: rows.append({"what": "device-to-device copy rate, 1 GiB",
-                                  "gb_per_s": copy_rate, "of_copy_rate": 1.0})]
-    cases += [lambda s=s: _block_case(rows, s, reps) for s in (4096, 8192)]
-    cases.append(lambda: bench_ring_world_one(rows, 8192, reps))
-    cases += [lambda shape=shape: _pack_case(rows, reps, copy_rate, *shape)
-              for shape in ((1, 32768, 32, 8, 8), (2, 8192, 32, 32, 4))]
-    cases.append(lambda: bench_memory_sweep(rows, (4096, 8192, 16384, 32768, 65536), 8))
-    # Rows are printed and saved as each case ends: a lease may cut the run short, and one
-    # failing case (an out-of-memory fallback, say) must not cost the others' figures.
-    for case in cases:
-        done = len(rows)
-        try:
-            case()
-        except Exception as err:  # noqa: BLE001 - reported as a row, the run goes on
-            rows.append({"what": "error", "error": f"{type(err).__name__}: {err}"})
-            torch.cuda.empty_cache()
-        _print(rows[done:])
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                           "reps": reps, "rows": rows}, f, indent=1)
-    return 0
+    out = [lambda: rows.append({"what": "device-to-device copy rate, 1 GiB",
+                                "gb_per_s": copy_rate, "of_copy_rate": 1.0})]
+    out += [lambda s=s: _block_case(rows, s, reps) for s in (4096, 8192)]
+    out.append(lambda: bench_ring_world_one(rows, 8192, reps))
+    out += [lambda shape=shape: _pack_case(rows, reps, copy_rate, *shape)
+            for shape in ((1, 32768, 32, 8, 8), (2, 8192, 32, 32, 4))]
+    out.append(lambda: bench_memory_sweep(rows, (4096, 8192, 16384, 32768, 65536), 8))
+    return out
+
+
+def main(argv=None) -> int:
+    return run_gpu_script(argv, __doc__.splitlines()[0], "sequence-parallel attention", cases,
+                          _print)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -26,13 +25,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.fixture(scope="module")
 def nccl_world():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    store = dist.TCPStore("127.0.0.1", port, 1, is_master=True)
-    dist.init_process_group("nccl", store=store, rank=0, world_size=1,
-                            device_id=torch.device("cuda", 0))
-    yield dist.group.WORLD
+    from torch_topo.bench.cuda_runs import init_nccl_world_of_one
+
+    yield init_nccl_world_of_one()
     dist.destroy_process_group()
 
 
