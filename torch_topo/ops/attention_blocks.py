@@ -90,11 +90,13 @@ def sdpa_choice(q: torch.Tensor) -> str | None:
     """The fused kernel torch's scaled_dot_product_attention would run for self-attention on
     q ([b, h, s, d], CUDA) with a backward: "cudnn", "flash", "efficient", "math" or None.
 
-    Remembered per shape, strides, dtype, device and the SDPA backend switches (which
-    `torch.nn.attention.sdpa_kernel` sets): a ring calls this once per forward, and torch's
-    check is host work done before the first kernel is queued."""
+    Remembered per shape, strides, dtype, device, the SDPA backend switches and their priority
+    order (what `torch.nn.attention.sdpa_kernel` sets): a ring calls this once per forward, and
+    torch's check is host work done before the first kernel is queued."""
     flags = tuple(getattr(torch.backends.cuda, f, lambda: None)() for f in _SDP_FLAGS)
-    key = (tuple(q.shape), q.stride(), q.dtype, q.device, flags)
+    priority = getattr(torch._C, "_get_sdp_priority_order", lambda: None)()  # from 2.5
+    key = (tuple(q.shape), q.stride(), q.dtype, q.device, flags,
+           tuple(priority) if priority is not None else None)
     if key in _sdpa_choices:
         return _sdpa_choices[key]
     from torch.nn.attention import SDPBackend

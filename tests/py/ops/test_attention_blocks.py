@@ -78,8 +78,8 @@ def test_cudnn_schemas_are_the_ones_called():
 
 
 def test_sdpa_choice_is_asked_once_per_shape_and_switches(monkeypatch):
-    """torch's choice is remembered per inputs and SDPA switches: asked again when the shape
-    or a switch (what sdpa_kernel sets) changes, never for a repeat."""
+    """torch's choice is remembered per inputs and SDPA switches: asked again when the shape,
+    a switch or the priority order (what sdpa_kernel sets) changes, never for a repeat."""
     from torch_topo.ops import attention_blocks
 
     calls = []
@@ -103,6 +103,14 @@ def test_sdpa_choice_is_asked_once_per_shape_and_switches(monkeypatch):
     finally:
         torch.backends.cuda.enable_flash_sdp(enabled)
     assert len(calls) == 3
+    if hasattr(torch._C, "_set_sdp_priority_order"):  # sdpa_kernel(..., set_priority=True)
+        order = torch._C._get_sdp_priority_order()
+        try:
+            torch._C._set_sdp_priority_order(list(reversed(order)))
+            attention_blocks.sdpa_choice(q)
+        finally:
+            torch._C._set_sdp_priority_order(order)
+        assert len(calls) == 4
 
 
 def test_cudnn_choice_needs_cuda():
