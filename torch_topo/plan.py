@@ -276,6 +276,17 @@ class Plan:
             "nccl_hints": self.nccl_hints,
         }
 
+    def _spread(self, dim: str) -> str:
+        """Where `dim`'s groups lie, read from the groups themselves: the contiguous layout
+        need not follow the split the planner would choose."""
+        group = self.groups(dim)[0]
+        hosts = len({self._cluster.rank_host(r) for r in group})
+        if hosts == 1:
+            return "inside hosts"
+        if hosts == len(group):
+            return "across hosts"
+        return f"{len(group) // hosts} per host x {hosts} hosts"
+
     def explain(self) -> str:
         """Human-readable account of the layout, its cost and the choices behind it."""
         hosts = len({self._cluster.rank_host(r) for r in self._flat})
@@ -289,9 +300,7 @@ class Plan:
         for d in self._dims:
             name = d["name"]
             est = self._costs[name]
-            where = "inside hosts" if d["inter_size"] == 1 else (
-                "across hosts" if d["intra_size"] == 1 else
-                f"{d['intra_size']} per host x {d['inter_size']} hosts")
+            where = self._spread(name)
             lines.append(
                 f"  {name}: {d['op']} {d['bytes'] / 2**20:.0f} MiB/step, {where}, "
                 f"{est['algorithm']} {est['seconds'] * 1e3:.3f} ms "

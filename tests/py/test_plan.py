@@ -186,6 +186,18 @@ def test_sizes_that_cannot_fit_hosts():
         torch_topo.plan(doc, {"dp": 6, "tp": 2})
 
 
+def test_explain_says_where_each_layouts_groups_lie():
+    """Mesh tp=8, dp=2 on two DGX-1 hosts: planned, tp fills each host and dp pairs cross;
+    contiguous, dp pairs are neighbours on one host and tp takes every other rank of both
+    hosts (the label once followed the planned split for both layouts)."""
+    planned = torch_topo.plan(DGX1, {"tp": 8, "dp": 2}, hosts=2).explain()
+    naive = Plan.naive(DGX1, {"tp": 8, "dp": 2}, hosts=2).explain()
+    assert "tp: all_reduce" in planned and "inside hosts" in planned.split("tp:")[1].split("\n")[0]
+    assert "across hosts" in planned.split("dp:")[1].split("\n")[0]
+    assert "4 per host x 2 hosts" in naive.split("tp:")[1].split("\n")[0]
+    assert "inside hosts" in naive.split("dp:")[1].split("\n")[0]
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="no such file"):
         torch_topo.plan("/nonexistent/topo.txt", {"tp": 2})
