@@ -190,7 +190,7 @@ def print_overlap(o: dict) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="small model, few steps (~2-3 min)")
+    p.add_argument("--quick", action="store_true", help="small model, 12 steps per launch (about 4 min)")
     p.add_argument("--nodes", type=int, default=2)
     p.add_argument("--procs-per-node", type=int, default=4)
     p.add_argument("--inter-bw", default="1gbit")

@@ -5,7 +5,7 @@
 # unavailable): DDP, FSDP2 tp x dp, FSDP2 Ulysses sp x dp and FSDP2 ring sp x dp, each the same
 # program over plain Gloo and over "topo", ending with their throughput side by side and
 # topo's worst and best ratio to the same program over Gloo.
-# Usage: bash scripts/demo.sh [train_compare.py args]; the default is the quick run (3-4 min;
+# Usage: bash scripts/demo.sh [train_compare.py args]; the default is the quick run (about 4 min;
 # add --profile for where each step's time goes, --overlap for the overlap ops' figure).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
