@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: Apache-2.0
+"""benchmarks/ddp_floor.py removes DDP's gradient all-reduce and nothing else: two Gloo ranks
+train one step of a DDP linear layer on different data; through ddp_floor their weights
+differ afterwards, through the same script alone (the control) they agree."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+STEP = textwrap.dedent("""
+    import torch, torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    model(torch.full((3, 4), float(rank + 1))).square().sum().backward()
+    opt.step()
+    w = model.module.weight.detach().clone()
+    others = [torch.empty_like(w) for _ in range(2)]
+    dist.all_gather(others, w)
+    if rank == 0:
+        print("weights", "equal" if torch.equal(others[0], others[1]) else "differ")
+    dist.destroy_process_group()
+""")
+
+
+@pytest.mark.parametrize("through_floor,expected", [(True, "differ"), (False, "equal")])
+def test_floor_removes_the_gradient_all_reduce(tmp_path, through_floor, expected):
+    script = tmp_path / "step.py"
+    script.write_text(STEP)
+    program = [os.path.join(ROOT, "benchmarks", "ddp_floor.py")] if through_floor else []
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc-per-node", "2", *program, str(script)],
+                          capture_output=True, text=True, timeout=180,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"weights {expected}" in proc.stdout
