@@ -39,7 +39,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from torch_topo.bench.sweep import parse_bytes, size_series
+from torch_topo.bench.sweep import alternating, parse_bytes, size_series
 
 OPS = ["all_reduce", "broadcast", "all_gather"]
 CPU_TARGET_US = 20.0
@@ -59,12 +59,6 @@ def _call(op: str, nbytes: int, n: int, device: torch.device):
         out, inp = torch.empty(count * n, device=device), torch.ones(count, device=device)
         return lambda g: dist.all_gather_into_tensor(out, inp, group=g)
     raise ValueError(f"wrapper_overhead: unknown op {op!r}, expected one of {OPS}")
-
-
-def _order(rep: int) -> tuple[bool, bool]:
-    # True = topo. Alternating which backend's loop goes first keeps a first-loop penalty
-    # (caches, the barrier's wake-up) from landing on one side.
-    return (True, False) if rep % 2 == 0 else (False, True)
 
 
 def _iters(nbytes: int, most: int) -> int:
@@ -99,7 +93,7 @@ def _cpu_rank(rank: int, size: int, store_path: str, args, results) -> None:
                 _cpu_loop(fn, g, max(3, iters // 10))
             t_topo, t_plain = [], []
             for rep in range(args.reps):
-                for first in _order(rep):
+                for first in alternating(rep, True, False):  # True: topo
                     (t_topo if first else t_plain).append(
                         _cpu_loop(fn, topo if first else gloo, iters))
             local = torch.tensor([statistics.median(t_topo), statistics.median(t_plain),
@@ -163,7 +157,7 @@ def _gpu_rank(store_path: str, args, results) -> None:
                 _gpu_loop(fn, g, max(3, iters // 5))
             meas = {"topo": [], "nccl": []}
             for rep in range(args.reps):
-                for first in _order(rep):
+                for first in alternating(rep, True, False):  # True: topo
                     meas["topo" if first else "nccl"].append(
                         _gpu_loop(fn, topo if first else nccl, iters))
             rows.append({

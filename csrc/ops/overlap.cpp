@@ -145,7 +145,7 @@ class CommClock : public std::enable_shared_from_this<CommClock> {
 // in flight and makes the consumer wait for them. CPU: waiting blocks this thread on the Work.
 // Other devices: only streams wait (events), the host never does; with one chunk there is
 // nothing to overlap, so the collective is issued from the caller's stream as a plain call
-// would be (the communication stream's two event hops cost an H200 tens of us per call).
+// would be (the communication stream's event hops could only add latency).
 class ChunkPipeline {
  public:
   ChunkPipeline(c10d::ProcessGroup& group, c10::Device device, const OverlapOptions& options)

@@ -23,7 +23,8 @@ import torch.distributed as dist
 
 from torch_topo import _C
 
-__all__ = ["COLLECTIVES", "DTYPES", "SweepConfig", "parse_bytes", "size_series", "sweep_collectives"]
+__all__ = ["COLLECTIVES", "DTYPES", "SweepConfig", "alternating", "parse_bytes", "size_series",
+           "sweep_collectives"]
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 DTYPES = ("float32", "float64", "bfloat16", "float16")
@@ -44,6 +45,13 @@ def parse_bytes(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"got {text!r}, expected at least 1 byte")
     return int(value)
+
+
+def alternating(rep: int, first, second) -> tuple:
+    """(first, second) on even repetitions, (second, first) on odd ones: side-by-side timings
+    take turns going first, so whatever the first block after a barrier pays (clocks, a
+    sleeping host thread, caches) is not always charged to one side."""
+    return (first, second) if rep % 2 == 0 else (second, first)
 
 
 def size_series(lo: int, hi: int, factor: int) -> tuple[int, ...]:
@@ -141,11 +149,7 @@ def _measure(fn, topo, inner, ctl, iters: int, reps: int, sync) -> tuple[float, 
             fn(g)
     t_topo, t_inner = [], []
     for rep in range(reps):
-        # Which group goes first alternates, so whatever the first block after the barrier
-        # pays (clocks, a sleeping host thread) is not always charged to one side.
-        order = ((topo, t_topo), (inner, t_inner)) if rep % 2 == 0 else \
-            ((inner, t_inner), (topo, t_topo))
-        for group, times in order:
+        for group, times in alternating(rep, (topo, t_topo), (inner, t_inner)):
             times.append(_time_block(fn, group, ctl, iters, sync))
     local = torch.tensor([statistics.median(t_topo), statistics.median(t_inner)],
                          dtype=torch.float64)

@@ -23,7 +23,6 @@ struct PackArgs {
   const char* src[kMaxPackTensors];
   int64_t stride[kMaxPackTensors][4];  // world, b, s', h'_i (in words)
   int64_t heads_end[kMaxPackTensors];  // cumulative h'_i along the buffer's head dim
-  int count;
   int64_t batch, seq, heads, words_per_row;  // b, s', H', d in words
   int64_t total;                              // words in the buffer
 };
@@ -87,7 +86,6 @@ at::Tensor packHeadsCuda(const std::vector<at::Tensor>& views) {
   const int64_t elem = first.element_size();
   const int64_t word = wordBytes(views, first.size(4) * elem);
   PackArgs args{};
-  args.count = static_cast<int>(views.size());
   int64_t end = 0;
   for (size_t i = 0; i < views.size(); ++i) {
     const at::Tensor& v = views[i];
