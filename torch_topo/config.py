@@ -16,7 +16,8 @@ from typing import Literal
 
 __all__ = ["TopoConfig", "ENV_VARS", "parse_bool"]
 
-# Each variable sits beside the field it sets; the README's table is generated from this.
+# Each variable sits beside the field it sets; the README's table lists the same pairs
+# (tests/py/test_docs.py compares the two).
 ENV_VARS: dict[str, str] = {
     "timeout_s": "TORCH_TOPO_TIMEOUT",
     "use_topo_aware_collectives": "TORCH_TOPO_AWARE",
@@ -55,8 +56,8 @@ class TopoConfig:
     """Per-collective timeout in seconds; None keeps the process group's timeout."""
 
     use_topo_aware_collectives: bool = True
-    """Build topology-derived inner groups and ring orders; False makes "topo" a plain wrapper
-    of Gloo (CPU) and NCCL (CUDA)."""
+    """Exchange the cluster and build the topology-derived inner groups (the hierarchical
+    levels); False makes "topo" a plain wrapper of Gloo (CPU) and NCCL (CUDA)."""
 
     hierarchical: Literal["auto", "always", "never"] = "auto"
     """Hierarchical (intra-host, then inter-host) schedules: chosen by the cost model ("auto"),
@@ -71,9 +72,10 @@ class TopoConfig:
     None falls back to NCCL_TOPO_FILE when that is set."""
 
     bind_numa: bool = False
-    """Bind every thread of the rank, and its memory policy, to the CPUs and NUMA node nearest
-    its GPU when the "topo" world group is created (before its inner backends start threads),
-    unless the launcher already bound it; the report is printed once (torch_topo.numa)."""
+    """Bind every thread of the rank to the CPUs nearest its GPU, and make that GPU's NUMA node
+    the preferred memory node of the calling thread (and of threads it starts later), when the
+    "topo" world group is created (before its inner backends start threads), unless the
+    launcher already bound it; the report is printed once (torch_topo.numa)."""
 
     nccl_hints: bool = False
     """Create each mesh group's NCCL communicator with the cost model's NCCL_ALGO choice for

@@ -152,8 +152,8 @@ def _bind(wanted_text: str, numa_node: int, rank: int, gpu: str, environ) -> Num
 
 
 def apply_numa_binding(cluster, rank: int, *, enabled: bool = True, environ=None) -> NumaBindingReport:
-    """Binds this process (all its threads, and its memory policy) to the CPUs nearest the GPU
-    `rank` runs on in `cluster`.
+    """Binds all threads of this process to the CPUs nearest the GPU `rank` runs on in
+    `cluster`, and prefers that GPU's NUMA node for the calling thread's memory.
 
     Args:
         cluster: a `_C.PlannerCluster` (see `torch_topo.plan.resolve_cluster`).

@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The README and docs/ against the code: the statements a test can hold them to."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+
+from torch_topo.config import ENV_VARS, TopoConfig
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _readme_config_table() -> dict[str, str]:
+    """field -> variable, from the rows of the README's Configuration table."""
+    section = ROOT.joinpath("README.md").read_text().split("## Configuration", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(TORCH_TOPO_[A-Z_]+)` \| `([a-z_]+)` \|", section, re.MULTILINE)
+    return {field: var for var, field in rows}
+
+
+def test_readme_config_table_lists_every_variable_of_the_config():
+    assert _readme_config_table() == ENV_VARS
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_variable_the_docs_name_is_one_the_config_accepts(doc):
+    # CMake options (-DTORCH_TOPO_...) are not environment variables.
+    named = set(re.findall(r"(?<!-D)\b(TORCH_TOPO_[A-Z_]+)", doc.read_text()))
+    for var in sorted(named):
+        TopoConfig.from_env({var: ""})  # raises ValueError naming an unknown variable
