@@ -26,6 +26,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from torch_topo.bench.sweep import parse_bytes  # noqa: E402
 from torch_topo.emulation.shaping import parse_rate_bps  # noqa: E402
 
 RANK_PROGRAM = os.path.join(ROOT, "benchmarks", "collective_perf.py")
@@ -146,7 +147,7 @@ def plot(summary: list[dict], path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=2)
     parser.add_argument("--procs-per-node", type=int, default=4)
@@ -154,13 +155,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inter-delay", default="1ms")
     parser.add_argument("--placements", default="contiguous,interleaved")
     parser.add_argument("--ops", default="all_reduce,all_gather,reduce_scatter,broadcast")
-    parser.add_argument("--min-bytes", type=int, default=256 << 10)
-    parser.add_argument("--max-bytes", type=int, default=64 << 20)
+    # Sizes as collective_perf.py and the bench verb take them (64M, 1G).
+    parser.add_argument("--min-bytes", type=parse_bytes, default=256 << 10)
+    parser.add_argument("--max-bytes", type=parse_bytes, default=64 << 20)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=1800)
     parser.add_argument("--json", default=None, help="write all rows and the goals here")
     parser.add_argument("--plot", default=None, help="write a PNG of busbw against size here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     rate_Bps = parse_rate_bps(args.inter_bw) / 8
     summary, raw = [], {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import pathlib
 import re
 
@@ -32,3 +33,14 @@ def test_every_variable_the_docs_name_is_one_the_config_accepts(doc):
     named = set(re.findall(r"(?<!-D)\b(TORCH_TOPO_[A-Z_]+)", doc.read_text()))
     for var in sorted(named):
         TopoConfig.from_env({var: ""})  # raises ValueError naming an unknown variable
+
+
+def test_emulated_collectives_takes_sizes_with_units_as_docs_emulator_md_runs_it():
+    spec = importlib.util.spec_from_file_location(
+        "emulated_collectives", ROOT / "benchmarks" / "emulated_collectives.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    args = module.build_parser().parse_args(["--min-bytes", "1M", "--max-bytes", "64M"])
+    assert (args.min_bytes, args.max_bytes) == (1 << 20, 64 << 20)
+    with pytest.raises(SystemExit):
+        module.build_parser().parse_args(["--min-bytes", "1X"])
