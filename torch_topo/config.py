@@ -89,7 +89,8 @@ class TopoConfig:
     play: str | None = None
     """Testing aid, also for users rehearsing a layout: "HOST:GPU[,HOST:GPU...]" indexed by rank
     (or "HOST:GPU" for this rank alone) makes the rank play a GPU of the pinned topology file
-    on a named host, so multi-host layouts can be exercised on one CPU machine."""
+    on a named host (without a pinned file, only the host), so multi-host layouts can be
+    exercised on one CPU machine."""
 
     inter_host_gbps: float | None = None
     """Measured or pinned network bandwidth between hosts in GB/s per direction; None derives it
