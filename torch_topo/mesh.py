@@ -27,7 +27,8 @@ from torch_topo.numa import apply_numa_binding, init_report
 from torch_topo.plan import Plan, resolve_cluster
 from torch_topo.probe import resolve_pinned_file
 
-__all__ = ["init_device_mesh", "plan_for_world", "parse_play", "world_planner_cluster"]
+__all__ = ["cpu_cluster_doc", "init_device_mesh", "plan_for_world", "parse_play",
+           "world_planner_cluster"]
 
 
 def parse_play(text: str, world_size: int) -> list[tuple[str, int]] | None:
@@ -106,6 +107,13 @@ def world_planner_cluster(config: TopoConfig | None = None):
     return _world_cluster(cfg, dist.get_world_size())
 
 
+def cpu_cluster_doc(world_size: int) -> dict:
+    """A cluster of `world_size` CPU ranks on one host: what plans stand on without a topology."""
+    return {"schema": "torch-topo/1", "kind": "cluster",
+            "hosts": [{"hostname": "local", "gpus": []}],
+            "ranks": [{"host": 0, "local_gpu": -1, "local_rank": r} for r in range(world_size)]}
+
+
 def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
                    config: TopoConfig | None = None) -> Plan:
     """The plan init_device_mesh would use, computed on every rank (deterministic)."""
@@ -116,10 +124,7 @@ def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
     cluster = _world_cluster(cfg, world, topology)
     if cluster is None:
         # No topology: a CPU-only cluster of one host; the layout stays contiguous.
-        doc = {"schema": "torch-topo/1", "kind": "cluster",
-               "hosts": [{"hostname": "local", "gpus": []}],
-               "ranks": [{"host": 0, "local_gpu": -1, "local_rank": r} for r in range(world)]}
-        return Plan.build(doc, mesh, traffic, contiguous=True)
+        return Plan.build(cpu_cluster_doc(world), mesh, traffic, contiguous=True)
     return Plan.build(cluster, mesh, traffic, nccl_hints=cfg.nccl_hints)
 
 
