@@ -230,6 +230,47 @@ def ulysses_collective_count(rank, world, *, heads, kv_heads, check_inputs):
         raise AssertionError(f"backward collectives {bwd.calls}, expected {want_bwd}")
 
 
+class _HostReads:
+    """Counts Tensor.tolist / item calls: how the shape check reads its records on the host
+    (on CUDA each is a device sync)."""
+
+    def __enter__(self):
+        self.count, self._saved = 0, {}
+        for name in ("tolist", "item"):
+            orig = self._saved[name] = getattr(torch.Tensor, name)
+
+            def wrapper(t, *args, _orig=orig, **kwargs):
+                self.count += 1
+                return _orig(t, *args, **kwargs)
+
+            setattr(torch.Tensor, name, wrapper)
+        return self
+
+    def __exit__(self, *exc):
+        for name, orig in self._saved.items():
+            setattr(torch.Tensor, name, orig)
+
+
+def input_check_count(rank, world, *, op, check_inputs):
+    """Per call: the shape check's all_gather and host reads, for three calls with one shape
+    and one with another. Shapes are unique to this case (the agreed-shape cache lives as
+    long as the rank). Returns [(all_gathers, host reads)] per call."""
+    heads = 2 * world
+    seq = {"ulysses": 5, "ring": 6, "a2a": 7}[op] + 10 * (check_inputs is True)
+    out = []
+    for s in (seq, seq, seq, seq + 2):
+        q, k, v = _qkv(b=2, s=s, h=heads, hk=heads, d=3)
+        with _CollectiveLog() as log, _HostReads() as reads:
+            if op == "ulysses":
+                torch_topo.ulysses_attention(q, k, v, check_inputs=check_inputs)
+            elif op == "ring":
+                torch_topo.ring_attention(q, k, v, check_inputs=check_inputs)
+            else:
+                torch_topo.ulysses_all_to_all(q, 2, 1, check_inputs=check_inputs)
+        out.append((sum(name == "all_gather" for name, _ in log.calls), reads.count))
+    return out
+
+
 def all_to_all_roundtrip(rank, world, *, scatter_dim, gather_dim, shape):
     """ulysses_all_to_all against an explicit reference built from every rank's input."""
     gen = torch.Generator().manual_seed(7)
