@@ -222,6 +222,10 @@ def test_plan_cli_shows_candidates_and_plans_the_winner(capsys):
 @pytest.mark.parametrize("argv,fragment", [
     (["--mesh", "dp=2,tp=4", "--attention", "heads=8,kv_heads=2,head_dim=64,seq_len=64"],
      "expected an 'sp' dimension"),
+    (["--mesh", "ring=2,sp=4", "--attention", "heads=8,kv_heads=2,head_dim=64,seq_len=64"],
+     "and no 'cp' or 'ring'"),
+    (["--mesh", "sp=8", "--traffic", "sp=1e9", "--attention",
+      "heads=8,kv_heads=2,head_dim=64,seq_len=64"], "--traffic: not with --attention"),
     (["--mesh", "sp=8", "--attention", "heads=3,kv_heads=3,head_dim=64,seq_len=5"],
      "no Ulysses x ring split fits"),
     (["--mesh", "sp=8", "--attention", "heads=8"], "--attention: got 'heads=8', missing"),

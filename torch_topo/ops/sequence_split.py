@@ -206,9 +206,10 @@ def sequence_split_candidates(cluster, mesh: Mapping[str, int], shape: Attention
     from torch_topo.plan import Plan
 
     sp = mesh.get("sp")
-    if not isinstance(sp, int) or sp < 1 or "cp" in mesh:
+    if not isinstance(sp, int) or sp < 1 or "cp" in mesh or "ring" in mesh:
         raise ValueError(f"sequence split: mesh {dict(mesh)}: expected an 'sp' dimension (the "
-                         "ranks sharing one sequence, Ulysses x ring) and no 'cp'")
+                         "ranks sharing one sequence, Ulysses x ring) and no 'cp' or 'ring' (the "
+                         "split makes it)")
     out = []
     for ulysses in (u for u in range(1, sp + 1) if sp % u == 0):
         ring = sp // ulysses
