@@ -98,20 +98,33 @@ def test_example_matches_single_process(name, ranks, backend, options, extra_env
 
 
 def _docstring_commands() -> list[list[str]]:
-    """The torchrun lines of the example's docstring, split into arguments."""
+    """The commands of the example's docstring (torchrun and the emulator), split into
+    arguments."""
     with open(EXAMPLE) as f:
-        doc = f.read().split('"""')[1]
-    return [line.split() for line in doc.splitlines() if line.strip().startswith("torchrun ")]
+        doc = f.read().split('"""')[1].replace("\\\n", " ")
+    return [line.split() for line in doc.splitlines()
+            if line.strip().startswith(("torchrun ", "python -m torch_topo.emulate "))]
 
 
 DOC_COMMANDS = _docstring_commands()
 
 
+def _as_launched(command: list[str]) -> list[str]:
+    """torchrun as a module of this interpreter (--standalone: a free rendezvous port), and the
+    emulator's command run by this interpreter."""
+    if command[0] == "torchrun":
+        assert command[1:4] == ["--nproc-per-node", "4", "examples/train_llama.py"]
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone", *command[1:]]
+    assert command[:3] == ["python", "-m", "torch_topo.emulate"]
+    split = command.index("--")
+    assert command[split + 1:split + 3] == ["python", "examples/train_llama.py"]
+    return [sys.executable, *command[1:split + 1], sys.executable, *command[split + 2:]]
+
+
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("command", DOC_COMMANDS, ids=[" ".join(c[4:]) for c in DOC_COMMANDS])
+@pytest.mark.parametrize("command", DOC_COMMANDS, ids=[" ".join(c) for c in DOC_COMMANDS])
 def test_docstring_command_runs_with_its_defaults(command, tmp_path):
-    assert command[:4] == ["torchrun", "--nproc-per-node", "4", "examples/train_llama.py"]
-    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", *command[1:]]
+    launch = _as_launched(command)
     r = _launch(launch, {}, tmp_path / "result.json")
     assert r["world_size"] == 4 and r["checkpoint_ok"] is True
     assert r["max_loss_diff"] <= r["loss_tolerance"] and len(r["reference_losses"]) == 2
