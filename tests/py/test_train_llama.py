@@ -5,8 +5,8 @@ and compares; the test re-checks the figures it reports), and the checkpoint rou
 (torch.distributed.checkpoint) restores exactly what was saved, sequence parallelism
 included. Sequence parallelism runs over "topo": Ulysses, ring attention with the zigzag
 layout, both at once (2-D), with tensor parallelism, and the cost model's own split (--sp auto)
-on ranks playing two DGX-1 hosts. Every torchrun command of the example's docstring runs as
-written (its defaults), on 4 CPU ranks."""
+on ranks playing two DGX-1 hosts. Every command of the example's docstring (torchrun, the
+emulator) runs as written (its defaults), on 4 CPU ranks."""
 
 from __future__ import annotations
 
