@@ -275,6 +275,53 @@ def input_check_count(rank, world, *, op, check_inputs):
     return out
 
 
+def split_traffic(rank, world, *, heads, kv_heads):
+    """Bytes the 2 x 2 layer (Ulysses 2 x zigzag ring 2) sends, forward and backward, against
+    the messages torch_topo.ops.sequence_split prices for that split: every all_to_all_single's
+    send buffer, every ring step's isend."""
+    from torch_topo.mesh import cpu_cluster_doc
+    from torch_topo.ops.sequence_split import AttentionShape, sequence_split_candidates
+    from torch_topo.plan import resolve_cluster
+
+    b, seq, d = 2, 16, 4
+    sp, ring = groups_2x2()
+    cfg = torch_topo.UlyssesConfig(sequence_parallel_size=4, ulysses_degree=2, causal=True,
+                                   check_inputs=False)
+    attn = torch_topo.SequenceParallelAttention(cfg, sp_group=sp, ring_group=ring)
+    gen = torch.Generator().manual_seed(5)
+    full = [torch.randn(b, seq, h, d, generator=gen) for h in (heads, kv_heads, kv_heads)]
+    q, k, v = (torch_topo.shard_sequence(t, 1, sp, ring).clone().requires_grad_()
+               for t in full)
+    a2a, sends = [], []
+    saved = dist.all_to_all_single, dist.batch_isend_irecv
+
+    def all_to_all_single(output, input, *args, **kwargs):
+        a2a.append(input.numel() * input.element_size())
+        return saved[0](output, input, *args, **kwargs)
+
+    def batch_isend_irecv(ops):
+        sends.extend(op.tensor.numel() * op.tensor.element_size() for op in ops
+                     if op.op is dist.isend)
+        return saved[1](ops)
+
+    dist.all_to_all_single, dist.batch_isend_irecv = all_to_all_single, batch_isend_irecv
+    try:
+        attn(q, k, v).sum().backward()
+    finally:
+        dist.all_to_all_single, dist.batch_isend_irecv = saved
+    shape = AttentionShape(heads=heads, kv_heads=kv_heads, head_dim=d, seq_len=seq, batch=b,
+                           dtype=torch.float32)
+    priced = next(c for c in sequence_split_candidates(
+        resolve_cluster(cpu_cluster_doc(4)), {"sp": 4}, shape) if c.ulysses == 2)
+    m = priced.messages
+    want_a2a = sorted([m["qkv"], m["qkv"], m["out"], m["out"]])
+    # Forward and backward each pass K/V R - 1 times; dK/dV travel R steps (R = 2).
+    want_sends = sorted([m["kv"]] * 2 + [m["dkv"]] * 2)
+    if sorted(a2a) != want_a2a or sorted(sends) != want_sends:
+        raise AssertionError(f"sent all-to-all {sorted(a2a)}, ring {sorted(sends)}; priced "
+                             f"{want_a2a}, {want_sends}")
+
+
 def all_to_all_roundtrip(rank, world, *, scatter_dim, gather_dim, shape):
     """ulysses_all_to_all against an explicit reference built from every rank's input."""
     gen = torch.Generator().manual_seed(7)
