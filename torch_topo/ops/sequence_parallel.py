@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """2-D sequence parallelism: Ulysses inside a fast group (heads exchanged over NVLink), ring
-attention across groups (K/V blocks over the slower links). The planner chooses the split and
-lays it out: its "sp" dimension gives the Ulysses groups and its "cp" (or "ring") dimension the
-ring groups; explicit degrees and groups work as well."""
+attention across groups (K/V blocks over the slower links). The cost model chooses the split
+for the attention's shape (torch_topo.ops.sequence_split) and the planner lays it out: its "sp"
+dimension gives the Ulysses groups and its "cp" (or "ring") dimension the ring groups; explicit
+degrees and groups work as well."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ class UlyssesConfig:
     (`resolve_sequence_parallel_degrees`), or the whole sequence_parallel_size without ring
     exchange."""
     attention: AttentionShape | None = None
-    """The attention layer's shape; needed when the planner chooses the Ulysses degree."""
+    """The attention layer's shape; needed when the cost model chooses the Ulysses degree."""
     ring_balance: Literal["none", "zigzag"] = "zigzag"
     """Ring layout: "zigzag" balances causal work (shard with shard_sequence), "none" keeps
     contiguous blocks."""
