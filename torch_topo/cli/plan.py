@@ -58,7 +58,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--compare", choices=["naive"], default=None, help="also cost the contiguous layout")
     p.add_argument("--attention", default=None, metavar="SHAPE",
                    help="heads=H,kv_heads=K,head_dim=D,seq_len=S[,batch=B][,dtype=bf16]: split "
-                        "the mesh's sp dimension into cp (ring) x sp (Ulysses), fastest first")
+                        "the mesh's sp dimension into cp (ring) x sp (Ulysses) as the cost "
+                        "model predicts fastest, listing every split's predicted time")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema torch-topo-plan/1)")
     p.set_defaults(run=run)
 
