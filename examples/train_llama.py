@@ -5,12 +5,15 @@
     python -m torch_topo.emulate --nodes 2 --procs-per-node 2 -- \
         python examples/train_llama.py --dp 2 --sp 2 --fsdp
     torchrun --nproc-per-node 4 examples/train_llama.py --sp auto
+    torchrun --nproc-per-node 4 examples/train_llama.py --tp 2 --sp auto
 
 Data parallel over --dp (FSDP2 with --fsdp, DDP with --ddp, else one gradient all-reduce),
 tensor parallel over --tp through the overlap ops, sequence parallel over --sp ranks: Ulysses
 over all of them, ring attention (zigzag) with --ring, or both with --ulysses U (Ulysses over
-U ranks, ring across the --sp / U groups). --sp auto takes every rank left after --dp and --tp
-and lets the planner split them: Ulysses inside the fastest clique of GPUs, ring across.
+U ranks, ring across the --sp / U groups); with --tp too, each tp rank's heads run the
+sequence-parallel attention over its sp ranks. --sp auto takes every rank left after --dp and
+--tp and lets the cost model split them for this model's attention shape: the Ulysses x ring
+split it predicts fastest per layer on the planned groups.
 Checks the first steps' loss against a single-process run of
 the same model on the same data, prints tokens/s, the communication/compute split of the
 overlap ops and the plan, and round-trips a torch.distributed.checkpoint.
@@ -42,6 +45,11 @@ from llama_parallel import (
 import torch_topo
 from torch_topo.ops import OverlapRecorder
 from torch_topo.ops.overlap import overlap_choices
+from torch_topo.ops.sequence_split import (
+    choose_sequence_split,
+    describe_candidates,
+    split_problem,
+)
 
 # The single-process reference and the sharded run differ by reduction order only (tp sums
 # partial matmuls over ranks, dp averages gradients in another order), so fp32 losses agree
@@ -92,12 +100,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     for name in ("dp", "tp", "steps", "batch", "seq_len"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')}: got {getattr(args, name)}, expected >= 1")
-    if args.sp == "auto" and args.tp > 1:
-        p.error("--sp auto: got --tp > 1 too; this example shards either heads (tp) or the "
-                "sequence (sp), not both")
-    if args.sp != "auto" and args.tp > 1 and args.sp > 1:
-        p.error("--tp and --sp: got both > 1; this example shards either heads (tp) or the "
-                "sequence (sp), not both")
     if args.ring and args.sp == 1:
         p.error("--ring: needs --sp > 1")
     if args.sp == "auto" and args.ulysses is None and not args.ring:
@@ -151,34 +153,51 @@ def init_distributed(args) -> torch.device:
     return device
 
 
-def sequence_split(args) -> tuple[int, int]:
-    """(Ulysses degree, ring degree) of --sp: as given, or the planner's (--ulysses auto)."""
+def attention_shape(args) -> torch_topo.AttentionShape:
+    """One tp rank's attention: its share of the heads over the whole sequence of a batch."""
+    for what, count in (("--heads", args.heads), ("--kv-heads", args.kv_heads)):
+        if count % args.tp:
+            raise ValueError(f"{what}: got {count}, expected a multiple of --tp {args.tp}")
+    return torch_topo.AttentionShape(heads=args.heads // args.tp,
+                                     kv_heads=args.kv_heads // args.tp,
+                                     head_dim=args.dim // args.heads, seq_len=args.seq_len,
+                                     batch=args.batch, dtype=torch.float32)
+
+
+def sequence_split(args, names, shape) -> tuple[int, int]:
+    """(Ulysses degree, ring degree) of --sp: as given, or the cost model's (--ulysses auto),
+    whose candidates and their predicted times go to args.split_text for the report."""
     if args.ring:
         return 1, args.sp
     ulysses = args.sp if args.ulysses is None else args.ulysses
     if ulysses == "auto":
-        cfg = torch_topo.UlyssesConfig(sequence_parallel_size=args.sp)
-        return torch_topo.resolve_sequence_parallel_degrees(cfg)
+        cfg = torch_topo.UlyssesConfig(sequence_parallel_size=args.sp, attention=shape)
+        sizes = {"dp": args.dp, "sp": args.sp, "tp": args.tp}
+        candidates = torch_topo.ops.sequence_parallel_candidates(
+            cfg, mesh={n: sizes[n] for n in names})
+        args.split_text = describe_candidates(shape, candidates)
+        best = choose_sequence_split(candidates)
+        return best.ulysses, best.ring
     if args.sp % ulysses:
         raise ValueError(f"--ulysses: got {ulysses}, expected a divisor of --sp {args.sp}")
     return ulysses, args.sp // ulysses
 
 
 def build_mesh(args, device: torch.device):
-    """The planned mesh: (dp, tp), or (dp, cp, sp) with the ring over cp and Ulysses over sp."""
-    if args.tp > 1:
+    """The planned mesh: (dp, tp), (dp, cp, sp) or (dp, cp, sp, tp), the ring over cp and
+    Ulysses over sp."""
+    if args.sp == 1:
         names, shape = ("dp", "tp"), (args.dp, args.tp)
     else:
-        args.ulysses, args.ring_degree = sequence_split(args)
-        for what, degree in (("--heads", args.heads), ("--kv-heads", args.kv_heads)):
-            if degree % args.ulysses:
-                raise ValueError(f"{what}: got {degree}, expected a multiple of the Ulysses "
-                                 f"degree {args.ulysses}")
-        if args.seq_len % (args.ulysses * 2 * args.ring_degree):
-            raise ValueError(f"--seq-len: got {args.seq_len}, expected a multiple of "
-                             f"{args.ulysses * 2 * args.ring_degree} (Ulysses degree x 2 x ring "
-                             "degree: the zigzag ring splits each block in two)")
-        names, shape = ("dp", "cp", "sp"), (args.dp, args.ring_degree, args.ulysses)
+        attention = attention_shape(args)
+        names = ("dp", "sp", "tp") if args.tp > 1 else ("dp", "sp")
+        args.ulysses, args.ring_degree = sequence_split(args, names, attention)
+        problem = split_problem(attention, args.ulysses, args.ring_degree)
+        if problem is not None:
+            raise ValueError(f"--sp {args.sp} as Ulysses {args.ulysses} x ring "
+                             f"{args.ring_degree}: {problem} (per tp rank)")
+        names = ("dp", "cp", "sp", "tp")[:3 + (args.tp > 1)]
+        shape = (args.dp, args.ring_degree, args.ulysses, args.tp)[:len(names)]
     mesh = torch_topo.init_device_mesh(device.type, shape, mesh_dim_names=names)
     return mesh, names
 
@@ -213,17 +232,17 @@ class Trainer:
     def __init__(self, args, cfg: LlamaConfig, mesh, names, device: torch.device) -> None:
         self.args, self.cfg, self.device = args, cfg, device
         full = build_model(cfg, SEED)
-        inner = mesh.get_group(names[-1])
         self.dp_rank = mesh.get_local_rank(0)
+        sp_groups = (mesh.get_group("sp"), mesh.get_group("cp")) if args.sp > 1 else None
         if args.tp > 1:
-            model = TensorParallelLlama(full, inner, args.chunks)
-            dp_mesh, self.shards = mesh["dp"], args.tp
+            model = TensorParallelLlama(full, mesh.get_group("tp"), args.chunks, sp_groups)
+            self.shards = args.tp
         else:
-            model = SequenceParallelLlama(full, inner, mesh.get_group("cp")) \
-                if args.sp > 1 else full
-            # Every parameter is replicated over sp, so data parallelism spans dp x sp.
-            dp_mesh, self.shards = (mesh._flatten("dp_sp") if args.sp > 1 else mesh["dp"]), 1
-        self.tp_group = inner if args.tp > 1 else None
+            model = SequenceParallelLlama(full, *sp_groups) if sp_groups else full
+            self.shards = 1
+        # Parameters are replicated over sp and cp, so data parallelism spans dp x cp x sp.
+        dp_mesh = mesh[names[:3]]._flatten("dp_cp_sp") if args.sp > 1 else mesh["dp"]
+        self.tp_group = mesh.get_group("tp") if args.tp > 1 else None
         self.dp_group = dp_mesh.get_group()
         self.mode = "fsdp" if args.fsdp else "ddp" if args.ddp else "replicate"
         self.model = apply_data_parallel(model.to(device), self.mode, dp_mesh, self.dp_group,
@@ -320,7 +339,8 @@ def main(argv=None) -> int:
     cfg = LlamaConfig(dim=args.dim, n_layers=args.layers, ffn_dim=args.ffn_dim,
                       n_heads=args.heads, n_kv_heads=args.kv_heads)
     mesh, names = build_mesh(args, device)
-    plan_text = describe_plan(mesh, names)
+    plan_text = "\n".join(filter(None, [getattr(args, "split_text", None),
+                                         describe_plan(mesh, names)]))
     trainer = Trainer(args, cfg, mesh, names, device)
     ref = reference_losses(args, cfg, args.check_steps) if rank == 0 else []
 

@@ -11,6 +11,7 @@ from torch_topo.cluster import Cluster, exchange_cluster
 from torch_topo.config import TopoConfig
 from torch_topo.mesh import init_device_mesh
 from torch_topo.ops import (
+    AttentionShape,
     SequenceParallelAttention,
     UlyssesConfig,
     build_sequence_parallel_groups,
@@ -31,6 +32,7 @@ from torch_topo.topology import Topology, load_topology
 register()
 
 __all__ = [
+    "AttentionShape",
     "BACKEND_NAME",
     "Cluster",
     "PinnedTopologyWarning",

@@ -27,7 +27,8 @@ from torch_topo.numa import apply_numa_binding, init_report
 from torch_topo.plan import Plan, resolve_cluster
 from torch_topo.probe import resolve_pinned_file
 
-__all__ = ["init_device_mesh", "plan_for_world", "parse_play", "world_planner_cluster"]
+__all__ = ["cpu_cluster_doc", "init_device_mesh", "plan_for_world", "parse_play",
+           "world_planner_cluster"]
 
 
 def parse_play(text: str, world_size: int) -> list[tuple[str, int]] | None:
@@ -106,6 +107,13 @@ def world_planner_cluster(config: TopoConfig | None = None):
     return _world_cluster(cfg, dist.get_world_size())
 
 
+def cpu_cluster_doc(world_size: int) -> dict:
+    """A cluster of `world_size` CPU ranks on one host: what plans stand on without a topology."""
+    return {"schema": "torch-topo/1", "kind": "cluster",
+            "hosts": [{"hostname": "local", "gpus": []}],
+            "ranks": [{"host": 0, "local_gpu": -1, "local_rank": r} for r in range(world_size)]}
+
+
 def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
                    config: TopoConfig | None = None) -> Plan:
     """The plan init_device_mesh would use, computed on every rank (deterministic)."""
@@ -116,10 +124,7 @@ def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
     cluster = _world_cluster(cfg, world, topology)
     if cluster is None:
         # No topology: a CPU-only cluster of one host; the layout stays contiguous.
-        doc = {"schema": "torch-topo/1", "kind": "cluster",
-               "hosts": [{"hostname": "local", "gpus": []}],
-               "ranks": [{"host": 0, "local_gpu": -1, "local_rank": r} for r in range(world)]}
-        return Plan.build(doc, mesh, traffic, contiguous=True)
+        return Plan.build(cpu_cluster_doc(world), mesh, traffic, contiguous=True)
     return Plan.build(cluster, mesh, traffic, nccl_hints=cfg.nccl_hints)
 
 
@@ -139,32 +144,81 @@ def _slices(mesh: torch.Tensor, dim: int) -> list[list[int]]:
     return mesh.movedim(dim, -1).reshape(-1, mesh.shape[dim]).tolist()
 
 
-def _device_mesh(device_type: str, mesh: torch.Tensor, names: tuple[str, ...]) -> DeviceMesh:
-    """DeviceMesh(device_type, mesh), with each dimension's groups in the mesh's own rank order.
+def _ordered_groups(rank_lists: list[list[int]]):
+    """new_group for every list, ranks in the list's order (every rank creates every group, in
+    one order); returns this rank's group."""
+    me, mine = dist.get_rank(), None
+    for ranks in rank_lists:
+        group = dist.new_group(ranks=ranks, sort_ranks=False)
+        if me in ranks:
+            mine = group
+    return mine
 
-    torch's DeviceMesh creates its groups with new_group's default sort_ranks=True, so a slice
-    that is not ascending (a planned [[0, 3], [1, 2]] has the dp slice [3, 2]) would get group
-    ranks that disagree with the mesh coordinates, and DTensor would place shards wrongly.
-    Such meshes get their groups built here, in mesh order, and handed over with from_group.
+
+class _RankOrderedMesh(DeviceMesh):
+    """torch 2.13-2.14: a DeviceMesh whose flattened dimensions keep the mesh's rank order.
+
+    torch creates a flattened dimension's groups itself, with new_group's sorted ranks, or, when
+    the dimension spans the world, by reusing the default group, whose ranks are sorted
+    (pytorch PR 193224; torch 2.15 keeps the order with preserve_rank_order=True). A planned
+    mesh [[0, 2], [1, 3]] flattened is [0, 2, 1, 3]: rank 2 would be group rank 2 but mesh
+    coordinate 1, and FSDP or DTensor over that dimension would place shards wrongly. Here such
+    groups are built in mesh order; submeshes sliced from this mesh are of this class too."""
+
+    def _create_sub_mesh(self, layout, submesh_dim_names):
+        sub = super()._create_sub_mesh(layout, submesh_dim_names)
+        sub.__class__ = _RankOrderedMesh
+        return sub
+
+    def _create_flatten_mesh(self, mesh_dim_name, backend_override=(None, None)):
+        from torch.distributed._mesh_layout import _MeshLayout
+
+        root = self._get_root_mesh()
+        layout = _MeshLayout([self._layout.collapse()])
+        rank_lists = layout.remap_to_tensor(root._rank_map).tolist()
+        if (all(g == sorted(g) for g in rank_lists) or backend_override != (None, None)
+                or mesh_dim_name in root._flatten_mapping
+                or mesh_dim_name in (root.mesh_dim_names or ())):
+            # torch's own path: its groups keep the order, or it raises / reuses as it does.
+            return super()._create_flatten_mesh(mesh_dim_name, backend_override)
+        group = _ordered_groups(rank_lists)
+        flat = DeviceMesh(root.device_type, _layout=layout, _rank_map=root._rank_map,
+                          mesh_dim_names=(mesh_dim_name,), _root_mesh=root, _init_backend=False)
+        flat._dim_group_names = [group.group_name]
+        root._pg_registry[group.group_name] = group
+        flat.__class__ = _RankOrderedMesh
+        root._flatten_mapping[mesh_dim_name] = flat
+        return None
+
+
+def _device_mesh(device_type: str, mesh: torch.Tensor, names: tuple[str, ...]) -> DeviceMesh:
+    """DeviceMesh(device_type, mesh), with each dimension's groups in the mesh's own rank order,
+    and the groups of dimensions flattened later too.
+
+    torch's DeviceMesh creates its groups with new_group's default sort_ranks=True, and reuses
+    the default group (ranks sorted) for a dimension as large as the world, so a mesh whose
+    ranks are not in order (a planned [[0, 3], [1, 2]] has the dp slice [3, 2], and flattened
+    [0, 3, 1, 2]) would get group ranks that disagree with the mesh coordinates, and DTensor
+    would place shards wrongly. torch >= 2.15 keeps the order when asked
+    (preserve_rank_order); on 2.13-2.14 the groups are built here, in mesh order, handed over
+    with from_group, and flattening goes through _RankOrderedMesh. Older torch (no sort_ranks)
+    takes meshes whose every slice is ascending, whose flattened dimensions do lose the order.
     """
-    slices = [_slices(mesh, d) for d in range(mesh.dim())]
-    if all(s == sorted(s) for per_dim in slices for s in per_dim):
+    if mesh.flatten().tolist() == list(range(mesh.numel())):
         return DeviceMesh(device_type, mesh, mesh_dim_names=names)
+    if "preserve_rank_order" in inspect.signature(DeviceMesh.__init__).parameters:
+        return DeviceMesh(device_type, mesh, mesh_dim_names=names, preserve_rank_order=True)
     if "sort_ranks" not in inspect.signature(dist.new_group).parameters:
+        if all(s == sorted(s) for d in range(mesh.dim()) for s in _slices(mesh, d)):
+            return DeviceMesh(device_type, mesh, mesh_dim_names=names)  # see docs/planner.md
         raise RuntimeError(
             f"init_device_mesh: the planned mesh {mesh.tolist()} has groups whose rank order is "
             f"not ascending, which this torch ({torch.__version__}) cannot keep "
             "(new_group has no sort_ranks); use torch >= 2.13")
-    me = dist.get_rank()
-    groups = []
-    for per_dim in slices:
-        mine = None
-        for ranks in per_dim:  # every rank creates every group, in one order
-            group = dist.new_group(ranks=ranks, sort_ranks=False)
-            if me in ranks:
-                mine = group
-        groups.append(mine)
-    return DeviceMesh.from_group(groups, device_type, mesh=mesh, mesh_dim_names=names)
+    groups = [_ordered_groups(_slices(mesh, d)) for d in range(mesh.dim())]
+    device_mesh = DeviceMesh.from_group(groups, device_type, mesh=mesh, mesh_dim_names=names)
+    device_mesh.__class__ = _RankOrderedMesh
+    return device_mesh
 
 
 def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, topology=None,

@@ -2,19 +2,27 @@
 """examples/train_llama.py on 2 and 4 CPU processes for 2 steps: the loss matches the
 single-process run of the same model and data (the example computes that reference in rank 0
 and compares; the test re-checks the figures it reports), and the checkpoint round trip
-restores exactly what was saved. Sequence parallelism runs over "topo": Ulysses, ring attention
-with the zigzag layout, both at once (2-D), and the planner's own split (--sp auto) on ranks
-playing two DGX-1 hosts."""
+(torch.distributed.checkpoint) restores exactly what was saved, sequence parallelism
+included. Sequence parallelism runs over "topo": Ulysses, ring attention with the zigzag
+layout, both at once (2-D), with tensor parallelism, and the cost model's own split (--sp auto)
+on ranks playing two DGX-1 hosts. Every command of the example's docstring (torchrun, the
+emulator) runs as written (its defaults), on 4 CPU ranks."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
+import torch
 from planner_support import DGX1
+
+from torch_topo import AttentionShape, UlyssesConfig, resolve_sequence_parallel_degrees
+from torch_topo.mesh import _played_cluster, cpu_cluster_doc
+from torch_topo.plan import resolve_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "train_llama.py")
@@ -28,31 +36,48 @@ CASES = [
     ("tp2_overlap", 2, "gloo", ["--tp", "2"], {}),
     ("dp2_tp2_fsdp", 4, "gloo", ["--dp", "2", "--tp", "2", "--fsdp"], {}),
     ("dp4_ddp", 4, "gloo", ["--dp", "4", "--ddp"], {}),
-    ("sp2_ulysses_topo", 2, "topo", ["--sp", "2", "--no-checkpoint"], {}),
-    ("sp2_ring_zigzag_topo", 2, "topo", ["--sp", "2", "--ring", "--no-checkpoint"], {}),
-    ("sp4_2d_topo", 4, "topo", ["--sp", "4", "--ulysses", "2", "--no-checkpoint"], {}),
-    ("sp_auto_topo", 4, "topo", ["--sp", "auto", "--no-checkpoint"], TWO_DGX1_PAIRS),
+    ("sp2_ulysses_topo", 2, "topo", ["--sp", "2"], {}),
+    ("sp2_ring_zigzag_topo", 2, "topo", ["--sp", "2", "--ring"], {}),
+    ("sp4_2d_fsdp_topo", 4, "topo", ["--sp", "4", "--ulysses", "2", "--fsdp"], {}),
+    ("tp2_sp2_ring_fsdp_topo", 4, "topo", ["--tp", "2", "--sp", "2", "--ring", "--fsdp"], {}),
+    ("sp_auto_topo", 4, "topo", ["--sp", "auto"], TWO_DGX1_PAIRS),
 ]
 # (Ulysses degree, ring degree) each sequence-parallel case must run with.
-SPLITS = {"sp2_ulysses_topo": (2, 1), "sp2_ring_zigzag_topo": (1, 2), "sp4_2d_topo": (2, 2),
-          "sp_auto_topo": (2, 2)}
+SPLITS = {"sp2_ulysses_topo": (2, 1), "sp2_ring_zigzag_topo": (1, 2), "sp4_2d_fsdp_topo": (2, 2),
+          "tp2_sp2_ring_fsdp_topo": (1, 2)}
 
 
-def _run(ranks: int, backend: str, options: list[str], extra_env: dict, tmp_path) -> dict:
-    out = tmp_path / "result.json"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           "--nproc-per-node", str(ranks), EXAMPLE, *options, "--steps", "2", "--check-steps",
-           "2", "--backend", backend, "--device", "cpu", "--checkpoint-dir",
-           str(tmp_path / "ckpt"), "--json", str(out)]
+def _launch(args: list[str], extra_env: dict, out) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TOPO_", "NCCL_TOPO"))}
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
                OMP_NUM_THREADS="1", **extra_env)
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=170)
+    res = subprocess.run([*args, "--json", str(out)], capture_output=True, text=True, env=env,
+                         timeout=250, cwd=ROOT)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return json.loads(out.read_text())
 
 
-@pytest.mark.timeout(200)
+def _run(ranks: int, backend: str, options: list[str], extra_env: dict, tmp_path) -> dict:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           "--nproc-per-node", str(ranks), EXAMPLE, *options, "--steps", "2", "--check-steps",
+           "2", "--backend", backend, "--device", "cpu", "--checkpoint-dir",
+           str(tmp_path / "ckpt")]
+    return _launch(cmd, extra_env, tmp_path / "result.json")
+
+
+def _expected_split(r: dict, cluster=None) -> tuple[int, int]:
+    """The cost model's split for the run's attention shape on `cluster`, default a host of
+    CPU ranks (laid out contiguously, as init_device_mesh does without a GPU topology)."""
+    shape = AttentionShape(heads=4 // r["tp"], kv_heads=2 // r["tp"], head_dim=16, seq_len=64,
+                           batch=4, dtype=torch.float32)
+    mesh = {"dp": r["dp"], "sp": r["sp"], **({"tp": r["tp"]} if r["tp"] > 1 else {})}
+    cfg = UlyssesConfig(sequence_parallel_size=r["sp"], attention=shape)
+    if cluster is None:
+        cluster = resolve_cluster(cpu_cluster_doc(r["world_size"]))
+    return resolve_sequence_parallel_degrees(cfg, r["world_size"], cluster, mesh)
+
+
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("name, ranks, backend, options, extra_env", CASES,
                          ids=[c[0] for c in CASES])
 def test_example_matches_single_process(name, ranks, backend, options, extra_env, tmp_path):
@@ -61,19 +86,61 @@ def test_example_matches_single_process(name, ranks, backend, options, extra_env
     assert len(r["reference_losses"]) == 2
     for got, want in zip(r["losses"], r["reference_losses"], strict=True):
         assert abs(got - want) <= 1e-4, (r["losses"], r["reference_losses"])
-    assert r["checkpoint_ok"] is (None if "--no-checkpoint" in options else True)
+    assert r["checkpoint_ok"] is True
     assert r["tokens_per_s"] > 0
     if name in SPLITS:
         assert (r["ulysses_degree"], r["ring_degree"]) == SPLITS[name]
     if name == "sp_auto_topo":
-        # Ulysses (the mesh's last dimension) inside each played host's NV2 pair, ring across.
-        ulysses_groups = {frozenset(row) for plane in r["mesh"] for row in plane}
-        assert ulysses_groups == {frozenset({0, 1}), frozenset({2, 3})}, r["mesh"]
+        # The split the cost model predicts fastest on the cluster the ranks play.
+        played = _played_cluster(str(DGX1), [("hostA", 0), ("hostA", 3), ("hostB", 0),
+                                             ("hostB", 3)], 4 << 20)
+        assert (r["ulysses_degree"], r["ring_degree"]) == _expected_split(r, played)
 
 
-def test_bad_mesh_is_refused(tmp_path):
+def _docstring_commands() -> list[list[str]]:
+    """The commands of the example's docstring (torchrun and the emulator), split into
+    arguments."""
+    with open(EXAMPLE) as f:
+        doc = f.read().split('"""')[1].replace("\\\n", " ")
+    return [line.split() for line in doc.splitlines()
+            if line.strip().startswith(("torchrun ", "python -m torch_topo.emulate "))]
+
+
+DOC_COMMANDS = _docstring_commands()
+
+
+def _as_launched(command: list[str]) -> list[str]:
+    """torchrun as a module of this interpreter (--standalone: a free rendezvous port), and the
+    emulator's command run by this interpreter."""
+    if command[0] == "torchrun":
+        assert command[1:4] == ["--nproc-per-node", "4", "examples/train_llama.py"]
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone", *command[1:]]
+    assert command[:3] == ["python", "-m", "torch_topo.emulate"]
+    split = command.index("--")
+    assert command[split + 1:split + 3] == ["python", "examples/train_llama.py"]
+    return [sys.executable, *command[1:split + 1], sys.executable, *command[split + 2:]]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("command", DOC_COMMANDS, ids=[" ".join(c) for c in DOC_COMMANDS])
+def test_docstring_command_runs_with_its_defaults(command, tmp_path):
+    launch = _as_launched(command)
+    r = _launch(launch, {}, tmp_path / "result.json")
+    assert r["world_size"] == 4 and r["checkpoint_ok"] is True
+    assert r["max_loss_diff"] <= r["loss_tolerance"] and len(r["reference_losses"]) == 2
+    if "auto" in command:
+        # Issue 23: 4 ranks, 4 query and 2 K/V heads: the split must fit the heads (Ulysses 4
+        # replicates K/V) and be the one the cost model predicts fastest.
+        assert (r["ulysses_degree"], r["ring_degree"]) == _expected_split(r)
+        assert r["ulysses_degree"] * r["ring_degree"] == r["sp"] == 4 // r["tp"]
+        chosen = f"Ulysses {r['ulysses_degree']} x ring {r['ring_degree']}: "
+        assert any(line.startswith("  " + chosen) and line.endswith("<- chosen")
+                   for line in r["plan"].splitlines()), r["plan"]
+
+
+def test_bad_options_are_refused():
     env = dict(os.environ, PYTHONPATH=ROOT)
-    res = subprocess.run([sys.executable, EXAMPLE, "--tp", "2", "--sp", "2"], capture_output=True,
-                         text=True, env=env, timeout=60)
+    res = subprocess.run([sys.executable, EXAMPLE, "--ring"], capture_output=True, text=True,
+                         env=env, timeout=60)
     assert res.returncode == 2
-    assert "--tp and --sp" in res.stderr
+    assert re.search(r"--ring: needs --sp > 1", res.stderr)

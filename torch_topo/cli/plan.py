@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """`python -m torch_topo plan [FILE] --mesh dp=4,tp=2`: topology-aware layout of a device mesh,
 its groups and predicted communication time per step; `--compare naive` adds the contiguous
-layout (what plain `init_device_mesh` gives) and the ratio. Without FILE: the pinned file
+layout (what plain `init_device_mesh` gives) and the ratio; `--attention SHAPE` splits the
+mesh's sp dimension into ring (cp) x Ulysses (sp) as the cost model predicts fastest for that
+attention shape, listing every split with its predicted time. Without FILE: the pinned file
 (TORCH_TOPO_FILE / NCCL_TOPO_FILE), else the live cluster of the running world when
 torch.distributed is initialised in this process, else the live probe of this host."""
 
@@ -11,7 +13,14 @@ import argparse
 import json
 
 from torch_topo.config import TopoConfig
-from torch_topo.plan import Plan, parse_mesh
+from torch_topo.ops.sequence_split import (
+    AttentionShape,
+    choose_sequence_split,
+    describe_candidates,
+    sequence_split_candidates,
+    split_mesh,
+)
+from torch_topo.plan import Plan, parse_mesh, resolve_cluster
 
 __all__ = ["add_parser", "run", "parse_traffic"]
 
@@ -47,6 +56,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--traffic", default=None,
                    help="bytes per step per dimension, e.g. tp=1e9,dp=2e8 (must name every dimension)")
     p.add_argument("--compare", choices=["naive"], default=None, help="also cost the contiguous layout")
+    p.add_argument("--attention", default=None, metavar="SHAPE",
+                   help="heads=H,kv_heads=K,head_dim=D,seq_len=S[,batch=B][,dtype=bf16]: split "
+                        "the mesh's sp dimension into cp (ring) x sp (Ulysses) as the cost "
+                        "model predicts fastest, listing every split's predicted time")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema torch-topo-plan/1)")
     p.set_defaults(run=run)
 
@@ -54,6 +67,19 @@ def add_parser(subparsers) -> None:
 def _sequence_groups(plan: Plan) -> dict:
     return {kind: {"dim": dim, "groups": plan.groups(dim)}
             for dim, kind in _SEQUENCE_DIMS.items() if dim in plan.mesh_dim_names}
+
+
+def _split_dict(shape: AttentionShape, candidates, best) -> dict:
+    return {
+        "attention": {"heads": shape.heads, "kv_heads": shape.kv_heads,
+                      "head_dim": shape.head_dim, "seq_len": shape.seq_len,
+                      "batch": shape.batch, "dtype": str(shape.dtype).removeprefix("torch.")},
+        "candidates": [{"ulysses": c.ulysses, "ring": c.ring,
+                        "seconds": c.seconds if c.valid else None,
+                        "all_to_all_s": c.all_to_all_s, "ring_s": c.ring_s,
+                        "problem": c.problem} for c in candidates],
+        "chosen": {"ulysses": best.ulysses, "ring": best.ring},
+    }
 
 
 def _live_source():
@@ -80,11 +106,23 @@ def run(args) -> int:
     mesh = parse_mesh(args.mesh, "--mesh")
     traffic = parse_traffic(args.traffic)
     source = args.file if args.file is not None else _live_source()
-    planned = Plan.build(source, mesh, traffic, hosts=args.hosts)
-    naive = Plan.naive(source, mesh, traffic, hosts=args.hosts) if args.compare else None
+    hosts, split = args.hosts, None
+    if args.attention is not None:
+        if traffic is not None:
+            raise ValueError("--traffic: not with --attention, expected one of them (the split "
+                             "adds a cp dimension the traffic would have to name)")
+        shape = AttentionShape.parse(args.attention)
+        source, hosts = resolve_cluster(source, args.hosts), 1
+        candidates = sequence_split_candidates(source, mesh, shape)
+        split = (shape, candidates, choose_sequence_split(candidates))
+        mesh = split_mesh(mesh, split[2].ulysses)
+    planned = Plan.build(source, mesh, traffic, hosts=hosts)
+    naive = Plan.naive(source, mesh, traffic, hosts=hosts) if args.compare else None
     if args.json:
         out = planned.to_dict()
         out["sequence_parallel"] = _sequence_groups(planned)
+        if split is not None:
+            out["sequence_split"] = _split_dict(*split)
         if naive is not None:
             out["compare"] = {
                 "naive": {"mesh": naive.mesh, "groups": naive.to_dict()["groups"],
@@ -93,6 +131,8 @@ def run(args) -> int:
             }
         print(json.dumps(out, indent=2))
         return 0
+    if split is not None:
+        print(describe_candidates(split[0], split[1]))
     print(planned.explain())
     for kind, entry in _sequence_groups(planned).items():
         print(f"{kind} groups ({entry['dim']}): {entry['groups']}")

@@ -19,18 +19,22 @@ from torch_topo.ops.sequence_parallel import (
     UlyssesConfig,
     build_sequence_parallel_groups,
     resolve_sequence_parallel_degrees,
+    sequence_parallel_candidates,
     shard_sequence,
     unshard_sequence,
 )
+from torch_topo.ops.sequence_split import AttentionShape
 from torch_topo.ops.ulysses import ulysses_all_to_all, ulysses_attention
 
 __all__ = [
+    "AttentionShape",
     "OverlapRecorder",
     "SequenceParallelAttention",
     "UlyssesConfig",
     "all_gather_matmul",
     "build_sequence_parallel_groups",
     "resolve_sequence_parallel_degrees",
+    "sequence_parallel_candidates",
     "hidden_fraction",
     "matmul_reduce_scatter",
     "ring_attention",

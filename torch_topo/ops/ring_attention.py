@@ -14,6 +14,7 @@ import torch.distributed as dist
 from torch_topo import _C
 from torch_topo.ops.attention_blocks import block_backward, block_forward, select_for
 from torch_topo.ops.utils import (
+    CheckInputs,
     RingExchange,
     check_qkv,
     check_same_shape,
@@ -154,7 +155,7 @@ class RingAttentionFunction(torch.autograd.Function):
 def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None,
                    causal: bool = False, softmax_scale: float | None = None,
                    balance: Balance = "none", return_lse: bool = False,
-                   check_inputs: bool = True):
+                   check_inputs: CheckInputs = "once"):
     """Attention over a sequence sharded across `group`, rotating K/V blocks around the ring.
 
     Args:
@@ -166,7 +167,8 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
         balance: "none" (rank r holds positions [r * s_local, (r + 1) * s_local)) or "zigzag"
             (inputs sharded by zigzag_shard; equal causal work on every rank and step).
         return_lse: also return the fp32 log-sum-exp [b, heads, s_local] (not differentiable).
-        check_inputs: verify with one small all_gather that all ranks' shapes agree.
+        check_inputs: verify with one small all_gather (and a host sync) that all ranks'
+            shapes agree: "once" per group and shape, True on every call, False never.
     Returns:
         out [b, s_local, heads, d] in q's dtype, and the LSE when return_lse.
     """
@@ -180,8 +182,7 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
     if balance == "zigzag" and q.shape[1] % 2 != 0:
         raise ValueError(f"ring_attention: balance='zigzag' needs an even local length (two "
                          f"chunks): got {q.shape[1]}; shard with zigzag_shard")
-    if check_inputs:
-        check_same_shape("ring_attention", group, {"q": q, "k": k})
+    check_same_shape("ring_attention", group, {"q": q, "k": k}, check_inputs)
     scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
     out, lse = RingAttentionFunction.apply(q, k, v, group, causal, scale, balance)
     return (out, lse) if return_lse else out

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """2-D sequence parallelism: Ulysses inside a fast group (heads exchanged over NVLink), ring
-attention across groups (K/V blocks over the slower links). The planner chooses the split and
-lays it out: its "sp" dimension gives the Ulysses groups and its "cp" (or "ring") dimension the
-ring groups; explicit degrees and groups work as well."""
+attention across groups (K/V blocks over the slower links). The cost model chooses the split
+for the attention's shape (torch_topo.ops.sequence_split) and the planner lays it out: its "sp"
+dimension gives the Ulysses groups and its "cp" (or "ring") dimension the ring groups; explicit
+degrees and groups work as well."""
 
 from __future__ import annotations
 
@@ -15,14 +16,22 @@ import torch.distributed as dist
 from torch import nn
 
 from torch_topo.ops.ring_attention import ring_attention, zigzag_shard, zigzag_unshard
+from torch_topo.ops.sequence_split import (
+    AttentionShape,
+    SplitCandidate,
+    choose_sequence_split,
+    sequence_split_candidates,
+    split_mesh,
+)
 from torch_topo.ops.ulysses import ulysses_attention
-from torch_topo.ops.utils import group_rank_size
+from torch_topo.ops.utils import CheckInputs, group_rank_size
 
 __all__ = [
     "SequenceParallelAttention",
     "UlyssesConfig",
     "build_sequence_parallel_groups",
     "resolve_sequence_parallel_degrees",
+    "sequence_parallel_candidates",
     "shard_sequence",
     "unshard_sequence",
 ]
@@ -39,9 +48,12 @@ class UlyssesConfig:
     """Split the sequence-parallel ranks into Ulysses groups joined by ring attention. False:
     Ulysses over all of them (the ring degree is 1)."""
     ulysses_degree: int | None = None
-    """Ranks that exchange heads (inside one fast clique; must divide the query heads). None:
-    chosen by the planner from the topology (`resolve_sequence_parallel_degrees`), or the whole
-    sequence_parallel_size without ring exchange."""
+    """Ranks that exchange heads (must divide the query heads). None: the split the cost model
+    predicts fastest for `attention` on the world's topology
+    (`resolve_sequence_parallel_degrees`), or the whole sequence_parallel_size without ring
+    exchange."""
+    attention: AttentionShape | None = None
+    """The attention layer's shape; needed when the cost model chooses the Ulysses degree."""
     ring_balance: Literal["none", "zigzag"] = "zigzag"
     """Ring layout: "zigzag" balances causal work (shard with shard_sequence), "none" keeps
     contiguous blocks."""
@@ -49,8 +61,9 @@ class UlyssesConfig:
     """Causal mask over the global sequence."""
     softmax_scale: float | None = None
     """Softmax scale; None means 1 / sqrt(head_dim)."""
-    check_inputs: bool = True
-    """Verify with one small all_gather per exchange that every rank's shapes agree."""
+    check_inputs: CheckInputs = "once"
+    """Verify with one small all_gather that every rank's shapes agree: "once" per group and
+    shape (default), True on every call, False never (see torch_topo.ops.utils.check_same_shape)."""
 
     def __post_init__(self) -> None:
         sp = self.sequence_parallel_size
@@ -66,12 +79,19 @@ class UlyssesConfig:
                 raise ValueError(f"UlyssesConfig.ulysses_degree: got {u} with "
                                  f"enable_ring_exchange=False, expected {sp} (no ring: Ulysses "
                                  "spans every sequence-parallel rank) or None")
+        if self.attention is not None and not isinstance(self.attention, AttentionShape):
+            raise ValueError(f"UlyssesConfig.attention: got {self.attention!r}, expected None "
+                             "or an AttentionShape")
         if self.ring_balance not in ("none", "zigzag"):
             raise ValueError(f"UlyssesConfig.ring_balance: got {self.ring_balance!r}, expected "
                              "'none' or 'zigzag'")
         if self.softmax_scale is not None and not self.softmax_scale > 0:
             raise ValueError(f"UlyssesConfig.softmax_scale: got {self.softmax_scale!r}, "
                              "expected None or > 0")
+        if self.check_inputs is not True and self.check_inputs is not False \
+                and self.check_inputs != "once":
+            raise ValueError(f"UlyssesConfig.check_inputs: got {self.check_inputs!r}, expected "
+                             "True, False or 'once'")
 
     @property
     def ring_degree(self) -> int | None:
@@ -81,67 +101,75 @@ class UlyssesConfig:
         return None if self.ulysses_degree is None else self.sequence_parallel_size // self.ulysses_degree
 
 
-def _fastest_clique_degree(cluster, sp: int, world: int) -> int:
-    """The largest divisor u of `sp` for which the planner puts every Ulysses group of u ranks
-    inside one host, on links as fast as the fastest pair of GPUs sharing a host (a
-    `_C.PlannerCluster`). The network never counts: a NIC can outpace PCIe, but an all-to-all
-    every layer belongs on the host's own fabric."""
-    from torch_topo.plan import Plan
-
-    def same_host(a: int, b: int) -> bool:
-        return cluster.rank_host(a) == cluster.rank_host(b)
-
-    best = max((cluster.bandwidth(a, b) for a in range(world) for b in range(a + 1, world)
-                if same_host(a, b)), default=0.0)
-    for u in sorted((d for d in range(2, sp + 1) if sp % d == 0), reverse=True):
-        plan = Plan.build(cluster, _sequence_mesh(world, sp, u))
-        if all(same_host(a, b) and cluster.bandwidth(a, b) >= best
-               for g in plan.groups("sp") for a in g for b in g if a < b):
-            return u
-    return 1
-
-
-def _sequence_mesh(world: int, sp: int, ulysses: int) -> dict[str, int]:
-    """The planner mesh of a sequence-parallel layout, outermost first: replicas, ring, Ulysses."""
-    return {"dp": world // sp, "cp": sp // ulysses, "sp": ulysses}
-
-
-def resolve_sequence_parallel_degrees(config: UlyssesConfig, world_size: int | None = None,
-                                      cluster=None) -> tuple[int, int]:
-    """(Ulysses degree, ring degree) of `config`: as given, else chosen from the topology.
-
-    The planner's choice puts Ulysses (an all-to-all every layer) inside the fastest clique of
-    GPUs: the largest Ulysses degree whose planned groups each sit in one host on its fastest
-    GPU links, the ring taking the rest across slower ones. Without a topology with GPUs, Ulysses fills as many
-    ranks as one host holds (by host name) and the ring crosses hosts.
-
-    Args:
-        config: its sequence_parallel_size must divide the world size.
-        world_size: default: torch.distributed's.
-        cluster: a `_C.PlannerCluster` of the world; default: the one init_device_mesh plans on
-            (pinned file, else the live cluster).
-    """
-    world = dist.get_world_size() if world_size is None else world_size
-    sp = config.sequence_parallel_size
+def _check_divides_world(sp: int, world: int) -> None:
     if world % sp:
         raise ValueError(f"UlyssesConfig.sequence_parallel_size={sp} does not divide the world "
                          f"size {world}")
+
+
+def _pricing_cluster(world: int):
+    """(cluster, contiguous): what init_device_mesh plans on, else the live cluster's hosts
+    with CPU ranks (or one host), laid out contiguously as init_device_mesh then does."""
+    from torch_topo.cluster import world_cluster
+    from torch_topo.mesh import cpu_cluster_doc, world_planner_cluster
+    from torch_topo.plan import resolve_cluster
+
+    cluster = world_planner_cluster()
+    if cluster is not None:
+        return cluster, False
+    live = world_cluster()
+    return resolve_cluster(live.planner_doc() if live is not None else cpu_cluster_doc(world)), \
+        True
+
+
+def sequence_parallel_candidates(config: UlyssesConfig, world_size: int | None = None,
+                                 cluster=None, mesh: dict[str, int] | None = None
+                                 ) -> list[SplitCandidate]:
+    """Every Ulysses x ring split of config.sequence_parallel_size with its predicted time per
+    layer for config.attention, or the problem that rules it out (see sequence_split).
+
+    Args:
+        config: needs `attention`; its sequence_parallel_size must divide the world size.
+        world_size: default: torch.distributed's.
+        cluster: a `_C.PlannerCluster` of the world; default: the one init_device_mesh plans on
+            (pinned file, else the live cluster). Clusters with CPU ranks are priced on the
+            contiguous layout, as init_device_mesh lays them out.
+        mesh: the world's mesh, outermost first, with "sp" the sequence-parallel ranks
+            (e.g. {"dp": 2, "sp": 4, "tp": 2}); default {"dp": world / sp, "sp": sp}.
+    """
+    world = dist.get_world_size() if world_size is None else world_size
+    sp = config.sequence_parallel_size
+    _check_divides_world(sp, world)
+    if config.attention is None:
+        raise ValueError("UlyssesConfig.attention: not set, expected the attention's shape "
+                         "(AttentionShape) to choose the Ulysses x ring split; or set "
+                         "ulysses_degree")
+    mesh = {"dp": world // sp, "sp": sp} if mesh is None else dict(mesh)
+    if mesh.get("sp") != sp:
+        raise ValueError(f"mesh: got {mesh}, expected an 'sp' dimension of "
+                         f"sequence_parallel_size {sp}")
+    if cluster is None:
+        cluster, contiguous = _pricing_cluster(world)
+    else:
+        contiguous = any(cluster.rank_gpu(r) < 0 for r in range(cluster.world_size))
+    return sequence_split_candidates(cluster, mesh, config.attention,
+                                     balance=config.ring_balance, contiguous=contiguous)
+
+
+def resolve_sequence_parallel_degrees(config: UlyssesConfig, world_size: int | None = None,
+                                      cluster=None, mesh: dict[str, int] | None = None
+                                      ) -> tuple[int, int]:
+    """(Ulysses degree, ring degree) of `config`: as given, else the split the cost model
+    predicts fastest per layer for config.attention on the world's planned groups
+    (`sequence_parallel_candidates`, same arguments); ValueError when no split fits the shape.
+    """
+    world = dist.get_world_size() if world_size is None else world_size
+    sp = config.sequence_parallel_size
+    _check_divides_world(sp, world)
     if config.ring_degree is not None:
         return sp // config.ring_degree, config.ring_degree
-    if cluster is None:
-        from torch_topo.mesh import world_planner_cluster
-
-        cluster = world_planner_cluster()
-    if cluster is not None:
-        u = _fastest_clique_degree(cluster, sp, world)
-    else:
-        from torch_topo.cluster import world_cluster
-
-        live = world_cluster()
-        per_host = world if live is None else min(len(live.ranks_on_host(h))
-                                                  for h in range(len(live.hosts)))
-        u = max(d for d in range(1, sp + 1) if sp % d == 0 and per_host % d == 0)
-    return u, sp // u
+    best = choose_sequence_split(sequence_parallel_candidates(config, world, cluster, mesh))
+    return best.ulysses, best.ring
 
 
 def build_sequence_parallel_groups(config: UlyssesConfig, plan=None):
@@ -151,14 +179,12 @@ def build_sequence_parallel_groups(config: UlyssesConfig, plan=None):
     With `plan` (a torch_topo Plan, or anything with `groups(dim)`), its "sp" dimension gives
     the Ulysses groups and its "cp" or "ring" dimension the ring groups. Without one, the
     degrees come from `resolve_sequence_parallel_degrees` and the planner lays them out on the
-    world's topology (Ulysses inside the fastest clique); with no topology known, Ulysses
+    world's topology (Ulysses groups on the fastest links); with no topology known, Ulysses
     groups are consecutive ranks and rings stride them.
     """
     world, rank = dist.get_world_size(), dist.get_rank()
     sp = config.sequence_parallel_size
-    if world % sp != 0:
-        raise ValueError(f"UlyssesConfig.sequence_parallel_size={sp} does not divide the world "
-                         f"size {world}")
+    _check_divides_world(sp, world)
     if plan is None:
         from torch_topo.mesh import world_planner_cluster
 
@@ -167,7 +193,7 @@ def build_sequence_parallel_groups(config: UlyssesConfig, plan=None):
         if cluster is not None:
             from torch_topo.plan import Plan
 
-            plan = Plan.build(cluster, _sequence_mesh(world, sp, ulysses))
+            plan = Plan.build(cluster, split_mesh({"dp": world // sp, "sp": sp}, ulysses))
     if plan is not None:
         ring_dim = next((d for d in ("cp", "ring") if d in getattr(plan, "mesh_dim_names", ())),
                         "cp")

@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from torch_topo import _C
-from torch_topo.ops.utils import check_qkv, check_same_shape, group_rank_size
+from torch_topo.ops.utils import CheckInputs, check_qkv, check_same_shape, group_rank_size
 
 __all__ = ["UlyssesExchangeFunction", "ulysses_all_to_all", "ulysses_attention"]
 
@@ -69,7 +69,7 @@ class UlyssesExchangeFunction(torch.autograd.Function):
 
 
 def ulysses_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group=None,
-                       check_inputs: bool = True) -> torch.Tensor:
+                       check_inputs: CheckInputs = "once") -> torch.Tensor:
     """Splits `x` along `scatter_dim` over the ranks of `group` and concatenates what arrives
     along `gather_dim` (rank order). Differentiable: the gradient takes the inverse exchange.
 
@@ -78,8 +78,9 @@ def ulysses_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group
         scatter_dim: dimension split over the ranks (e.g. heads).
         gather_dim: dimension the ranks' pieces are concatenated along (e.g. sequence).
         group: process group (default: the world).
-        check_inputs: first verify with one small all_gather that every rank holds the same
-            shape (a mismatch would otherwise abort Gloo or corrupt NCCL).
+        check_inputs: verify with one small all_gather (and a host sync) that every rank holds
+            the same shape (a mismatch would otherwise abort Gloo or corrupt NCCL): "once" per
+            group and shape, True on every call, False never (see check_same_shape).
     """
     group = group if group is not None else dist.group.WORLD
     ndim = x.dim()
@@ -91,8 +92,7 @@ def ulysses_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group
     if s == g:
         raise ValueError(f"ulysses_all_to_all: scatter_dim and gather_dim are both {s}, "
                          "expected two different dims")
-    if check_inputs:
-        check_same_shape("ulysses_all_to_all", group, {"x": x})
+    check_same_shape("ulysses_all_to_all", group, {"x": x}, check_inputs)
     return UlyssesExchangeFunction.apply(group, s, g, (False,), x)[0]
 
 
@@ -119,7 +119,8 @@ def check_ulysses_heads(where: str, q_heads: int, kv_heads: int, world: int) -> 
 
 def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None,
                       causal: bool = False, softmax_scale: float | None = None,
-                      attn_fn: AttnFn | None = None, check_inputs: bool = True) -> torch.Tensor:
+                      attn_fn: AttnFn | None = None, check_inputs: CheckInputs = "once"
+                      ) -> torch.Tensor:
     """Attention over a sequence sharded across `group` ([batch, seq_local, heads, head_dim]).
 
     Q, K and V are exchanged in one all_to_all_single to [batch, seq, heads / P, head_dim],
@@ -137,14 +138,13 @@ def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=N
         softmax_scale: default 1 / sqrt(d).
         attn_fn: `attn_fn(q, k, v, causal=..., softmax_scale=...)` on [b, s, h, d] tensors
             (K/V may have fewer heads); default torch's scaled_dot_product_attention.
-        check_inputs: verify with one small all_gather that all ranks' shapes agree.
+        check_inputs: verify that all ranks' shapes agree, as in ulysses_all_to_all.
     """
     group = group if group is not None else dist.group.WORLD
     check_qkv("ulysses_attention", q, k, v)
     _, world = group_rank_size(group)
     check_ulysses_heads("ulysses_attention", q.shape[2], k.shape[2], world)
-    if check_inputs:
-        check_same_shape("ulysses_attention", group, {"q": q, "k": k})
+    check_same_shape("ulysses_attention", group, {"q": q, "k": k}, check_inputs)
     replicate = (False, k.shape[2] < world, k.shape[2] < world)
     qg, kg, vg = UlyssesExchangeFunction.apply(group, 2, 1, replicate, q, k, v)
     out = (attn_fn or sdpa_attention)(qg, kg, vg, causal=causal, softmax_scale=softmax_scale)

@@ -4,12 +4,16 @@ exchange (one module for all algorithms, as in zhuzilin/ring-flash-attention's u
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from typing import Literal
+
 import torch
 import torch.distributed as dist
 
 from torch_topo import _C
 
 __all__ = [
+    "CheckInputs",
     "RingExchange",
     "check_qkv",
     "check_same_shape",
@@ -19,6 +23,16 @@ __all__ = [
 
 # Fixed-size shape record so the agreement check is itself a safe, equal-size collective.
 _META_LEN = 16
+
+CheckInputs = bool | Literal["once"]
+"""How the sequence-parallel ops verify that every rank's shapes agree: "once" (default) the
+first call per group, op and shapes; True every call; False never."""
+
+# Shape records every rank of a group has agreed on, keyed by (group, op, records). Only a
+# passing check adds one, so all ranks hold the same keys in the same order (the eviction is
+# deterministic too) and make the same skip-or-check decision on the next call.
+_AGREED: OrderedDict[tuple, None] = OrderedDict()
+_AGREED_MAX = 1024
 
 
 def group_rank_size(group) -> tuple[int, int]:
@@ -50,12 +64,24 @@ def check_qkv(where: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> 
                          f"heads {k.shape[2]}")
 
 
-def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor]) -> None:
+def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
+                     check_inputs: CheckInputs = "once") -> None:
     """Raises ValueError on every rank when the ranks of `group` hold differently shaped tensors.
 
     Equal-split exchanges with mismatched sizes abort Gloo (SIGABRT in pair.cc) and corrupt or
     hang NCCL, so one small all_gather of fixed-size shape records runs first; every rank sees
-    the same records and raises the same error, so none is left waiting in a collective."""
+    the same records and raises the same error, so none is left waiting in a collective.
+
+    The check costs a collective and a host sync (the records are compared on the CPU), so by
+    default ("once") it runs the first time a group sees these shapes at this op and is skipped
+    for shapes the group already agreed on. A mismatch is caught when every rank holds shapes
+    new to the group; a rank that alone changes to a shape the group agreed on earlier, or to
+    a new one while the others repeat an old one, is not (True checks every call)."""
+    if check_inputs is False:
+        return
+    if check_inputs is not True and check_inputs != "once":
+        raise ValueError(f"{where}: check_inputs: got {check_inputs!r}, expected True, False "
+                         "or 'once'")
     rank, world = group_rank_size(group)
     if world == 1:
         return
@@ -64,6 +90,10 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor]) -> Non
         records += [t.dim(), *t.shape]
     if len(records) > _META_LEN:
         raise ValueError(f"{where}: too many dims to check ({len(records)}, max {_META_LEN})")
+    key = (group.group_name, where, tuple(records))
+    if check_inputs == "once" and key in _AGREED:
+        _AGREED.move_to_end(key)
+        return
     device = next(iter(tensors.values())).device
     meta = torch.full((_META_LEN,), -1, dtype=torch.int64, device=device)
     meta[: len(records)] = torch.tensor(records, dtype=torch.int64)
@@ -76,6 +106,9 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor]) -> Non
                 f"{where}: tensor shapes differ across ranks: rank {rank} has "
                 f"{_describe(tensors, rows[rank])}, rank {other} has {_describe(tensors, row)}; "
                 f"every rank must hold the same local sequence length and head counts")
+    _AGREED[key] = None
+    if len(_AGREED) > _AGREED_MAX:
+        _AGREED.popitem(last=False)
 
 
 def _describe(tensors, row) -> str:

@@ -190,9 +190,12 @@ class _CollectiveLog:
              "all_reduce", "broadcast", "reduce_scatter", "reduce_scatter_tensor", "isend",
              "irecv", "send", "recv", "batch_isend_irecv")
 
+    def __init__(self, names=NAMES):
+        self.names = names
+
     def __enter__(self):
         self.calls, self._saved = [], {}
-        for name in self.NAMES:
+        for name in self.names:
             orig = getattr(dist, name)
             self._saved[name] = orig
 
@@ -228,6 +231,95 @@ def ulysses_collective_count(rank, world, *, heads, kv_heads, check_inputs):
     want_bwd = [("all_to_all_single", q.numel()), ("all_to_all_single", q.numel() + 2 * kv_sent)]
     if bwd.calls != want_bwd:
         raise AssertionError(f"backward collectives {bwd.calls}, expected {want_bwd}")
+
+
+class _HostReads:
+    """Counts Tensor.tolist / item calls: how the shape check reads its records on the host
+    (on CUDA each is a device sync)."""
+
+    def __enter__(self):
+        self.count, self._saved = 0, {}
+        for name in ("tolist", "item"):
+            orig = self._saved[name] = getattr(torch.Tensor, name)
+
+            def wrapper(t, *args, _orig=orig, **kwargs):
+                self.count += 1
+                return _orig(t, *args, **kwargs)
+
+            setattr(torch.Tensor, name, wrapper)
+        return self
+
+    def __exit__(self, *exc):
+        for name, orig in self._saved.items():
+            setattr(torch.Tensor, name, orig)
+
+
+def input_check_count(rank, world, *, op, check_inputs):
+    """Per call: the shape check's all_gather and host reads, for three calls with one shape
+    and one with another. Shapes are unique to this case (the agreed-shape cache lives as
+    long as the rank). Returns [(all_gathers, host reads)] per call."""
+    heads = 2 * world
+    seq = {"ulysses": 5, "ring": 6, "a2a": 7}[op] + 10 * (check_inputs is True)
+    out = []
+    for s in (seq, seq, seq, seq + 2):
+        q, k, v = _qkv(b=2, s=s, h=heads, hk=heads, d=3)
+        # Only the all_gather is wrapped: P2POp refuses a wrapped isend / irecv (ring).
+        with _CollectiveLog(("all_gather",)) as log, _HostReads() as reads:
+            if op == "ulysses":
+                torch_topo.ulysses_attention(q, k, v, check_inputs=check_inputs)
+            elif op == "ring":
+                torch_topo.ring_attention(q, k, v, check_inputs=check_inputs)
+            else:
+                torch_topo.ulysses_all_to_all(q, 2, 1, check_inputs=check_inputs)
+        out.append((sum(name == "all_gather" for name, _ in log.calls), reads.count))
+    return out
+
+
+def split_traffic(rank, world, *, heads, kv_heads):
+    """Bytes the 2 x 2 layer (Ulysses 2 x zigzag ring 2) sends, forward and backward, against
+    the messages torch_topo.ops.sequence_split prices for that split: every all_to_all_single's
+    send buffer, every ring step's isend."""
+    from torch_topo.mesh import cpu_cluster_doc
+    from torch_topo.ops.sequence_split import AttentionShape, sequence_split_candidates
+    from torch_topo.plan import resolve_cluster
+
+    b, seq, d = 2, 16, 4
+    sp, ring = groups_2x2()
+    cfg = torch_topo.UlyssesConfig(sequence_parallel_size=4, ulysses_degree=2, causal=True,
+                                   check_inputs=False)
+    attn = torch_topo.SequenceParallelAttention(cfg, sp_group=sp, ring_group=ring)
+    gen = torch.Generator().manual_seed(5)
+    full = [torch.randn(b, seq, h, d, generator=gen) for h in (heads, kv_heads, kv_heads)]
+    q, k, v = (torch_topo.shard_sequence(t, 1, sp, ring).clone().requires_grad_()
+               for t in full)
+    a2a, sends = [], []
+    saved = dist.all_to_all_single, dist.batch_isend_irecv
+
+    def all_to_all_single(output, input, *args, **kwargs):
+        a2a.append(input.numel() * input.element_size())
+        return saved[0](output, input, *args, **kwargs)
+
+    def batch_isend_irecv(ops):
+        sends.extend(op.tensor.numel() * op.tensor.element_size() for op in ops
+                     if op.op is dist.isend)
+        return saved[1](ops)
+
+    dist.all_to_all_single, dist.batch_isend_irecv = all_to_all_single, batch_isend_irecv
+    try:
+        attn(q, k, v).sum().backward()
+    finally:
+        dist.all_to_all_single, dist.batch_isend_irecv = saved
+    shape = AttentionShape(heads=heads, kv_heads=kv_heads, head_dim=d, seq_len=seq, batch=b,
+                           dtype=torch.float32)
+    priced = next(c for c in sequence_split_candidates(
+        resolve_cluster(cpu_cluster_doc(4)), {"sp": 4}, shape) if c.ulysses == 2)
+    m = priced.messages
+    want_a2a = sorted([m["qkv"], m["qkv"], m["out"], m["out"]])
+    # Forward and backward each pass K/V R - 1 times; dK/dV travel R steps (R = 2).
+    want_sends = sorted([m["kv"]] * 2 + [m["dkv"]] * 2)
+    if sorted(a2a) != want_a2a or sorted(sends) != want_sends:
+        raise AssertionError(f"sent all-to-all {sorted(a2a)}, ring {sorted(sends)}; priced "
+                             f"{want_a2a}, {want_sends}")
 
 
 def all_to_all_roundtrip(rank, world, *, scatter_dim, gather_dim, shape):

@@ -29,6 +29,13 @@ def test_2x2_gradcheck_float64():
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("heads,kv_heads", [(4, 4), (4, 2), (4, 1)])
+def test_priced_messages_are_what_the_layer_sends(heads, kv_heads):
+    # kv_heads 1 < Ulysses 2: each rank receives a replica of the one K/V head.
+    get_pool(4).run("split_traffic", heads=heads, kv_heads=kv_heads)
+
+
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("balance", ["none", "zigzag"])
 def test_2x2_shard_unshard(balance):
     get_pool(4).run("sequence_roundtrip_2x2", balance=balance, seq=16)

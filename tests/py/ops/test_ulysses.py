@@ -47,6 +47,24 @@ def test_ulysses_one_exchange_for_qkv(world, heads, kv_heads, check_inputs):
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("op", ["ulysses", "ring", "a2a"])
+@pytest.mark.parametrize("check_inputs,checked", [
+    # Default: the first call with a shape is checked; repeats of the agreed shape are not; a
+    # new shape is checked again.
+    ("once", [1, 0, 0, 1]),
+    (True, [1, 1, 1, 1]),
+    (False, [0, 0, 0, 0]),
+])
+def test_input_check_collectives_and_host_reads(world, op, check_inputs, checked):
+    # A check is one all_gather and one host read per gathered record (world of them);
+    # the exchanges themselves read nothing on the host.
+    want = [(c, c * world) for c in checked]
+    got = get_pool(world).run("input_check_count", op=op, check_inputs=check_inputs)
+    assert got == [want] * world
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world", [2, 3])
 @pytest.mark.parametrize("scatter_dim,gather_dim,shape",
                          [(2, 1, (2, 3, 6, 4)), (1, 2, (2, 6, 3, 4)), (0, -1, (6, 5))])
 def test_all_to_all_exchange_and_gradient(world, scatter_dim, gather_dim, shape):
