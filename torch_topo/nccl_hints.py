@@ -28,6 +28,8 @@ from collections.abc import Iterator
 
 import torch
 
+from torch_topo.local_device import local_cuda_index
+
 __all__ = ["register_plan_hints", "hints_for", "connect_with_hints", "applied",
            "nccl_supports_per_function"]
 
@@ -71,7 +73,9 @@ def _environment(hint: dict[str, str]) -> Iterator[dict[str, str]]:
 
 
 def _eager_connect(nccl_backend) -> None:
-    nccl_backend.eager_connect_single_device(torch.device("cuda", torch.cuda.current_device()))
+    index = local_cuda_index()
+    nccl_backend.eager_connect_single_device(
+        torch.device("cuda", index if index >= 0 else torch.cuda.current_device()))
 
 
 def connect_with_hints(nccl_backend, global_ranks) -> dict[str, str]:
