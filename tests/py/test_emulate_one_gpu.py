@@ -85,10 +85,12 @@ def test_rank_environment_and_played_files(tmp_path, monkeypatch, no_namespaces)
 @pytest.mark.parametrize("hierarchical", ["always", "never"])
 def test_topo_believes_in_two_hosts_over_gloo(tmp_path, monkeypatch, no_namespaces,
                                               hierarchical):
+    # The GPU test's program and checks, with CPU tensors: every collective, dtype and op
+    # through "topo" against local references, plus a DeviceMesh and new_group subgroups.
     monkeypatch.setenv("TORCH_TOPO_HIERARCHICAL", hierarchical)
     rc = emulate.main(["--one-gpu", "--nodes", "2", "--procs-per-node", "2", "--topology",
                        P4D, "--timeout-s", "240", "--",
-                       sys.executable, WORKER, "--out", str(tmp_path)])
+                       sys.executable, WORKER, "--out", str(tmp_path), "--mesh"])
     recs = _records(tmp_path, 4)
     assert rc == 0, [r.get("exception") for r in recs]
     for rec in recs:
@@ -96,9 +98,10 @@ def test_topo_believes_in_two_hosts_over_gloo(tmp_path, monkeypatch, no_namespac
         assert rec["hosts"] == ["node0", "node1"]
         assert rec["gpus_per_host"] == [8, 8]
         assert rec["placements"] == [[0, 0], [0, 1], [1, 0], [1, 1]]
-        assert rec["checks"] == {"all_reduce": True, "all_gather": True, "reduce_scatter": True}
+        assert rec["failed"] == [] and rec["checked"] >= 100, rec
         want = "hierarchical" if hierarchical == "always" else "flat"
-        assert rec["all_reduce_choice"] == want, rec
+        assert rec["all_reduce_choices"] == [want], rec
+        assert {d["backend"] for d in rec["mesh"].values()} == {"topo"}
 
 
 def test_failing_rank_code_is_the_exit_code(no_namespaces, capfd):
