@@ -104,6 +104,23 @@ def test_topo_believes_in_two_hosts_over_gloo(tmp_path, monkeypatch, no_namespac
         assert {d["backend"] for d in rec["mesh"].values()} == {"topo"}
 
 
+@pytest.mark.timeout(240)
+def test_train_llama_under_the_rehearsal_matches_single_process(tmp_path, no_namespaces):
+    # tests/gpu/test_rehearsal_cuda.py's training case with CPU tensors: the example's
+    # distributed loss against its own single-process reference, DDP at world 4.
+    out = tmp_path / "result.json"
+    rc = emulate.main(["--one-gpu", "--nodes", "2", "--procs-per-node", "2", "--topology",
+                       P4D, "--timeout-s", "200", "--",
+                       sys.executable, os.path.join(ROOT, "examples", "train_llama.py"),
+                       "--dp", "4", "--ddp", "--steps", "2", "--check-steps", "2", "--backend",
+                       "topo", "--device", "cpu", "--no-checkpoint", "--json", str(out)])
+    assert rc == 0
+    r = json.loads(out.read_text())
+    assert r["world_size"] == 4
+    for got, want in zip(r["losses"], r["reference_losses"], strict=True):
+        assert abs(got - want) <= 1e-4, (r["losses"], r["reference_losses"])
+
+
 def test_failing_rank_code_is_the_exit_code(no_namespaces, capfd):
     code = "import os, sys; sys.exit(7 if os.environ['RANK'] == '1' else 0)"
     rc = emulate.main(["--one-gpu", "--nodes", "1", "--procs-per-node", "2", "--topology",
