@@ -95,6 +95,14 @@ def main(argv: list[str] | None = None) -> int:
                 json.dump({"skipped": "no CUDA device"}, f)
         return 0
     attempts, working = [], {}
+
+    def save() -> None:  # after every attempt: a deadline may cut the run short
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"gpu": torch.cuda.get_device_name(0), "nccl": ".".join(
+                    map(str, torch.cuda.nccl.version())), "attempts": attempts,
+                    "working": working}, f, indent=1)
+
     for world in args.worlds:
         for name, nccl_env in SETTINGS:
             result = _attempt(world, nccl_env, args.timeout_s)
@@ -107,13 +115,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {line}")
             if result["rc"] == 0:
                 working[world] = name
+            save()
+            if result["rc"] == 0:
                 break
     print("working settings:", working or "none")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"gpu": torch.cuda.get_device_name(0), "nccl": ".".join(
-                map(str, torch.cuda.nccl.version())), "attempts": attempts,
-                "working": working}, f, indent=1)
     return 0 if all(w in working for w in (2, 4) if w in args.worlds) else 1
 
 
