@@ -8,6 +8,8 @@ NCCL_HOSTID per rank). Each result is checked against an independent reference:
   batch_isend_irecv, an init_device_mesh (split from the world: device_id is given) and
   new_group(backend="nccl") subgroups, against results computed locally from every rank's
   inputs (the same program runs over Gloo in tests/py/test_emulate_one_gpu.py);
+- Ulysses, ring (zigzag) and 2-D attention at world 4, forward and backward, against
+  single-GPU SDPA with autograd (tests/py/rehearsal_attention_worker.py);
 - examples/train_llama.py at world 4 on CUDA (DDP, FSDP2 tp2 x dp2 with a DCP round trip,
   Ulysses, ring) against the single-process loss the example computes;
 - a rank killed mid-collective: the others fail within the timeout, nobody hangs.
@@ -68,6 +70,16 @@ def test_every_collective_over_nccl(tmp_path, world, hierarchical):
         if hierarchical != "auto":
             want = "hierarchical" if hierarchical == "always" else "flat"
             assert rec["all_reduce_choices"] == [want], rec
+
+
+@pytest.mark.timeout(200)
+def test_sequence_parallel_attention_world4_against_sdpa(tmp_path):
+    worker = os.path.join(ROOT, "tests", "py", "rehearsal_attention_worker.py")
+    proc = _launch(4, [sys.executable, worker, "--out", str(tmp_path), "--device", "cuda"])
+    recs = _records(tmp_path, 4)
+    assert proc.returncode == 0, [recs, proc.stderr[-2000:]]
+    for rec in recs:
+        assert len(rec) == 10 and set(rec.values()) == {"ok"}, rec
 
 
 # name, example options: world 4, 2 played hosts of an NVLink pair each.

@@ -121,6 +121,20 @@ def test_train_llama_under_the_rehearsal_matches_single_process(tmp_path, no_nam
         assert abs(got - want) <= 1e-4, (r["losses"], r["reference_losses"])
 
 
+@pytest.mark.timeout(240)
+def test_sequence_parallel_attention_under_the_rehearsal(tmp_path, no_namespaces):
+    # tests/gpu/test_rehearsal_cuda.py's attention cases with CPU tensors: Ulysses, ring
+    # (zigzag) and 2-D against single-process SDPA, forward and backward, at world 4.
+    worker = os.path.join(ROOT, "tests", "py", "rehearsal_attention_worker.py")
+    rc = emulate.main(["--one-gpu", "--nodes", "2", "--procs-per-node", "2", "--topology",
+                       P4D, "--timeout-s", "200", "--",
+                       sys.executable, worker, "--out", str(tmp_path)])
+    recs = _records(tmp_path, 4)
+    assert rc == 0, recs
+    for rec in recs:
+        assert len(rec) == 5 and set(rec.values()) == {"ok"}, rec
+
+
 def test_failing_rank_code_is_the_exit_code(no_namespaces, capfd):
     code = "import os, sys; sys.exit(7 if os.environ['RANK'] == '1' else 0)"
     rc = emulate.main(["--one-gpu", "--nodes", "1", "--procs-per-node", "2", "--topology",
