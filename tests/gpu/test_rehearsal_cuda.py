@@ -5,7 +5,7 @@ NCCL_HOSTID per rank). Each result is checked against an independent reference:
 
 - tests/py/rehearsal_worker.py: every c10d collective, dtype and reduce op NCCL supports, flat
   and hierarchical ("always", "never", "auto"), coalesced ops, uneven all-to-all,
-  batch_isend_irecv, an init_device_mesh (split from the world: device_id is given) and
+  batch_isend_irecv, the overlap ops with real collectives, an init_device_mesh (split from the world: device_id is given) and
   new_group(backend="nccl") subgroups, against results computed locally from every rank's
   inputs (the same program runs over Gloo in tests/py/test_emulate_one_gpu.py);
 - Ulysses, ring (zigzag) and 2-D attention at world 4, forward and backward, against

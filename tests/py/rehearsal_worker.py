@@ -7,10 +7,11 @@ Initialises "topo" from the launcher's environment (with `--device cuda`: device
 cuda:$LOCAL_RANK, as torch recommends), records the cluster topo believes in, then runs every
 c10d collective through the world group: each reduction for every dtype and reduce op the inner
 backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
-batch_isend_irecv. Each result is compared with the one computed locally from every rank's
-seeded inputs (small integers: exact in every dtype and summation order, so equality is exact).
-With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id was given) and
-`new_group(backend=...)` subgroups. Writes <out>/rank<R>.json; the test asserts on it.
+batch_isend_irecv, and the overlap ops. Each result is compared with the one computed locally
+from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
+equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
+was given) and `new_group(backend=...)` subgroups. Writes <out>/rank<R>.json; the test asserts
+on it.
 """
 
 from __future__ import annotations
@@ -191,6 +192,28 @@ def _coalesced_and_p2p(c: Checks, rank: int, world: int) -> None:
     dist.barrier()
 
 
+def _overlap_ops(c: Checks, rank: int, world: int) -> None:
+    """matmul_reduce_scatter and all_gather_matmul with real collectives, against the torch
+    computation they replace, from every rank's inputs (small integers: exact)."""
+    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+
+    every, rows, k, n = range(world), 8, 24, 20
+    f32 = torch.float32
+
+    def mat(salt: int, r: int, *shape: int) -> torch.Tensor:
+        return _input(r, salt, f32, shape[0] * shape[1]).view(*shape)
+
+    for chunks in (1, 2, 4):
+        got = matmul_reduce_scatter(c.put(mat(80, rank, world * rows, k)),
+                                    c.put(mat(81, rank, n, k)), chunks=chunks)
+        full = sum(mat(80, r, world * rows, k) @ mat(81, r, n, k).t() for r in every)
+        c.same(f"matmul_reduce_scatter chunks={chunks}", got, full.chunk(world)[rank])
+        w = mat(82, 0, n, k)  # one weight: every rank holds the same rows here
+        got = all_gather_matmul(c.put(mat(83, rank, rows, k)), c.put(w), chunks=chunks)
+        want = torch.cat([mat(83, r, rows, k) for r in every]) @ w.t()
+        c.same(f"all_gather_matmul chunks={chunks}", got, want)
+
+
 def _mesh_and_subgroups(c: Checks, rank: int, world: int, device_type: str) -> dict:
     from torch.distributed.device_mesh import init_device_mesh
 
@@ -246,6 +269,7 @@ def main() -> int:
             {c for op, _, c in backend.last_decisions() if op == "allreduce"})
         _movement(checks, rank, world, _DTYPES[args.device])
         _coalesced_and_p2p(checks, rank, world)
+        _overlap_ops(checks, rank, world)
         if args.mesh:
             record["mesh"] = _mesh_and_subgroups(checks, rank, world, args.device)
         record["checked"], record["failed"] = checks.count, checks.failed
