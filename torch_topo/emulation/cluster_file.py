@@ -7,8 +7,9 @@
   the configured line rate. The backend's cluster stage derives the inter-host bandwidth from
   the NIC speeds of the hosts, so it learns the emulated link speed from this file alone;
 - one cluster file (`"kind": "cluster"`), named by EMULATED_CLUSTER_FILE, with every host, the
-  rank placements and the inter-host bandwidth (GB/s per direction) and one-way latency (us),
-  for tools such as `python -m torch_topo plan`.
+  rank placements and the emulated link's bandwidth (GB/s per direction) and one-way latency
+  (us; absent in the one-GPU rehearsal, which emulates no link), for tools such as
+  `python -m torch_topo plan`.
 """
 
 from __future__ import annotations
