@@ -12,6 +12,7 @@ NCCL_HOSTID per rank). Each result is checked against an independent reference:
   single-GPU SDPA with autograd (tests/py/rehearsal_attention_worker.py);
 - examples/train_llama.py at world 4 on CUDA (DDP, FSDP2 tp2 x dp2 with a DCP round trip,
   Ulysses, ring) against the single-process loss the example computes;
+- NCCL hints of init_device_mesh groups split from the world, confirmed from NCCL's own log;
 - a rank killed mid-collective: the others fail within the timeout, nobody hangs.
 
 `GPU_CHECK_NCCL_ENV` (space-separated NCCL_NAME=VALUE, set by scripts/gpu_check.sh from what
@@ -105,6 +106,46 @@ def test_train_llama_world4_matches_single_process(tmp_path, name, options):
     for got, want in zip(r["losses"], r["reference_losses"], strict=True):
         assert abs(got - want) <= 2e-3, (r["losses"], r["reference_losses"])
     assert r["checkpoint_ok"] is (None if "--no-checkpoint" in options else True)
+
+
+_HINTS = """
+import json, os, sys, torch, torch.distributed as dist
+import torch_topo
+from torch_topo import TopoConfig, nccl_hints
+rank = int(os.environ["RANK"])
+dev = torch.device("cuda", 0)
+torch.cuda.set_device(dev)
+dist.init_process_group("topo", device_id=dev)
+mesh = torch_topo.init_device_mesh("cuda", (2, 2), mesh_dim_names=("dp", "tp"),
+                                   config=TopoConfig(nccl_hints=True))
+for dim in ("dp", "tp"):
+    t = torch.ones(1024, device=dev)
+    dist.all_reduce(t, group=mesh[dim].get_group())
+torch.cuda.synchronize()
+json.dump({"planned": mesh.topo_plan.nccl_hints, "applied": nccl_hints.applied()},
+          open(os.path.join(sys.argv[1], f"rank{rank}.json"), "w"))
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.timeout(200)
+def test_nccl_hints_reach_nccl_for_mesh_groups_split_from_the_world(tmp_path):
+    # With device_id, DeviceMesh splits its groups from the world (torch_topo.split puts each
+    # group's planned NCCL_ALGO in the environment during the split). NCCL itself logs the
+    # value it read at communicator init (src/graph/tuning.cc, INFO under NCCL_ENV).
+    proc = _launch(4, [sys.executable, "-c", _HINTS, str(tmp_path)],
+                   {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "ENV"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    recs = _records(tmp_path, 4)
+    if not any(rec["planned"] for rec in recs):
+        pytest.skip(f"the plan gave no NCCL hint for this mesh: nothing to confirm ({recs[0]})")
+    text = proc.stdout + proc.stderr
+    for rank, rec in enumerate(recs):
+        assert rec["applied"], (rank, rec)  # a planned hint was applied on every rank
+        for _ranks, variables in rec["applied"]:
+            algo = variables.get("NCCL_ALGO")
+            if algo:
+                assert f"NCCL_ALGO set by environment to {algo}" in text, (rank, rec)
 
 
 _KILL = """
