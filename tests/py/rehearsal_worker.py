@@ -40,7 +40,10 @@ _DTYPES = {
 def _ops(dtype: torch.dtype) -> list[str]:
     ops = ["SUM", "PRODUCT", "MIN", "MAX"]
     if dtype.is_floating_point:
-        ops += ["AVG", "PREMUL_SUM"]
+        ops.append("AVG")
+    # torch builds NCCL's PREMUL_SUM for half, float and double only.
+    if dtype in (torch.float16, torch.float32, torch.float64):
+        ops.append("PREMUL_SUM")
     return ops
 
 
