@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Run THERE (a GPU machine, as it comes): builds the extension with CUDA, then runs the probe,
-# the sequence-parallel benchmark, every test under tests/gpu and the other GPU benchmarks, and
-# ends with one summary table and one JSON file of all figures. Uses the dependencies
-# scripts/gpu_prepare.sh unpacked into .gpu-deps/ where system headers are missing, and builds
-# with a compiler that links the shared libstdc++ whatever CXX says.
+# Run THERE (a GPU machine, as it comes): builds the extension with CUDA, then runs the world 2
+# and 4 rehearsal on the one GPU (issue 21), the probe, the sequence-parallel benchmark, every
+# test under tests/gpu and the other GPU benchmarks, and ends with one summary table and one
+# JSON file of all figures. Uses the dependencies scripts/gpu_prepare.sh unpacked into
+# .gpu-deps/ where system headers are missing, and builds with a compiler that links the shared
+# libstdc++ whatever CXX says.
 #
 # A lease is short and brings back few files, so the steps share one deadline
 # (GPU_CHECK_SECONDS, default 540: each step gets the smaller of its own limit and what is
-# left, most important first) and $GPU_CHECK_OUT (default $OUT or out/gpu_check) receives four
+# left, most important first) and $GPU_CHECK_OUT (default $OUT or out/gpu_check) receives five
 # files: gpu_check.log (everything printed), gpu_check.json (steps and every figure),
-# tests_gpu.xml and cli_bench.png, plus the built module stripped of debug information: a
-# second lease can carry it back and skip the build (GPU_CHECK_SKIP_BUILD=1, which only checks
-# that the module imports). GPU_CHECK_ONLY (an extended regex on step names) runs a subset.
-# Per-step files stay in a scratch folder.
+# tests_gpu.xml, tests_rehearsal.xml and cli_bench.png, plus the built module stripped of debug
+# information: a second lease can carry it back and skip the build (GPU_CHECK_SKIP_BUILD=1,
+# which only checks that the module imports). GPU_CHECK_ONLY (an extended regex on step names)
+# runs a subset. Per-step files stay in a scratch folder.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -55,6 +56,11 @@ gcc_beside="$(dirname "$CXX_PICKED")/gcc"
 # name|seconds allowed|command, most important first. Benchmarks write JSON into $WORK.
 STEPS=(
   "build|240|MAX_JOBS=${MAX_JOBS:-16} TORCH_TOPO_BUILD_CUDA=1 $PY setup.py build_ext --inplace && { for so in torch_topo/_C.*.so; do strip --strip-debug -o \"$OUT_DIR/\$(basename \$so)\" \$so; done; true; }"
+  # Issue 21: world > 1 on the one GPU (python -m torch_topo.emulate --one-gpu). First the
+  # mechanism itself; the setting it finds working is handed to the later launches.
+  "rehearsal: NCCL_HOSTID|90|$PY tests/gpu/nccl_hostid_check.py --worlds 2 4 8 --timeout-s 40 --json $WORK/nccl_hostid.json"
+  "tests/gpu: world 2 and 4|240|$PY -m pytest -q -rs -p no:cacheprovider --timeout 150 tests/gpu/test_rehearsal_cuda.py --junitxml=$OUT_DIR/tests_rehearsal.xml"
+  "bench: rehearsal topo vs NCCL|100|$PY benchmarks/rehearsal_gpu.py --quick --json $WORK/rehearsal_gpu.json"
   "probe: show, doctor|30|$PY -m torch_topo show && { $PY -m torch_topo doctor; test \$? -le 1; }"
   "bench: sequence parallel|100|$PY benchmarks/sequence_parallel_gpu.py --quick --json $WORK/sequence_parallel_gpu.json"
   "bench: overlap ops|60|$PY benchmarks/overlap_gpu.py --quick --json $WORK/overlap_gpu.json"
@@ -85,6 +91,18 @@ for step in "${STEPS[@]}"; do
   [ "$result" = ok ] || status=1
   SUMMARY+=("$name|$result|$(( $(date +%s) - start ))")
   [ "$name" = build ] && [ "$result" != ok ] && break
+  if [ "$name" = "rehearsal: NCCL_HOSTID" ]; then
+    # The NCCL variables of the setting that worked at the largest world tried (none: default).
+    GPU_CHECK_NCCL_ENV="$("$PY" -c 'import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    sys.exit()
+ok = [a for a in d.get("attempts", []) if a["rc"] == 0]
+print(" ".join(max(ok, key=lambda a: a["world"])["nccl_env"]) if ok else "")' "$WORK/nccl_hostid.json")"
+    export GPU_CHECK_NCCL_ENV
+    echo "gpu_check: rehearsal launches get --nccl-env for: ${GPU_CHECK_NCCL_ENV:-nothing}"
+  fi
 done
 
 echo

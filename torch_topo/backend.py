@@ -8,7 +8,8 @@ wraps them in the C++ `TopoBackend`, then lets `torch_topo.hierarchy.attach_hier
 topology-derived levels.
 
 `register()` also keeps a "topo" default group from being torch's split source for new groups
-(`split_source_for_new_group`).
+(`split_source_for_new_group`), and gives groups torch splits from a "topo" group the levels and
+NCCL hints the creator gives its own (`torch_topo.split`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from torch_topo.config import TopoConfig
 from torch_topo.hierarchy import attach_hierarchy
 from torch_topo.nccl_hints import connect_with_hints
 from torch_topo.numa import bind_at_init
+from torch_topo.split import guard_split_group
 
 __all__ = ["BACKEND_NAME", "register", "resolve_config", "build_inner_backends",
            "split_source_for_new_group"]
@@ -151,6 +153,7 @@ def _guard_split_source() -> None:
 def register() -> None:
     """Registers "topo" once (importing torch_topo calls this)."""
     _guard_split_source()
+    guard_split_group()
     if BACKEND_NAME.upper() in dist.Backend._plugins:
         return
     # A list, not a string: some releases iterate a string by character.

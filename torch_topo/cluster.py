@@ -29,6 +29,7 @@ from datetime import timedelta
 
 from torch_topo import _C
 from torch_topo.config import TopoConfig
+from torch_topo.local_device import local_cuda_index
 from torch_topo.probe import probe, resolve_pinned_file
 from torch_topo.topology import Topology, load_topology
 
@@ -147,13 +148,14 @@ def parse_play(spec: str, group_size: int, rank: int) -> tuple[str, int]:
 
 
 def _local_gpu(topology: Topology) -> int:
-    """This process's GPU as an index of `topology` (-1 without CUDA). CUDA_VISIBLE_DEVICES
-    renumbers devices, so the match is by PCI bus id where torch reports it."""
+    """This process's GPU (`local_cuda_index`: device_id, else LOCAL_RANK, else the current
+    device) as an index of `topology`; -1 without one. CUDA_VISIBLE_DEVICES renumbers devices,
+    so the match is by PCI bus id where torch reports it."""
     import torch
 
-    if not torch.cuda.is_available():
+    dev = local_cuda_index()
+    if dev < 0:
         return -1
-    dev = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(dev)
     fields = [getattr(props, f"pci_{k}_id", None) for k in ("domain", "bus", "device")]
     if None not in fields:

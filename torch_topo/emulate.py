@@ -5,8 +5,10 @@
         --inter-delay 1ms --placement contiguous -- python train.py
 
 One network namespace and host name per node, loopback inside a node, rate-limited and delayed
-links between nodes (docs/emulator.md). Exit code: the first failing rank's code, 124 when
-ranks had to be killed, 2 for usage errors or when the emulator cannot run here (not root,
+links between nodes (docs/emulator.md). With `--one-gpu [GPU]` the ranks are plain local
+processes that all run on one GPU while "topo" plays N hosts of the `--topology` host
+(torch_topo.emulation.one_gpu; no root needed). Exit code: the first failing rank's code, 124
+when ranks had to be killed, 2 for usage errors or when the emulator cannot run here (not root,
 namespaces unavailable), 128 + N when the emulator itself got signal N.
 """
 
@@ -20,8 +22,13 @@ import subprocess
 import sys
 import tempfile
 
-from torch_topo.emulation import cluster_file, netns
-from torch_topo.emulation.launcher import RankProcesses, die_with_parent, place_ranks
+from torch_topo.emulation import cluster_file, netns, one_gpu
+from torch_topo.emulation.launcher import (
+    RankProcesses,
+    die_with_parent,
+    node_wrapper,
+    place_ranks,
+)
 from torch_topo.emulation.shaping import LinkSpec, parse_delay_us, parse_rate_bps
 
 __all__ = ["main", "build_parser"]
@@ -44,16 +51,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--nodes", type=int, required=True, help="number of emulated hosts")
     parser.add_argument("--procs-per-node", type=int, required=True, help="ranks per host")
-    parser.add_argument("--inter-bw", default="1gbit",
+    parser.add_argument("--inter-bw", default=None,
                         help="inter-node line rate per direction, tc units (default 1gbit)")
-    parser.add_argument("--inter-delay", default="1ms",
+    parser.add_argument("--inter-delay", default=None,
                         help="one-way node-to-node delay (default 1ms)")
     parser.add_argument("--placement", choices=("contiguous", "interleaved"),
                         default="contiguous",
                         help="contiguous: node-major ranks; interleaved: rank i on node i mod N")
     parser.add_argument("--topology", metavar="FILE", default=None,
                         help="host topology file every node plays (named in TORCH_TOPO_FILE)")
-    parser.add_argument("--master-port", type=int, default=29500)
+    parser.add_argument("--one-gpu", metavar="GPU", type=int, nargs="?", const=0, default=None,
+                        help="rehearsal: every rank on this GPU (default 0) as a local process, "
+                             "a distinct NCCL_HOSTID each, playing N hosts of --topology")
+    parser.add_argument("--nccl-env", metavar="KEY=VALUE", action="append", default=[],
+                        help="with --one-gpu: an NCCL_* variable for every rank (repeatable), "
+                             "e.g. NCCL_P2P_DISABLE=1")
+    parser.add_argument("--master-port", type=int, default=None,
+                        help="default 29500; with --one-gpu a free local port")
     parser.add_argument("--grace-s", type=float, default=30.0,
                         help="seconds the other ranks may run on after one exits (default 30)")
     parser.add_argument("--timeout-s", type=float, default=None,
@@ -62,12 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _validate(args: argparse.Namespace) -> tuple[LinkSpec, list[str]]:
+def _validate(args: argparse.Namespace) -> tuple[LinkSpec | None, list[str]]:
+    """The emulated link (None for the one-GPU rehearsal, which has none) and the command."""
     if not 1 <= args.nodes <= _MAX_NODES:
         raise ValueError(f"--nodes: got {args.nodes}, expected 1..{_MAX_NODES}")
     if args.procs_per_node < 1:
         raise ValueError(f"--procs-per-node: got {args.procs_per_node}, expected >= 1")
-    if not 1 <= args.master_port <= 65535:
+    if args.master_port is not None and not 1 <= args.master_port <= 65535:
         raise ValueError(f"--master-port: got {args.master_port}, expected 1..65535")
     if args.grace_s < 0 or (args.timeout_s is not None and args.timeout_s <= 0):
         raise ValueError("--grace-s must be >= 0 and --timeout-s > 0")
@@ -76,9 +91,31 @@ def _validate(args: argparse.Namespace) -> tuple[LinkSpec, list[str]]:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise ValueError("no COMMAND given; usage: python -m torch_topo.emulate ... -- COMMAND")
-    link = LinkSpec(rate_bps=parse_rate_bps(args.inter_bw),
-                    delay_us=parse_delay_us(args.inter_delay))
+    if args.one_gpu is not None:
+        _validate_one_gpu(args)
+        return None, command
+    if args.nccl_env:
+        raise ValueError("--nccl-env: only with --one-gpu")
+    link = LinkSpec(rate_bps=parse_rate_bps(args.inter_bw or "1gbit"),
+                    delay_us=parse_delay_us(args.inter_delay or "1ms"))
     return link, command
+
+
+def _validate_one_gpu(args: argparse.Namespace) -> None:
+    if args.topology is None:
+        raise ValueError("--one-gpu: needs --topology FILE, the host of the target cluster every "
+                         "node plays (e.g. its `nvidia-smi topo -m` output)")
+    shaped = [o for o, v in (("--inter-bw", args.inter_bw), ("--inter-delay", args.inter_delay))
+              if v is not None]
+    if shaped:
+        raise ValueError(f"{shaped[0]}: not with --one-gpu (the ranks' links are loopback "
+                         "sockets; the played hosts' NIC speeds are what topo plans with)")
+    for item in args.nccl_env:
+        key, sep, _ = item.partition("=")
+        if not sep or not key.startswith("NCCL_"):
+            raise ValueError(f"--nccl-env: got {item!r}, expected NCCL_NAME=VALUE")
+        if key == "NCCL_HOSTID":
+            raise ValueError("--nccl-env: NCCL_HOSTID is set per rank by --one-gpu")
 
 
 def _start_relay(net: netns.ClusterNetwork) -> subprocess.Popen:
@@ -106,8 +143,65 @@ def _write_topology_files(workdir: str, net: netns.ClusterNetwork, ranks,
         paths.append(os.path.join(workdir, f"node{i}.json"))
         cluster_file.write_json(paths[-1], host)
     cluster_file.write_json(os.path.join(workdir, "cluster.json"),
-                            cluster_file.cluster_document(hosts, ranks, net))
+                            cluster_file.cluster_document(hosts, ranks, net.link))
     return paths
+
+
+def _run_ranks(procs: RankProcesses, args: argparse.Namespace, start, cleanup) -> int:
+    """Runs `start(check)` (which spawns the ranks), watches the ranks, then stops them and
+    runs `cleanup()` on every exit path; SIGINT/SIGTERM/SIGHUP stop the run cleanly."""
+    got_signal: list[int] = []
+
+    def on_signal(signum, _frame):
+        # Only recorded here: raising from the handler could land inside Popen and lose track
+        # of a rank being spawned; check() raises at points where every child is accounted for.
+        got_signal.append(signum)
+
+    def check() -> None:
+        if got_signal:
+            raise _Interrupted(got_signal[0])
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        start(check)
+        return procs.watch(args.grace_s, args.timeout_s, check)
+    except _Interrupted as exc:
+        print(f"torch_topo.emulate: got {exc}, stopping the ranks", file=sys.stderr)
+        return 128 + exc.signum
+    finally:
+        # Further signals must not cut the cleanup short.
+        for sig in old:
+            signal.signal(sig, signal.SIG_IGN)
+        procs.stop()
+        cleanup()
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def run_one_gpu(args: argparse.Namespace, command: list[str]) -> int:
+    """The rehearsal: every rank a local process on one GPU, playing the --topology host."""
+    gpu = one_gpu.visible_gpu(args.one_gpu, os.environ)
+    ranks = place_ranks(args.nodes, args.procs_per_node, args.placement)
+    nccl_env = dict(item.split("=", 1) for item in args.nccl_env)
+    port = args.master_port or one_gpu.free_port()
+    workdir = tempfile.mkdtemp(prefix="torch-topo-rehearsal-")
+    try:
+        # Before any rank starts: a bad --topology file or too many ranks per host fail fast.
+        host_path, cluster_path = one_gpu.write_files(workdir, args.topology, ranks, args.nodes)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    procs = RankProcesses()
+
+    def start(check) -> None:
+        for spec in ranks:
+            env = one_gpu.rank_env(os.environ, spec, len(ranks), gpu=gpu, master_port=port,
+                                   run_id=str(os.getpid()), host_path=host_path,
+                                   cluster_path=cluster_path, nccl_env=nccl_env)
+            check()
+            procs.spawn(spec, command, env)
+
+    return _run_ranks(procs, args, start, lambda: shutil.rmtree(workdir, ignore_errors=True))
 
 
 def _rank_env(base: dict[str, str], spec, world: int, net: netns.ClusterNetwork,
@@ -135,6 +229,8 @@ def _rank_env(base: dict[str, str], spec, world: int, net: netns.ClusterNetwork,
 
 def run_emulated(args: argparse.Namespace) -> int:
     link, command = _validate(args)
+    if link is None:
+        return run_one_gpu(args, command)
     # Before any namespace exists: a bad --topology file fails fast, root or not.
     base_host = cluster_file.base_host(args.topology)
     netns.check_available()
@@ -146,52 +242,34 @@ def run_emulated(args: argparse.Namespace) -> int:
     ranks = place_ranks(args.nodes, args.procs_per_node, args.placement)
     workdir = tempfile.mkdtemp(prefix=f"{net.prefix}-")
     procs = RankProcesses()
-    relay = None
+    relay: list[subprocess.Popen] = []
 
-    got_signal: list[int] = []
-
-    def on_signal(signum, _frame):
-        # Only recorded here: raising from the handler could land inside Popen and lose track
-        # of a rank being spawned; check() raises at points where every child is accounted for.
-        got_signal.append(signum)
-
-    def check() -> None:
-        if got_signal:
-            raise _Interrupted(got_signal[0])
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    try:
+    def start(check) -> None:
         host_paths = _write_topology_files(workdir, net, ranks, base_host)
         net.create()
         check()
-        relay = _start_relay(net)
+        relay.append(_start_relay(net))
         for spec in ranks:
-            env = _rank_env(os.environ, spec, len(ranks), net, args.master_port,
+            env = _rank_env(os.environ, spec, len(ranks), net, args.master_port or 29500,
                             host_paths[spec.node], os.path.join(workdir, "cluster.json"))
             check()
-            procs.spawn(spec, net.node_ns(spec.node), net.hostname(spec.node), command, env)
-        return procs.watch(args.grace_s, args.timeout_s, check)
-    except _Interrupted as exc:
-        print(f"torch_topo.emulate: got {exc}, stopping the ranks", file=sys.stderr)
-        return 128 + exc.signum
-    finally:
-        # Further signals must not cut the cleanup short.
-        for sig in old:
-            signal.signal(sig, signal.SIG_IGN)
-        procs.stop()
-        if relay is not None:
-            relay.terminate()
+            procs.spawn(spec, command, env,
+                        node_wrapper(net.node_ns(spec.node), net.hostname(spec.node)))
+
+    def cleanup() -> None:
+        for proc in relay:
+            proc.terminate()
             try:
-                relay.wait(timeout=5)
+                proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                relay.kill()
-                relay.wait()
+                proc.kill()
+                proc.wait()
         left = net.destroy()
         shutil.rmtree(workdir, ignore_errors=True)
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
         if left:
             print(f"torch_topo.emulate: could not delete namespaces {left}", file=sys.stderr)
+
+    return _run_ranks(procs, args, start, cleanup)
 
 
 def main(argv: list[str] | None = None) -> int:

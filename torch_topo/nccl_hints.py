@@ -14,10 +14,11 @@ How it is applied: `init_device_mesh` (on a "topo" world, CUDA mesh) registers e
 hint under the ranks of each of its groups; when the "topo" creator builds the inner NCCL
 backend of a group with a registered hint, it creates that communicator at once
 (`eager_connect_single_device`) with the hint set in the environment, and restores the
-environment afterwards. A variable the user set is never overridden. Not covered: groups that
-torch creates by splitting (`split_group`, used by DeviceMesh when `init_process_group` got a
-`device_id`), the hierarchical levels' inner communicators, and other threads creating
-communicators at the same moment (they would see the hint too).
+environment afterwards. Groups that torch creates by splitting (`split_group`, used by
+DeviceMesh when `init_process_group` got a `device_id`) get their hint in the environment while
+torch splits the inner NCCL communicator (torch_topo.split). A variable the user set is never
+overridden. Not covered: the hierarchical levels' inner communicators, and other threads
+creating communicators at the same moment (they would see the hint too).
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from collections.abc import Iterator
 
 import torch
 
-__all__ = ["register_plan_hints", "hints_for", "connect_with_hints", "applied",
-           "nccl_supports_per_function"]
+from torch_topo.local_device import local_cuda_index
+
+__all__ = ["register_plan_hints", "hints_for", "connect_with_hints", "hint_environment",
+           "applied", "nccl_supports_per_function"]
 
 _MIN_NCCL = (2, 24, 3)
 _planned: dict[tuple[int, ...], dict[str, str]] = {}
@@ -71,18 +74,33 @@ def _environment(hint: dict[str, str]) -> Iterator[dict[str, str]]:
 
 
 def _eager_connect(nccl_backend) -> None:
-    nccl_backend.eager_connect_single_device(torch.device("cuda", torch.cuda.current_device()))
+    index = local_cuda_index()
+    nccl_backend.eager_connect_single_device(
+        torch.device("cuda", index if index >= 0 else torch.cuda.current_device()))
+
+
+@contextlib.contextmanager
+def hint_environment(global_ranks) -> Iterator[dict[str, str] | None]:
+    """Holds the hint registered for the group of these global ranks in the environment (the
+    variables the user has not set) while the group's NCCL communicator is created inside;
+    yields the variables set, or None when there is nothing to apply. Recorded in `applied()`.
+    """
+    hint = hints_for(global_ranks)
+    if not hint or not nccl_supports_per_function():
+        yield None
+        return
+    with _environment(hint) as mine:
+        yield mine
+    _applied.append((tuple(sorted(global_ranks)), mine))
 
 
 def connect_with_hints(nccl_backend, global_ranks) -> dict[str, str]:
     """Creates the NCCL communicator of `nccl_backend` now, under the hint registered for its
     group; returns the variables that were set for it ({} when there is nothing to apply)."""
-    hint = hints_for(global_ranks)
-    if not hint or not nccl_supports_per_function():
-        return {}
-    with _environment(hint) as mine:
+    with hint_environment(global_ranks) as mine:
+        if mine is None:
+            return {}
         _eager_connect(nccl_backend)
-    _applied.append((tuple(sorted(global_ranks)), mine))
     return mine
 
 

@@ -7,8 +7,9 @@
   the configured line rate. The backend's cluster stage derives the inter-host bandwidth from
   the NIC speeds of the hosts, so it learns the emulated link speed from this file alone;
 - one cluster file (`"kind": "cluster"`), named by EMULATED_CLUSTER_FILE, with every host, the
-  rank placements and the inter-host bandwidth (GB/s per direction) and one-way latency (us),
-  for tools such as `python -m torch_topo plan`.
+  rank placements and the emulated link's bandwidth (GB/s per direction) and one-way latency
+  (us; absent in the one-GPU rehearsal, which emulates no link), for tools such as
+  `python -m torch_topo plan`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 
 from torch_topo.emulation.launcher import RankSpec
 from torch_topo.emulation.netns import ClusterNetwork
+from torch_topo.emulation.shaping import LinkSpec
 
 __all__ = ["SCHEMA", "base_host", "node_host", "cluster_document", "write_json"]
 
@@ -43,18 +45,23 @@ def node_host(base: dict, net: ClusterNetwork, node: int) -> dict:
     return host
 
 
-def cluster_document(hosts: list[dict], ranks: list[RankSpec], net: ClusterNetwork) -> dict:
+def cluster_document(hosts: list[dict], ranks: list[RankSpec], link: LinkSpec | None = None
+                     ) -> dict:
+    """The cluster of `hosts` with `ranks` placed on them; `link`, the emulated inter-host link,
+    is left out where there is none (one-GPU rehearsal: the hosts' NIC speeds then set it)."""
     gpus = min(len(h.get("gpus", [])) for h in hosts)
-    return {
+    doc = {
         "schema": SCHEMA,
         "kind": "cluster",
         "hosts": [{k: v for k, v in h.items() if k not in ("schema", "kind")} for h in hosts],
         # With a host file, rank r of a node plays that host's GPU local_rank where it has one.
         "ranks": [{"host": r.node, "local_gpu": r.local_rank if r.local_rank < gpus else -1,
                    "local_rank": r.local_rank} for r in ranks],
-        "inter_host_bandwidth_gbps": net.link.rate_bps / 8e9,  # GB/s per direction
-        "inter_host_latency_us": net.link.delay_us,
     }
+    if link is not None:
+        doc["inter_host_bandwidth_gbps"] = link.rate_bps / 8e9  # GB/s per direction
+        doc["inter_host_latency_us"] = link.delay_us
+    return doc
 
 
 def write_json(path: str, content: dict) -> None:

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Rank placement and the rank processes of an emulated cluster: spawn every rank in its node's
-namespace under its node's host name, watch them, and bound how long survivors may linger."""
+"""Rank placement and the rank processes of an emulated cluster: spawn every rank (in its node's
+namespace under its node's host name, or as a plain local process for the one-GPU rehearsal),
+watch them, and bound how long survivors may linger."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["RankSpec", "place_ranks", "RankProcesses", "TIMEOUT_EXIT_CODE", "die_with_parent"]
+__all__ = ["RankSpec", "place_ranks", "RankProcesses", "TIMEOUT_EXIT_CODE", "die_with_parent",
+           "node_wrapper"]
 
 TIMEOUT_EXIT_CODE = 124  # as timeout(1): the run was stopped, no rank failed on its own
 _POLL_S = 0.05
@@ -27,6 +29,14 @@ def die_with_parent() -> None:
     # the ranks too instead of leaving them running in deleted namespaces. Kept across the
     # exec chain ip -> unshare -> sh -> COMMAND (none of them is set-uid).
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def node_wrapper(namespace: str, hostname: str) -> list[str]:
+    """The command prefix that runs a rank in its node's namespace. A private UTS namespace per
+    rank carries its node's name: every rank of a node sees the same host name, as on a real
+    host."""
+    return ["ip", "netns", "exec", namespace, "unshare", "--uts", "--",
+            "sh", "-c", 'hostname "$1" && shift && exec "$@"', "sh", hostname]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -68,13 +78,10 @@ class RankProcesses:
     def __init__(self) -> None:
         self.procs: dict[int, subprocess.Popen] = {}
 
-    def spawn(self, spec: RankSpec, namespace: str, hostname: str, command: list[str],
-              env: dict[str, str]) -> None:
-        # A private UTS namespace per rank carrying its node's name: every rank of a node sees
-        # the same host name, as on a real host.
-        wrapper = ["ip", "netns", "exec", namespace, "unshare", "--uts", "--",
-                   "sh", "-c", 'hostname "$1" && shift && exec "$@"', "sh", hostname]
-        self.procs[spec.rank] = subprocess.Popen(wrapper + command, env=env,
+    def spawn(self, spec: RankSpec, command: list[str], env: dict[str, str],
+              wrapper: list[str] | None = None) -> None:
+        """Starts rank `spec.rank` as `wrapper + command` (no wrapper: a plain local process)."""
+        self.procs[spec.rank] = subprocess.Popen((wrapper or []) + command, env=env,
                                                  start_new_session=True,
                                                  preexec_fn=die_with_parent)
 

@@ -94,13 +94,17 @@ def _shard(x, op: str, balance: str):
 
 
 def attention(rank, world, *, op, causal, heads, kv_heads, seq_local, dtype="float32",
-              balance="none", batch=2, head_dim=8, scale=None, seed=0):
-    """Forward and dQ/dK/dV of one op on this rank's shard against the reference."""
+              balance="none", batch=2, head_dim=8, scale=None, seed=0, device="cpu",
+              tolerance=None):
+    """Forward and dQ/dK/dV of one op on this rank's shard against the reference (on `device`;
+    `tolerance` (rtol, atol) overrides the dtype's, e.g. for GPU kernels)."""
     dt = DTYPES[dtype]
     seq = seq_local * world
     gen = torch.Generator().manual_seed(seed)
-    q, dout = (torch.randn(batch, seq, heads, head_dim, generator=gen).to(dt) for _ in range(2))
-    k, v = (torch.randn(batch, seq, kv_heads, head_dim, generator=gen).to(dt) for _ in range(2))
+    q, dout = (torch.randn(batch, seq, heads, head_dim, generator=gen).to(device, dt)
+               for _ in range(2))
+    k, v = (torch.randn(batch, seq, kv_heads, head_dim, generator=gen).to(device, dt)
+            for _ in range(2))
     ref_out, ref_dq, ref_dk, ref_dv, ref_lse = _reference(q, k, v, dout, causal, scale)
 
     pos = expected_positions(_layout(op, balance), seq, rank, world)
@@ -108,14 +112,13 @@ def attention(rank, world, *, op, causal, heads, kv_heads, seq_local, dtype="flo
     torch.testing.assert_close(shard(q), q[:, pos], rtol=0, atol=0)
     ql, kl, vl = (shard(t).detach().clone().requires_grad_() for t in (q, k, v))
     fn = _op(op, causal, scale, balance)
+    rtol, atol = tolerance or TOLERANCES[dt]
     if op == "ring":
         out, lse = fn(ql, kl, vl, return_lse=True)
-        rtol, atol = TOLERANCES[dt]
         torch.testing.assert_close(lse, ref_lse[:, :, pos], rtol=rtol, atol=atol)
     else:
         out = fn(ql, kl, vl)
     out.backward(shard(dout))
-    rtol, atol = TOLERANCES[dt]
     for name, got, want in (("out", out, ref_out), ("dq", ql.grad, ref_dq),
                             ("dk", kl.grad, ref_dk), ("dv", vl.grad, ref_dv)):
         if got.dtype != dt:

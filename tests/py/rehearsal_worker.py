@@ -1,0 +1,291 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Rank program of the one-GPU rehearsal tests (`python -m torch_topo.emulate --one-gpu`):
+tests/py/test_emulate_one_gpu.py runs it with CPU tensors (Gloo inside "topo"),
+tests/gpu/test_rehearsal_cuda.py with CUDA tensors (NCCL, every rank on the one GPU).
+
+Initialises "topo" from the launcher's environment (with `--device cuda`: device_id
+cuda:$LOCAL_RANK, as torch recommends), records the cluster topo believes in, then runs every
+c10d collective through the world group: each reduction for every dtype and reduce op the inner
+backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
+batch_isend_irecv, and the overlap ops. Each result is compared with the one computed locally
+from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
+equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
+was given) and `new_group(backend=...)` subgroups. Writes <out>/rank<R>.json; the test asserts
+on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+
+import torch
+import torch.distributed as dist
+
+R = dist.ReduceOp
+_NUMEL = 4096
+# The dtypes each inner backend reduces: NCCL every one here; Gloo all but bfloat16 (not
+# assumed: the releases we support differ there).
+_DTYPES = {
+    "cuda": [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8,
+             torch.uint8, torch.int32, torch.int64],
+    "cpu": [torch.float32, torch.float16, torch.float64, torch.int8, torch.uint8, torch.int32,
+            torch.int64],
+}
+
+
+def _ops(dtype: torch.dtype) -> list[str]:
+    ops = ["SUM", "PRODUCT", "MIN", "MAX"]
+    if dtype.is_floating_point:
+        ops.append("AVG")
+    # torch builds NCCL's PREMUL_SUM for half, float and double only.
+    if dtype in (torch.float16, torch.float32, torch.float64):
+        ops.append("PREMUL_SUM")
+    return ops
+
+
+def _input(rank: int, salt: int, dtype: torch.dtype, numel: int = _NUMEL) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(1000 * salt + rank)
+    low = 0 if dtype == torch.uint8 else -3
+    return torch.randint(low, 4, (numel,), generator=gen).to(dtype)
+
+
+def _reduce_op(name: str):
+    return dist._make_nccl_premul_sum(0.5) if name == "PREMUL_SUM" else getattr(R, name)
+
+
+def _reference(tensors: list[torch.Tensor], name: str) -> torch.Tensor:
+    stack = torch.stack([t.to(torch.float64) for t in tensors])
+    out = {"SUM": stack.sum(0), "PRODUCT": stack.prod(0), "MIN": stack.amin(0),
+           "MAX": stack.amax(0), "AVG": stack.mean(0), "PREMUL_SUM": stack.sum(0) * 0.5}[name]
+    return out.to(tensors[0].dtype)
+
+
+class Checks:
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.failed: list[str] = []
+        self.count = 0
+
+    def same(self, name: str, got: torch.Tensor, want: torch.Tensor) -> None:
+        self.count += 1
+        got = got.cpu()
+        if got.dtype != want.dtype or not torch.equal(got, want):
+            self.failed.append(name)
+
+    def put(self, t: torch.Tensor) -> torch.Tensor:
+        return t.to(self.device)
+
+
+def _reductions(c: Checks, rank: int, world: int, dtypes) -> None:
+    every = range(world)
+    for i, dtype in enumerate(dtypes):
+        for j, op in enumerate(_ops(dtype)):
+            salt = 100 + 10 * (6 * i + j)  # the same on every rank (str hashes are not)
+            t = c.put(_input(rank, salt, dtype))
+            dist.all_reduce(t, op=_reduce_op(op))
+            c.same(f"all_reduce {dtype} {op}", t,
+                   _reference([_input(r, salt, dtype) for r in every], op))
+            t = c.put(_input(rank, salt + 1, dtype))
+            dist.reduce(t, dst=world - 1, op=_reduce_op(op))
+            if rank == world - 1:  # elsewhere the tensor's content is unspecified (Gloo)
+                c.same(f"reduce {dtype} {op}", t,
+                       _reference([_input(r, salt + 1, dtype) for r in every], op))
+            whole = c.put(_input(rank, salt + 2, dtype))
+            out = c.put(torch.empty(_NUMEL // world, dtype=dtype))
+            dist.reduce_scatter_tensor(out, whole, op=_reduce_op(op))
+            want = _reference([_input(r, salt + 2, dtype) for r in every], op)
+            c.same(f"reduce_scatter_tensor {dtype} {op}", out, want.chunk(world)[rank])
+            blocks = [c.put(b) for b in _input(rank, salt + 3, dtype).chunk(world)]
+            dist.reduce_scatter(out, blocks, op=_reduce_op(op))
+            want = _reference([_input(r, salt + 3, dtype) for r in every], op)
+            c.same(f"reduce_scatter {dtype} {op}", out, want.chunk(world)[rank])
+
+
+def _movement(c: Checks, rank: int, world: int, dtypes) -> None:
+    every = range(world)
+    for dtype in dtypes[:3]:
+        mine = _input(rank, 50, dtype)
+        out = c.put(torch.empty(world * _NUMEL, dtype=dtype))
+        dist.all_gather_into_tensor(out, c.put(mine))
+        gathered = torch.cat([_input(r, 50, dtype) for r in every])
+        c.same(f"all_gather_into_tensor {dtype}", out, gathered)
+        outs = [c.put(torch.empty(_NUMEL, dtype=dtype)) for _ in every]
+        dist.all_gather(outs, c.put(mine))
+        c.same(f"all_gather {dtype}", torch.cat([o.cpu() for o in outs]), gathered)
+        t = c.put(_input(rank, 51, dtype))
+        dist.broadcast(t, src=1 % world)
+        c.same(f"broadcast {dtype}", t, _input(1 % world, 51, dtype))
+        # Even all-to-all: rank r's block j goes to rank j.
+        a2a = c.put(torch.empty(_NUMEL, dtype=dtype))
+        dist.all_to_all_single(a2a, c.put(_input(rank, 52, dtype)))
+        want = torch.cat([_input(r, 52, dtype).chunk(world)[rank] for r in every])
+        c.same(f"all_to_all_single {dtype}", a2a, want)
+        # Uneven: rank r sends r + j + 1 elements to rank j.
+        sizes = [[r + j + 1 for j in every] for r in every]
+        src = _input(rank, 53, dtype, sum(sizes[rank]))
+        recv = c.put(torch.empty(sum(sizes[r][rank] for r in every), dtype=dtype))
+        dist.all_to_all_single(recv, c.put(src), output_split_sizes=[sizes[r][rank] for r in every],
+                               input_split_sizes=sizes[rank])
+        want = torch.cat([_input(r, 53, dtype, sum(sizes[r])).split(sizes[r])[rank]
+                          for r in every])
+        c.same(f"all_to_all_single uneven {dtype}", recv, want)
+        lists_out = [c.put(torch.empty(8, dtype=dtype)) for _ in every]
+        dist.all_to_all(lists_out, [c.put(b) for b in _input(rank, 54, dtype, 8 * world).chunk(world)])
+        want = torch.cat([_input(r, 54, dtype, 8 * world).chunk(world)[rank] for r in every])
+        c.same(f"all_to_all {dtype}", torch.cat([o.cpu() for o in lists_out]), want)
+        root = world - 1
+        gat = [c.put(torch.empty(16, dtype=dtype)) for _ in every] if rank == root else None
+        dist.gather(c.put(_input(rank, 55, dtype, 16)), gat, dst=root)
+        if rank == root:
+            c.same(f"gather {dtype}", torch.cat([g.cpu() for g in gat]),
+                   torch.cat([_input(r, 55, dtype, 16) for r in every]))
+        sc = c.put(torch.empty(16, dtype=dtype))
+        parts = ([c.put(p) for p in _input(root, 56, dtype, 16 * world).chunk(world)]
+                 if rank == root else None)
+        dist.scatter(sc, parts, src=root)
+        c.same(f"scatter {dtype}", sc, _input(root, 56, dtype, 16 * world).chunk(world)[rank])
+
+
+def _coalesced_and_p2p(c: Checks, rank: int, world: int) -> None:
+    every = range(world)
+    dtype = torch.float32
+    # torch coalesces one kind of collective at a time: two of each kind.
+    ins = [[_input(rank, 60 + 3 * k + i, dtype, 64 * world) for i in range(2)] for k in range(3)]
+    refs = [[[_input(r, 60 + 3 * k + i, dtype, 64 * world) for r in every] for i in range(2)]
+            for k in range(3)]
+    reduced = [c.put(t) for t in ins[0]]
+    with dist._coalescing_manager(async_ops=True) as cm:
+        for t in reduced:
+            dist.all_reduce(t)
+    cm.wait()
+    gathered = [c.put(torch.empty(world * t.numel(), dtype=dtype)) for t in ins[1]]
+    with dist._coalescing_manager(async_ops=True) as cm:
+        for out, t in zip(gathered, ins[1], strict=True):
+            dist.all_gather_into_tensor(out, c.put(t))
+    cm.wait()
+    shards = [c.put(torch.empty(64, dtype=dtype)) for _ in ins[2]]
+    with dist._coalescing_manager(async_ops=True) as cm:
+        for out, t in zip(shards, ins[2], strict=True):
+            dist.reduce_scatter_tensor(out, c.put(t))
+    cm.wait()
+    for i in range(2):
+        c.same(f"coalesced all_reduce {i}", reduced[i], sum(refs[0][i]))
+        c.same(f"coalesced all_gather_into_tensor {i}", gathered[i], torch.cat(refs[1][i]))
+        c.same(f"coalesced reduce_scatter_tensor {i}", shards[i],
+               sum(refs[2][i]).chunk(world)[rank])
+    # Ring exchange through batch_isend_irecv, then a plain send/recv pair.
+    right, left = (rank + 1) % world, (rank - 1) % world
+    got = c.put(torch.empty(_NUMEL, dtype=dtype))
+    reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, c.put(_input(rank, 63, dtype)), right),
+                                   dist.P2POp(dist.irecv, got, left)])
+    for req in reqs:
+        req.wait()
+    c.same("batch_isend_irecv", got, _input(left, 63, dtype))
+    if world > 1:
+        t = c.put(_input(rank, 64, dtype))
+        if rank == 0:
+            dist.send(t, 1)
+        elif rank == 1:
+            dist.recv(t, 0)
+            c.same("send/recv", t, _input(0, 64, dtype))
+    dist.barrier()
+
+
+def _overlap_ops(c: Checks, rank: int, world: int) -> None:
+    """matmul_reduce_scatter and all_gather_matmul with real collectives, against the torch
+    computation they replace, from every rank's inputs (small integers: exact)."""
+    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+
+    every, rows, k, n = range(world), 8, 24, 20
+    f32 = torch.float32
+
+    def mat(salt: int, r: int, *shape: int) -> torch.Tensor:
+        return _input(r, salt, f32, shape[0] * shape[1]).view(*shape)
+
+    for chunks in (1, 2, 4):
+        got = matmul_reduce_scatter(c.put(mat(80, rank, world * rows, k)),
+                                    c.put(mat(81, rank, n, k)), chunks=chunks)
+        full = sum(mat(80, r, world * rows, k) @ mat(81, r, n, k).t() for r in every)
+        c.same(f"matmul_reduce_scatter chunks={chunks}", got, full.chunk(world)[rank])
+        w = mat(82, 0, n, k)  # one weight: every rank holds the same rows here
+        got = all_gather_matmul(c.put(mat(83, rank, rows, k)), c.put(w), chunks=chunks)
+        want = torch.cat([mat(83, r, rows, k) for r in every]) @ w.t()
+        c.same(f"all_gather_matmul chunks={chunks}", got, want)
+
+
+def _mesh_and_subgroups(c: Checks, rank: int, world: int, device_type: str) -> dict:
+    from torch.distributed.device_mesh import init_device_mesh
+
+    info = {}
+    mesh = init_device_mesh(device_type, (2, world // 2), mesh_dim_names=("dp", "tp"))
+    for dim in ("dp", "tp"):
+        group = mesh[dim].get_group()
+        ranks = dist.get_process_group_ranks(group)
+        t = c.put(_input(rank, 70, torch.float32))
+        dist.all_reduce(t, group=group)
+        c.same(f"mesh {dim} all_reduce", t, sum(_input(r, 70, torch.float32) for r in ranks))
+        info[dim] = {"backend": dist.get_backend(group), "ranks": ranks}
+    inner = "nccl" if device_type == "cuda" else "gloo"
+    for backend in (inner, None):
+        sub = dist.new_group([0, world - 1], backend=backend)
+        if rank in (0, world - 1):
+            t = c.put(_input(rank, 71, torch.float32))
+            dist.all_reduce(t, group=sub)
+            c.same(f"new_group({backend}) all_reduce", t,
+                   _input(0, 71, torch.float32) + _input(world - 1, 71, torch.float32))
+    return info
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--mesh", action="store_true",
+                        help="also a 2 x (world/2) DeviceMesh and new_group subgroups")
+    args = parser.parse_args()
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    record: dict[str, object] = {"rank": rank}
+    code = 0
+    try:
+        import torch_topo
+        from torch_topo.cluster import world_cluster
+
+        kwargs = {}
+        device = torch.device("cpu")
+        if args.device == "cuda":
+            device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+            torch.cuda.set_device(device)
+            kwargs["device_id"] = device
+        dist.init_process_group("topo", **kwargs)
+        cluster = world_cluster()
+        record["hosts"] = cluster.hostnames
+        record["gpus_per_host"] = [h.gpu_count for h in cluster.hosts]
+        record["placements"] = [[p.host, p.local_gpu] for p in cluster.placements]
+        checks = Checks(device)
+        _reductions(checks, rank, world, _DTYPES[args.device])
+        backend = dist.group.WORLD._get_backend(device)
+        record["all_reduce_choices"] = sorted(
+            {c for op, _, c in backend.last_decisions() if op == "allreduce"})
+        _movement(checks, rank, world, _DTYPES[args.device])
+        _coalesced_and_p2p(checks, rank, world)
+        _overlap_ops(checks, rank, world)
+        if args.mesh:
+            record["mesh"] = _mesh_and_subgroups(checks, rank, world, args.device)
+        record["checked"], record["failed"] = checks.count, checks.failed
+        record["torch_topo"] = torch_topo.__file__
+        dist.barrier()
+        dist.destroy_process_group()
+    except Exception:  # noqa: BLE001  (the test shows it)
+        record["exception"] = traceback.format_exc()[-3000:]
+        code = 4
+    with open(os.path.join(args.out, f"rank{rank}.json"), "w") as f:
+        json.dump(record, f)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
