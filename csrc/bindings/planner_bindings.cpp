@@ -254,6 +254,13 @@ Args:
       .def_property_readonly("host_count", [](const PlannerCluster& c) {
              return static_cast<int>(c.cluster().hosts.size());
            })
+      .def_property_readonly("network_source",
+                             [](const PlannerCluster& c) { return c.model().networkSource(); },
+                             "Where the inter-host bandwidth comes from, in words.")
+      .def_property_readonly("network_assumed",
+                             [](const PlannerCluster& c) { return c.model().networkAssumed(); },
+                             "True when no NIC speed or inter-host bandwidth is known and the "
+                             "model assumes 100 Gbit/s.")
       .def("rail", [](const PlannerCluster& c, int r) { return c.model().railOf(r); },
            py::arg("rank"), "NIC index (rail) of a rank.\n\nArgs:\n  rank: global rank.")
       .def("bandwidth", [](const PlannerCluster& c, int a, int b) {
@@ -285,6 +292,36 @@ Args:
   algorithm: ring, tree, halving_doubling, direct, hierarchical, nvls, nvls_tree, collnet or
     pat; None picks the fastest (hierarchical over NCCL's algorithms only by the 1.15x
     margin). The result's "protocol" names NCCL's protocol (empty under alpha-beta).)")
+      .def("compare_hierarchical",
+           [](const PlannerCluster& c, const std::string& op, int64_t bytes,
+              const std::vector<std::vector<int>>& groups) {
+             return valueErrors([&] {
+               const auto cop = topo::parseCollectiveOp(op);
+               CostEstimate flat, hier;
+               {
+                 py::gil_scoped_release nogil;
+                 flat = c.model().chooseFlat(cop, bytes, groups);
+                 hier = c.model().estimateConcurrent(cop, bytes, groups,
+                                                     topo::Algorithm::Hierarchical);
+               }
+               py::dict out;
+               out["flat"] = estimateToDict(flat);
+               out["hierarchical"] = estimateToDict(hier);
+               out["margin"] =
+                   c.model().usesNccl(groups) ? topo::kHierarchicalMarginOverNccl : 1.0;
+               return out;
+             });
+           },
+           py::arg("op"), py::arg("bytes"), py::arg("groups"),
+           R"(Both sides of the flat-or-hierarchical choice for one size.
+
+Args:
+  op: collective name.
+  bytes: buffer size as nccl-tests counts it.
+  groups: list of rank lists run at once.
+
+Returns {"flat": estimate, "hierarchical": estimate, "margin": m}: hierarchical is chosen where
+its seconds x m are below flat's (m = 1.15 on groups priced with NCCL's algorithms).)")
       .def("hierarchical_thresholds",
            [](const PlannerCluster& c, const std::vector<int>& ranks) {
              return valueErrors([&] {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <sstream>
 #include <tuple>
 #include <unordered_map>
 
@@ -181,6 +182,7 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
   TOPO_CHECK(options_.chunk_bytes > 0, "CostOptions.chunk_bytes: got ", options_.chunk_bytes,
              ", expected > 0");
   const int hosts = static_cast<int>(cluster_.hosts.size());
+  describeNetwork();
   std::vector<std::vector<int>> host_rails(hosts);
   switched_.assign(hosts, 0);
   nic_base_.assign(hosts, 0);
@@ -273,6 +275,37 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
       latency_[a * n_ + b] = lat;
     }
   }
+}
+
+void CostModel::describeNetwork() {
+  const double inter = cluster_.inter_host_bandwidth_gbps;
+  int nics = 0, unknown = 0;
+  std::map<double, int> speeds;  // Gbit/s -> NICs
+  for (const HostTopology& host : cluster_.hosts) {
+    nics += static_cast<int>(host.nics.size());
+    for (const Nic& nic : host.nics) {
+      if (nic.speed_gbps > 0) ++speeds[nic.speed_gbps];
+      else ++unknown;
+    }
+  }
+  std::ostringstream os;
+  if (cluster_.hosts.size() < 2) {
+    os << "one host: no network";
+  } else if (inter > 0) {
+    os << "inter-host bandwidth " << inter << " GB/s per direction per host (measured, or "
+       << "TORCH_TOPO_INTER_HOST_GBPS)";
+  } else if (nics > 0 && unknown == 0) {
+    os << "NIC speeds from the topology:";
+    for (const auto& [gbit, count] : speeds) os << " " << count << " x " << gbit << " Gbit/s";
+  } else {
+    network_assumed_ = true;
+    os << (nics == 0 ? std::string("no NICs listed") :
+           std::to_string(unknown) + " of " + std::to_string(nics) + " NICs without a speed")
+       << " (nvidia-smi text has none): " << kDefaultNetworkGBps * 8 << " Gbit/s assumed per "
+       << (nics == 0 ? "host" : "NIC") << "; set TORCH_TOPO_INTER_HOST_GBPS or plan on the live "
+       << "probe";
+  }
+  network_source_ = os.str();
 }
 
 double CostModel::pairBandwidth(int a, int b) const { return bandwidth_.at(a * n_ + b); }

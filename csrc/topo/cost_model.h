@@ -95,6 +95,11 @@ class CostModel {
   int nicOf(int rank) const { return nic_base_.at(cluster_.ranks.at(rank).host) + rail_.at(rank); }
   double nicBandwidth(int nic) const { return nic_gbps_.at(nic); }
   double hostUplinkBandwidth(int host) const { return host_uplink_gbps_.at(host); }
+  /// Where the inter-host bandwidth comes from, in words ("NIC speeds from the topology: ...",
+  /// "inter-host bandwidth ... GB/s per direction", or the default assumed for NICs without a
+  /// speed), and whether it is that default: plan and doctor print it (issue 22).
+  const std::string& networkSource() const { return network_source_; }
+  bool networkAssumed() const { return network_assumed_; }
   /// GPUs of the host reach their peers through NVSwitch (lanes shared, not per peer).
   bool nvlinkSwitched(int host) const { return switched_.at(host) != 0; }
   /// Whether `groups` are priced with NCCL's algorithms (options().model and their ranks).
@@ -170,6 +175,7 @@ class CostModel {
   /// `keep_root` the first rank stays first (broadcast root).
   std::vector<int> ringOrderOf(const std::vector<int>& ranks, bool keep_root) const;
   void checkRanks(const std::vector<int>& ranks) const;
+  void describeNetwork();
 
   ClusterTopology cluster_;
   CostOptions options_;
@@ -178,6 +184,8 @@ class CostModel {
   std::vector<double> latency_;    // n_ x n_
   std::vector<int> rail_;          // per rank
   std::vector<char> switched_;     // per host: NVLink through NVSwitch
+  std::string network_source_;
+  bool network_assumed_ = false;
   std::vector<int> nic_base_;      // first NIC resource of each host
   std::vector<double> nic_gbps_;   // per NIC resource
   std::vector<double> host_uplink_gbps_;
