@@ -21,7 +21,7 @@ import argparse
 import json
 
 from torch_topo import _C
-from torch_topo.bench.nccl_tests import DATA, SYSTEMS, compare, goal_misses
+from torch_topo.bench.nccl_tests import SYSTEMS, cluster_doc, compare, goal_misses
 
 # (label, host file, hosts, NIC Gbit/s set on every NIC the file lists, GPU sm)
 THRESHOLD_CLUSTERS = (
@@ -71,12 +71,7 @@ def print_system(system, rows) -> dict:
 
 
 def thresholds(label, path, hosts, gbit, sm) -> dict:
-    doc = json.loads(_C.planner_cluster_json(path=str(DATA / path), hosts=hosts))
-    for host in doc["hosts"]:
-        for gpu in host["gpus"]:
-            gpu["sm"] = gpu["sm"] or sm
-        for nic in host["nics"]:
-            nic["speed_gbps"] = nic["speed_gbps"] or gbit
+    doc = cluster_doc(path, hosts=hosts, sm=sm, nic_gbit=gbit)
     ranks = list(range(len(doc["ranks"])))
     out = {}
     for model in ("auto", "alpha_beta"):

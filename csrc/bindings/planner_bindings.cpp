@@ -344,6 +344,7 @@ Args:
               bool contiguous) {
              return valueErrors([&] {
                auto [dims, options] = toDims(mesh, traffic, c.model().options().chunk_bytes);
+               options.cost.model = c.model().options().model;
                MeshPlan plan;
                {
                  py::gil_scoped_release nogil;

@@ -15,6 +15,7 @@ from torch_topo.bench.nccl_tests import (
     DATA,
     SYSTEMS,
     TIME_GOAL,
+    cluster_doc,
     compare,
     goal_misses,
     parse_published,
@@ -89,13 +90,8 @@ def test_tcpxo_large_sizes_hold_despite_its_latency():
 
 def test_choice_lines_agree_with_estimate():
     # 2 x 8 H100 with 9 NICs each, set to 400 Gbit/s (issue 22's cluster).
-    doc = json.loads(_C.planner_cluster_json(
-        path=str(DATA / "nvidia_smi_topo/PARTIAL_nccl1453_8xH100_NV18_9xNIC.tsv.txt"), hosts=2))
-    for host in doc["hosts"]:
-        for gpu in host["gpus"]:
-            gpu["sm"] = 90
-        for nic in host["nics"]:
-            nic["speed_gbps"] = 400.0
+    doc = cluster_doc("nvidia_smi_topo/PARTIAL_nccl1453_8xH100_NV18_9xNIC.tsv.txt", hosts=2,
+                      sm=90, nic_gbit=400)
     cluster = _C.PlannerCluster(json.dumps(doc))
     ranks = list(range(16))
     for nbytes in (1 << 16, 1 << 20, 1 << 30):
@@ -113,3 +109,20 @@ def test_choice_lines_agree_with_estimate():
     assert gloo.estimate("all_reduce", 1 << 20, [ranks])["protocol"] == ""
     with pytest.raises(ValueError, match="expected auto, alpha_beta or nccl"):
         _C.PlannerCluster(json.dumps(doc), 4 << 20, "gloo")
+
+
+def test_network_assumption_is_printed_never_silent():
+    import torch_topo
+    from torch_topo.doctor import diagnose
+
+    dgx1 = str(DATA / "nvidia_smi_topo/dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt")
+    text = torch_topo.plan(dgx1, {"dp": 2, "tp": 8}, hosts=2).explain()
+    (line,) = [ln for ln in text.splitlines() if "network:" in ln]
+    assert "NICs without a speed" in line and "100 Gbit/s assumed per NIC" in line
+    assert "network:" not in torch_topo.plan(dgx1, {"dp": 2, "tp": 4}).explain()
+    codes = {f.code: f for f in diagnose(dgx1, {"dp": 2, "tp": 8}, hosts=2, environ={})}
+    assert codes["nic-speed-assumed"].severity == "info"
+    assert "nic-speed-assumed" not in {f.code for f in diagnose(dgx1, {"dp": 2, "tp": 4},
+                                                                 environ={})}
+    # A spanning dimension gets both sides of the flat-or-hierarchical choice.
+    assert "predicted all_reduce 64 KiB: flat " in text

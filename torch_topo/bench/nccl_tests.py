@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BUSBW_GOAL", "Published", "Row", "SYSTEMS", "System", "TIME_GOAL", "compare",
-           "goal_misses", "parse_published"]
+__all__ = ["BUSBW_GOAL", "Published", "Row", "SYSTEMS", "System", "TIME_GOAL", "cluster_doc",
+           "compare", "goal_misses", "parse_published"]
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 
@@ -179,18 +179,30 @@ def parse_published(system: System) -> list[Published]:
     return _nccl_tests_rows(lines, system.op)
 
 
+def cluster_doc(topology: str, *, hosts: int, sm: int, nic_gbit: float = 0.0,
+                nics: int = 0) -> dict:
+    """Cluster JSON of `hosts` copies of a tests/data host file, completed with what published
+    runs say and the file does not: the GPUs' compute capability, every NIC's line rate
+    (Gbit/s), and for files listing no NIC the host's bandwidth over `nics` of them."""
+    from torch_topo import _C
+
+    doc = json.loads(_C.planner_cluster_json(path=str(DATA / topology), hosts=hosts))
+    for host in doc["hosts"]:
+        for gpu in host["gpus"]:
+            gpu["sm"] = gpu["sm"] or sm
+        for nic in host["nics"]:
+            nic["speed_gbps"] = nic["speed_gbps"] or nic_gbit
+        if not host["nics"] and nic_gbit:
+            doc["inter_host_bandwidth_gbps"] = nics * nic_gbit / 8
+    return doc
+
+
 def _cluster(system: System):
     from torch_topo import _C
 
-    doc = json.loads(_C.planner_cluster_json(path=str(DATA / system.topology), hosts=system.hosts))
-    for host in doc["hosts"]:
-        for gpu in host["gpus"]:
-            gpu["sm"] = gpu["sm"] or system.sm
-        for nic in host["nics"]:
-            nic["speed_gbps"] = nic["speed_gbps"] or system.nic_gbit
-        if not host["nics"] and system.nic_gbit:
-            doc["inter_host_bandwidth_gbps"] = system.nics * system.nic_gbit / 8
-    return _C.PlannerCluster(json.dumps(doc))
+    return _C.PlannerCluster(json.dumps(cluster_doc(
+        system.topology, hosts=system.hosts, sm=system.sm, nic_gbit=system.nic_gbit,
+        nics=system.nics)))
 
 
 def compare(system: System) -> list[Row]:
