@@ -250,7 +250,7 @@ CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& 
 CostEstimate NcclModel::p2p(CollectiveOp op, int64_t bytes,
                             const std::vector<std::vector<int>>& groups, const Shape& s) const {
   // send/recv and all-to-all go through NCCL's p2p path: one hop's latency, the transfers'
-  // bandwidth as the alpha-beta model shares it; LL (half the rate) for small messages.
+  // bandwidth as the alpha-beta model shares it; LL (at a lower rate) for small messages.
   const double load = model_.bandwidthSeconds(op, static_cast<double>(bytes), groups,
                                               Algorithm::Direct);
   CostEstimate est;
@@ -260,7 +260,7 @@ CostEstimate NcclModel::p2p(CollectiveOp op, int64_t bytes,
   const NcclHop h = s.hosts > 1 ? NcclHop::Net : s.nvlink ? NcclHop::NvLink : NcclHop::Pci;
   const double alg = load > 0 ? bytes / load / kBytesPerGB : kInf;
   return finish(op, bytes, s.ranks, Algorithm::Direct,
-                {{NcclProto::LL, kRingLlEfficiency * alg, ncclHopLatencyUs(h, NcclAlgo::Ring, NcclProto::LL)},
+                {{NcclProto::LL, kP2pLlEfficiency * alg, ncclHopLatencyUs(h, NcclAlgo::Ring, NcclProto::LL)},
                  {NcclProto::Simple, alg, ncclHopLatencyUs(h, NcclAlgo::Ring, NcclProto::Simple)}});
 }
 

@@ -60,6 +60,9 @@ constexpr double kRingPlateauLatencyFactorPreSm80 = 1.9;
 constexpr double kTreeEfficiency = 0.92;
 constexpr double kLl128Efficiency = 0.92;
 constexpr double kRingLlEfficiency = 0.5;
+/// NCCL's p2p path (send/recv, all-to-all) with LL reaches less than the ring's half: fitted to
+/// a 2-GPU NV4 send/recv (nccl-tests #331), 23.1 and 29.4 GB/s of the link's 80 at 1 and 2 MiB.
+constexpr double kP2pLlEfficiency = 0.4;
 /// Tree protocol factors on top of kTreeEfficiency: LL 1/3.8; LL128 7/9 on one host, 120/128
 /// across hosts.
 constexpr double kTreeLlFactor = 1.0 / 3.8;

@@ -88,7 +88,9 @@ SYSTEMS: tuple[System, ...] = (
                 "fixed cost of this run (the author's 'massaged' table keeps no NCCL version or "
                 "settings), not link speed; from 8 MiB the model holds"),
     System(results="a100_8xSXM_single_node_sendrecv_perf_liplus.txt", topology=_A100, sm=80,
-           op="send_recv"),
+           op="send_recv",
+           note="the first size (128 MiB) took 1211 us where twice the data took 1423 us: a "
+                "slow first size of the run; from 256 MiB the model holds"),
     System(results="dgxH100class_1node_8xH100_all_reduce_perf_256M-2G.txt", topology=_H100,
            sm=90),
     System(results="h200_8xSXM_single_node_torch_all_reduce_bench_mlengineering.txt",
