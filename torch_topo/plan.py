@@ -123,9 +123,11 @@ def _traffic_map(traffic: Mapping[str, Any] | None) -> dict[str, tuple[float, st
     return out
 
 
-def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20):
+def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20,
+                    model: str = "auto"):
     """A `_C.PlannerCluster` from a file path, a `Topology`/cluster object (anything with
-    `to_json()`), a torch-topo JSON dict or text, or an existing PlannerCluster."""
+    `to_json()`), a torch-topo JSON dict or text, or an existing PlannerCluster. `model`: the
+    cost model's kind for GPU groups ("auto", "alpha_beta", "nccl"; see PlannerCluster)."""
     obj = topology_or_cluster
     if isinstance(obj, _C.PlannerCluster):
         if hosts != 1:
@@ -147,7 +149,7 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
                 "Topology or cluster object, or torch-topo JSON"
             )
         text = _C.planner_cluster_json(text=_drop_empty_nic_paths(obj), hosts=hosts)
-    return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes)
+    return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes, model)
 
 
 def _drop_empty_nic_paths(text: str) -> str:
