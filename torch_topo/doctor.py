@@ -118,6 +118,17 @@ def _pcie_findings(cluster) -> list[Finding]:
     return findings
 
 
+def _network_findings(cluster) -> list[Finding]:
+    """Several hosts whose NIC speeds nobody gave: the cost model's network is a guess."""
+    if cluster.host_count < 2 or not cluster.network_assumed:
+        return []
+    return [Finding(
+        "nic-speed-assumed", "info",
+        f"inter-host bandwidth unknown: {cluster.network_source}",
+        "give it: TORCH_TOPO_INTER_HOST_GBPS=<GB/s per host and direction>, or a topology "
+        "that carries NIC speeds (NCCL XML, the live probe)")]
+
+
 def _environment_findings(environ) -> list[Finding]:
     findings = []
     value = environ.get("CUDA_DEVICE_MAX_CONNECTIONS")
@@ -213,6 +224,7 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
         findings += layout + _numa_findings(cluster, m, {f.code for f in layout})
     findings += _kv_findings(mesh or {}, kv_heads)
     findings += _pcie_findings(cluster)
+    findings += _network_findings(cluster)
     findings += _environment_findings(env)
     findings += _probe_findings(pinned_path, live)
     return findings

@@ -27,6 +27,7 @@ from torch_topo.cluster import (
     exchange_cluster,
 )
 from torch_topo.config import TopoConfig
+from torch_topo.plan import predicted_choices
 
 __all__ = [
     "HIERARCHICAL_OPS",
@@ -258,11 +259,24 @@ def _rule_thresholds(layout: HostLayout, inter_gbps: float, inter_latency_us: fl
     return out
 
 
-def _cost_model_thresholds(cluster, group_size: int, chunk_bytes: int) -> dict[str, int]:
-    """Thresholds from the planner's cost model over the exchanged cluster (GPU ranks)."""
+def _model_of(device_type: str) -> str:
+    """The planner's model for a device type's inner backend: NCCL's algorithms for CUDA
+    tensors (NCCL is the flat side they compete with), the alpha-beta schedules for CPU
+    tensors (Gloo's side keeps its own model)."""
+    return "auto" if device_type == "cuda" else "alpha_beta"
+
+
+def _planner(cluster, chunk_bytes: int, device_type: str):
     from torch_topo import _C
 
-    model = _C.PlannerCluster(json.dumps(cluster.planner_doc()), chunk_bytes)
+    return _C.PlannerCluster(json.dumps(cluster.planner_doc()), chunk_bytes,
+                             _model_of(device_type))
+
+
+def _cost_model_thresholds(cluster, group_size: int, chunk_bytes: int,
+                           device_type: str) -> dict[str, int]:
+    """Thresholds from the planner's cost model over the exchanged cluster (GPU ranks)."""
+    model = _planner(cluster, chunk_bytes, device_type)
     found = model.hierarchical_thresholds(list(range(group_size)))
     # The model has no reduce of its own; reduce mirrors broadcast (same levels, reversed).
     found.setdefault("reduce", found.get("broadcast"))
@@ -270,15 +284,17 @@ def _cost_model_thresholds(cluster, group_size: int, chunk_bytes: int) -> dict[s
 
 
 def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=None,
-                            inter_gbps: float = 0.0, inter_latency_us: float = 0.0
-                            ) -> dict[str, int]:
+                            inter_gbps: float = 0.0, inter_latency_us: float = 0.0,
+                            device_type: str = "cpu") -> dict[str, int]:
     """Per collective, the smallest message (bytes, whole buffer as nccl-tests counts it) that
     takes the hierarchical schedule; an op left out stays flat.
 
     "always": 0 for every op; "never", `use_topo_aware_collectives=False` or one host: none;
     "auto": the planner's cost model when `cluster` (a torch_topo.cluster.Cluster) places every
     rank on a GPU, else the size rule over the inter-host bandwidth and latency (the cluster's,
-    else the arguments; 0 = unknown: 10 GbE assumed).
+    else the arguments; 0 = unknown: 10 GbE assumed). For `device_type` "cuda" the model's flat
+    side is NCCL's best algorithm and hierarchical must beat it by 1.15x; for "cpu" it is the
+    alpha-beta model's best schedule.
     """
     if (config.hierarchical == "never" or not config.use_topo_aware_collectives
             or layout.host_count < 2):
@@ -287,7 +303,8 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
         return dict.fromkeys(HIERARCHICAL_OPS, 0)
     if cluster is not None:
         if all(p.local_gpu >= 0 for p in cluster.placements):
-            return _cost_model_thresholds(cluster, layout.group_size, config.pipeline_chunk_bytes)
+            return _cost_model_thresholds(cluster, layout.group_size, config.pipeline_chunk_bytes,
+                                          device_type)
         inter_gbps = cluster.inter_host_bandwidth_gbps
         inter_latency_us = cluster.inter_host_latency_us
     return _rule_thresholds(layout, inter_gbps or ASSUMED_INTER_HOST_GBPS,
@@ -390,15 +407,22 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
     if layout.host_count < 2:
         _debug(config, f"flat (all {group_size} ranks on host {layout.host_names[0]})")
         return None
-    thresholds = hierarchical_thresholds(layout, config, cluster=cluster)
-    per_call = backend_thresholds(thresholds, group_size)
     timeout = timeout or _flat_timeout(backend) or config.timeout or _DEFAULT_TIMEOUT
+    sizes = "+".join(str(layout.host_size(h)) for h in range(layout.host_count))
     for device_type in _served_device_types(backend):
+        thresholds = hierarchical_thresholds(layout, config, cluster=cluster,
+                                             device_type=device_type)
+        per_call = backend_thresholds(thresholds, group_size)
         levels = build_levels(store, group_rank, layout, device_type=device_type,
                               chunk_bytes=config.pipeline_chunk_bytes, timeout=timeout)
         backend.set_levels(device_type, *levels.as_args())
         backend.set_hierarchical_thresholds(device_type, per_call)
-    sizes = "+".join(str(layout.host_size(h)) for h in range(layout.host_count))
-    _debug(config, f"{layout.host_count} hosts ({sizes} ranks), "
-                   f"{'rails' if layout.uniform else 'leaders'}, thresholds {per_call}")
+        _debug(config, f"{layout.host_count} hosts ({sizes} ranks), "
+                       f"{'rails' if layout.uniform else 'leaders'}, {device_type} thresholds "
+                       f"{per_call}")
+        if (config.debug and config.hierarchical == "auto" and cluster is not None
+                and all(p.local_gpu >= 0 for p in cluster.placements)):
+            model = _planner(cluster, config.pipeline_chunk_bytes, device_type)
+            for line in predicted_choices(model, list(range(group_size))):
+                _debug(config, f"{device_type} predicted {line}")
     return layout

@@ -16,21 +16,64 @@ from typing import Any
 
 from torch_topo import _C
 
-__all__ = ["Plan", "plan", "parse_mesh", "resolve_cluster", "SIZE_CLASSES"]
+__all__ = ["CHOICE_SIZES", "Plan", "plan", "parse_mesh", "predicted_choices", "resolve_cluster",
+           "SIZE_CLASSES"]
 
 SIZE_CLASSES: dict[str, int] = {"small": 64 << 10, "medium": 4 << 20, "large": 256 << 20}
 """Message sizes `Plan.algorithms` reports a choice for, besides each dimension's step bytes."""
 
 # NCCL_ALGO entries ("function:algorithm", NCCL >= 2.24.3) for the model's choices that NCCL
-# implements for that collective (NCCL has Tree for all-reduce only); others get no hint. The
-# model has no protocols, so NCCL_PROTO is left to NCCL. See torch_topo.nccl_hints.
+# implements for that collective (NCCL has Tree, NVLS, NVLS tree and CollNet for all-reduce
+# only, PAT for all-gather and reduce-scatter); others get no hint. The model's protocol is a
+# prediction, not a setting: NCCL_PROTO is left to NCCL. See torch_topo.nccl_hints.
 _NCCL_ALGO = {
     ("all_reduce", "ring"): "allreduce:ring",
     ("all_reduce", "tree"): "allreduce:tree",
+    ("all_reduce", "nvls"): "allreduce:nvls",
+    ("all_reduce", "nvls_tree"): "allreduce:nvlstree",
+    ("all_reduce", "collnet"): "allreduce:collnetdirect",
+    ("all_gather", "pat"): "allgather:pat",
+    ("reduce_scatter", "pat"): "reducescatter:pat",
     ("all_gather", "ring"): "allgather:ring",
     ("reduce_scatter", "ring"): "reducescatter:ring",
     ("broadcast", "ring"): "broadcast:ring",
 }
+
+
+CHOICE_SIZES = (64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30)
+"""Message sizes whose predicted flat and hierarchical times `predicted_choices` prints."""
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} us" if seconds != float("inf") else "n/a"
+
+
+def predicted_choices(model, ranks: list[int], ops=("all_reduce", "all_gather",
+                      "reduce_scatter", "broadcast"), sizes=CHOICE_SIZES) -> list[str]:
+    """One line per op: at each size both sides' predicted time and the side taken, from a
+    `_C.PlannerCluster` (what `plan --explain` prints for groups across hosts and
+    TORCH_TOPO_DEBUG for a "topo" group's hierarchy)."""
+    lines = []
+    for op in ops:
+        cells = []
+        for nbytes in sizes:
+            both = model.compare_hierarchical(op, nbytes, [ranks])
+            flat, hier = both["flat"], both["hierarchical"]
+            taken = ("hierarchical" if hier["applicable"]
+                     and hier["seconds"] * both["margin"] < flat["seconds"] else "flat")
+            how = flat["algorithm"] + (f"/{flat['protocol']}" if flat["protocol"] else "")
+            cells.append(f"{_size(nbytes)}: flat {how} {_us(flat['seconds'])}, "
+                         f"hierarchical {_us(hier['seconds'])} -> {taken}")
+        lines.append(f"{op} " + "; ".join(cells))
+    return lines
+
+
+def _size(nbytes: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes >> shift} {unit}"
+    return f"{nbytes} B"
+
 
 
 def parse_mesh(text: str, option: str = "--mesh") -> dict[str, int]:
@@ -80,9 +123,11 @@ def _traffic_map(traffic: Mapping[str, Any] | None) -> dict[str, tuple[float, st
     return out
 
 
-def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20):
+def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20,
+                    model: str = "auto"):
     """A `_C.PlannerCluster` from a file path, a `Topology`/cluster object (anything with
-    `to_json()`), a torch-topo JSON dict or text, or an existing PlannerCluster."""
+    `to_json()`), a torch-topo JSON dict or text, or an existing PlannerCluster. `model`: the
+    cost model's kind for GPU groups ("auto", "alpha_beta", "nccl"; see PlannerCluster)."""
     obj = topology_or_cluster
     if isinstance(obj, _C.PlannerCluster):
         if hosts != 1:
@@ -104,7 +149,7 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
                 "Topology or cluster object, or torch-topo JSON"
             )
         text = _C.planner_cluster_json(text=_drop_empty_nic_paths(obj), hosts=hosts)
-    return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes)
+    return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes, model)
 
 
 def _drop_empty_nic_paths(text: str) -> str:
@@ -309,11 +354,16 @@ class Plan:
             )
             lines.append("     algorithm by size: " + ", ".join(
                 f"{k}={v}" for k, v in self.algorithms[name].items()))
+            if where != "inside hosts":
+                lines.extend("     predicted " + line for line in predicted_choices(
+                    self._cluster, self.groups(name)[0], ops=(d["op"],)))
             if name in self.nccl_hints:
                 lines.append(f"     nccl hints: {self.nccl_hints[name]}")
         if self.applied_nccl_env:
             lines.append("  NCCL settings in force at each group's communicator creation: "
                          f"{self.applied_nccl_env}")
+        if hosts > 1:
+            lines.append(f"  network: {self._cluster.network_source}")
         lines.append(f"  predicted communication per step: {self.cost() * 1e3:.3f} ms")
         return "\n".join(lines)
 

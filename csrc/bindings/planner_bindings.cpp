@@ -44,6 +44,7 @@ py::dict estimateToDict(const CostEstimate& e) {
   d["seconds"] = e.seconds;
   d["alg_bandwidth_gbps"] = e.alg_bandwidth_gbps;
   d["bus_bandwidth_gbps"] = e.bus_bandwidth_gbps;
+  d["protocol"] = e.protocol;
   d["order"] = e.order;
   return d;
 }
@@ -99,9 +100,9 @@ std::pair<std::vector<MeshDim>, topo::PlanOptions> toDims(
 /// A cluster with a cost model built once; the Python Plan keeps one per topology.
 class PlannerCluster {
  public:
-  PlannerCluster(const std::string& cluster_json, int64_t chunk_bytes)
+  PlannerCluster(const std::string& cluster_json, int64_t chunk_bytes, topo::ModelKind kind)
       : cluster_(topo::clusterFromJson(cluster_json, "<cluster json>")),
-        model_(cluster_, topo::CostOptions{chunk_bytes, true}) {}
+        model_(cluster_, topo::CostOptions{chunk_bytes, true, kind}) {}
 
   const ClusterTopology& cluster() const { return cluster_; }
   const topo::CostModel& model() const { return model_; }
@@ -190,13 +191,18 @@ Args:
 
   py::class_<PlannerCluster>(m, "PlannerCluster",
                              "A cluster (torch-topo JSON) with its cost model, built once.")
-      .def(py::init([](const std::string& json, int64_t chunk_bytes) {
-             return valueErrors([&] { return new PlannerCluster(json, chunk_bytes); });
+      .def(py::init([](const std::string& json, int64_t chunk_bytes, const std::string& model) {
+             return valueErrors([&] {
+               return new PlannerCluster(json, chunk_bytes, topo::parseModelKind(model));
+             });
            }),
            py::arg("cluster_json"), py::arg("chunk_bytes") = int64_t{4} << 20,
+           py::arg("model") = "auto",
            R"(Args:
   cluster_json: a torch-topo/1 cluster document with rank placements.
-  chunk_bytes: pipelining grain of hierarchical schedules (TopoConfig.pipeline_chunk_bytes).)")
+  chunk_bytes: pipelining grain of hierarchical schedules (TopoConfig.pipeline_chunk_bytes).
+  model: "auto" (NCCL's algorithms for groups of GPU ranks, the alpha-beta schedules of the
+    Gloo side otherwise), "alpha_beta" or "nccl".)")
       .def_property_readonly("world_size", [](const PlannerCluster& c) { return c.model().rankCount(); })
       .def("rank_host", [](const PlannerCluster& c, int r) { return c.cluster().ranks.at(r).host; },
            py::arg("rank"), "Host index of a rank.\n\nArgs:\n  rank: global rank.")
@@ -248,6 +254,13 @@ Args:
       .def_property_readonly("host_count", [](const PlannerCluster& c) {
              return static_cast<int>(c.cluster().hosts.size());
            })
+      .def_property_readonly("network_source",
+                             [](const PlannerCluster& c) { return c.model().networkSource(); },
+                             "Where the inter-host bandwidth comes from, in words.")
+      .def_property_readonly("network_assumed",
+                             [](const PlannerCluster& c) { return c.model().networkAssumed(); },
+                             "True when no NIC speed or inter-host bandwidth is known and the "
+                             "model assumes 100 Gbit/s.")
       .def("rail", [](const PlannerCluster& c, int r) { return c.model().railOf(r); },
            py::arg("rank"), "NIC index (rail) of a rank.\n\nArgs:\n  rank: global rank.")
       .def("bandwidth", [](const PlannerCluster& c, int a, int b) {
@@ -276,7 +289,39 @@ Args:
   op: collective name (all_reduce, ...).
   bytes: buffer size as nccl-tests counts it.
   groups: list of rank lists.
-  algorithm: ring, tree, halving_doubling, direct or hierarchical; None picks the fastest.)")
+  algorithm: ring, tree, halving_doubling, direct, hierarchical, nvls, nvls_tree, collnet or
+    pat; None picks the fastest (hierarchical over NCCL's algorithms only by the 1.15x
+    margin). The result's "protocol" names NCCL's protocol (empty under alpha-beta).)")
+      .def("compare_hierarchical",
+           [](const PlannerCluster& c, const std::string& op, int64_t bytes,
+              const std::vector<std::vector<int>>& groups) {
+             return valueErrors([&] {
+               const auto cop = topo::parseCollectiveOp(op);
+               CostEstimate flat, hier;
+               {
+                 py::gil_scoped_release nogil;
+                 flat = c.model().chooseFlat(cop, bytes, groups);
+                 hier = c.model().estimateConcurrent(cop, bytes, groups,
+                                                     topo::Algorithm::Hierarchical);
+               }
+               py::dict out;
+               out["flat"] = estimateToDict(flat);
+               out["hierarchical"] = estimateToDict(hier);
+               out["margin"] =
+                   c.model().usesNccl(groups) ? topo::kHierarchicalMarginOverNccl : 1.0;
+               return out;
+             });
+           },
+           py::arg("op"), py::arg("bytes"), py::arg("groups"),
+           R"(Both sides of the flat-or-hierarchical choice for one size.
+
+Args:
+  op: collective name.
+  bytes: buffer size as nccl-tests counts it.
+  groups: list of rank lists run at once.
+
+Returns {"flat": estimate, "hierarchical": estimate, "margin": m}: hierarchical is chosen where
+its seconds x m are below flat's (m = 1.15 on groups priced with NCCL's algorithms).)")
       .def("hierarchical_thresholds",
            [](const PlannerCluster& c, const std::vector<int>& ranks) {
              return valueErrors([&] {
@@ -299,6 +344,7 @@ Args:
               bool contiguous) {
              return valueErrors([&] {
                auto [dims, options] = toDims(mesh, traffic, c.model().options().chunk_bytes);
+               options.cost.model = c.model().options().model;
                MeshPlan plan;
                {
                  py::gil_scoped_release nogil;

@@ -8,10 +8,12 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <sstream>
 #include <tuple>
 #include <unordered_map>
 
 #include "topo/error.h"
+#include "topo/nccl_model.h"
 #include "topo/ring_order.h"
 
 namespace torch_topo::topo {
@@ -72,7 +74,7 @@ double defaultLatency(const PathInfo& p) {
 /// NVLink lanes of one GPU reach its peers through NVSwitch (shared) rather than one bundle
 /// per peer: the box has NVSwitch nodes, or every peer shows the same lane count and their sum
 /// exceeds what any GPU has.
-bool nvlinkSwitched(const HostTopology& host) {
+bool hostNvlinkSwitched(const HostTopology& host) {
   if (!host.graph.nodesOfKind(NodeKind::NvSwitch).empty()) return true;
   const int g = host.gpuCount();
   if (g < 3) return false;
@@ -127,6 +129,10 @@ const char* toString(Algorithm algorithm) {
     case Algorithm::HalvingDoubling: return "halving_doubling";
     case Algorithm::Direct: return "direct";
     case Algorithm::Hierarchical: return "hierarchical";
+    case Algorithm::Nvls: return "nvls";
+    case Algorithm::NvlsTree: return "nvls_tree";
+    case Algorithm::CollNet: return "collnet";
+    case Algorithm::Pat: return "pat";
   }
   return "?";
 }
@@ -144,11 +150,20 @@ CollectiveOp parseCollectiveOp(const std::string& text) {
 
 Algorithm parseAlgorithm(const std::string& text) {
   for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling,
-                      Algorithm::Direct, Algorithm::Hierarchical}) {
+                      Algorithm::Direct, Algorithm::Hierarchical, Algorithm::Nvls,
+                      Algorithm::NvlsTree, Algorithm::CollNet, Algorithm::Pat}) {
     if (text == toString(a)) return a;
   }
   throw InvalidArgument("algorithm: got '" + text +
-                        "', expected ring, tree, halving_doubling, direct or hierarchical");
+                        "', expected ring, tree, halving_doubling, direct, hierarchical, nvls, "
+                        "nvls_tree, collnet or pat");
+}
+
+ModelKind parseModelKind(const std::string& text) {
+  if (text == "auto") return ModelKind::Auto;
+  if (text == "alpha_beta") return ModelKind::AlphaBeta;
+  if (text == "nccl") return ModelKind::Nccl;
+  throw InvalidArgument("cost model: got '" + text + "', expected auto, alpha_beta or nccl");
 }
 
 double busBandwidthFactor(CollectiveOp op, int group_size) {
@@ -167,14 +182,15 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
   TOPO_CHECK(options_.chunk_bytes > 0, "CostOptions.chunk_bytes: got ", options_.chunk_bytes,
              ", expected > 0");
   const int hosts = static_cast<int>(cluster_.hosts.size());
+  describeNetwork();
   std::vector<std::vector<int>> host_rails(hosts);
-  std::vector<char> switched(hosts, 0);
+  switched_.assign(hosts, 0);
   nic_base_.assign(hosts, 0);
   host_uplink_gbps_.assign(hosts, kInf);
   for (int h = 0; h < hosts; ++h) {
     const HostTopology& host = cluster_.hosts[h];
     host_rails[h] = railsOfHost(host);
-    switched[h] = nvlinkSwitched(host);
+    switched_[h] = hostNvlinkSwitched(host);
     nic_base_[h] = static_cast<int>(nic_gbps_.size());
     const int nics = std::max<int>(1, static_cast<int>(host.nics.size()));
     for (int k = 0; k < nics; ++k) {
@@ -230,7 +246,7 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
         pcie_max = std::max(pcie_max, bw);
       }
     }
-    if (nv_max > 0) nvlink_injection_gbps_[r] = switched[p.host] ? nv_max : nv_sum;
+    if (nv_max > 0) nvlink_injection_gbps_[r] = switched_[p.host] ? nv_max : nv_sum;
     if (pcie_max > 0) pcie_injection_gbps_[r] = pcie_max;
   }
   bandwidth_.assign(static_cast<size_t>(n_) * n_, kLocalGBps);
@@ -259,6 +275,37 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
       latency_[a * n_ + b] = lat;
     }
   }
+}
+
+void CostModel::describeNetwork() {
+  const double inter = cluster_.inter_host_bandwidth_gbps;
+  int nics = 0, unknown = 0;
+  std::map<double, int> speeds;  // Gbit/s -> NICs
+  for (const HostTopology& host : cluster_.hosts) {
+    nics += static_cast<int>(host.nics.size());
+    for (const Nic& nic : host.nics) {
+      if (nic.speed_gbps > 0) ++speeds[nic.speed_gbps];
+      else ++unknown;
+    }
+  }
+  std::ostringstream os;
+  if (cluster_.hosts.size() < 2) {
+    os << "one host: no network";
+  } else if (inter > 0) {
+    os << "inter-host bandwidth " << inter << " GB/s per direction per host (measured, or "
+       << "TORCH_TOPO_INTER_HOST_GBPS)";
+  } else if (nics > 0 && unknown == 0) {
+    os << "NIC speeds from the topology:";
+    for (const auto& [gbit, count] : speeds) os << " " << count << " x " << gbit << " Gbit/s";
+  } else {
+    network_assumed_ = true;
+    os << (nics == 0 ? std::string("no NICs listed") :
+           std::to_string(unknown) + " of " + std::to_string(nics) + " NICs without a speed")
+       << " (nvidia-smi text has none): " << kDefaultNetworkGBps * 8 << " Gbit/s assumed per "
+       << (nics == 0 ? "host" : "NIC") << "; set TORCH_TOPO_INTER_HOST_GBPS or plan on the live "
+       << "probe";
+  }
+  network_source_ = os.str();
 }
 
 double CostModel::pairBandwidth(int a, int b) const { return bandwidth_.at(a * n_ + b); }
@@ -293,6 +340,12 @@ std::vector<int> CostModel::ringOrderOf(const std::vector<int>& ranks, bool keep
 }
 
 double CostModel::phaseTime(const Phase& phase) const {
+  double alpha = 0.0;
+  const double load = phaseLoadSeconds(phase, &alpha);
+  return phase.latency_steps * alpha * 1e-6 + load;
+}
+
+double CostModel::phaseLoadSeconds(const Phase& phase, double* alpha_us) const {
   // Load per resource; the phase lasts as long as its most loaded resource needs.
   std::unordered_map<int64_t, double> path_load;
   std::map<int, double> nic_tx, nic_rx, up_tx, up_rx;
@@ -344,7 +397,8 @@ double CostModel::phaseTime(const Phase& phase) const {
   for (const auto& [key, bytes] : smp_load) {
     worst = std::max(worst, bytes / smp_gbps_[std::get<0>(key)]);
   }
-  return phase.latency_steps * alpha * 1e-6 + worst / kBytesPerGB;
+  *alpha_us = alpha;
+  return worst / kBytesPerGB;
 }
 
 double CostModel::timeOf(const Schedule& schedule) const {
@@ -445,41 +499,50 @@ CostModel::Schedule CostModel::buildFlat(CollectiveOp op, double bytes,
       if (op == CollectiveOp::AllReduce) return {phase, phase};  // reduce-scatter + all-gather
       return {phase};
     }
-    case Algorithm::Hierarchical: return {};
+    case Algorithm::Hierarchical:
+    case Algorithm::Nvls:
+    case Algorithm::NvlsTree:
+    case Algorithm::CollNet:
+    case Algorithm::Pat: return {};
   }
   return s;
+}
+
+CostModel::HierarchicalLevels CostModel::hierarchicalLevels(const std::vector<int>& ranks) const {
+  // Hosts in order of first appearance; members of a host sorted by GPU so rails align.
+  std::vector<int> host_ids;
+  std::map<int, std::vector<int>> members;
+  for (int r : ranks) {
+    const int h = cluster_.ranks.at(r).host;
+    if (!members.count(h)) host_ids.push_back(h);
+    members[h].push_back(r);
+  }
+  HierarchicalLevels levels;
+  const size_t local = members[host_ids.at(0)].size();
+  if (host_ids.size() < 2 || local < 2) return levels;
+  for (int h : host_ids) {
+    auto& list = members[h];
+    if (list.size() != local) return {};
+    std::stable_sort(list.begin(), list.end(), [&](int a, int b) {
+      return cluster_.ranks[a].local_gpu < cluster_.ranks[b].local_gpu;
+    });
+    levels.intra.push_back(list);
+  }
+  levels.rails.assign(local, {});
+  for (size_t j = 0; j < local; ++j)
+    for (int h : host_ids) levels.rails[j].push_back(members[h][j]);
+  return levels;
 }
 
 std::vector<CostModel::Schedule> CostModel::buildHierarchical(CollectiveOp op, double bytes,
                                                               const std::vector<int>& ranks) const {
   if (op == CollectiveOp::AllToAll || op == CollectiveOp::SendRecv) return {};
-  // Hosts in order of first appearance; members of a host sorted by GPU so rails align.
-  std::vector<int> host_ids;
-  std::map<int, std::vector<int>> members;
-  for (int r : ranks) {
-    const int h = cluster_.ranks[r].host;
-    if (!members.count(h)) host_ids.push_back(h);
-    members[h].push_back(r);
-  }
-  const int hosts = static_cast<int>(host_ids.size());
-  const size_t local = members[host_ids[0]].size();
-  if (hosts < 2 || local < 2) return {};
-  for (auto& [h, list] : members) {
-    if (list.size() != local) return {};
-    std::stable_sort(list.begin(), list.end(), [&](int a, int b) {
-      return cluster_.ranks[a].local_gpu < cluster_.ranks[b].local_gpu;
-    });
-  }
+  const HierarchicalLevels levels = hierarchicalLevels(ranks);
+  if (levels.intra.empty()) return {};
   auto merged = [&](CollectiveOp level_op, double level_bytes, bool intra) {
     Schedule out;
-    const size_t groups = intra ? hosts : local;
-    for (size_t g = 0; g < groups; ++g) {
-      std::vector<int> group;
-      if (intra) {
-        group = ringOrderOf(members[host_ids[g]], false);
-      } else {
-        for (int h : host_ids) group.push_back(members[h][g]);
-      }
+    for (const auto& members : intra ? levels.intra : levels.rails) {
+      const std::vector<int> group = intra ? ringOrderOf(members, false) : members;
       Schedule part = buildFlat(level_op, level_bytes, group, Algorithm::Ring);
       if (out.size() < part.size()) out.resize(part.size());
       for (size_t i = 0; i < part.size(); ++i) {
@@ -490,7 +553,7 @@ std::vector<CostModel::Schedule> CostModel::buildHierarchical(CollectiveOp op, d
     }
     return out;
   };
-  const double L = static_cast<double>(local);
+  const double L = static_cast<double>(levels.rails.size());
   switch (op) {
     case CollectiveOp::AllReduce:
       return {merged(CollectiveOp::ReduceScatter, bytes, true),
@@ -504,29 +567,76 @@ std::vector<CostModel::Schedule> CostModel::buildHierarchical(CollectiveOp op, d
               merged(CollectiveOp::ReduceScatter, bytes / L, false)};
     case CollectiveOp::Broadcast: {
       // Root's rail carries the tensor across hosts, then each host forwards it locally.
-      Schedule inter, intra;
       const int root = ranks[0];
-      const auto& root_list = members[cluster_.ranks[root].host];
-      const size_t rail = std::find(root_list.begin(), root_list.end(), root) - root_list.begin();
+      size_t rail = 0, root_host = 0;
+      for (size_t j = 0; j < levels.rails.size(); ++j)
+        for (size_t h = 0; h < levels.rails[j].size(); ++h)
+          if (levels.rails[j][h] == root) rail = j, root_host = h;
       std::vector<int> across{root};
-      for (int h : host_ids)
-        if (h != cluster_.ranks[root].host) across.push_back(members[h][rail]);
-      inter = buildFlat(op, bytes, across, Algorithm::Ring);
+      for (size_t h = 0; h < levels.intra.size(); ++h)
+        if (h != root_host) across.push_back(levels.rails[rail][h]);
+      Schedule inter = buildFlat(op, bytes, across, Algorithm::Ring);
       Phase local_phase;
-      for (int h : host_ids) {
-        std::vector<int> group{members[h][rail]};
-        for (int r : members[h])
-          if (r != members[h][rail]) group.push_back(r);
+      for (size_t h = 0; h < levels.intra.size(); ++h) {
+        const int leader = levels.rails[rail][h];
+        std::vector<int> group{leader};
+        for (int r : levels.intra[h])
+          if (r != leader) group.push_back(r);
         const Schedule chain = buildFlat(op, bytes, group, Algorithm::Ring);
         local_phase.transfers.insert(local_phase.transfers.end(), chain[0].transfers.begin(),
                                      chain[0].transfers.end());
-        local_phase.latency_steps = static_cast<int>(local) - 1;
+        local_phase.latency_steps = static_cast<int>(L) - 1;
       }
-      intra.push_back(local_phase);
-      return {inter, intra};
+      return {inter, {local_phase}};
     }
     default: return {};
   }
+}
+
+void CostModel::appendLevels(std::vector<Schedule>& levels, std::vector<Schedule> parts) {
+  if (levels.size() < parts.size()) levels.resize(parts.size());
+  for (size_t l = 0; l < parts.size(); ++l) {
+    if (levels[l].size() < parts[l].size()) levels[l].resize(parts[l].size());
+    for (size_t i = 0; i < parts[l].size(); ++i) {
+      auto& dst = levels[l][i];
+      dst.transfers.insert(dst.transfers.end(), parts[l][i].transfers.begin(),
+                           parts[l][i].transfers.end());
+      dst.latency_steps = std::max(dst.latency_steps, parts[l][i].latency_steps);
+    }
+  }
+}
+
+bool CostModel::usesNccl(const std::vector<std::vector<int>>& groups) const {
+  if (options_.model != ModelKind::Auto) return options_.model == ModelKind::Nccl;
+  for (const auto& g : groups)
+    for (int r : g)
+      if (cluster_.ranks.at(r).local_gpu < 0) return false;
+  return true;
+}
+
+CostModel::Schedule CostModel::flatSchedule(CollectiveOp op, double bytes,
+                                            const std::vector<std::vector<int>>& groups,
+                                            Algorithm algorithm, std::vector<int>* order) const {
+  std::vector<Schedule> levels;
+  for (const auto& g : groups) {
+    std::vector<int> o =
+        algorithm == Algorithm::Direct ? g : ringOrderOf(g, op == CollectiveOp::Broadcast);
+    Schedule s = buildFlat(op, bytes, o, algorithm);
+    if (s.empty()) return {};
+    if (order && order->empty()) *order = o;
+    appendLevels(levels, {std::move(s)});
+  }
+  return levels.empty() ? Schedule{} : levels[0];
+}
+
+double CostModel::bandwidthSeconds(CollectiveOp op, double bytes,
+                                   const std::vector<std::vector<int>>& groups,
+                                   Algorithm algorithm) const {
+  const Schedule s = flatSchedule(op, bytes, groups, algorithm, nullptr);
+  if (s.empty()) return kInf;
+  double total = 0.0, alpha = 0.0;
+  for (const Phase& phase : s) total += phaseLoadSeconds(phase, &alpha);
+  return total;
 }
 
 CostEstimate CostModel::estimateConcurrent(CollectiveOp op, int64_t bytes,
@@ -541,39 +651,33 @@ CostEstimate CostModel::estimateConcurrent(CollectiveOp op, int64_t bytes,
     all.insert(all.end(), g.begin(), g.end());
   }
   checkRanks(all);
-  CostEstimate est;
-  est.algorithm = algorithm;
-  const int n = static_cast<int>(groups[0].size());
-  if (n == 1) {  // nothing moves; reported once, as a ring
+  if (groups[0].size() == 1) {  // nothing moves; reported once, as a ring
+    CostEstimate est;
+    est.algorithm = algorithm;
     est.applicable = algorithm == Algorithm::Ring;
     est.seconds = est.applicable ? 0.0 : kInf;
     est.order = groups[0];
     return est;
   }
-  // Levels of the schedule, each merged over the groups (their transfers run at once).
-  std::vector<Schedule> levels;
-  auto add_levels = [&](std::vector<Schedule> parts) {
-    if (levels.size() < parts.size()) levels.resize(parts.size());
-    for (size_t l = 0; l < parts.size(); ++l) {
-      if (levels[l].size() < parts[l].size()) levels[l].resize(parts[l].size());
-      for (size_t i = 0; i < parts[l].size(); ++i) {
-        auto& dst = levels[l][i];
-        dst.transfers.insert(dst.transfers.end(), parts[l][i].transfers.begin(),
-                             parts[l][i].transfers.end());
-        dst.latency_steps = std::max(dst.latency_steps, parts[l][i].latency_steps);
-      }
-    }
-  };
-  double chunks = 1.0;
+  if (usesNccl(groups)) return NcclModel(*this).estimate(op, bytes, groups, algorithm);
+  return estimateAlphaBeta(op, bytes, groups, algorithm);
+}
+
+CostEstimate CostModel::estimateAlphaBeta(CollectiveOp op, int64_t bytes,
+                                          const std::vector<std::vector<int>>& groups,
+                                          Algorithm algorithm) const {
+  CostEstimate est;
+  est.algorithm = algorithm;
+  est.seconds = kInf;
+  const int n = static_cast<int>(groups[0].size());
   if (algorithm == Algorithm::Hierarchical) {
-    chunks = std::max(1.0, std::ceil(static_cast<double>(bytes) / options_.chunk_bytes));
+    // Levels of the schedule, each merged over the groups (their transfers run at once).
+    std::vector<Schedule> levels;
+    const double chunks = std::max(1.0, std::ceil(static_cast<double>(bytes) / options_.chunk_bytes));
     for (const auto& g : groups) {
       auto parts = buildHierarchical(op, bytes / chunks, g);
-      if (parts.empty()) {
-        est.seconds = kInf;
-        return est;
-      }
-      add_levels(std::move(parts));
+      if (parts.empty()) return est;
+      appendLevels(levels, std::move(parts));
     }
     // Levels pipelined over chunks: the first chunk passes every level, the rest follow at
     // the pace of the slowest level.
@@ -585,19 +689,9 @@ CostEstimate CostModel::estimateConcurrent(CollectiveOp op, int64_t bytes,
     }
     est.seconds = sum + (chunks - 1.0) * slowest;
   } else {
-    for (const auto& g : groups) {
-      std::vector<int> order = algorithm == Algorithm::Direct
-                                   ? g
-                                   : ringOrderOf(g, op == CollectiveOp::Broadcast);
-      Schedule s = buildFlat(op, static_cast<double>(bytes), order, algorithm);
-      if (s.empty()) {
-        est.seconds = kInf;
-        return est;
-      }
-      if (est.order.empty()) est.order = order;
-      add_levels({std::move(s)});
-    }
-    est.seconds = timeOf(levels[0]);
+    const Schedule s = flatSchedule(op, static_cast<double>(bytes), groups, algorithm, &est.order);
+    if (s.empty()) return est;
+    est.seconds = timeOf(s);
   }
   est.applicable = true;
   est.alg_bandwidth_gbps = est.seconds > 0 ? bytes / est.seconds / kBytesPerGB : 0.0;
@@ -611,15 +705,25 @@ CostEstimate CostModel::estimateCollective(CollectiveOp op, int64_t bytes,
   return estimateConcurrent(op, bytes, {ranks}, algorithm);
 }
 
-CostEstimate CostModel::chooseConcurrent(CollectiveOp op, int64_t bytes,
-                                         const std::vector<std::vector<int>>& groups) const {
+CostEstimate CostModel::chooseFlat(CollectiveOp op, int64_t bytes,
+                                   const std::vector<std::vector<int>>& groups) const {
   CostEstimate best;
   best.seconds = kInf;
   for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling,
-                      Algorithm::Direct, Algorithm::Hierarchical}) {
+                      Algorithm::Direct, Algorithm::Nvls, Algorithm::NvlsTree, Algorithm::CollNet,
+                      Algorithm::Pat}) {
     CostEstimate e = estimateConcurrent(op, bytes, groups, a);
     if (e.applicable && e.seconds < best.seconds) best = std::move(e);
   }
+  return best;
+}
+
+CostEstimate CostModel::chooseConcurrent(CollectiveOp op, int64_t bytes,
+                                         const std::vector<std::vector<int>>& groups) const {
+  CostEstimate best = chooseFlat(op, bytes, groups);
+  CostEstimate hier = estimateConcurrent(op, bytes, groups, Algorithm::Hierarchical);
+  const double margin = usesNccl(groups) ? kHierarchicalMarginOverNccl : 1.0;
+  if (hier.applicable && hier.seconds * margin < best.seconds) best = std::move(hier);
   return best;
 }
 
@@ -631,19 +735,15 @@ CostEstimate CostModel::chooseAlgorithm(CollectiveOp op, int64_t bytes,
 std::vector<HierarchicalThreshold> computeHierarchicalThresholds(const CostModel& model,
                                                                  const std::vector<int>& ranks) {
   std::vector<HierarchicalThreshold> out;
+  const double margin = model.usesNccl({ranks}) ? kHierarchicalMarginOverNccl : 1.0;
   for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather,
                           CollectiveOp::ReduceScatter, CollectiveOp::Broadcast}) {
     HierarchicalThreshold th;
     th.op = op;
     for (int64_t bytes = kScanMaxBytes; bytes >= kScanMinBytes; bytes /= 2) {
       const CostEstimate hier = model.estimateCollective(op, bytes, ranks, Algorithm::Hierarchical);
-      double flat = kInf;
-      for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling,
-                          Algorithm::Direct}) {
-        const CostEstimate e = model.estimateCollective(op, bytes, ranks, a);
-        if (e.applicable) flat = std::min(flat, e.seconds);
-      }
-      if (!hier.applicable || hier.seconds >= flat) break;
+      const double flat = model.chooseFlat(op, bytes, {ranks}).seconds;
+      if (!hier.applicable || hier.seconds * margin >= flat) break;
       th.min_bytes = bytes;  // wins here and at every larger scanned size
     }
     out.push_back(th);

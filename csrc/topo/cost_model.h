@@ -16,7 +16,18 @@ enum class CollectiveOp { AllReduce, AllGather, ReduceScatter, AllToAll, Broadca
 
 /// Algorithms the model knows. Not every algorithm applies to every op (`estimateCollective`
 /// returns `applicable = false`): e.g. all_to_all is Direct only, send/recv is Direct only.
-enum class Algorithm { Ring, Tree, HalvingDoubling, Direct, Hierarchical };
+/// Nvls, NvlsTree, CollNet and Pat are NCCL's and exist on CUDA groups only (nccl_model.h).
+enum class Algorithm { Ring, Tree, HalvingDoubling, Direct, Hierarchical, Nvls, NvlsTree, CollNet,
+                       Pat };
+
+/// Which model prices a group. Auto: NCCL's algorithms (nccl_model.h) when every rank of the
+/// group has a GPU, the alpha-beta schedules of this file otherwise (Gloo on CPU ranks).
+enum class ModelKind { Auto, AlphaBeta, Nccl };
+
+/// Hierarchical schedules run three NCCL calls where NCCL runs one, on a model that cannot see
+/// everything NCCL tunes: on CUDA groups they are chosen only where predicted at least this
+/// much faster than NCCL's best algorithm (issue 22). Alpha-beta groups need no margin.
+constexpr double kHierarchicalMarginOverNccl = 1.15;
 
 const char* toString(CollectiveOp op);
 const char* toString(Algorithm algorithm);
@@ -24,6 +35,8 @@ const char* toString(Algorithm algorithm);
 /// throws InvalidArgument naming the text otherwise.
 CollectiveOp parseCollectiveOp(const std::string& text);
 Algorithm parseAlgorithm(const std::string& text);
+/// Parses "auto", "alpha_beta", "nccl".
+ModelKind parseModelKind(const std::string& text);
 
 /// nccl-tests bus bandwidth factor (doc/PERFORMANCE.md of NVIDIA/nccl-tests): all-reduce
 /// 2(n-1)/n, all-gather / reduce-scatter / all-to-all (n-1)/n, broadcast and send/recv 1.
@@ -36,6 +49,9 @@ struct CostEstimate {
   double seconds = 0.0;
   double alg_bandwidth_gbps = 0.0;  // bytes / seconds, GB/s
   double bus_bandwidth_gbps = 0.0;  // alg bandwidth x busBandwidthFactor
+  /// NCCL protocol of the estimate ("LL", "LL128", "Simple"; for Hierarchical the protocols of
+  /// its levels joined by "/"), empty under the alpha-beta model.
+  std::string protocol;
   /// Ring order used (global ranks), filled for Ring and for the flat level of Tree.
   std::vector<int> order;
 };
@@ -46,6 +62,8 @@ struct CostOptions {
   int64_t chunk_bytes = 4 << 20;
   /// Search a bandwidth-maximising ring order when none is given (else the given rank order).
   bool search_ring_order = true;
+  /// Model of CUDA groups (see ModelKind).
+  ModelKind model = ModelKind::Auto;
 };
 
 /// Per-pair view of a cluster plus the shared resources (GPU injection, NICs, host uplink)
@@ -72,6 +90,34 @@ class CostModel {
   double pairLatency(int a, int b) const;
   /// NIC index a rank's cross-host traffic leaves through (its rail), 0 without NICs.
   int railOf(int rank) const;
+  /// Cluster-wide index of the NIC a rank's cross-host traffic uses, its GB/s per direction,
+  /// and a host's network uplink (+inf when only its NICs limit it).
+  int nicOf(int rank) const { return nic_base_.at(cluster_.ranks.at(rank).host) + rail_.at(rank); }
+  double nicBandwidth(int nic) const { return nic_gbps_.at(nic); }
+  double hostUplinkBandwidth(int host) const { return host_uplink_gbps_.at(host); }
+  /// Where the inter-host bandwidth comes from, in words ("NIC speeds from the topology: ...",
+  /// "inter-host bandwidth ... GB/s per direction", or the default assumed for NICs without a
+  /// speed), and whether it is that default: plan and doctor print it (issue 22).
+  const std::string& networkSource() const { return network_source_; }
+  bool networkAssumed() const { return network_assumed_; }
+  /// GPUs of the host reach their peers through NVSwitch (lanes shared, not per peer).
+  bool nvlinkSwitched(int host) const { return switched_.at(host) != 0; }
+  /// Whether `groups` are priced with NCCL's algorithms (options().model and their ranks).
+  bool usesNccl(const std::vector<std::vector<int>>& groups) const;
+  /// Seconds the alpha-beta schedule of `algorithm` keeps its busiest resource busy, latency
+  /// left out: the bandwidth term, with the groups' shared links and NICs. +inf when the
+  /// algorithm does not apply.
+  double bandwidthSeconds(CollectiveOp op, double bytes, const std::vector<std::vector<int>>& groups,
+                          Algorithm algorithm) const;
+
+  /// Groups of the two levels of a hierarchical schedule over `ranks`: one per host (members
+  /// in ring order) and one per local index across hosts (a rail); empty when the ranks do not
+  /// span several hosts with the same number (>= 2) of ranks each.
+  struct HierarchicalLevels {
+    std::vector<std::vector<int>> intra;
+    std::vector<std::vector<int>> rails;
+  };
+  HierarchicalLevels hierarchicalLevels(const std::vector<int>& ranks) const;
   const ClusterTopology& cluster() const { return cluster_; }
   const CostOptions& options() const { return options_; }
 
@@ -85,11 +131,15 @@ class CostModel {
   CostEstimate estimateConcurrent(CollectiveOp op, int64_t bytes,
                                   const std::vector<std::vector<int>>& groups,
                                   Algorithm algorithm) const;
-  /// Best applicable algorithm for this op and size.
+  /// Best applicable algorithm for this op and size. On NCCL-priced groups the hierarchical
+  /// schedule wins only by kHierarchicalMarginOverNccl.
   CostEstimate chooseAlgorithm(CollectiveOp op, int64_t bytes,
                                const std::vector<int>& ranks) const;
   CostEstimate chooseConcurrent(CollectiveOp op, int64_t bytes,
                                 const std::vector<std::vector<int>>& groups) const;
+  /// Best applicable algorithm other than Hierarchical (on CUDA groups: NCCL's own choice).
+  CostEstimate chooseFlat(CollectiveOp op, int64_t bytes,
+                          const std::vector<std::vector<int>>& groups) const;
 
  private:
   struct Transfer {
@@ -109,12 +159,23 @@ class CostModel {
   /// does not span several hosts with the same number of ranks each.
   std::vector<Schedule> buildHierarchical(CollectiveOp op, double bytes,
                                           const std::vector<int>& ranks) const;
+  /// Flat schedule of `algorithm` on every group at once (merged), empty when it does not
+  /// apply; `order` (optional) receives the first group's ring order.
+  Schedule flatSchedule(CollectiveOp op, double bytes, const std::vector<std::vector<int>>& groups,
+                        Algorithm algorithm, std::vector<int>* order) const;
+  static void appendLevels(std::vector<Schedule>& levels, std::vector<Schedule> parts);
   double timeOf(const Schedule& schedule) const;
   double phaseTime(const Phase& phase) const;
+  /// Bandwidth term of a phase (seconds); `alpha_us` receives its largest path latency.
+  double phaseLoadSeconds(const Phase& phase, double* alpha_us) const;
+  CostEstimate estimateAlphaBeta(CollectiveOp op, int64_t bytes,
+                                 const std::vector<std::vector<int>>& groups,
+                                 Algorithm algorithm) const;
   /// Bandwidth-maximising ring order of `ranks` (as given when the search is off); with
   /// `keep_root` the first rank stays first (broadcast root).
   std::vector<int> ringOrderOf(const std::vector<int>& ranks, bool keep_root) const;
   void checkRanks(const std::vector<int>& ranks) const;
+  void describeNetwork();
 
   ClusterTopology cluster_;
   CostOptions options_;
@@ -122,6 +183,9 @@ class CostModel {
   std::vector<double> bandwidth_;  // n_ x n_
   std::vector<double> latency_;    // n_ x n_
   std::vector<int> rail_;          // per rank
+  std::vector<char> switched_;     // per host: NVLink through NVSwitch
+  std::string network_source_;
+  bool network_assumed_ = false;
   std::vector<int> nic_base_;      // first NIC resource of each host
   std::vector<double> nic_gbps_;   // per NIC resource
   std::vector<double> host_uplink_gbps_;
@@ -133,7 +197,8 @@ class CostModel {
 
 /// Per op, the smallest message size (bytes, scanned in powers of two from 1 KiB to 16 GiB)
 /// from which the hierarchical schedule is predicted faster than the best flat algorithm for
-/// every larger scanned size; -1 means never (one host, uneven hosts, or flat always wins).
+/// every larger scanned size (on CUDA groups by kHierarchicalMarginOverNccl); -1 means never
+/// (one host, uneven hosts, or flat always wins).
 struct HierarchicalThreshold {
   CollectiveOp op = CollectiveOp::AllReduce;
   int64_t min_bytes = -1;

@@ -27,12 +27,20 @@ ClusterTopology uniformSwitched(int hosts = 1) {
                      hosts, 12.5, 5.0);
 }
 
+// The closed forms below are the alpha-beta schedules'; GPU groups are otherwise priced with
+// NCCL's algorithms (nccl_model_test.cpp).
+CostOptions alphaBeta() {
+  CostOptions o;
+  o.model = ModelKind::AlphaBeta;
+  return o;
+}
+
 constexpr double kB = 12 * kLaneGBps * 1e9;  // bytes/s
 constexpr double kA = kLatencyUs * 1e-6;     // s
 constexpr double kS = 64.0 * (1 << 20);      // bytes
 
 TEST(CostModelTest, RingMatchesClosedForms) {
-  const CostModel model(uniformSwitched());
+  const CostModel model(uniformSwitched(), alphaBeta());
   const std::vector<int> g{0, 1, 2, 3};
   const double n = 4;
   EXPECT_NEAR(model.estimateCollective(CollectiveOp::AllReduce, kS, g, Algorithm::Ring).seconds,
@@ -47,7 +55,7 @@ TEST(CostModelTest, RingMatchesClosedForms) {
 }
 
 TEST(CostModelTest, OtherAlgorithmsMatchClosedForms) {
-  const CostModel model(uniformSwitched());
+  const CostModel model(uniformSwitched(), alphaBeta());
   const std::vector<int> g{0, 1, 2, 3};
   const double n = 4;
   // Recursive halving-doubling: same volume as the ring, log2(n) steps each way.
@@ -75,7 +83,7 @@ TEST(CostModelTest, BusBandwidthFollowsNcclTests) {
   EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveOp::AllGather, 8), 7.0 / 8);
   EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveOp::AllToAll, 4), 3.0 / 4);
   EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveOp::Broadcast, 4), 1.0);
-  const CostModel model(uniformSwitched());
+  const CostModel model(uniformSwitched(), alphaBeta());
   const CostEstimate e =
       model.estimateCollective(CollectiveOp::AllReduce, kS, {0, 1, 2, 3}, Algorithm::Ring);
   EXPECT_NEAR(e.bus_bandwidth_gbps, kS / e.seconds / 1e9 * 1.5, 1e-9);
@@ -84,7 +92,7 @@ TEST(CostModelTest, BusBandwidthFollowsNcclTests) {
 TEST(CostModelTest, RingEdgesThroughOneNicShareIt) {
   // 2 hosts x 4 GPUs, one 12.5 GB/s network per host. A host-major ring crosses each host's
   // NIC once per direction; an interleaved ring (given as is) crosses it four times.
-  CostOptions fixed;
+  CostOptions fixed = alphaBeta();
   fixed.search_ring_order = false;
   const CostModel model(uniformSwitched(2), fixed);
   const double net = 12.5e9, net_lat = 5e-6, n = 8;
@@ -96,14 +104,14 @@ TEST(CostModelTest, RingEdgesThroughOneNicShareIt) {
                                        Algorithm::Ring).seconds,
               4 * per_edge / net + 2 * (n - 1) * net_lat, 1e-9);
   // With the order search on, the interleaved group gets the host-major cost back.
-  const CostModel searching(uniformSwitched(2));
+  const CostModel searching(uniformSwitched(2), alphaBeta());
   EXPECT_NEAR(searching.estimateCollective(CollectiveOp::AllReduce, kS, {0, 4, 1, 5, 2, 6, 3, 7},
                                            Algorithm::Ring).seconds,
               per_edge / net + 2 * (n - 1) * net_lat, 1e-9);
 }
 
 TEST(CostModelTest, HierarchicalMatchesPipelinedLevels) {
-  CostOptions one_chunk;
+  CostOptions one_chunk = alphaBeta();
   one_chunk.chunk_bytes = int64_t{1} << 40;
   const CostModel model(uniformSwitched(2), one_chunk);
   const double net = 12.5e9, net_lat = 5e-6, L = 4;
@@ -120,10 +128,10 @@ TEST(CostModelTest, HierarchicalMatchesPipelinedLevels) {
 }
 
 TEST(CostModelTest, HierarchicalThresholds) {
-  const CostModel single(uniformSwitched(1));
+  const CostModel single(uniformSwitched(1), alphaBeta());
   for (const auto& t : computeHierarchicalThresholds(single, {0, 1, 2, 3}))
     EXPECT_EQ(t.min_bytes, -1) << toString(t.op);
-  const CostModel two(uniformSwitched(2));
+  const CostModel two(uniformSwitched(2), alphaBeta());
   const auto thresholds = computeHierarchicalThresholds(two, {0, 1, 2, 3, 4, 5, 6, 7});
   ASSERT_EQ(thresholds.size(), 4u);
   EXPECT_EQ(thresholds[0].op, CollectiveOp::AllReduce);
@@ -150,7 +158,7 @@ TEST(CostModelTest, SysTransfersShareTheSocketLink) {
   }
   const double two_steps = 2 * kA;  // a pair's ring all-reduce: 2 (n-1) latency steps
   auto pairs = [&](const HostTopology& h, std::vector<std::vector<int>> groups) {
-    return CostModel(makeCluster(h, 1))
+    return CostModel(makeCluster(h, 1), alphaBeta())
         .estimateConcurrent(CollectiveOp::AllReduce, kS, groups, Algorithm::Ring)
         .seconds;
   };
@@ -168,7 +176,7 @@ TEST(CostModelTest, GroupOrderDoesNotChangeCost) {
   // Placement prices each grouping once, whatever order its groups and members come in: the
   // ring order search starts from the sorted members. DGX-1 links are all different, so a
   // position-dependent tie would show.
-  const CostModel model(makeCluster(makeHost(testing::dgx1Rows()), 1));
+  const CostModel model(makeCluster(makeHost(testing::dgx1Rows()), 1), alphaBeta());
   const std::vector<std::vector<int>> a{{0, 1, 5, 4}, {2, 3, 7, 6}}, b{{6, 2, 7, 3}, {4, 0, 5, 1}};
   for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather,
                           CollectiveOp::ReduceScatter, CollectiveOp::AllToAll}) {

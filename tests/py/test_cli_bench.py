@@ -198,7 +198,7 @@ def test_nic_at_a_tenth_of_its_speed():
     # Azure NCv4 x 2 hosts: one 100 Gbit/s NIC per host. An all_reduce must move S bytes
     # through each host's NIC (2(H-1)/H x S for H = 2), so algbw <= 12.5 GB/s and
     # busbw <= 12.5 x 2(n-1)/n with n = 8 ranks.
-    planner = resolve_cluster(NCV4, hosts=2)
+    planner = resolve_cluster(NCV4, hosts=2, model="alpha_beta")  # the links, as launch prices them
     hosts = [load_topology(NCV4)] * 2
     bound = 100 / 8 * NCCL_TESTS_FACTOR["all_reduce"](8)
     fine = check_inter_host(planner, hosts, "all_reduce", 1 << 30, 0.95 * bound)

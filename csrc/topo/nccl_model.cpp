@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: Apache-2.0
+// NCCL's algorithms priced on a cluster (layer: csrc/topo). The latency formulas follow NCCL's
+// src/graph/tuning.cc (ncclTopoTuneModel); the bandwidths are this project's own reading of
+// what each algorithm moves over which link, checked against published nccl-tests runs by
+// benchmarks/model_vs_nccl_tests.py (docs/planner.md has the table).
+#include "topo/nccl_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+
+namespace torch_topo::topo {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kBytesPerGB = 1e9;
+
+Algorithm algorithmOf(NcclAlgo algo) {
+  switch (algo) {
+    case NcclAlgo::Tree: return Algorithm::Tree;
+    case NcclAlgo::Nvls: return Algorithm::Nvls;
+    case NcclAlgo::NvlsTree: return Algorithm::NvlsTree;
+    case NcclAlgo::CollNetDirect:
+    case NcclAlgo::CollNetChain: return Algorithm::CollNet;
+    case NcclAlgo::Pat: return Algorithm::Pat;
+    case NcclAlgo::Ring: break;
+  }
+  return Algorithm::Ring;
+}
+
+double log2Floor(int x) { return std::floor(std::log2(std::max(x, 1))); }
+
+/// One protocol's prediction: algorithm bandwidth (GB/s) and latency (us) of one call.
+struct Candidate {
+  NcclProto proto;
+  double alg_gbps;
+  double latency_us;
+};
+
+CostEstimate finish(CollectiveOp op, int64_t bytes, int ranks, Algorithm algorithm,
+                    const std::vector<Candidate>& candidates) {
+  CostEstimate est;
+  est.algorithm = algorithm;
+  est.seconds = kInf;
+  for (const Candidate& c : candidates) {
+    if (!(c.alg_gbps > 0)) continue;
+    const double payload = bytes + (c.proto == NcclProto::Simple ? kSimpleFillBytes : 0.0);
+    const double t = (kNcclCallOverheadUs + c.latency_us) * 1e-6 + payload / (c.alg_gbps * kBytesPerGB);
+    if (t < est.seconds) {
+      est.seconds = t;
+      est.protocol = toString(c.proto);
+    }
+  }
+  est.applicable = std::isfinite(est.seconds);
+  if (est.applicable) {
+    est.alg_bandwidth_gbps = bytes / est.seconds / kBytesPerGB;
+    est.bus_bandwidth_gbps = est.alg_bandwidth_gbps * busBandwidthFactor(op, ranks);
+  }
+  return est;
+}
+
+}  // namespace
+
+NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups) const {
+  const ClusterTopology& cluster = model_.cluster();
+  Shape s;
+  s.ranks = static_cast<int>(groups.at(0).size());
+  std::vector<std::vector<int>> intra;   // every group's members on each host
+  std::vector<std::map<int, std::set<int>>> nics_of(groups.size());  // group -> host -> NICs
+  std::map<int, int> nic_users, host_users;
+  int sm = 0;
+  bool sm_known = false;
+  s.nvlink = s.nvswitch = true;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    std::map<int, std::vector<int>> by_host;
+    for (int r : groups[gi]) by_host[cluster.ranks.at(r).host].push_back(r);
+    s.hosts = std::max(s.hosts, static_cast<int>(by_host.size()));
+    for (const auto& [h, members] : by_host) {
+      const HostTopology& host = cluster.hosts[h];
+      s.per_host = std::max(s.per_host, static_cast<int>(members.size()));
+      if (members.size() >= 2) intra.push_back(members);
+      s.nvswitch = s.nvswitch && model_.nvlinkSwitched(h);
+      ++host_users[h];
+      for (int a : members) {
+        nics_of[gi][h].insert(model_.nicOf(a));
+        const int ga = cluster.ranks[a].local_gpu;
+        if (host.gpus[ga].sm > 0) sm = sm_known ? std::min(sm, host.gpus[ga].sm) : host.gpus[ga].sm;
+        sm_known = sm_known || host.gpus[ga].sm > 0;
+        for (int b : members)
+          if (a != b && host.path(ga, cluster.ranks[b].local_gpu).cls != PathClass::NV)
+            s.nvlink = false;
+      }
+      for (const Node& node : host.graph.nodes)
+        if (node.kind == NodeKind::Cpu && findAttr(node.attrs, "vendor", "") == "AuthenticAMD")
+          s.amd_cpu = true;
+    }
+    for (const auto& [h, nics] : nics_of[gi])
+      for (int nic : nics) ++nic_users[nic];
+  }
+  s.nvlink = s.nvlink && s.per_host >= 2;
+  s.sm = sm;
+  s.generation = ncclGeneration(sm);
+  s.intra_bus_gbps = kInf;
+  if (!intra.empty()) {
+    // A ring all-gather of 1 GB moves (L-1)/L GB over each edge: its bandwidth term gives the
+    // ring's bus bandwidth with every link the host-local rings share.
+    const double t = model_.bandwidthSeconds(CollectiveOp::AllGather, kBytesPerGB, intra,
+                                             Algorithm::Ring);
+    const double L = s.per_host;
+    if (t > 0 && std::isfinite(t)) s.intra_bus_gbps = (L - 1) / L / t;
+  }
+  s.net_gbps = kInf;
+  s.collnet = s.hosts >= 2;
+  if (s.hosts >= 2) {
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      for (const auto& [h, nics] : nics_of[gi]) {
+        double sum = 0.0;
+        for (int nic : nics) sum += model_.nicBandwidth(nic) / nic_users[nic];
+        sum = std::min(sum, model_.hostUplinkBandwidth(h) / host_users[h]);
+        s.net_gbps = std::min(s.net_gbps, sum);
+      }
+    }
+    for (const auto& g : groups)
+      for (int r : g) {
+        const HostTopology& host = cluster.hosts[cluster.ranks[r].host];
+        const int rail = model_.railOf(r);
+        s.collnet = s.collnet && rail < static_cast<int>(host.nics.size()) &&
+                    findAttr(host.nics[rail].attrs, "coll", "0") == "1";
+      }
+  }
+  return s;
+}
+
+CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& s,
+                                   NcclAlgo algo) const {
+  const int n = s.ranks, hosts = s.hosts, local = s.per_host;
+  const NcclHop intra_hop = s.nvlink ? NcclHop::NvLink : NcclHop::Pci;
+  // NCCL enables LL128 only where the GPUs of a host talk over NVLink (sm70 and later).
+  const bool ll128 = s.sm >= 70 && (local == 1 || s.nvlink);
+  const bool nvls_hw = s.generation >= NcclGeneration::Hopper && s.nvswitch && local >= 2;
+  const double ll_max = ncclLlMaxBusGBps(s.generation, s.amd_cpu, hosts);
+  const bool all_reduce = op == CollectiveOp::AllReduce;
+  const bool gather_scatter = op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter;
+  // The ring's bus bandwidth: the host-local ring and the host's NICs (one channel per rail).
+  const double ring_bus = std::min(s.intra_bus_gbps, s.net_gbps);
+  auto hop = [](NcclHop h, NcclAlgo a, NcclProto p) { return ncclHopLatencyUs(h, a, p); };
+  std::vector<Candidate> c;
+  switch (algo) {
+    case NcclAlgo::Ring: {
+      if (!all_reduce && !gather_scatter && op != CollectiveOp::Broadcast) break;
+      const double factor = busBandwidthFactor(op, n);
+      for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
+        if (p == NcclProto::LL128 && !ll128) continue;
+        const double bus = p == NcclProto::Simple  ? ring_bus
+                           : p == NcclProto::LL128 ? kLl128Efficiency * ring_bus
+                                                   : std::min(ll_max, kRingLlEfficiency * ring_bus);
+        double lat = ncclBaseLatencyUs(NcclAlgo::Ring, p);
+        if (op == CollectiveOp::Broadcast) {
+          // A pipelined chain: one hop's latency, whatever the group size.
+          lat += hop(hosts == 1 ? intra_hop : NcclHop::Net, NcclAlgo::Ring, p);
+        } else {
+          const int steps = all_reduce ? 2 * (n - 1) : n - 1;
+          const int net_steps = hosts == 1 ? 0 : (all_reduce ? 2 : 1) * (hosts - 1);
+          double intra_lat = hop(intra_hop, NcclAlgo::Ring, p);
+          if (hosts > 1) intra_lat = std::max(intra_lat, ncclNetOverheadUs(s.amd_cpu, p));
+          // One rank per host exposes the network latency fully: NCCL uses the tree's.
+          const double net_lat = hop(NcclHop::Net, local == 1 ? NcclAlgo::Tree : NcclAlgo::Ring, p);
+          lat += (steps - net_steps) * intra_lat + net_steps * net_lat;
+          if (p == NcclProto::Simple && hosts > 1 && all_reduce)
+            lat *= s.sm >= 80 || s.sm == 0 ? kRingPlateauLatencyFactor
+                                           : kRingPlateauLatencyFactorPreSm80;
+        }
+        c.push_back({p, bus / factor, lat});
+      }
+      break;
+    }
+    case NcclAlgo::Tree: {
+      if (!all_reduce) break;
+      // Chain inside a host, double binary tree across hosts: every byte crosses a host's
+      // NICs once per direction with two hosts, twice beyond (an inner node of one tree has
+      // two children); NCCL's algorithm bandwidth is half its tree bus bandwidth.
+      const double net = hosts <= 2 ? 2 * s.net_gbps : s.net_gbps;
+      const double bus = kTreeEfficiency * std::min(s.intra_bus_gbps, net);
+      for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
+        if (p == NcclProto::LL128 && !ll128) continue;
+        const double b =
+            p == NcclProto::Simple  ? bus
+            : p == NcclProto::LL128 ? bus * (hosts == 1 ? kTreeLl128FactorOneHost : kTreeLl128FactorHosts)
+                                    : std::min(ll_max, bus * kTreeLlFactor);
+        const double lat = ncclBaseLatencyUs(NcclAlgo::Tree, p) +
+                           2 * ((local - 1) * hop(intra_hop, NcclAlgo::Tree, p) +
+                                log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::Tree, p));
+        c.push_back({p, 0.5 * b, lat});
+      }
+      break;
+    }
+    case NcclAlgo::Nvls: {
+      // NVSwitch multicast reduces inside the switch; across hosts only with a collective
+      // network (SHARP) to reduce between them.
+      if (!all_reduce || !nvls_hw || (hosts > 1 && !s.collnet)) break;
+      double alg = nvlsAlgFraction(s.generation) * s.intra_bus_gbps;
+      if (hosts > 1) alg = std::min(alg, s.net_gbps);
+      const double lat = hop(NcclHop::NvLink, NcclAlgo::Nvls, NcclProto::Simple) +
+                         (hosts > 1 ? hop(NcclHop::Net, NcclAlgo::Nvls, NcclProto::Simple) : 0.0);
+      c.push_back({NcclProto::Simple, alg, lat});
+      break;
+    }
+    case NcclAlgo::NvlsTree: {
+      if (!all_reduce || !nvls_hw || hosts < 2) break;
+      const double net = hosts <= 2 ? s.net_gbps : s.net_gbps / 2;
+      const double alg = std::min(nvlsAlgFraction(s.generation) * s.intra_bus_gbps, net);
+      const double lat = hop(NcclHop::NvLink, NcclAlgo::NvlsTree, NcclProto::Simple) +
+                         2 * log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::NvlsTree, NcclProto::Simple);
+      c.push_back({NcclProto::Simple, alg, lat});
+      break;
+    }
+    case NcclAlgo::CollNetDirect:
+    case NcclAlgo::CollNetChain: {
+      // The network reduces: each host sends and receives the buffer once; inside the host a
+      // reduce-scatter and an all-gather feed it.
+      if (!all_reduce || !s.collnet || !s.nvswitch || hosts < 2) break;
+      const double intra = local >= 2 ? s.intra_bus_gbps * local / (2.0 * (local - 1)) : kInf;
+      double alg = std::min(s.net_gbps, intra);
+      if (s.sm >= 90) alg *= kCollNetHopperEfficiency;
+      const double lat =
+          2 * (std::min(1, local - 1) * hop(intra_hop, NcclAlgo::CollNetDirect, NcclProto::Simple) +
+               (local - 1) * kCollNetArityLatencyUs) +
+          hop(NcclHop::Net, NcclAlgo::CollNetDirect, NcclProto::Simple);
+      c.push_back({NcclProto::Simple, alg, lat});
+      break;
+    }
+    case NcclAlgo::Pat: {
+      // Parallel aggregated trees: one GPU per host only.
+      if (!gather_scatter || local != 1 || hosts < 2) break;
+      const double alg = kPatEfficiency * ring_bus / busBandwidthFactor(op, n);
+      const double lat = ncclBaseLatencyUs(NcclAlgo::Pat, NcclProto::Simple) +
+                         log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::Pat, NcclProto::Simple) /
+                             kPatLatencyLogDivisor +
+                         n * kPatLatencyPerRankUs;
+      c.push_back({NcclProto::Simple, alg, lat});
+      break;
+    }
+  }
+  return finish(op, bytes, n, algorithmOf(algo), c);
+}
+
+CostEstimate NcclModel::p2p(CollectiveOp op, int64_t bytes,
+                            const std::vector<std::vector<int>>& groups, const Shape& s) const {
+  // send/recv and all-to-all go through NCCL's p2p path: one hop's latency, the transfers'
+  // bandwidth as the alpha-beta model shares it; LL (at a lower rate) for small messages.
+  const double load = model_.bandwidthSeconds(op, static_cast<double>(bytes), groups,
+                                              Algorithm::Direct);
+  CostEstimate est;
+  est.algorithm = Algorithm::Direct;
+  est.seconds = kInf;
+  if (!std::isfinite(load)) return est;
+  const NcclHop h = s.hosts > 1 ? NcclHop::Net : s.nvlink ? NcclHop::NvLink : NcclHop::Pci;
+  const double alg = load > 0 ? bytes / load / kBytesPerGB : kInf;
+  return finish(op, bytes, s.ranks, Algorithm::Direct,
+                {{NcclProto::LL, kP2pLlEfficiency * alg, ncclHopLatencyUs(h, NcclAlgo::Ring, NcclProto::LL)},
+                 {NcclProto::Simple, alg, ncclHopLatencyUs(h, NcclAlgo::Ring, NcclProto::Simple)}});
+}
+
+CostEstimate NcclModel::hierarchical(CollectiveOp op, int64_t bytes,
+                                     const std::vector<std::vector<int>>& groups) const {
+  CostEstimate est;
+  est.algorithm = Algorithm::Hierarchical;
+  est.seconds = kInf;
+  std::vector<std::vector<int>> intra, rails, root_rails;
+  size_t local = 0;
+  for (const auto& g : groups) {
+    const CostModel::HierarchicalLevels lv = model_.hierarchicalLevels(g);
+    if (lv.intra.empty()) return est;
+    local = lv.rails.size();
+    intra.insert(intra.end(), lv.intra.begin(), lv.intra.end());
+    rails.insert(rails.end(), lv.rails.begin(), lv.rails.end());
+    for (const auto& rail : lv.rails)
+      if (std::find(rail.begin(), rail.end(), g[0]) != rail.end()) root_rails.push_back(rail);
+  }
+  const double chunks = std::max(1.0, std::ceil(static_cast<double>(bytes) /
+                                                model_.options().chunk_bytes));
+  const auto chunk = static_cast<int64_t>(std::ceil(bytes / chunks));
+  const auto per_rail = static_cast<int64_t>(std::ceil(static_cast<double>(chunk) / local));
+  struct Level {
+    CollectiveOp op;
+    const std::vector<std::vector<int>>* groups;
+    int64_t bytes;
+    bool intra;
+  };
+  std::vector<Level> levels;
+  switch (op) {
+    case CollectiveOp::AllReduce:
+      levels = {{CollectiveOp::ReduceScatter, &intra, chunk, true},
+                {CollectiveOp::AllReduce, &rails, per_rail, false},
+                {CollectiveOp::AllGather, &intra, chunk, true}};
+      break;
+    case CollectiveOp::AllGather:
+      levels = {{op, &rails, per_rail, false}, {op, &intra, chunk, true}};
+      break;
+    case CollectiveOp::ReduceScatter:
+      levels = {{op, &intra, chunk, true}, {op, &rails, per_rail, false}};
+      break;
+    case CollectiveOp::Broadcast:
+      levels = {{op, &root_rails, chunk, false}, {op, &intra, chunk, true}};
+      break;
+    default: return est;
+  }
+  // Each chunk passes every level in turn; after the first, chunks follow at the pace of the
+  // busiest resource: the network level, or the intra-host levels together, which share the
+  // GPUs' NVLink (or PCIe) and SMs.
+  double sum = 0.0, intra_pace = 0.0, net_pace = 0.0;
+  for (const Level& level : levels) {
+    const CostEstimate e = model_.chooseFlat(level.op, level.bytes, *level.groups);
+    if (!e.applicable) return est;
+    sum += e.seconds;
+    (level.intra ? intra_pace : net_pace) += e.seconds;
+    est.protocol += (est.protocol.empty() ? "" : "/") + std::string(toString(e.algorithm)) + ":" +
+                    e.protocol;
+  }
+  est.seconds = sum + (chunks - 1.0) * std::max(intra_pace, net_pace);
+  est.applicable = true;
+  est.order = groups[0];
+  est.alg_bandwidth_gbps = est.seconds > 0 ? bytes / est.seconds / kBytesPerGB : 0.0;
+  est.bus_bandwidth_gbps =
+      est.alg_bandwidth_gbps * busBandwidthFactor(op, static_cast<int>(groups[0].size()));
+  return est;
+}
+
+CostEstimate NcclModel::estimate(CollectiveOp op, int64_t bytes,
+                                 const std::vector<std::vector<int>>& groups,
+                                 Algorithm algorithm) const {
+  if (algorithm == Algorithm::Hierarchical) return hierarchical(op, bytes, groups);
+  const Shape shape = shapeOf(groups);
+  CostEstimate est;
+  switch (algorithm) {
+    case Algorithm::Ring: est = collective(op, bytes, shape, NcclAlgo::Ring); break;
+    case Algorithm::Tree: est = collective(op, bytes, shape, NcclAlgo::Tree); break;
+    case Algorithm::Nvls: est = collective(op, bytes, shape, NcclAlgo::Nvls); break;
+    case Algorithm::NvlsTree: est = collective(op, bytes, shape, NcclAlgo::NvlsTree); break;
+    case Algorithm::CollNet: est = collective(op, bytes, shape, NcclAlgo::CollNetDirect); break;
+    case Algorithm::Pat: est = collective(op, bytes, shape, NcclAlgo::Pat); break;
+    case Algorithm::Direct:
+      if (op == CollectiveOp::AllToAll || op == CollectiveOp::SendRecv)
+        est = p2p(op, bytes, groups, shape);
+      break;
+    default: break;
+  }
+  est.algorithm = algorithm;
+  if (!est.applicable) est.seconds = kInf;
+  if (est.applicable && est.order.empty()) est.order = groups[0];
+  return est;
+}
+
+}  // namespace torch_topo::topo

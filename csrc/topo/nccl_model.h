@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// What NCCL itself does with a group of GPUs (layer: csrc/topo, pure C++17): its algorithms
+// (ring over channels on every rail, tree, NVLS, NVLS tree, CollNet, PAT, p2p) and protocols
+// (LL, LL128, Simple), priced with NCCL's tuning constants (nccl_tuning.h) over the links the
+// alpha-beta cost model measures. CostModel delegates CUDA groups here.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "topo/cost_model.h"
+#include "topo/nccl_tuning.h"
+
+namespace torch_topo::topo {
+
+/// Prices NCCL calls on groups of a CostModel's cluster. Cheap to build (holds a reference);
+/// every query derives what it needs from the groups it is given.
+///
+/// Per algorithm and protocol: seconds = (call overhead + latency) + bytes / algorithm
+/// bandwidth, the best protocol reported. Bandwidths come from two figures per group:
+///  - intra: bus bandwidth of a ring through the group's GPUs of one host (the alpha-beta
+///    model's ring bottleneck, NVSwitch and socket sharing included), and
+///  - net: per host, the sum over the NICs its ranks use (each rank's rail) of the NIC's
+///    bandwidth, shared with the other groups priced at once; NCCL spreads its channels over
+///    every rail, so a flat ring is not limited to one NIC.
+/// Latency: NCCL's base latency plus hop latencies by link class (tuning.cc's formulas).
+class NcclModel {
+ public:
+  explicit NcclModel(const CostModel& model) : model_(model) {}
+
+  /// One algorithm on disjoint groups of one size run at once (as CostModel::
+  /// estimateConcurrent; the groups are checked there). Ring, Tree, Nvls, NvlsTree, CollNet,
+  /// Pat: NCCL's collective algorithms where NCCL runs them for that op and cluster; Direct:
+  /// NCCL's p2p path for all_to_all and send_recv; Hierarchical: the backend's two-level
+  /// schedule, each level an NCCL call. Others: not applicable.
+  CostEstimate estimate(CollectiveOp op, int64_t bytes,
+                        const std::vector<std::vector<int>>& groups, Algorithm algorithm) const;
+
+  /// What one group set looks like to NCCL's tuning.
+  struct Shape {
+    int ranks = 0;           // per group
+    int hosts = 0;           // per group
+    int per_host = 0;        // most ranks of one group on one host
+    NcclGeneration generation = NcclGeneration::Ampere;
+    int sm = 0;              // lowest compute capability of the ranks' GPUs (0 unknown)
+    bool nvlink = false;     // every pair of a group inside a host is NVLink
+    bool nvswitch = false;   // every host is an NVSwitch host
+    bool amd_cpu = false;    // a host's CPU vendor is AMD
+    bool collnet = false;    // every NIC used declares collective offload (NCCL XML coll="1")
+    double intra_bus_gbps = 0.0;  // +inf with one rank per host
+    double net_gbps = 0.0;        // +inf on one host
+  };
+  Shape shapeOf(const std::vector<std::vector<int>>& groups) const;
+
+ private:
+  /// Best protocol of one NCCL collective algorithm; not applicable when NCCL lacks it.
+  CostEstimate collective(CollectiveOp op, int64_t bytes, const Shape& shape, NcclAlgo algo) const;
+  CostEstimate p2p(CollectiveOp op, int64_t bytes, const std::vector<std::vector<int>>& groups,
+                   const Shape& shape) const;
+  CostEstimate hierarchical(CollectiveOp op, int64_t bytes,
+                            const std::vector<std::vector<int>>& groups) const;
+
+  const CostModel& model_;
+};
+
+}  // namespace torch_topo::topo

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// NCCL's tuning tables (layer: csrc/topo). The numbers are NCCL's public constants, read in
+// NVIDIA/nccl src/graph/tuning.cc at master 5067397c (2026, the same values since 2.23), except
+// nvlsAlgFraction, which is fitted to a published run (see there).
+#include "topo/nccl_tuning.h"
+
+namespace torch_topo::topo {
+namespace {
+
+// clang-format off
+// Base latency per call (us). Rows: algorithm; columns: LL, LL128, Simple.
+const double kBaseLatencyUs[kNcclAlgoCount][kNcclProtoCount] = {
+  //                 LL    LL128  Simple
+  /* Tree       */ { 6.8,  14.0,  8.4 },
+  /* Ring       */ { 6.6,  14.0,  8.4 },
+  /* CollNetDir */ { 0.0,   0.0,  0.0 },
+  /* CollNetCh  */ { 0.0,   0.0,  0.0 },
+  /* NVLS       */ { 0.0,   0.0,  0.0 },
+  /* NVLSTree   */ { 0.0,   0.0,  0.0 },
+  /* PAT        */ { 8.0,   8.0,  8.0 },
+};
+
+// Latency per hop (us) by link class, algorithm and protocol. 0: no such combination.
+const double kHopLatencyUs[3][kNcclAlgoCount][kNcclProtoCount] = {
+  { //                 LL    LL128  Simple      NVLink
+    /* Tree       */ { 0.6,  1.25,  4.0 },
+    /* Ring       */ { 0.6,  1.9,   3.4 },
+    /* CollNetDir */ { 0.0,  0.0,   3.7 },
+    /* CollNetCh  */ { 0.0,  0.0,   2.8 },
+    /* NVLS       */ { 0.0,  0.0,  25.0 },
+    /* NVLSTree   */ { 0.0,  0.0,  25.0 },
+    /* PAT        */ { 0.0,  0.0,   4.0 },
+  },
+  { //                 LL    LL128  Simple      PCI
+    /* Tree       */ { 1.0,  1.9,   4.0 },
+    /* Ring       */ { 1.0,  2.5,   5.7 },
+    /* CollNetDir */ { 0.0,  0.0,   3.7 },
+    /* CollNetCh  */ { 0.0,  0.0,   2.8 },
+    /* NVLS       */ { 0.0,  0.0,   0.0 },
+    /* NVLSTree   */ { 0.0,  0.0,   0.0 },
+    /* PAT        */ { 0.0,  0.0,   4.0 },
+  },
+  { //                 LL    LL128  Simple      network
+    /* Tree       */ { 5.0,  8.5,  14.0 },
+    /* Ring       */ { 2.7,  4.0,  14.0 },
+    /* CollNetDir */ { 0.0,  0.0,  31.0 },
+    /* CollNetCh  */ { 0.0,  0.0,  30.0 },
+    /* NVLS       */ { 0.0,  0.0,  18.0 },
+    /* NVLSTree   */ { 0.0,  0.0,  20.9 },
+    /* PAT        */ { 0.0,  0.0,  14.0 },
+  },
+};
+
+// LL bus bandwidth cap (GB/s). One host: by generation; columns 2 hosts and more than 2 by
+// CPU vendor (NCCL's rows "Intel" and "AMD").
+const double kLlMaxOneHostGBps[4] = {
+  // Volta  Ampere  Hopper  Blackwell
+     39.0,  87.7,   141.0,  282.0,
+};
+const double kLlMaxHostsGBps[2][2] = {
+  //           2 hosts  > 2 hosts
+  /* Intel */ { 39.0,   20.4 },
+  /* AMD   */ { 22.5,   19.0 },
+};
+
+// NVLS all-reduce algorithm bandwidth as a fraction of one GPU's NVLink bandwidth. Hopper:
+// 8x H200 (18 lanes x 20.6 GB/s = 370.8 GB/s as NCCL counts them) measured 480.0 GB/s bus
+// bandwidth at 16 GiB with NVLS (stas00/ml-engineering network/README.md, nccl 2.27.7;
+// tests/data/nccl_tests/h200_8xSXM_NVLS_vs_ring_16GiB_mlengineering_summary.md): algorithm
+// bandwidth 480.0 x 8/14 = 274.3 GB/s = 0.74 x 370.8. Blackwell: no published run here; the
+// Hopper figure scaled by NCCL's own ratio of nvlsEfficiency (Blackwell .74 / Hopper .85).
+const double kNvlsAlgFraction[4] = {
+  // Volta  Ampere  Hopper  Blackwell
+     0.0,   0.0,    0.74,   0.74 * 0.74 / 0.85,
+};
+// clang-format on
+
+int row(NcclAlgo a) { return static_cast<int>(a); }
+int col(NcclProto p) { return static_cast<int>(p); }
+int gen(NcclGeneration g) { return static_cast<int>(g); }
+
+}  // namespace
+
+const char* toString(NcclAlgo algo) {
+  switch (algo) {
+    case NcclAlgo::Tree: return "tree";
+    case NcclAlgo::Ring: return "ring";
+    case NcclAlgo::CollNetDirect: return "collnet_direct";
+    case NcclAlgo::CollNetChain: return "collnet_chain";
+    case NcclAlgo::Nvls: return "nvls";
+    case NcclAlgo::NvlsTree: return "nvls_tree";
+    case NcclAlgo::Pat: return "pat";
+  }
+  return "?";
+}
+
+const char* toString(NcclProto proto) {
+  switch (proto) {
+    case NcclProto::LL: return "LL";
+    case NcclProto::LL128: return "LL128";
+    case NcclProto::Simple: return "Simple";
+  }
+  return "?";
+}
+
+NcclGeneration ncclGeneration(int sm) {
+  if (sm <= 0) return NcclGeneration::Ampere;
+  if (sm >= 100) return NcclGeneration::Blackwell;
+  if (sm >= 90) return NcclGeneration::Hopper;
+  if (sm >= 80) return NcclGeneration::Ampere;
+  return NcclGeneration::Volta;
+}
+
+double ncclBaseLatencyUs(NcclAlgo algo, NcclProto proto) {
+  return kBaseLatencyUs[row(algo)][col(proto)];
+}
+
+double ncclHopLatencyUs(NcclHop hop, NcclAlgo algo, NcclProto proto) {
+  return kHopLatencyUs[static_cast<int>(hop)][row(algo)][col(proto)];
+}
+
+double ncclLlMaxBusGBps(NcclGeneration g, bool amd_cpu, int hosts) {
+  if (hosts <= 1) return kLlMaxOneHostGBps[gen(g)];
+  return kLlMaxHostsGBps[amd_cpu ? 1 : 0][hosts <= 2 ? 0 : 1];
+}
+
+double ncclNetOverheadUs(bool amd_cpu, NcclProto proto) {
+  const double post = amd_cpu ? 2.0 : 1.0;
+  return proto == NcclProto::Simple ? 3.0 * post : post;
+}
+
+double nvlsAlgFraction(NcclGeneration g) { return kNvlsAlgFraction[gen(g)]; }
+
+}  // namespace torch_topo::topo

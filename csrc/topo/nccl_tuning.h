@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+// NCCL's public tuning constants and the few figures fitted to published nccl-tests results
+// (layer: csrc/topo, pure C++17): latency per call and per hop by algorithm, protocol and link
+// class, LL bandwidth caps, NVLS efficiency per GPU generation. nccl_model.cpp combines them.
+#pragma once
+
+namespace torch_topo::topo {
+
+/// NCCL's algorithms, in the order of its tuning tables.
+enum class NcclAlgo { Tree, Ring, CollNetDirect, CollNetChain, Nvls, NvlsTree, Pat };
+/// NCCL's protocols: LL (8-byte flag+data stores), LL128 (128-byte lines), Simple (bulk copies
+/// with a flag per chunk).
+enum class NcclProto { LL, LL128, Simple };
+/// Link class a hop crosses, as NCCL's hwLat table is indexed.
+enum class NcclHop { NvLink, Pci, Net };
+/// GPU generations NCCL keeps per-generation constants for.
+enum class NcclGeneration { Volta, Ampere, Hopper, Blackwell };
+
+constexpr int kNcclAlgoCount = 7;
+constexpr int kNcclProtoCount = 3;
+
+const char* toString(NcclAlgo algo);
+const char* toString(NcclProto proto);
+
+/// Generation of a GPU of compute capability `sm` (x 10); 0 (unknown) counts as Ampere, the
+/// generation most files without a model name come from (as link_tables does).
+NcclGeneration ncclGeneration(int sm);
+
+/// Fixed latency of one call (us) before any hop: NCCL tuning.cc baseLatencies.
+double ncclBaseLatencyUs(NcclAlgo algo, NcclProto proto);
+/// Latency of one hop (us) over a link class: NCCL tuning.cc hwLatencies. 0 where NCCL has
+/// no entry (that algorithm / protocol pair does not run over that link).
+double ncclHopLatencyUs(NcclHop hop, NcclAlgo algo, NcclProto proto);
+/// Bus bandwidth cap of the LL protocol (GB/s): NCCL tuning.cc llMaxBws. One host: by GPU
+/// generation; several hosts: by CPU vendor (AMD hosts lower), 2 hosts or more than 2.
+double ncclLlMaxBusGBps(NcclGeneration gen, bool amd_cpu, int hosts);
+/// Extra latency of each network step of a ring (us): NCCL's network post overhead, 1 on Intel
+/// and other CPUs, 2 on AMD; the Simple protocol posts three times per step.
+double ncclNetOverheadUs(bool amd_cpu, NcclProto proto);
+
+/// Fraction of one GPU's NVLink bandwidth an NVLS all-reduce reaches as algorithm bandwidth on
+/// one NVSwitch host; 0 where NVLS does not exist (before Hopper).
+double nvlsAlgFraction(NcclGeneration gen);
+
+/// Time nccl-tests measures per call on top of NCCL's own latency model (kernel launch and
+/// completion, host-side enqueue), fitted to the smallest sizes of published runs (us).
+constexpr double kNcclCallOverheadUs = 8.0;
+/// Bytes a Simple-protocol call pays for beyond its payload before its channels run at full
+/// rate (pipeline fill: NCCL's Simple buffers are 4 MiB per channel, filled before a step's
+/// flag is posted). Fitted: 8x H200 NVLS from 8 MiB to 256 MiB ran 40-55 us above latency plus
+/// payload at full rate (stas00/ml-engineering), a 2-GPU NV4 send/recv 87 us at 16 MiB
+/// (nccl-tests #331); 8 MiB at each system's rate gives 31 us and 105 us.
+constexpr double kSimpleFillBytes = 8.0 * (1 << 20);
+/// Latency multiplier of a multi-host ring with the Simple protocol once each rank's share of
+/// every channel is past 64 bytes (NCCL's "plateau effect of ring"): sm80 and later / older.
+constexpr double kRingPlateauLatencyFactor = 1.4;
+constexpr double kRingPlateauLatencyFactorPreSm80 = 1.9;
+/// Bus bandwidth a tree reaches relative to its links (NCCL applies .92 to tree all-reduce),
+/// LL128 on rings (120 of 128 bytes carry data), LL (half of each 8-byte store is a flag).
+constexpr double kTreeEfficiency = 0.92;
+constexpr double kLl128Efficiency = 0.92;
+constexpr double kRingLlEfficiency = 0.5;
+/// NCCL's p2p path (send/recv, all-to-all) with LL reaches less than the ring's half: fitted to
+/// a 2-GPU NV4 send/recv (nccl-tests #331), 23.1 and 29.4 GB/s of the link's 80 at 1 and 2 MiB.
+constexpr double kP2pLlEfficiency = 0.4;
+/// Tree protocol factors on top of kTreeEfficiency: LL 1/3.8; LL128 7/9 on one host, 120/128
+/// across hosts.
+constexpr double kTreeLlFactor = 1.0 / 3.8;
+constexpr double kTreeLl128FactorOneHost = 7.0 / 9.0;
+constexpr double kTreeLl128FactorHosts = 120.0 / 128.0;
+/// PAT reaches 3/4 of the ring's bus bandwidth; its latency has a log part (network hop / 3.5
+/// per level) and a linear part per rank.
+constexpr double kPatEfficiency = 0.75;
+constexpr double kPatLatencyLogDivisor = 3.5;
+constexpr double kPatLatencyPerRankUs = 2.8;
+/// CollNet Direct on Hopper and later reaches .85 of its modelled bandwidth; each local rank
+/// beyond the first adds 0.4 us of arity serialisation.
+constexpr double kCollNetHopperEfficiency = 0.85;
+constexpr double kCollNetArityLatencyUs = 0.4;
+
+}  // namespace torch_topo::topo

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of csrc/topo/nccl_model and nccl_tuning: NCCL's tables, which algorithm exists where,
+// the latency formulas on closed forms, NICs of every rail, and the 1.15x hierarchical margin.
+// The model's agreement with published nccl-tests runs is pinned in tests/py/test_nccl_model.py.
+#include "topo/nccl_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "planner_fixtures.h"
+#include "test_data.h"
+#include "topo/loader.h"
+
+namespace torch_topo::topo {
+namespace {
+
+using testing::makeCluster;
+using testing::makeHost;
+
+// 8 GPUs behind NVSwitch, NV18 to every peer at `lane` GB/s per lane; compute capability `sm`.
+HostTopology switchedHost(int sm, double lane = 20.0) {
+  std::vector<std::string> rows;
+  for (int i = 0; i < 8; ++i) {
+    std::string row;
+    for (int j = 0; j < 8; ++j) row += (j ? " " : "") + std::string(i == j ? "X" : "NV18");
+    rows.push_back(row);
+  }
+  HostTopology host = makeHost(rows, lane, 24.0, 1.0);
+  for (Gpu& g : host.gpus) g.sm = sm;
+  return host;
+}
+
+std::vector<int> iota(int n, int from = 0) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = from + i;
+  return v;
+}
+
+TEST(NcclTuningTest, TablesHoldNcclsConstants) {
+  EXPECT_DOUBLE_EQ(ncclBaseLatencyUs(NcclAlgo::Ring, NcclProto::LL), 6.6);
+  EXPECT_DOUBLE_EQ(ncclBaseLatencyUs(NcclAlgo::Tree, NcclProto::Simple), 8.4);
+  EXPECT_DOUBLE_EQ(ncclHopLatencyUs(NcclHop::NvLink, NcclAlgo::Ring, NcclProto::LL128), 1.9);
+  EXPECT_DOUBLE_EQ(ncclHopLatencyUs(NcclHop::Pci, NcclAlgo::Ring, NcclProto::Simple), 5.7);
+  EXPECT_DOUBLE_EQ(ncclHopLatencyUs(NcclHop::Net, NcclAlgo::Tree, NcclProto::Simple), 14.0);
+  EXPECT_DOUBLE_EQ(ncclHopLatencyUs(NcclHop::NvLink, NcclAlgo::Nvls, NcclProto::Simple), 25.0);
+  EXPECT_DOUBLE_EQ(ncclHopLatencyUs(NcclHop::Net, NcclAlgo::NvlsTree, NcclProto::Simple), 20.9);
+  EXPECT_DOUBLE_EQ(ncclHopLatencyUs(NcclHop::Pci, NcclAlgo::Nvls, NcclProto::Simple), 0.0);
+  EXPECT_DOUBLE_EQ(ncclLlMaxBusGBps(NcclGeneration::Ampere, false, 1), 87.7);
+  EXPECT_DOUBLE_EQ(ncclLlMaxBusGBps(NcclGeneration::Hopper, true, 4), 19.0);
+  EXPECT_DOUBLE_EQ(ncclNetOverheadUs(true, NcclProto::Simple), 6.0);
+  EXPECT_EQ(ncclGeneration(0), NcclGeneration::Ampere);
+  EXPECT_EQ(ncclGeneration(90), NcclGeneration::Hopper);
+  EXPECT_EQ(ncclGeneration(100), NcclGeneration::Blackwell);
+  EXPECT_DOUBLE_EQ(nvlsAlgFraction(NcclGeneration::Ampere), 0.0);
+  EXPECT_GT(nvlsAlgFraction(NcclGeneration::Hopper), 0.0);
+}
+
+TEST(NcclModelTest, RingLatencyFollowsNcclsFormula) {
+  // One NVSwitch host of 8 A100s: ring LL latency = base 6.6 + 14 steps x 0.6 us (NVLink), plus
+  // the per-call overhead; 8 bytes move in no measurable time.
+  const CostModel model(makeCluster(switchedHost(80), 1));
+  const CostEstimate e = model.estimateCollective(CollectiveOp::AllReduce, 8, iota(8),
+                                                  Algorithm::Ring);
+  ASSERT_TRUE(e.applicable);
+  EXPECT_EQ(e.protocol, "LL");
+  EXPECT_NEAR(e.seconds, (kNcclCallOverheadUs + 6.6 + 14 * 0.6) * 1e-6, 1e-9);
+  // Large: Simple at the ring's bus bandwidth, 18 lanes x 20 GB/s through the switch, after
+  // the pipeline fill.
+  const double bytes = 1 << 30;
+  const CostEstimate big = model.estimateCollective(CollectiveOp::AllReduce, bytes, iota(8),
+                                                    Algorithm::Ring);
+  EXPECT_EQ(big.protocol, "Simple");
+  const double latency = (kNcclCallOverheadUs + 8.4 + 14 * 3.4) * 1e-6;
+  EXPECT_NEAR(big.seconds, latency + (bytes + kSimpleFillBytes) * 2 * 7 / 8 / (360e9), 1e-9);
+}
+
+TEST(NcclModelTest, NvlsOnlyOnHopperNvswitchHosts) {
+  const std::vector<int> g = iota(8);
+  const CostModel ampere(makeCluster(switchedHost(80), 1));
+  const CostModel hopper(makeCluster(switchedHost(90, 20.6), 1));
+  EXPECT_FALSE(ampere.estimateCollective(CollectiveOp::AllReduce, 1 << 30, g, Algorithm::Nvls)
+                   .applicable);
+  const CostEstimate nvls =
+      hopper.estimateCollective(CollectiveOp::AllReduce, int64_t{16} << 30, g, Algorithm::Nvls);
+  ASSERT_TRUE(nvls.applicable);
+  EXPECT_NEAR(nvls.alg_bandwidth_gbps, nvlsAlgFraction(NcclGeneration::Hopper) * 18 * 20.6, 0.5);
+  EXPECT_EQ(hopper.chooseAlgorithm(CollectiveOp::AllReduce, int64_t{16} << 30, g).algorithm,
+            Algorithm::Nvls);
+  // NVLS tree needs several hosts, PAT one GPU per host, CollNet a NIC declaring it.
+  EXPECT_FALSE(hopper.estimateCollective(CollectiveOp::AllReduce, 1 << 20, g, Algorithm::NvlsTree)
+                   .applicable);
+  EXPECT_FALSE(hopper.estimateCollective(CollectiveOp::AllGather, 1 << 20, g, Algorithm::Pat)
+                   .applicable);
+  EXPECT_FALSE(hopper.estimateCollective(CollectiveOp::AllReduce, 1 << 20, g, Algorithm::CollNet)
+                   .applicable);
+  // Algorithms NCCL does not have for the op.
+  EXPECT_FALSE(hopper.estimateCollective(CollectiveOp::AllGather, 1 << 20, g, Algorithm::Tree)
+                   .applicable);
+  EXPECT_FALSE(hopper.estimateCollective(CollectiveOp::AllReduce, 1 << 20, g,
+                                         Algorithm::HalvingDoubling)
+                   .applicable);
+}
+
+TEST(NcclModelTest, FlatRingUsesEveryRail) {
+  // 2 hosts x 8 GPUs, one 50 GB/s NIC per GPU: NCCL's channels leave through all 8 NICs, so
+  // the flat ring runs at the NVLink ring's pace (360 GB/s < 8 x 50), not one NIC's.
+  HostTopology host = switchedHost(80);
+  for (int k = 0; k < 8; ++k) host.nics.push_back({"mlx5_" + std::to_string(k), "", 0, 400.0, {}});
+  host.gpu_nic_paths.assign(64, PathInfo{PathClass::SYS, 0, 0.0, 0.0});
+  for (int i = 0; i < 8; ++i) host.gpu_nic_paths[i * 8 + i] = PathInfo{PathClass::PIX, 0, 0.0, 0.0};
+  const CostModel model(makeCluster(host, 2, 0.0, 0.0));
+  const NcclModel::Shape s = NcclModel(model).shapeOf({iota(16)});
+  EXPECT_EQ(s.hosts, 2);
+  EXPECT_EQ(s.per_host, 8);
+  EXPECT_NEAR(s.net_gbps, 8 * 50.0, 1e-9);
+  EXPECT_NEAR(s.intra_bus_gbps, 360.0, 1e-6);
+  // The 8 rails of a hierarchical schedule share nothing: 50 GB/s each.
+  std::vector<std::vector<int>> rails;
+  for (int k = 0; k < 8; ++k) rails.push_back({k, 8 + k});
+  EXPECT_NEAR(NcclModel(model).shapeOf(rails).net_gbps, 50.0, 1e-9);
+  const CostEstimate ring =
+      model.estimateCollective(CollectiveOp::AllReduce, int64_t{16} << 30, iota(16), Algorithm::Ring);
+  EXPECT_NEAR(ring.bus_bandwidth_gbps, 360.0, 360.0 * 0.02);
+}
+
+TEST(NcclModelTest, HierarchicalNeedsTheMargin) {
+  // Thresholds follow the definition: from the threshold up, hierarchical x 1.15 beats NCCL's
+  // best; just below it (when not the scan's first size) it does not.
+  HostTopology host = switchedHost(90, 20.6);
+  const CostModel model(makeCluster(host, 2, 12.5, 0.0));  // one 100 Gbit/s link per host
+  const std::vector<int> g = iota(16);
+  for (const HierarchicalThreshold& t : computeHierarchicalThresholds(model, g)) {
+    if (t.min_bytes < 0) continue;
+    for (int64_t b = t.min_bytes; b <= int64_t{16} << 30; b *= 2) {
+      const double hier = model.estimateCollective(t.op, b, g, Algorithm::Hierarchical).seconds;
+      EXPECT_LT(hier * kHierarchicalMarginOverNccl, model.chooseFlat(t.op, b, {g}).seconds)
+          << toString(t.op) << " " << b;
+    }
+    if (t.min_bytes > 1024) {
+      const int64_t below = t.min_bytes / 2;
+      const double hier = model.estimateCollective(t.op, below, g, Algorithm::Hierarchical).seconds;
+      EXPECT_GE(hier * kHierarchicalMarginOverNccl, model.chooseFlat(t.op, below, {g}).seconds);
+    }
+  }
+  // chooseAlgorithm agrees: hierarchical only with the margin.
+  for (int64_t b : {int64_t{1} << 20, int64_t{1} << 30}) {
+    const CostEstimate best = model.chooseAlgorithm(CollectiveOp::AllReduce, b, g);
+    const double hier = model.estimateCollective(CollectiveOp::AllReduce, b, g,
+                                                 Algorithm::Hierarchical).seconds;
+    const double flat = model.chooseFlat(CollectiveOp::AllReduce, b, {g}).seconds;
+    EXPECT_EQ(best.algorithm == Algorithm::Hierarchical, hier * kHierarchicalMarginOverNccl < flat);
+  }
+}
+
+TEST(NcclModelTest, CpuRanksKeepTheAlphaBetaModel) {
+  ClusterTopology c = makeCluster(switchedHost(90), 2);
+  c.ranks.push_back({0, -1, 8});
+  const CostModel model(c);
+  EXPECT_TRUE(model.usesNccl({{0, 1}}));
+  EXPECT_FALSE(model.usesNccl({{0, 16}}));
+  CostOptions alpha_beta;
+  alpha_beta.model = ModelKind::AlphaBeta;
+  EXPECT_FALSE(CostModel(c, alpha_beta).usesNccl({{0, 1}}));
+  EXPECT_EQ(model.estimateCollective(CollectiveOp::AllReduce, 1 << 20, {0, 16}, Algorithm::Ring)
+                .protocol,
+            "");
+}
+
+TEST(NcclModelTest, CollNetWhereEveryNicDeclaresIt) {
+  // The Nebius H100 file's NICs carry coll="1" (SHARP-capable InfiniBand): CollNet applies
+  // across two such hosts of Hopper GPUs on NVSwitch.
+  HostTopology host = loadTopologyFile(testing::dataPath("nccl_topo_xml/nebius_h100_vm_8xH100_8xIB_topo_v1.xml"));
+  for (Gpu& g : host.gpus) g.sm = 90;
+  ClusterTopology c = makeCluster(host, 2, 0.0, 0.0);
+  const CostModel model(c);
+  const NcclModel::Shape s = NcclModel(model).shapeOf({iota(16)});
+  EXPECT_TRUE(s.collnet);
+  for (HostTopology& h : c.hosts)
+    for (Nic& n : h.nics) n.attrs.clear();
+  EXPECT_FALSE(NcclModel(CostModel(c)).shapeOf({iota(16)}).collnet);
+}
+
+}  // namespace
+}  // namespace torch_topo::topo
