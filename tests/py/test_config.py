@@ -18,7 +18,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from torch_topo import TopoConfig
-from torch_topo.config import ENV_VARS, parse_bool
+from torch_topo.config import ENV_VARS, OTHER_VARS, parse_bool
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 P4D = str(DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml")
@@ -34,6 +34,65 @@ def test_env_sets_fields_and_overrides_win():
     assert cfg.use_topo_aware_collectives is False
     assert cfg.pipeline_chunk_bytes == 65536
     assert cfg.bind_numa is True
+
+
+# A given field beats its variable whatever the two values are, the default included.
+_PRECEDENCE = [
+    ("debug", False, "TORCH_TOPO_DEBUG", "1", True),
+    ("debug", True, "TORCH_TOPO_DEBUG", "0", False),
+    ("hierarchical", "auto", "TORCH_TOPO_HIERARCHICAL", "never", "never"),
+    ("use_topo_aware_collectives", True, "TORCH_TOPO_AWARE", "off", False),
+    ("pipeline_chunk_bytes", 4 << 20, "TORCH_TOPO_CHUNK_BYTES", "65536", 65536),
+    ("timeout_s", None, "TORCH_TOPO_TIMEOUT", "7", 7.0),
+    ("topology_file", None, "TORCH_TOPO_FILE", "/x.xml", "/x.xml"),
+]
+
+
+@pytest.mark.parametrize("field, given, var, text, from_env", _PRECEDENCE)
+def test_a_given_field_wins_over_its_variable_whatever_its_value(monkeypatch, field, given, var,
+                                                                 text, from_env):
+    for name in ENV_VARS.values():
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(var, text)
+    assert getattr(TopoConfig(**{field: given}).merged_with_env(), field) == given
+    # Not given, the variable sets it; a config built from the environment keeps it.
+    assert getattr(TopoConfig().merged_with_env(), field) == from_env
+    assert getattr(TopoConfig.from_env().merged_with_env(), field) == from_env
+    # Other fields still come from the environment.
+    other = "timeout_s" if field != "timeout_s" else "debug"
+    monkeypatch.setenv(ENV_VARS[other], "1")
+    assert getattr(TopoConfig(**{field: given}).merged_with_env(), other) == 1
+
+
+def test_explicit_fields_are_the_given_ones():
+    assert TopoConfig().explicit_fields == frozenset()
+    cfg = TopoConfig(debug=False, hierarchical="auto")
+    assert cfg.explicit_fields == {"debug", "hierarchical"}
+    assert cfg == TopoConfig()  # equality compares values only
+    assert TopoConfig.from_env({"TORCH_TOPO_DEBUG": "1"}, play="a:0").explicit_fields == {
+        "debug", "play"}
+    assert dataclasses.replace(cfg, debug=True).explicit_fields == {f.name for f in
+                                                                     dataclasses.fields(cfg)}
+    assert {f.name for f in dataclasses.fields(TopoConfig)} == set(ENV_VARS)
+
+
+def test_pg_options_keep_their_given_defaults(monkeypatch):
+    from torch_topo.backend import resolve_config
+
+    monkeypatch.setenv("TORCH_TOPO_DEBUG", "1")
+    monkeypatch.setenv("TORCH_TOPO_HIERARCHICAL", "never")
+    for options in (TopoConfig(debug=False, hierarchical="auto"),
+                    {"debug": False, "hierarchical": "auto"}):
+        cfg = resolve_config(options)
+        assert (cfg.debug, cfg.hierarchical) == (False, "auto")
+    cfg = resolve_config(None)
+    assert (cfg.debug, cfg.hierarchical) == (True, "never")
+
+
+def test_other_torch_topo_variables_are_accepted():
+    for var in OTHER_VARS:
+        assert TopoConfig.from_env({var: "x"}) == TopoConfig()
+    assert "TORCH_TOPO_TEST_BACKEND" in OTHER_VARS
 
 
 @pytest.mark.parametrize("field", BOOL_FIELDS)
