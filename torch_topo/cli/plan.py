@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from torch_topo import TopoParseError
 from torch_topo.config import TopoConfig
 from torch_topo.plan import Plan, parse_mesh
 from torch_topo.topology import Topology, load_topology
@@ -86,7 +85,7 @@ def _require_gpus(source) -> None:
     else:
         try:
             topo, what = load_topology(source), str(source)
-        except TopoParseError:  # a cluster file, or a bad one: the planner reports on it
+        except ValueError:  # a cluster file, a bad or missing one: the planner reports on it
             return
     if topo.gpu_count == 0:
         raise ValueError(f"--mesh: {what} has no GPU to place a mesh on; give the topology "
