@@ -10,8 +10,10 @@ plain) and the ratio:
   peers' scheduling, so the delta is the wrapper's own host cost), Gloo as the plain group,
   wall clock around the loop of blocking calls; the slowest rank's median over `--reps` loops,
   and the best loop's (on a loaded machine the best loop is the closest to the code's own
-  cost). Sizes 4 B up to `--cpu-max-bytes` (default 1 MiB: larger messages measure Gloo's
-  copies, not the wrapper).
+  cost). A second plain Gloo group over the same ranks is timed in the same rotation as the
+  noise floor: "gloo/gloo" is the ratio two identical groups show, so a topo ratio inside its
+  spread is no measured difference. Sizes 4 B up to `--cpu-max-bytes` (default 1 MiB: larger
+  messages measure Gloo's copies, not the wrapper).
 - CUDA (when a GPU is present): one process on cuda:0 (world size 1, the issue 16 setup), NCCL
   as the plain group, `init_process_group(device_id=...)`; device time per call from CUDA events
   around the loop and host time per call from the wall clock of the issuing loop. Sizes 4 B up
@@ -39,7 +41,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from torch_topo.bench.sweep import alternating, parse_bytes, size_series
+from torch_topo.bench.sweep import alternating, parse_bytes, rotated, size_series
 
 OPS = ["all_reduce", "broadcast", "all_gather"]
 CPU_TARGET_US = 20.0
@@ -82,28 +84,31 @@ def _cpu_rank(rank: int, size: int, store_path: str, args, results) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("topo", store=dist.FileStore(store_path, size), rank=rank,
                             world_size=size, timeout=timedelta(seconds=300))
-    topo, gloo = dist.group.WORLD, dist.new_group(backend="gloo")
+    topo, gloo, control = (dist.group.WORLD, dist.new_group(backend="gloo"),
+                           dist.new_group(backend="gloo"))
+    groups = (topo, gloo, control)
     cpu = torch.device("cpu")
     rows = []
     for op in args.ops:
         for nbytes in size_series(4, args.cpu_max_bytes, args.factor):
             fn = _call(op, nbytes, size, cpu)
             iters = _iters(nbytes, args.cpu_iters)
-            for g in (topo, gloo):
+            for g in groups:
                 _cpu_loop(fn, g, max(3, iters // 10))
-            t_topo, t_plain = [], []
+            times = [[], [], []]
             for rep in range(args.reps):
-                for first in alternating(rep, True, False):  # True: topo
-                    (t_topo if first else t_plain).append(
-                        _cpu_loop(fn, topo if first else gloo, iters))
-            local = torch.tensor([statistics.median(t_topo), statistics.median(t_plain),
-                                  min(t_topo), min(t_plain)], dtype=torch.float64) * 1e6
+                for k in rotated(rep, range(3)):
+                    times[k].append(_cpu_loop(fn, groups[k], iters))
+            local = torch.tensor([statistics.median(t) for t in times] + [min(t) for t in times],
+                                 dtype=torch.float64) * 1e6
             dist.all_reduce(local, op=dist.ReduceOp.MAX, group=gloo)
-            topo_us, plain_us, topo_best_us, plain_best_us = local.tolist()
+            topo_us, plain_us, control_us, topo_best_us, plain_best_us, control_best_us = (
+                local.tolist())
             rows.append({"part": "cpu", "op": op, "bytes": nbytes, "ranks": size,
                          "calls": iters, "plain": "gloo", "topo_us": topo_us,
-                         "plain_us": plain_us, "topo_best_us": topo_best_us,
-                         "plain_best_us": plain_best_us})
+                         "plain_us": plain_us, "control_us": control_us,
+                         "topo_best_us": topo_best_us, "plain_best_us": plain_best_us,
+                         "control_best_us": control_best_us})
     if rank == 0:
         results.put(rows)
     dist.barrier(group=gloo)
@@ -204,6 +209,9 @@ def print_table(rows: list[dict]) -> None:
         head = (f"{'op':>10} {'size':>9} {'calls':>6} | {'topo':>9} {plain:>9} {'delta':>8} "
                 f"{'ratio':>6}")
         head += f" | {extra[0] + ' topo':>9} {extra[0] + ' ' + plain:>9} {'delta':>8}"
+        control = "control_us" in sub[0]
+        if control:
+            head += f" | {plain + '/' + plain:>9} {extra[0]:>6}"
         print(head)
         for r in sub:
             line = (f"{r['op']:>10} {_fmt_bytes(r['bytes']):>9} {r['calls']:>6} | "
@@ -211,6 +219,9 @@ def print_table(rows: list[dict]) -> None:
                     f"{r['topo_us'] - r['plain_us']:>+8.1f} {r['topo_us'] / r['plain_us']:>6.2f}")
             line += (f" | {r[extra[1]]:>9.1f} {r[extra[2]]:>9.1f} "
                      f"{r[extra[1]] - r[extra[2]]:>+8.1f}")
+            if control:
+                line += (f" | {r['control_us'] / r['plain_us']:>9.2f} "
+                         f"{r['control_best_us'] / r['plain_best_us']:>6.2f}")
             print(line)
         target = GPU_TARGET_US if part == "cuda" else CPU_TARGET_US
         for op in dict.fromkeys(r["op"] for r in sub):

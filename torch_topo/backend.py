@@ -109,6 +109,7 @@ def _create_backend(dist_opts, pg_options):
     inner = build_inner_backends(store, rank, size, timeout, group_name, ranks)
     options = _C.TopoBackend.Options(timeout)
     options.debug = config.debug
+    options.plain = not config.use_topo_aware_collectives
     _set_if_present(options, "group_name", group_name)
     _set_if_present(options, "global_ranks_in_group", ranks)
     backend = _C.TopoBackend(store, rank, size, options, inner)

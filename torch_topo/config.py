@@ -2,8 +2,8 @@
 """`TopoConfig`: the options of the "topo" backend.
 
 Pass one as `pg_options` to `torch.distributed.init_process_group(backend="topo", ...)`, or set
-the matching `TORCH_TOPO_*` environment variables (read by `TopoConfig.from_env()`); explicit
-fields win over the environment.
+the matching `TORCH_TOPO_*` environment variables (read by `TopoConfig.from_env()`); a field given
+to the constructor wins over the environment whatever its value, default values included.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-__all__ = ["TopoConfig", "ENV_VARS", "parse_bool"]
+__all__ = ["TopoConfig", "ENV_VARS", "OTHER_VARS", "parse_bool"]
 
 # Each variable sits beside the field it sets; the README's table lists the same pairs
 # (tests/py/test_docs.py compares the two).
@@ -29,6 +29,16 @@ ENV_VARS: dict[str, str] = {
     "debug": "TORCH_TOPO_DEBUG",
     "play": "TORCH_TOPO_PLAY",
     "inter_host_gbps": "TORCH_TOPO_INTER_HOST_GBPS",
+}
+
+# TORCH_TOPO_* variables that set no field, and who reads them; from_env accepts them so that
+# a process started with one (a build, a test run) can still create "topo" groups.
+OTHER_VARS: dict[str, str] = {
+    "TORCH_TOPO_VENV": "scripts/setup_env.sh: the virtualenv's path",
+    "TORCH_TOPO_TORCH_VERSION": "scripts/setup_env.sh: the torch release to install",
+    "TORCH_TOPO_BUILD_CUDA": "setup.py: 0 skips the CUDA parts",
+    "TORCH_TOPO_WITH_HWLOC": "setup.py: 0 builds without hwloc",
+    "TORCH_TOPO_TEST_BACKEND": "tests/py/test_mesh.py: the backend of its pinned-file test",
 }
 
 
@@ -48,16 +58,32 @@ def parse_bool(name: str, text: str) -> bool:
                      "(any case)")
 
 
+class _RecordsGivenFields:
+    """Remembers which keyword arguments built an instance (`__new__` sees the same ones as
+    `__init__`), so that a field given explicitly is known even when it equals its default.
+    A slot of this base, not a dataclass field: it is no option and takes no part in ==."""
+
+    __slots__ = ("_given",)
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        self._given = frozenset(kwargs)
+        return self
+
+
 @dataclass(kw_only=True, slots=True)
-class TopoConfig:
-    """Options of the "topo" backend. Every field has an environment variable (`ENV_VARS`)."""
+class TopoConfig(_RecordsGivenFields):
+    """Options of the "topo" backend. Every field has an environment variable (`ENV_VARS`);
+    the fields given to the constructor win over it (`explicit_fields`)."""
 
     timeout_s: float | None = None
     """Per-collective timeout in seconds; None keeps the process group's timeout."""
 
     use_topo_aware_collectives: bool = True
-    """Exchange the cluster and build the topology-derived inner groups (the hierarchical
-    levels); False makes "topo" a plain wrapper of Gloo (CPU) and NCCL (CUDA)."""
+    """Exchange the cluster, build the hierarchical levels (intra-host and inter-host inner
+    groups) and run Gloo's reduce-scatter, all-gather and two-rank all-reduce as one exchange
+    step; False makes "topo" a plain wrapper that issues exactly the calls of Gloo (CPU) and
+    NCCL (CUDA)."""
 
     hierarchical: Literal["auto", "always", "never"] = "auto"
     """Hierarchical (intra-host, then inter-host) schedules: chosen by the cost model ("auto"),
@@ -115,6 +141,11 @@ class TopoConfig:
             )
 
     @property
+    def explicit_fields(self) -> frozenset[str]:
+        """The fields given to the constructor (`dataclasses.replace` gives all of them)."""
+        return self._given
+
+    @property
     def timeout(self) -> timedelta | None:
         return None if self.timeout_s is None else timedelta(seconds=self.timeout_s)
 
@@ -123,8 +154,7 @@ class TopoConfig:
         """Reads `TORCH_TOPO_*`; keyword overrides win. Unknown variables and bad values raise
         ValueError naming the variable; an empty variable counts as unset."""
         env = os.environ if environ is None else environ
-        known = set(ENV_VARS.values()) | {"TORCH_TOPO_VENV", "TORCH_TOPO_TORCH_VERSION",
-                                          "TORCH_TOPO_BUILD_CUDA", "TORCH_TOPO_WITH_HWLOC"}
+        known = set(ENV_VARS.values()) | set(OTHER_VARS)
         unknown = sorted(k for k in env if k.startswith("TORCH_TOPO_") and k not in known)
         if unknown:
             raise ValueError(
@@ -163,11 +193,7 @@ class TopoConfig:
             raise ValueError(f"{var}: {exc}") from None
 
     def merged_with_env(self) -> TopoConfig:
-        """This config with environment values filling the fields left at their defaults."""
-        defaults = TopoConfig()
-        explicit = {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if getattr(self, f.name) != getattr(defaults, f.name)
-        }
-        return TopoConfig.from_env(**explicit)
+        """This config with environment values filling the fields it was not given; a given
+        field keeps its value even where that is the default (debug=False beats
+        TORCH_TOPO_DEBUG=1)."""
+        return TopoConfig.from_env(**{name: getattr(self, name) for name in self._given})

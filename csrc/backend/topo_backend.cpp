@@ -53,7 +53,8 @@ TopoBackend::TopoBackend(
     : c10d::Backend(rank, size),
       store_(std::move(store)),
       options_(options ? std::move(options) : Options::create()),
-      debug_(options_->debug) {
+      debug_(options_->debug),
+      plain_(options_->plain) {
   if (inner.empty()) {
     C10_THROW_ERROR(ValueError, "TopoBackend: no inner backend given, expected at least one "
                                 "device type (e.g. {\"cpu\": gloo})");
@@ -370,7 +371,8 @@ c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
   childOpts->group_name = opts->group_name;
   childOpts->group_desc = opts->group_desc;
   childOpts->global_ranks_in_group = opts->global_ranks_in_group;
-  childOpts->debug = debug_;  // a split group logs as its parent does
+  childOpts->debug = debug_;  // a split group logs and issues as its parent does
+  childOpts->plain = plain_;
   auto first = children.begin()->second;
   return c10::make_intrusive<TopoBackend>(store, first->getRank(), first->getSize(), childOpts,
                                           std::move(children));

@@ -68,6 +68,9 @@ class TopoBackend : public c10d::Backend {
     /// Log every flat/hierarchical decision to stderr. Set from TopoConfig.debug (which has
     /// read TORCH_TOPO_DEBUG); the C++ side reads no environment variable itself.
     bool debug = false;
+    /// Issue every op as the inner backend's own call: no one-step Gloo exchanges (set from
+    /// TopoConfig.use_topo_aware_collectives=False, which also leaves the group without levels).
+    bool plain = false;
 #if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
     c10::intrusive_ptr<c10d::Backend::Options> clone() const override;
 #endif
@@ -262,6 +265,7 @@ class TopoBackend : public c10d::Backend {
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
   std::vector<DeviceRoute*> coalescedNative_;
   bool debug_ = false;
+  bool plain_ = false;
   /// One logged choice; op names are string literals, so logging allocates nothing.
   struct DecisionRecord {
     const char* op;

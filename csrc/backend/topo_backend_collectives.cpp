@@ -122,7 +122,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter(
                                  &epilogue);
   return collective(route, c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, flat,
                     [&](c10d::Backend& b) {
-                      if (outputs.size() == 1) {
+                      if (outputs.size() == 1 && !plain_) {
                         if (auto w = oneStepReduceScatter(b, outputs[0], inputs[0],
                                                           inner.reduceOp, opts.timeout)) {
                           return w;
@@ -148,8 +148,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_reduce_scatter_base(
   return collective(route, c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
                     {input},
                     [&](c10d::Backend& b) {
-                      auto w = oneStepReduceScatter(b, output, input, inner.reduceOp,
-                                                    opts.timeout);
+                      auto w = plain_ ? nullptr
+                                      : oneStepReduceScatter(b, output, input, inner.reduceOp,
+                                                             opts.timeout);
                       return w ? w : b._reduce_scatter_base(output, input, inner);
                     },
                     [=](const Levels& lv) mutable {

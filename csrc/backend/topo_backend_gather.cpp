@@ -125,7 +125,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_allgather_base(at::Tensor& output,
   auto& route = routeFor("_allgather_base", {output, input});
   return collective(route, c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {input},
                     [&](c10d::Backend& b) {
-                      auto w = oneStepAllGather(b, output, input, opts.timeout);
+                      auto w = plain_ ? nullptr : oneStepAllGather(b, output, input, opts.timeout);
                       return w ? w : b._allgather_base(output, input, opts);
                     },
                     [=](const Levels& lv) mutable {

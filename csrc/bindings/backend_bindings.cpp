@@ -54,7 +54,10 @@ creator registered by ``import torch_topo``; see docs/backend.md.)");
            R"(Args:
     timeout (datetime.timedelta): default timeout of the group's ops.)")
       .def_readwrite("debug", &TopoBackend::Options::debug,
-                     "Log every flat/hierarchical decision to stderr (TopoConfig.debug).");
+                     "Log every flat/hierarchical decision to stderr (TopoConfig.debug).")
+      .def_readwrite("plain", &TopoBackend::Options::plain,
+                     "Issue every op as the inner backend's own call, without the one-step Gloo "
+                     "exchanges (TopoConfig.use_topo_aware_collectives=False).");
 
   cls.def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                       c10::intrusive_ptr<TopoBackend::Options> options,

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "topo/error.h"
 #include "topo/hwloc_reader.h"
 #include "topo/nccl_xml.h"
@@ -16,6 +18,20 @@ namespace torch_topo::topo {
 namespace {
 
 constexpr size_t kMaxFileBytes = 64u << 20;  // far above any real topology dump
+
+/// The verb of a CLI report ("show" for "schema": "torch-topo-show/1"), else "": reports share
+/// the "torch-topo" prefix with topology files, so saying which one it is saves a guess.
+std::string reportVerb(const std::string& text) {
+  auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return "";
+  auto schema = doc.find("schema");
+  if (schema == doc.end() || !schema->is_string()) return "";
+  const std::string name = schema->get<std::string>();
+  const std::string prefix = "torch-topo-";
+  const size_t slash = name.find('/');
+  if (name.rfind(prefix, 0) != 0 || slash == std::string::npos) return "";
+  return name.substr(prefix.size(), slash - prefix.size());
+}
 
 /// Name of the first element of an XML text, skipping the declaration, comments and DOCTYPE.
 std::string xmlRootName(const std::string& text, size_t pos) {
@@ -115,6 +131,14 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
       return readHwlocXml(text, path);
     case TopologyFormat::Unknown:
       break;
+  }
+  if (const std::string verb = reportVerb(text); !verb.empty()) {
+    throw ParseError(path, 1, 1,
+                     "this is the report of `python -m torch_topo " + verb +
+                         " --json` (\"schema\": \"torch-topo-" + verb +
+                         "/...\"), not a topology; expected torch-topo JSON (\"schema\": "
+                         "\"torch-topo/1\"): write one with `python -m torch_topo probe -o FILE` "
+                         "(this host) or `python -m torch_topo convert FILE --to json`");
   }
   throw ParseError(path, 1, 1,
                    "unknown topology format: expected `nvidia-smi topo -m` text (first line with "

@@ -50,7 +50,8 @@ def main() -> None:
     cfg = torch_topo.TopoConfig(**mesh_config) if mesh_config is not None else None
     mesh = torch_topo.init_device_mesh("cpu", (world // 2, 2), mesh_dim_names=("dp", "tp"),
                                        config=cfg)
-    result = {"rank": rank, "tp": dist.get_process_group_ranks(mesh.get_group("tp")),
+    result = {"rank": rank, "backend": dist.get_backend(),
+              "tp": dist.get_process_group_ranks(mesh.get_group("tp")),
               "dp": dist.get_process_group_ranks(mesh.get_group("dp")),
               "mesh": mesh.mesh.tolist(), "plan_mesh": mesh.topo_plan.mesh,
               "layout": mesh.topo_plan.layout, "numa": mesh.topo_numa_report.action,

@@ -303,3 +303,14 @@ def test_launch_errors_exit_2(monkeypatch, capsys):
     monkeypatch.setenv("WORLD_SIZE", "4")
     assert main(["bench", "--procs", "2"]) == 2
     assert "--procs: the launcher already gave WORLD_SIZE=4" in capsys.readouterr().err
+
+
+def test_every_side_takes_every_place_in_turn():
+    from torch_topo.bench.sweep import alternating, rotated
+
+    sides = ["topo", "gloo", "control"]
+    orders = [rotated(rep, sides) for rep in range(3)]
+    for place in range(3):
+        assert sorted(order[place] for order in orders) == sorted(sides)
+    assert orders[0] == sides and rotated(3, sides) == sides
+    assert [alternating(rep, "a", "b") for rep in range(3)] == [("a", "b"), ("b", "a"), ("a", "b")]

@@ -132,3 +132,27 @@ def test_plan_without_file_uses_pinned_file_then_probe(monkeypatch, capsys):
                         lambda config=None: probed.append(1) or load_topology(str(DGX1)))
     assert main(["plan", "--mesh", "dp=4,tp=2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["mesh"] == want and probed == [1]
+
+
+def test_plan_shows_the_nccl_hints_it_would_apply(capsys, monkeypatch):
+    monkeypatch.delenv("TORCH_TOPO_NCCL_HINTS", raising=False)
+    assert main(["plan", str(DGX1), "--hosts", "2", "--mesh", "dp=2,tp=8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # NCCL's own names for the collective and algorithm each dimension was costed with; NCCL
+    # has Tree for all-reduce only, so other pairs get no hint.
+    nccl = {("all_reduce", "ring"): "allreduce:ring", ("all_reduce", "tree"): "allreduce:tree",
+            ("all_gather", "ring"): "allgather:ring",
+            ("reduce_scatter", "ring"): "reducescatter:ring", ("broadcast", "ring"): "broadcast:ring"}
+    want = {}
+    for dim in out["mesh_dim_names"]:
+        pair = (out["traffic"][dim]["op"], out["algorithms"][dim]["step"])
+        if pair in nccl:
+            want[dim] = {"NCCL_ALGO": nccl[pair]}
+    assert want and out["nccl_hints"] == want
+    assert out["nccl_hints_enabled"] is False
+    monkeypatch.setenv("TORCH_TOPO_NCCL_HINTS", "1")
+    assert main(["plan", str(DGX1), "--hosts", "2", "--mesh", "dp=2,tp=8", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["nccl_hints_enabled"] is True
+    assert main(["plan", str(DGX1), "--hosts", "2", "--mesh", "dp=2,tp=8"]) == 0
+    text = capsys.readouterr().out
+    assert f"nccl hints: {want['tp']}" in text and "applied by init_device_mesh" in text

@@ -18,7 +18,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from torch_topo import TopoConfig
-from torch_topo.config import ENV_VARS, parse_bool
+from torch_topo.config import ENV_VARS, OTHER_VARS, parse_bool
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 P4D = str(DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml")
@@ -34,6 +34,65 @@ def test_env_sets_fields_and_overrides_win():
     assert cfg.use_topo_aware_collectives is False
     assert cfg.pipeline_chunk_bytes == 65536
     assert cfg.bind_numa is True
+
+
+# A given field beats its variable whatever the two values are, the default included.
+_PRECEDENCE = [
+    ("debug", False, "TORCH_TOPO_DEBUG", "1", True),
+    ("debug", True, "TORCH_TOPO_DEBUG", "0", False),
+    ("hierarchical", "auto", "TORCH_TOPO_HIERARCHICAL", "never", "never"),
+    ("use_topo_aware_collectives", True, "TORCH_TOPO_AWARE", "off", False),
+    ("pipeline_chunk_bytes", 4 << 20, "TORCH_TOPO_CHUNK_BYTES", "65536", 65536),
+    ("timeout_s", None, "TORCH_TOPO_TIMEOUT", "7", 7.0),
+    ("topology_file", None, "TORCH_TOPO_FILE", "/x.xml", "/x.xml"),
+]
+
+
+@pytest.mark.parametrize("field, given, var, text, from_env", _PRECEDENCE)
+def test_a_given_field_wins_over_its_variable_whatever_its_value(monkeypatch, field, given, var,
+                                                                 text, from_env):
+    for name in ENV_VARS.values():
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(var, text)
+    assert getattr(TopoConfig(**{field: given}).merged_with_env(), field) == given
+    # Not given, the variable sets it; a config built from the environment keeps it.
+    assert getattr(TopoConfig().merged_with_env(), field) == from_env
+    assert getattr(TopoConfig.from_env().merged_with_env(), field) == from_env
+    # Other fields still come from the environment.
+    other = "timeout_s" if field != "timeout_s" else "debug"
+    monkeypatch.setenv(ENV_VARS[other], "1")
+    assert getattr(TopoConfig(**{field: given}).merged_with_env(), other) == 1
+
+
+def test_explicit_fields_are_the_given_ones():
+    assert TopoConfig().explicit_fields == frozenset()
+    cfg = TopoConfig(debug=False, hierarchical="auto")
+    assert cfg.explicit_fields == {"debug", "hierarchical"}
+    assert cfg == TopoConfig()  # equality compares values only
+    assert TopoConfig.from_env({"TORCH_TOPO_DEBUG": "1"}, play="a:0").explicit_fields == {
+        "debug", "play"}
+    assert dataclasses.replace(cfg, debug=True).explicit_fields == {f.name for f in
+                                                                     dataclasses.fields(cfg)}
+    assert {f.name for f in dataclasses.fields(TopoConfig)} == set(ENV_VARS)
+
+
+def test_pg_options_keep_their_given_defaults(monkeypatch):
+    from torch_topo.backend import resolve_config
+
+    monkeypatch.setenv("TORCH_TOPO_DEBUG", "1")
+    monkeypatch.setenv("TORCH_TOPO_HIERARCHICAL", "never")
+    for options in (TopoConfig(debug=False, hierarchical="auto"),
+                    {"debug": False, "hierarchical": "auto"}):
+        cfg = resolve_config(options)
+        assert (cfg.debug, cfg.hierarchical) == (False, "auto")
+    cfg = resolve_config(None)
+    assert (cfg.debug, cfg.hierarchical) == (True, "never")
+
+
+def test_other_torch_topo_variables_are_accepted():
+    for var in OTHER_VARS:
+        assert TopoConfig.from_env({var: "x"}) == TopoConfig()
+    assert "TORCH_TOPO_TEST_BACKEND" in OTHER_VARS
 
 
 @pytest.mark.parametrize("field", BOOL_FIELDS)
@@ -205,3 +264,65 @@ def test_each_field_has_its_effect_on_a_topo_group(tmp_path, monkeypatch):
         # Unpinned, the p4d file names no NIC speed; pinned, the config's figure is used.
         assert seen["inter_host_gbps"] == [0.0, 12.5]
         assert seen["debug"] == [True, False, False, True]
+
+
+def _issued(group, rank: int, world: int) -> tuple[list[str], list[list[float]]]:
+    """The Gloo calls (profiler titles "gloo:<op>") one sequence of collectives on `group`
+    issues, and the results it computes."""
+    x = torch.arange(8 * world, dtype=torch.float32) + rank
+    block, whole = torch.zeros(8), torch.zeros(8 * world)
+    blocks = [torch.zeros(8) for _ in range(world)]
+    results = []
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for step in (
+            lambda: dist.all_reduce(block.copy_(x[:8] * (rank + 1)), group=group),
+            lambda: dist.reduce_scatter_tensor(block, x, group=group),
+            lambda: dist.reduce_scatter(block, list(x.chunk(world)), group=group),
+            lambda: dist.all_gather_into_tensor(whole, x[:8] * (rank + 1), group=group),
+            lambda: dist.all_gather(blocks, x[:8] * (rank + 2), group=group),
+            lambda: dist.broadcast(block, 0, group=group),
+        ):
+            step()
+            results.append(torch.cat([block, whole, *blocks]).tolist())
+    return [e.name for e in prof.events() if e.name.startswith("gloo:")], results
+
+
+def _plain_main(rank, world, store_path, out_dir):
+    import torch_topo  # noqa: F401  (registers "topo")
+
+    dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
+                            world_size=world, timeout=timedelta(seconds=60))
+    # Two played hosts and "always": what would run hierarchically and as one-step exchanges
+    # where the switch is on.
+    two_hosts = dict(topology_file=P4D, play=",".join(f"h{r % 2}:{r // 2}" for r in range(world)),
+                     hierarchical="always")
+    seen = {"gloo": _issued(dist.new_group(backend="gloo"), rank, world)}
+    for name, cfg, env in (("off", TopoConfig(**two_hosts, use_topo_aware_collectives=False), None),
+                           ("env", None, {"TORCH_TOPO_AWARE": "0", "TORCH_TOPO_FILE": P4D,
+                                          "TORCH_TOPO_PLAY": two_hosts["play"],
+                                          "TORCH_TOPO_HIERARCHICAL": "always"}),
+                           ("on", TopoConfig(**two_hosts), None)):
+        seen[name] = _issued(_topo_group(cfg, env)[0], rank, world)
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(seen))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world", [2, 4])
+def test_aware_off_issues_exactly_what_plain_gloo_does(tmp_path, monkeypatch, world):
+    for var in ENV_VARS.values():
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
+    mp.start_processes(_plain_main, args=(world, str(tmp_path / "store"), str(tmp_path)),
+                       nprocs=world, start_method="spawn")
+    for rank in range(world):
+        seen = json.loads((tmp_path / f"{rank}.json").read_text())
+        calls, values = seen["gloo"]
+        assert calls and "gloo:all_to_all" not in calls
+        # Off, from the config or from TORCH_TOPO_AWARE=0: the same Gloo calls, same results.
+        assert seen["off"] == [calls, values]
+        assert seen["env"] == [calls, values]
+        # On, the same program issues other calls (one-step exchanges, levels): the comparison
+        # can tell; the results agree.
+        assert seen["on"][0] != calls and seen["on"][1] == values

@@ -61,12 +61,27 @@ def test_four_ranks_playing_dgx1_get_nv2_pairs(tmp_path):
     results = _launch(tmp_path, [spec] * 4)
     expected_tp = {frozenset({0, 3}), frozenset({1, 2})}
     for r in results:
+        assert r["backend"] == BACKEND
         assert frozenset(r["tp"]) in expected_tp and r["rank"] in r["tp"]
         assert r["mesh"] == r["plan_mesh"] == results[0]["mesh"]
         assert r["dtensor_ok"] and r["fsdp_ok"]
         assert r["numa"] == "disabled"
     # dp joins the ranks holding the same tp coordinate.
     assert {frozenset(r["dp"]) for r in results} == {frozenset(c) for c in zip(*results[0]["mesh"], strict=False)}
+
+
+@pytest.mark.timeout(600)
+def test_the_documented_variable_runs_the_pinned_file_test_over_topo():
+    # TORCH_TOPO_TEST_BACKEND reaches the workers' environment, where TopoConfig.from_env reads
+    # every TORCH_TOPO_* variable: it must be a known one (it once was refused as unknown).
+    other = "gloo" if BACKEND == "topo" else "topo"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         f"{__file__}::test_four_ranks_playing_dgx1_get_nv2_pairs"],
+        env={**os.environ, "TORCH_TOPO_TEST_BACKEND": other,
+             "PYTHONPATH": os.pathsep.join(sys.path)},
+        capture_output=True, text=True, timeout=540)
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-3000:]
 
 
 def _host_json(path) -> dict:

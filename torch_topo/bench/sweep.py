@@ -23,8 +23,8 @@ import torch.distributed as dist
 
 from torch_topo import _C
 
-__all__ = ["COLLECTIVES", "DTYPES", "SweepConfig", "alternating", "parse_bytes", "size_series",
-           "sweep_collectives"]
+__all__ = ["COLLECTIVES", "DTYPES", "SweepConfig", "alternating", "parse_bytes", "rotated",
+           "size_series", "sweep_collectives"]
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 DTYPES = ("float32", "float64", "bfloat16", "float16")
@@ -51,7 +51,15 @@ def alternating(rep: int, first, second) -> tuple:
     """(first, second) on even repetitions, (second, first) on odd ones: side-by-side timings
     take turns going first, so whatever the first block after a barrier pays (clocks, a
     sleeping host thread, caches) is not always charged to one side."""
-    return (first, second) if rep % 2 == 0 else (second, first)
+    return tuple(rotated(rep, (first, second)))
+
+
+def rotated(rep: int, items) -> list:
+    """`items` rotated left by `rep`: with more than two sides each takes every place in turn,
+    as `alternating` does for two."""
+    items = list(items)
+    k = rep % len(items)
+    return items[k:] + items[:k]
 
 
 def size_series(lo: int, hi: int, factor: int) -> tuple[int, ...]:

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """`python -m torch_topo <verb>`: one module per verb in this package, each exposing
 `add_parser(subparsers)` and `run(args) -> int`. Exit codes: 0 OK, 1 doctor findings,
-2 usage or parse error."""
+2 usage or parse error, reported as one line on stderr."""
 
 from __future__ import annotations
 
@@ -19,8 +19,22 @@ def _verb_modules():
             yield importlib.import_module(f"{__name__}.{info.name}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors as one line (`torch_topo VERB: error: ...`), exit 2, like
+    every other error of the CLI; --help still prints the usage."""
+
+    def error(self, message: str):
+        name = self.prog.removeprefix("python -m ")
+        self.exit(2, f"{name}: error: {message}; see `{self.prog} --help`\n")
+
+
+def _one_line(exc: BaseException) -> str:
+    # Messages are written as one line; a multi-line one (a library's) must not break that.
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m torch_topo", description=__doc__)
+    parser = _Parser(prog="python -m torch_topo", description=__doc__)
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for module in _verb_modules():
         module.add_parser(sub)
@@ -36,5 +50,5 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except (ValueError, OSError, RuntimeError) as exc:
-        print(f"torch_topo {args.verb}: error: {exc}", file=sys.stderr)
+        print(f"torch_topo {args.verb}: error: {_one_line(exc)}", file=sys.stderr)
         return 2

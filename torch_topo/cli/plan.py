@@ -5,7 +5,9 @@ layout (what plain `init_device_mesh` gives) and the ratio; `--attention SHAPE` 
 mesh's sp dimension into ring (cp) x Ulysses (sp) as the cost model predicts fastest for that
 attention shape, listing every split with its predicted time. Without FILE: the pinned file
 (TORCH_TOPO_FILE / NCCL_TOPO_FILE), else the live cluster of the running world when
-torch.distributed is initialised in this process, else the live probe of this host."""
+torch.distributed is initialised in this process, else the live probe of this host (which must
+have GPUs). The NCCL_ALGO hint of each dimension is shown, with whether TORCH_TOPO_NCCL_HINTS
+has init_device_mesh apply it."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from torch_topo.ops.sequence_split import (
     split_mesh,
 )
 from torch_topo.plan import Plan, parse_mesh, resolve_cluster
+from torch_topo.topology import Topology, load_topology
 
 __all__ = ["add_parser", "run", "parse_traffic"]
 
@@ -100,12 +103,30 @@ def _live_source():
     return probe(config)
 
 
+def _require_gpus(source) -> None:
+    """A one-host source without GPUs (a CPU machine's probe, or a file written there) has no
+    rank to place; say so rather than let the planner count its one CPU rank."""
+    if isinstance(source, Topology):
+        topo, what = source, f"the live probe of this host ({source.source})"
+    else:
+        try:
+            topo, what = load_topology(source), str(source)
+        except ValueError:  # a cluster file, a bad or missing one: the planner reports on it
+            return
+    if topo.gpu_count == 0:
+        raise ValueError(f"--mesh: {what} has no GPU to place a mesh on; give the topology "
+                         "FILE of a GPU host (`python -m torch_topo probe -o FILE` writes one "
+                         "there) or pin one with TORCH_TOPO_FILE")
+
+
 def run(args) -> int:
     if args.hosts < 1:
         raise ValueError(f"--hosts: got {args.hosts}, expected >= 1")
     mesh = parse_mesh(args.mesh, "--mesh")
     traffic = parse_traffic(args.traffic)
     source = args.file if args.file is not None else _live_source()
+    if not isinstance(source, dict):
+        _require_gpus(source)
     hosts, split = args.hosts, None
     if args.attention is not None:
         if traffic is not None:
@@ -116,10 +137,13 @@ def run(args) -> int:
         candidates = sequence_split_candidates(source, mesh, shape)
         split = (shape, candidates, choose_sequence_split(candidates))
         mesh = split_mesh(mesh, split[2].ulysses)
-    planned = Plan.build(source, mesh, traffic, hosts=hosts)
+    # The hints are shown whether or not TORCH_TOPO_NCCL_HINTS will apply them (nccl_hints_enabled).
+    planned = Plan.build(source, mesh, traffic, hosts=hosts, nccl_hints=True)
     naive = Plan.naive(source, mesh, traffic, hosts=hosts) if args.compare else None
+    hints_on = TopoConfig.from_env().nccl_hints
     if args.json:
         out = planned.to_dict()
+        out["nccl_hints_enabled"] = hints_on
         out["sequence_parallel"] = _sequence_groups(planned)
         if split is not None:
             out["sequence_split"] = _split_dict(*split)
@@ -134,6 +158,9 @@ def run(args) -> int:
     if split is not None:
         print(describe_candidates(split[0], split[1]))
     print(planned.explain())
+    if planned.nccl_hints:
+        print("nccl hints " + ("applied by init_device_mesh (TORCH_TOPO_NCCL_HINTS is on)"
+                               if hints_on else "not applied: TORCH_TOPO_NCCL_HINTS is off"))
     for kind, entry in _sequence_groups(planned).items():
         print(f"{kind} groups ({entry['dim']}): {entry['groups']}")
     if naive is not None:

@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Every error a user can cause through `python -m torch_topo`: exit status 2 and one line on
+stderr that names the problem (no usage block, no traceback, nothing on stdout)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from planner_support import DATA, DGX1
+
+from torch_topo import _C
+from torch_topo.cli import main
+
+P4D = DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml"
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    for var in ("TORCH_TOPO_FILE", "NCCL_TOPO_FILE", "RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    # A host without GPUs whatever machine runs the tests: NVML fails, the rest is live.
+    monkeypatch.setattr(_C, "probe_host", lambda: _C._test_probe_host(["nvml"]))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    report = tmp_path / "shown.json"
+    report.write_text(json.dumps({"schema": "torch-topo-show/1", "gpu_count": 0}))
+    return monkeypatch, tmp_path
+
+
+CASES = [
+    # (argv, environment, fragment of the message)
+    ([], {}, "the following arguments are required: VERB"),
+    (["nope"], {}, "invalid choice: 'nope'"),
+    (["show", "--bogus"], {}, "unrecognized arguments: --bogus"),
+    (["show", "{tmp}/missing.xml"], {}, "cannot open"),
+    (["show", "{tmp}/shown.json"], {}, "this is the report of `python -m torch_topo show --json`"),
+    (["show"], {"TORCH_TOPO_FILE": "{tmp}/shown.json"}, "not a topology"),
+    (["convert", str(DGX1)], {}, "the following arguments are required: --to"),
+    (["convert", str(DGX1), "--to", "yaml"], {}, "argument --to: invalid choice: 'yaml'"),
+    (["convert", str(DGX1), "--to", "nccl-xml"], {}, "no physical graph"),
+    (["convert", str(P4D), "--to", "json", "-o", "{tmp}/no/such/dir.json"], {},
+     "No such file or directory"),
+    (["probe", "-o", "{tmp}/no/such/dir.json"], {}, "No such file or directory"),
+    (["plan", str(DGX1)], {}, "the following arguments are required: --mesh"),
+    (["plan", str(DGX1), "--mesh", "dp=3,tp=2"], {}, "mesh: product of sizes dp=3 x tp=2 = 6"),
+    (["plan", str(DGX1), "--mesh", "dp=4,tp=2", "--hosts", "x"], {},
+     "argument --hosts: invalid int value: 'x'"),
+    (["plan", str(DGX1), "--mesh", "dp=4,tp=2", "--traffic", "tp=1"], {},
+     "traffic: dimension 'dp': got no bytes"),
+    (["plan", "--mesh", "tp=2"], {}, "--mesh: the live probe of this host (probe:"),
+    (["plan", "--mesh", "tp=2"], {"TORCH_TOPO_NOPE": "1"}, "unknown variable TORCH_TOPO_NOPE"),
+    (["plan", "--mesh", "tp=2"], {"TORCH_TOPO_NCCL_HINTS": "maybe"},
+     "TORCH_TOPO_NCCL_HINTS: got 'maybe'"),
+    (["doctor", "--hosts", "0"], {}, "--hosts: got 0, expected >= 1"),
+    (["doctor", str(DGX1), "--kv-heads", "0"], {}, "--kv-heads: got 0, expected >= 1"),
+    (["doctor", "--mesh", "tp=2"], {}, "found no GPU to place a mesh on"),
+    (["doctor", str(DGX1), "--mesh", "tp"], {}, "--mesh: got 'tp', expected NAME=SIZE"),
+    (["bench"], {}, "no CUDA device here: pass --procs N"),
+    (["bench", "--procs", "0"], {}, "argument --procs: got 0, expected >= 1"),
+    (["bench", "--min-bytes", "lots"], {}, "argument --min-bytes: got 'lots'"),
+    (["bench", "--min-fraction", "2"], {}, "argument --min-fraction: got 2, expected a number"),
+    (["bench", "--collectives", "gossip"], {}, "invalid choice: 'gossip'"),
+    (["bench", "--topology", "{tmp}/missing.xml", "--procs", "2"], {}, "cannot open"),
+    (["bench", "--procs", "2"], {"RANK": "0", "WORLD_SIZE": "2"}, "drop --procs under torchrun"),
+]
+
+
+@pytest.mark.parametrize("argv, environ, fragment", CASES,
+                         ids=[" ".join(c[0])[:60] or "(no verb)" for c in CASES])
+def test_user_error_is_one_line_and_exit_2(env, capsys, argv, environ, fragment):
+    monkeypatch, tmp = env
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value.format(tmp=tmp))
+    assert main([a.format(tmp=tmp) for a in argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.endswith("\n"), err
+    assert err.startswith("torch_topo") and ": error: " in err, err
+    assert fragment in err, err
+
+
+def test_help_still_prints_usage_and_exits_0(capsys):
+    assert main(["plan", "--help"]) == 0
+    assert "--mesh" in capsys.readouterr().out
+
+
+def test_module_entry_point_usage_error_is_one_line():
+    proc = subprocess.run([sys.executable, "-m", "torch_topo", "plan"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1
+    assert "required: --mesh" in proc.stderr and "Traceback" not in proc.stderr
