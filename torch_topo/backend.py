@@ -5,7 +5,8 @@
 only, and never calls world collectives or `new_group`: it builds the flat inner backends from
 the creator's prefixed store (Gloo for CPU tensors, NCCL for CUDA tensors when CUDA is usable),
 wraps them in the C++ `TopoBackend`, then lets `torch_topo.hierarchy.attach_hierarchy` add the
-topology-derived levels.
+topology-derived levels. In a group whose ranks all bound a CUDA device the Gloo side is lazy:
+`TopoBackend` builds it at the group's first CPU op, or never (`lazy_gloo`).
 
 `register()` also keeps a "topo" default group from being torch's split source for new groups
 (`split_source_for_new_group`), and gives groups torch splits from a "topo" group the levels and
@@ -15,6 +16,7 @@ NCCL hints the creator gives its own (`torch_topo.split`).
 from __future__ import annotations
 
 import functools
+import os
 from datetime import timedelta
 
 import torch
@@ -27,7 +29,7 @@ from torch_topo.nccl_hints import connect_with_hints
 from torch_topo.numa import bind_at_init
 from torch_topo.split import guard_split_group
 
-__all__ = ["BACKEND_NAME", "register", "resolve_config", "build_inner_backends",
+__all__ = ["BACKEND_NAME", "register", "resolve_config", "build_inner_backends", "lazy_gloo",
            "split_source_for_new_group"]
 
 BACKEND_NAME = "topo"
@@ -84,11 +86,60 @@ def _cuda_usable() -> bool:
     return torch.cuda.is_available() and dist.is_nccl_available()
 
 
+def lazy_gloo(store, rank: int, size: int, options):
+    """The Gloo side of a group built at its first CPU op (`TopoBackend` calls this with the
+    creator's store and its own options). Its device connects each pair of ranks at their first
+    exchange, so a send between two ranks builds it on those two without waiting for the rest;
+    GLOO_SOCKET_IFNAME is honoured as torch's own constructor does."""
+    gloo_cls = dist.ProcessGroupGloo
+    interfaces = [i for i in os.environ.get("GLOO_SOCKET_IFNAME", "").split(",") if i]
+    devices = [gloo_cls.create_device(interface=i, lazy_init=True) for i in interfaces]
+    opts = gloo_cls._Options()
+    opts._devices = devices or [gloo_cls.create_default_device(lazy_init=True)]
+    opts._threads = 2 * len(opts._devices)
+    opts._timeout = options._timeout
+    _set_if_present(opts, "group_name", options.group_name)
+    _set_if_present(opts, "global_ranks_in_group", list(options.global_ranks_in_group))
+    return gloo_cls(dist.PrefixStore("gloo/", store), rank, size, opts)
+
+
+_GLOO_SIDE_KEY = "torch_topo/gloo_side"
+
+
+def _bound_device_type(dist_opts) -> str | None:
+    """The device type this rank bound for the group (init_process_group's device_id, which
+    torch sets on the group before its backends are created), or None."""
+    device = getattr(getattr(dist_opts, "process_group", None), "bound_device_id", None)
+    return None if device is None else device.type
+
+
+def _gloo_side_is_lazy(store, rank: int, dist_opts) -> bool:
+    """Whether this group's Gloo side waits for its first CPU op: every rank bound a CUDA
+    device (and NCCL serves them). Ranks must agree, else one builds eagerly and waits for peers
+    that never join; each compares with group rank 0 through the store (one read)."""
+    lazy = _cuda_usable() and _bound_device_type(dist_opts) == "cuda"
+    mine = "lazy" if lazy else "eager"
+    if rank == 0:
+        store.set(_GLOO_SIDE_KEY, mine)
+        return lazy
+    theirs = store.get(_GLOO_SIDE_KEY).decode()
+    if theirs != mine:
+        raise ValueError(
+            f"topo backend: group rank {rank} {'bound' if lazy else 'did not bind'} a CUDA "
+            f"device but group rank 0 {'did' if theirs == 'lazy' else 'did not'}; expected "
+            "every rank of a group to pass device_id to init_process_group, or none"
+        )
+    return lazy
+
+
 def build_inner_backends(store, rank: int, size: int, timeout: timedelta, group_name: str = "",
-                         ranks=()) -> dict:
-    """The flat inner backends of one group, keyed by device type, each on its own store prefix."""
-    inner = {"cpu": _build_gloo(dist.PrefixStore("gloo/", store), rank, size, timeout,
-                                group_name, ranks)}
+                         ranks=(), *, lazy_cpu: bool = False) -> dict:
+    """The flat inner backends of one group, keyed by device type, each on its own store prefix
+    (no "cpu" entry with `lazy_cpu`: the C++ backend builds it through `lazy_gloo`)."""
+    inner = {}
+    if not lazy_cpu:
+        inner["cpu"] = _build_gloo(dist.PrefixStore("gloo/", store), rank, size, timeout,
+                                   group_name, ranks)
     if _cuda_usable():
         inner["cuda"] = _build_nccl(dist.PrefixStore("nccl/", store), rank, size, timeout,
                                     group_name, ranks)
@@ -106,13 +157,16 @@ def _create_backend(dist_opts, pg_options):
     ranks = list(dist_opts.global_ranks_in_group) or list(range(size))
     if not dist.is_initialized():  # the world group: bind before inner backends start threads
         bind_at_init(config, ranks[rank], size, ranks[rank])
-    inner = build_inner_backends(store, rank, size, timeout, group_name, ranks)
+    lazy_cpu = _gloo_side_is_lazy(store, rank, dist_opts)
+    inner = build_inner_backends(store, rank, size, timeout, group_name, ranks,
+                                 lazy_cpu=lazy_cpu)
     options = _C.TopoBackend.Options(timeout)
     options.debug = config.debug
     options.plain = not config.use_topo_aware_collectives
     _set_if_present(options, "group_name", group_name)
     _set_if_present(options, "global_ranks_in_group", ranks)
-    backend = _C.TopoBackend(store, rank, size, options, inner)
+    backend = _C.TopoBackend(store, rank, size, options, inner,
+                             {"cpu": lazy_gloo} if lazy_cpu else {})
     attach_hierarchy(backend, store, rank, size, ranks, config)
     return backend
 

@@ -1,21 +1,32 @@
 # SPDX-License-Identifier: Apache-2.0
 """The cluster every rank of a group agrees on, exchanged through the group's c10d store.
 
-Each rank publishes one JSON record under `torch_topo/cluster/rank/<group_rank>` of the store it
-is given (the backend creator's prefixed store, so groups never collide):
-`{"rank", "hostname", "local_rank", "local_device", "host"}` where `host` is its host topology as
-torch-topo JSON. Every rank then waits for all records (store wait/get with the configured
-timeout; no collective, so this is safe inside a backend creator) and assembles the same
-`Cluster` in C++, which refuses ranks of one host that publish different host graphs.
+The exchange costs each rank a handful of store operations and a few KB whatever the group's
+size (docs/design.md, "Cluster exchange"). Under the store it is given (the backend creator's
+prefixed store, so groups never collide):
+
+- `torch_topo/cluster/host/<digest>`: a host topology as torch-topo JSON without its host name,
+  zlib-compressed, written once per distinct digest (the first rank to count itself under
+  `torch_topo/cluster/writer/<digest>`); a uniform cluster publishes one;
+- `torch_topo/cluster/rank/<group_rank>`: each rank's placement, `[rank, hostname, local_rank,
+  local_device, digest]` (about 50 bytes);
+- `torch_topo/cluster/table`: written by group rank 0 once it has read every placement and
+  distinct host record and assembled the cluster in C++ (which refuses ranks of one host that
+  publish different host graphs, naming both): the placements as compressed columns, or the
+  error every rank then raises.
+
+Every other rank waits for the table and reads it and the distinct host records it names, and
+assembles the same `Cluster` (store wait/get with the configured timeout; no collective, so
+this is safe inside a backend creator).
 
 Play mode (`TopoConfig.play` / `TORCH_TOPO_PLAY`) makes a rank claim a host name and a GPU of the
 pinned topology file, so multi-host layouts run on one CPU machine.
 
 A process exchanges once: the records of every exchange are kept with the global ranks they
 cover, and a later group whose ranks all took part in one earlier exchange (every group created
-after the world, DeviceMesh's among them) reuses them, after its members compare a digest of
-what they reuse through the group's store. `world_cluster()` hands the world's cluster to the
-planner (`init_device_mesh`), exchanging only when no "topo" group did it at init.
+after the world, DeviceMesh's among them) reuses them, after group rank 0 has compared every
+member's digest of what it reuses. `world_cluster()` hands the world's cluster to the planner
+(`init_device_mesh`), exchanging only when no "topo" group did it at init.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ import hashlib
 import json
 import os
 import socket
+import zlib
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -33,20 +45,27 @@ from torch_topo.local_device import local_cuda_index
 from torch_topo.probe import probe, resolve_pinned_file
 from torch_topo.topology import Topology, load_topology
 
-__all__ = ["Cluster", "Placement", "exchange_cluster", "world_cluster", "own_record", "parse_play",
-           "KEY_PREFIX",
+__all__ = ["Cluster", "Placement", "exchange_cluster", "exchange_records", "world_cluster",
+           "own_record", "parse_play",
+           "KEY_PREFIX", "HOST_PREFIX", "TABLE_KEY",
            "ASSUMED_INTER_HOST_GBPS", "ASSUMED_INTER_HOST_LATENCY_US"]
 
 KEY_PREFIX = "torch_topo/cluster/rank/"
+HOST_PREFIX = "torch_topo/cluster/host/"
+_WRITER_PREFIX = "torch_topo/cluster/writer/"
+TABLE_KEY = "torch_topo/cluster/table"
 _DIGEST_PREFIX = "torch_topo/cluster/digest/"
+_VERDICT_KEY = "torch_topo/cluster/reuse"
 _DEFAULT_TIMEOUT = timedelta(minutes=5)
 
 # Where no host reports a NIC speed and none is pinned, the cost model assumes 10 GbE.
 ASSUMED_INTER_HOST_GBPS = 1.25  # 10 Gbit/s Ethernet, per direction
 ASSUMED_INTER_HOST_LATENCY_US = 50.0
 
-# The records of this process's exchanges: (global ranks, records by group rank, inter-host GB/s).
-_exchanges: list[tuple[tuple[int, ...], list[dict], float]] = []
+# The records of this process's exchanges: (global ranks, records by group rank, inter-host GB/s,
+# host documents). A record is {"hostname", "local_rank", "local_device", "doc"}, "doc" indexing
+# the host documents.
+_exchanges: list[tuple[tuple[int, ...], list[dict], float, list[str]]] = []
 # This process's own records by (pinned file, play spec, group size, play index).
 _own_records: dict[tuple, dict] = {}
 
@@ -222,7 +241,130 @@ def _wait_all(store, keys: list[str], timeout: timedelta, group_rank: int) -> No
         ) from exc
 
 
-def _assemble(records: list[dict], inter_host_gbps: float, group_rank: int) -> Cluster:
+def _get_many(store, keys: list[str]) -> list[bytes]:
+    # One round trip on stores that have multi_get (TCPStore); the others get key by key.
+    multi_get = getattr(store, "multi_get", None)
+    return multi_get(keys) if multi_get is not None else [store.get(k) for k in keys]
+
+
+# What group rank 0 publishes instead of its result when it failed; the others raise the same.
+_ERROR_MARK = b"!"
+_ERROR_TYPES = {cls.__name__: cls for cls in (_C.TopoMismatchError, _C.TopoParseError,
+                                              _C.TopoError, ValueError, TimeoutError)}
+
+
+def _decided_by_root(store, key: str, group_rank: int, timeout: timedelta, what: str,
+                     decide) -> bytes:
+    """Group rank 0 runs `decide()` (which reads what every rank published) and publishes the
+    bytes it returns under `key`, or the error it raised; every other rank reads only that, and
+    returns the same bytes or raises the same error. This keeps each rank's reads independent
+    of the group size."""
+    if group_rank == 0:
+        try:
+            payload = decide()
+        except Exception as exc:
+            report = {"type": type(exc).__name__, "message": str(exc)}
+            store.set(key, _ERROR_MARK + json.dumps(report).encode())
+            raise
+        store.set(key, payload)
+        return payload
+    try:
+        store.wait([key], timeout)
+    except RuntimeError as exc:
+        raise TimeoutError(
+            f"exchange_cluster: rank {group_rank} waited {timeout.total_seconds():g} s for "
+            f"{what} from group rank 0, which publishes it once every rank's record has "
+            "arrived; a rank did not reach backend creation (crashed, or a different world "
+            "size), or group rank 0 was slower than the timeout"
+        ) from exc
+    payload = store.get(key)
+    if payload.startswith(_ERROR_MARK):
+        report = json.loads(payload[len(_ERROR_MARK):])
+        error = _ERROR_TYPES.get(report["type"], RuntimeError)
+        raise error(f"{report['message']} (reported by group rank 0)")
+    return payload
+
+
+def _host_document(own: dict) -> tuple[str, str]:
+    """(digest, document) of a rank's host: its topology JSON without the host name (the
+    placement carries it), so that identical hosts publish one document. Kept in `own`."""
+    if "document" not in own:
+        doc = json.loads(own["topology"].to_json())
+        doc["hostname"] = ""
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        # 80 bits: a collision between the few host shapes of one cluster is out of reach.
+        own["document"] = (hashlib.sha256(text.encode()).hexdigest()[:20], text)
+    return own["document"]
+
+
+def _publish(store, group_rank: int, own: dict) -> None:
+    digest, text = _host_document(own)
+    # The first rank to count itself for a digest writes its document; the others only refer
+    # to it (its readers wait for the key, so writing it after the count is safe).
+    if store.add(f"{_WRITER_PREFIX}{digest}", 1) == 1:
+        store.set(f"{HOST_PREFIX}{digest}", zlib.compress(text.encode()))
+    placement = [group_rank, own["hostname"], own["local_rank"], own["local_device"], digest]
+    store.set(f"{KEY_PREFIX}{group_rank}", json.dumps(placement, separators=(",", ":")))
+
+
+def _read_placements(store, group_size: int, timeout: timedelta) -> tuple[list[dict], list[str]]:
+    """Every rank's placement (group rank 0 only) as records, and the distinct digests in order
+    of their lowest rank."""
+    keys = [f"{KEY_PREFIX}{r}" for r in range(group_size)]
+    _wait_all(store, keys, timeout, 0)
+    records: list[dict] = []
+    digests: dict[str, int] = {}
+    for r, (key, raw) in enumerate(zip(keys, _get_many(store, keys), strict=True)):
+        try:
+            rank, hostname, local_rank, local_device, digest = json.loads(raw)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"exchange_cluster: record of rank {r} is not a placement "
+                             f"[rank, hostname, local_rank, local_device, digest]: {exc}") from exc
+        if rank != r:
+            raise ValueError(
+                f"exchange_cluster: key {key} holds the record of rank {rank}, expected {r} "
+                "(a stale record from an earlier exchange on this store?)"
+            )
+        records.append({"hostname": hostname, "local_rank": local_rank,
+                        "local_device": local_device,
+                        "doc": digests.setdefault(digest, len(digests))})
+    return records, list(digests)
+
+
+def _read_documents(store, digests: list[str], timeout: timedelta, group_rank: int) -> list[str]:
+    keys = [f"{HOST_PREFIX}{d}" for d in digests]
+    try:
+        store.wait(keys, timeout)
+    except RuntimeError as exc:
+        raise TimeoutError(
+            f"exchange_cluster: rank {group_rank} waited {timeout.total_seconds():g} s for the "
+            f"host records {digests}, counted but never written (their writer crashed)"
+        ) from exc
+    return [zlib.decompress(raw).decode() for raw in _get_many(store, keys)]
+
+
+def _encode_table(records: list[dict], digests: list[str]) -> bytes:
+    # Columns compress far better than one object per rank (a uniform cluster's columns repeat).
+    names: dict[str, int] = {}
+    host = [names.setdefault(rec["hostname"], len(names)) for rec in records]
+    table = {"digests": digests, "hostnames": list(names), "host": host,
+             "local_rank": [rec["local_rank"] for rec in records],
+             "local_device": [rec["local_device"] for rec in records],
+             "doc": [rec["doc"] for rec in records]}
+    return zlib.compress(json.dumps(table, separators=(",", ":")).encode(), 9)
+
+
+def _decode_table(payload: bytes) -> tuple[list[dict], list[str]]:
+    table = json.loads(zlib.decompress(payload))
+    names = table["hostnames"]
+    records = [{"hostname": names[h], "local_rank": lr, "local_device": dev, "doc": doc}
+               for h, lr, dev, doc in zip(table["host"], table["local_rank"],
+                                          table["local_device"], table["doc"], strict=True)]
+    return records, table["digests"]
+
+
+def _assemble(records: list[dict], inter_host_gbps: float, group_rank: int,
+              docs: list[str]) -> Cluster:
     # Ranks without a launcher LOCAL_RANK take their order among the ranks of their host, the
     # order torchrun itself assigns.
     seen: dict[str, int] = {}
@@ -231,37 +373,69 @@ def _assemble(records: list[dict], inter_host_gbps: float, group_rank: int) -> C
         order = seen.get(rec["hostname"], 0)
         seen[rec["hostname"]] = order + 1
         local_rank = rec["local_rank"] if rec["local_rank"] >= 0 else order
-        native.append(
-            _C.RankRecord(r, rec["hostname"], local_rank, rec["local_device"], rec["host"])
-        )
-    return Cluster(_C.assemble_cluster(native, inter_host_gbps, 0.0), group_rank)
+        native.append(_C.RankRecord(r, rec["hostname"], local_rank, rec["local_device"],
+                                    host_doc=rec["doc"]))
+    return Cluster(_C.assemble_cluster(native, inter_host_gbps, 0.0, docs), group_rank)
 
 
-def _earlier_records(global_ranks: tuple[int, ...]) -> tuple[list[dict], float] | None:
-    """The records of `global_ranks` from one earlier exchange that covered them all. Every
-    member of this group took part in that exchange too, so all members find the same one."""
-    for ranks, records, gbps in _exchanges:
+def exchange_records(store, group_rank: int, group_size: int, own: dict, *,
+                     timeout: timedelta = _DEFAULT_TIMEOUT,
+                     inter_host_gbps: float = 0.0) -> tuple[Cluster, list[dict], list[str]]:
+    """The store protocol of `exchange_cluster` for a given own record (`own_record`'s form):
+    publish, let group rank 0 assemble and publish the table, read it. Returns the cluster, the
+    records by group rank and the host documents they index. benchmarks/init_scale.py drives
+    it for simulated ranks."""
+    _publish(store, group_rank, own)
+    at_root: dict = {}
+
+    def assemble_all() -> bytes:
+        records, digests = _read_placements(store, group_size, timeout)
+        docs = _read_documents(store, digests, timeout, 0)
+        # Assembling runs the consistency checks; their error goes to every rank.
+        at_root["result"] = (_assemble(records, inter_host_gbps, 0, docs), records, docs)
+        return _encode_table(records, digests)
+
+    table = _decided_by_root(store, TABLE_KEY, group_rank, timeout, "the cluster table",
+                             assemble_all)
+    if group_rank == 0:
+        return at_root["result"]
+    records, digests = _decode_table(table)
+    docs = _read_documents(store, digests, timeout, group_rank)
+    return _assemble(records, inter_host_gbps, group_rank, docs), records, docs
+
+
+def _earlier_records(global_ranks: tuple[int, ...]
+                     ) -> tuple[list[dict], float, list[str]] | None:
+    """The records of `global_ranks` from one earlier exchange that covered them all, with its
+    bandwidth and host documents. Every member of this group took part in that exchange too,
+    so all members find the same one."""
+    for ranks, records, gbps, docs in _exchanges:
         where = {g: i for i, g in enumerate(ranks)}
         if all(g in where for g in global_ranks):
-            return [records[where[g]] for g in global_ranks], gbps
+            return [records[where[g]] for g in global_ranks], gbps, docs
     return None
 
 
 def _check_same_reuse(store, group_rank: int, group_size: int, records: list[dict],
-                      timeout: timedelta) -> None:
-    """Every member reuses identical records (compared by digest through the group's store)."""
-    digest = hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
-    keys = [f"{_DIGEST_PREFIX}{r}" for r in range(group_size)]
-    store.set(keys[group_rank], digest)
-    _wait_all(store, keys, timeout, group_rank)
-    for r, key in enumerate(keys):
-        theirs = store.get(key).decode()
-        if theirs != digest:
-            raise _C.TopoMismatchError(
-                f"exchange_cluster: group rank {r} reuses other topology records than group "
-                f"rank {group_rank} (digest {theirs[:12]} vs {digest[:12]}); expected the "
-                "records of the same earlier exchange on every member"
-            )
+                      docs: list[str], timeout: timedelta) -> None:
+    """Every member reuses identical records: group rank 0 compares every member's digest."""
+    used = [docs[i] for i in sorted({rec["doc"] for rec in records})]
+    digest = hashlib.sha256(json.dumps([records, used], sort_keys=True).encode()).hexdigest()
+    store.set(f"{_DIGEST_PREFIX}{group_rank}", digest)
+
+    def compare() -> bytes:
+        keys = [f"{_DIGEST_PREFIX}{r}" for r in range(group_size)]
+        _wait_all(store, keys, timeout, 0)
+        for r, theirs in enumerate(_get_many(store, keys)):
+            if theirs.decode() != digest:
+                raise _C.TopoMismatchError(
+                    f"exchange_cluster: group rank {r} reuses other topology records than "
+                    f"group rank 0 (digest {theirs.decode()[:12]} vs {digest[:12]}); expected "
+                    "the records of the same earlier exchange on every member"
+                )
+        return b"same"
+
+    _decided_by_root(store, _VERDICT_KEY, group_rank, timeout, "the reuse check", compare)
 
 
 def exchange_cluster(
@@ -273,7 +447,7 @@ def exchange_cluster(
     global_rank: int | None = None,
     global_ranks=None,
 ) -> Cluster:
-    """Publishes this rank's record, reads every rank's, and assembles the cluster.
+    """Publishes this rank's records, lets group rank 0 assemble them, and builds the cluster.
 
     Args:
         store: the group's c10d store (e.g. the creator's PrefixStore); one exchange per store.
@@ -303,32 +477,16 @@ def exchange_cluster(
             _exchanges.clear()  # a new world: earlier exchanges describe an old one
         earlier = _earlier_records(ranks)
         if earlier is not None:
-            _check_same_reuse(store, group_rank, group_size, earlier[0], timeout)
-            return _assemble(earlier[0], earlier[1], group_rank)
+            records, gbps, docs = earlier
+            _check_same_reuse(store, group_rank, group_size, records, docs, timeout)
+            return _assemble(records, gbps, group_rank, docs)
     play_index = group_rank if global_rank is None else global_rank
     own = own_record(cfg, group_size, play_index)
-    record = {"rank": group_rank, "hostname": own["hostname"], "local_rank": own["local_rank"],
-              "local_device": own["local_device"], "host": own["topology"].to_json()}
-    keys = [f"{KEY_PREFIX}{r}" for r in range(group_size)]
-    store.set(keys[group_rank], json.dumps(record))
-    _wait_all(store, keys, timeout, group_rank)
-    records = []
-    for r, key in enumerate(keys):
-        raw = store.get(key)
-        try:
-            rec = json.loads(raw)
-        except ValueError as exc:
-            raise ValueError(f"exchange_cluster: record of rank {r} is not JSON: {exc}") from exc
-        if rec.get("rank") != r:
-            raise ValueError(
-                f"exchange_cluster: key {key} holds the record of rank {rec.get('rank')}, "
-                f"expected {r} (a stale record from an earlier exchange on this store?)"
-            )
-        rec.pop("rank")
-        records.append(rec)
-    cluster = _assemble(records, cfg.inter_host_gbps or 0.0, group_rank)
+    gbps = cfg.inter_host_gbps or 0.0
+    cluster, records, docs = exchange_records(store, group_rank, group_size, own,
+                                              timeout=timeout, inter_host_gbps=gbps)
     if ranks is not None:
-        _exchanges.append((ranks, records, cfg.inter_host_gbps or 0.0))
+        _exchanges.append((ranks, records, gbps, docs))
     return cluster
 
 
@@ -343,7 +501,8 @@ def world_cluster(config: TopoConfig | None = None) -> Cluster | None:
     world = tuple(range(dist.get_world_size()))
     earlier = _earlier_records(world)
     if earlier is not None:
-        return _assemble(earlier[0], earlier[1], dist.get_rank())
+        records, gbps, docs = earlier
+        return _assemble(records, gbps, dist.get_rank(), docs)
     if (cfg.play or os.environ.get("TORCH_TOPO_PLAY")) and resolve_pinned_file(cfg) is None:
         return None
     store = dist.PrefixStore("torch_topo/world/", distributed_c10d._get_default_store())

@@ -49,29 +49,60 @@ c10::intrusive_ptr<c10d::Backend::Options> TopoBackend::Options::clone() const {
 TopoBackend::TopoBackend(
     c10::intrusive_ptr<c10d::Store> store, int rank, int size,
     c10::intrusive_ptr<Options> options,
-    std::unordered_map<c10::DeviceType, c10::intrusive_ptr<c10d::Backend>> inner)
+    std::unordered_map<c10::DeviceType, c10::intrusive_ptr<c10d::Backend>> inner,
+    std::unordered_map<c10::DeviceType, InnerFactory> lazy)
     : c10d::Backend(rank, size),
       store_(std::move(store)),
       options_(options ? std::move(options) : Options::create()),
+      lazy_(std::move(lazy)),
       debug_(options_->debug),
       plain_(options_->plain) {
-  if (inner.empty()) {
+  if (inner.empty() && lazy_.empty()) {
     C10_THROW_ERROR(ValueError, "TopoBackend: no inner backend given, expected at least one "
                                 "device type (e.g. {\"cpu\": gloo})");
   }
-  for (auto& [type, backend] : inner) {
-    if (!backend) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend: inner backend for ", type, " is None"));
+  for (auto& [type, backend] : inner) addRoute(type, backend);
+  for (auto& [type, factory] : lazy_) {
+    if (!factory) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend: lazy inner backend for ", type,
+                                           " has no factory"));
     }
-    if (backend->getSize() != size || backend->getRank() != rank) {
-      C10_THROW_ERROR(ValueError,
-                      c10::str("TopoBackend: inner backend for ", type, " has rank ",
-                               backend->getRank(), " of ", backend->getSize(), ", expected rank ",
-                               rank, " of ", size));
+    if (routes_.count(type)) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend: ", type, " given both as an inner "
+                                           "backend and as a lazy one, expected one of them"));
     }
-    routes_.emplace(type, std::make_unique<DeviceRoute>(type, backend));
+    lazyTypes_.push_back(type);
   }
   init();
+}
+
+void TopoBackend::addRoute(c10::DeviceType type, const c10::intrusive_ptr<c10d::Backend>& backend) {
+  if (!backend) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend: inner backend for ", type, " is None"));
+  }
+  if (backend->getSize() != size_ || backend->getRank() != rank_) {
+    C10_THROW_ERROR(ValueError,
+                    c10::str("TopoBackend: inner backend for ", type, " has rank ",
+                             backend->getRank(), " of ", backend->getSize(), ", expected rank ",
+                             rank_, " of ", size_));
+  }
+  std::lock_guard<std::mutex> lock(routesMutex_);
+  routes_.emplace(type, std::make_unique<DeviceRoute>(type, backend));
+}
+
+DeviceRoute* TopoBackend::buildLazyRoute(c10::DeviceType type) {
+  InnerFactory factory;
+  {
+    std::lock_guard<std::mutex> lock(routesMutex_);
+    auto it = lazy_.find(type);
+    if (it == lazy_.end()) return nullptr;
+    factory = it->second;
+  }
+  // The factory runs outside the lock: it may take the GIL and wait on the store.
+  addRoute(type, factory(store_, rank_, size_, options_));
+  std::lock_guard<std::mutex> lock(routesMutex_);
+  lazy_.erase(type);
+  return routes_.at(type).get();
 }
 
 TopoBackend::~TopoBackend() = default;
@@ -93,6 +124,7 @@ DeviceRoute& TopoBackend::routeFor(const char* op, const std::vector<at::Tensor>
   }
   auto it = routes_.find(type);
   if (it == routes_.end()) {
+    if (DeviceRoute* built = buildLazyRoute(type)) return *built;
     C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": no inner backend for device ",
                                          type, " in this group; the creator builds one per "
                                          "available device type"));
@@ -373,9 +405,19 @@ c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
   childOpts->global_ranks_in_group = opts->global_ranks_in_group;
   childOpts->debug = debug_;  // a split group logs and issues as its parent does
   childOpts->plain = plain_;
+  // A side still lazy here stays lazy in the child, built from the child's store.
+  std::unordered_map<c10::DeviceType, InnerFactory> lazy;
+  {
+    std::lock_guard<std::mutex> lock(routesMutex_);
+    lazy = lazy_;
+  }
+  if (children.empty()) {
+    C10_THROW_ERROR(ValueError, "TopoBackend::split: every inner backend of the group is lazy "
+                                "and none is built; split needs one to split from");
+  }
   auto first = children.begin()->second;
   return c10::make_intrusive<TopoBackend>(store, first->getRank(), first->getSize(), childOpts,
-                                          std::move(children));
+                                          std::move(children), std::move(lazy));
 }
 
 void TopoBackend::eagerConnectSingleDevice(at::Device device) {
@@ -414,6 +456,7 @@ std::vector<Decision> TopoBackend::lastDecisions() const {
 }
 
 c10::intrusive_ptr<c10d::Backend> TopoBackend::innerBackend(c10::DeviceType type) const {
+  std::lock_guard<std::mutex> lock(routesMutex_);
   auto it = routes_.find(type);
   return it == routes_.end() ? nullptr : it->second->inner;
 }

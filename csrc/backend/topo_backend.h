@@ -76,11 +76,21 @@ class TopoBackend : public c10d::Backend {
 #endif
   };
 
+  /// Builds the inner backend of one device type from the group's store, rank, size and
+  /// current options (the creator's Gloo side of a group whose ranks all bound a CUDA device).
+  using InnerFactory = std::function<c10::intrusive_ptr<c10d::Backend>(
+      const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+      const c10::intrusive_ptr<c10d::Backend::Options>& options)>;
+
   /// `inner` maps a device type to the flat inner backend of this group for it (same ranks,
-  /// same rank order). `store` is the creator's prefixed store, used by split().
+  /// same rank order). `lazy` maps a device type to the factory of an inner backend built at
+  /// the first op on that device type, or never: every rank of the group must give the same
+  /// device types as lazy, since a barrier without a device avoids them. `store` is the
+  /// creator's prefixed store, used by split() and the factories.
   TopoBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
               c10::intrusive_ptr<Options> options,
-              std::unordered_map<c10::DeviceType, c10::intrusive_ptr<c10d::Backend>> inner);
+              std::unordered_map<c10::DeviceType, c10::intrusive_ptr<c10d::Backend>> inner,
+              std::unordered_map<c10::DeviceType, InnerFactory> lazy = {});
   ~TopoBackend() override;
 
   const std::string getBackendName() const override { return "topo"; }
@@ -196,7 +206,8 @@ class TopoBackend : public c10d::Backend {
   static bool passesThrough(bool hierarchical, bool hasEpilogue, bool coalescing) {
     return !hierarchical && !hasEpilogue && !coalescing;
   }
-  /// The inner backend of a device type (null if none): for Python-side helpers and tests.
+  /// The inner backend of a device type (null if none, or lazy and not built yet): for
+  /// Python-side helpers and tests.
   c10::intrusive_ptr<c10d::Backend> innerBackend(c10::DeviceType type) const;
 
   /// The flat form of a collective: one call on the device's inner backend.
@@ -220,9 +231,12 @@ class TopoBackend : public c10d::Backend {
  private:
   static constexpr size_t kMaxDecisions = 256;
 
-  /// The route of a set of tensors: all on one device type with an inner backend, else a
-  /// ValueError naming the op.
+  /// The route of a set of tensors: all on one device type with an inner backend (built now if
+  /// it is lazy), else a ValueError naming the op.
   DeviceRoute& routeFor(const char* op, const std::vector<at::Tensor>& tensors);
+  /// Builds the lazy inner backend of `type` and its route; null when `type` has no factory.
+  DeviceRoute* buildLazyRoute(c10::DeviceType type);
+  void addRoute(c10::DeviceType type, const c10::intrusive_ptr<c10d::Backend>& backend);
   /// Picks flat or hierarchical for a collective from the levels and thresholds, and logs the
   /// choice.
   bool chooseHierarchical(DeviceRoute& route, const char* op, int64_t bytes, bool hasHier);
@@ -260,6 +274,12 @@ class TopoBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<Options> options_;
   std::unordered_map<c10::DeviceType, std::unique_ptr<DeviceRoute>> routes_;
+  /// Factories of the device types not built yet; `lazyTypes_` keeps every type given as lazy.
+  std::unordered_map<c10::DeviceType, InnerFactory> lazy_;
+  std::vector<c10::DeviceType> lazyTypes_;
+  /// Guards routes_ and lazy_ against innerBackend() from another thread while the issuing
+  /// thread builds a lazy route.
+  mutable std::mutex routesMutex_;
   uint64_t seq_ = 0;
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;

@@ -2,6 +2,8 @@
 // TopoBackend point-to-point, barrier and coalescing (layer: csrc/backend).
 #include "backend/topo_backend.h"
 
+#include <algorithm>
+
 #include <c10/util/Exception.h>
 
 namespace torch_topo::backend {
@@ -37,13 +39,24 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::recvAnysource(std::vector<at::Tensor
 
 DeviceRoute& TopoBackend::barrierRoute(const c10d::BarrierOptions& opts) {
   // A barrier carries no tensor: the device named in the options, else the CPU inner backend
-  // (object collectives and barrier arrive on the CPU path), else any.
+  // (object collectives and barrier arrive on the CPU path) unless it is lazy, else any.
+  // Whether a lazy side was built differs between ranks (a send builds it on two), so it
+  // never decides where a barrier without a device goes.
   if (opts.device) {
     auto it = routes_.find(opts.device->type());
     if (it != routes_.end()) return *it->second;
+    if (DeviceRoute* built = buildLazyRoute(opts.device->type())) return *built;
   }
+  auto eager = [this](c10::DeviceType type) {
+    return std::find(lazyTypes_.begin(), lazyTypes_.end(), type) == lazyTypes_.end();
+  };
   auto cpu = routes_.find(c10::DeviceType::CPU);
-  return cpu != routes_.end() ? *cpu->second : *routes_.begin()->second;
+  if (cpu != routes_.end() && eager(c10::DeviceType::CPU)) return *cpu->second;
+  for (auto& [type, route] : routes_) {
+    if (eager(type)) return *route;
+  }
+  if (routes_.empty()) return *buildLazyRoute(lazyTypes_.front());
+  return *routes_.begin()->second;
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::barrier(const c10d::BarrierOptions& opts) {

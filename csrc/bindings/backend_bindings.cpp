@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <pybind11/chrono.h>
+#include <pybind11/functional.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/utils/pybind.h>
@@ -61,21 +62,27 @@ creator registered by ``import torch_topo``; see docs/backend.md.)");
 
   cls.def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                       c10::intrusive_ptr<TopoBackend::Options> options,
-                      const std::map<std::string, BackendPtr>& inner) {
+                      const std::map<std::string, BackendPtr>& inner,
+                      const std::map<std::string, TopoBackend::InnerFactory>& lazy) {
             std::unordered_map<c10::DeviceType, BackendPtr> table;
             for (const auto& [name, b] : inner) table.emplace(parseDeviceType(name), b);
+            std::unordered_map<c10::DeviceType, TopoBackend::InnerFactory> factories;
+            for (const auto& [name, f] : lazy) factories.emplace(parseDeviceType(name), f);
             return GilReleasingHolder<TopoBackend>(c10::make_intrusive<TopoBackend>(
-                store, rank, size, std::move(options), std::move(table)));
+                store, rank, size, std::move(options), std::move(table), std::move(factories)));
           }),
           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("options"),
-          py::arg("inner"),
+          py::arg("inner"), py::arg("lazy") = std::map<std::string, TopoBackend::InnerFactory>{},
           R"(Args:
     store (torch.distributed.Store): the creator's prefixed store.
     rank (int): this rank in the group.
     size (int): group size.
     options (TopoBackend.Options): timeout and group name.
     inner (dict[str, torch.distributed.Backend]): device type ("cpu", "cuda") to the flat
-        inner backend of the same ranks.)")
+        inner backend of the same ranks.
+    lazy (dict[str, Callable]): device type to a factory
+        ``(store, rank, size, options) -> Backend`` called at the first op on that device
+        type (or never); the same types on every rank.)")
       .def(
           "set_levels",
           [](TopoBackend& self, const std::string& deviceType, BackendPtr intra, BackendPtr rail,
@@ -123,7 +130,7 @@ Args:
             return self.innerBackend(parseDeviceType(deviceType));
           },
           py::arg("device_type"),
-          R"(The flat inner backend of a device type, or None.
+          R"(The flat inner backend of a device type, or None (also while a lazy one is unbuilt).
 
 Args:
     device_type (str): "cpu" or "cuda".)")

@@ -4,7 +4,10 @@
 // topo_bindings.cpp.
 #include "bindings/bindings.h"
 
+#include <optional>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "topo/cluster.h"
 #include "topo/cpulist.h"
@@ -61,30 +64,39 @@ topo::HostTopology probeWithFaults(const std::vector<std::string>& faults,
 void defCluster(py::module_& m) {
   py::class_<RankRecord>(m, "RankRecord", "What one rank publishes about itself.")
       .def(py::init([](int rank, std::string hostname, int local_rank, int local_device,
-                       std::string host_json) {
+                       std::string host_json, int host_doc) {
              return RankRecord{rank, std::move(hostname), local_rank, local_device,
-                               std::move(host_json)};
+                               std::move(host_json), host_doc};
            }),
            py::arg("rank"), py::arg("hostname"), py::arg("local_rank"), py::arg("local_device"),
-           py::arg("host_json"))
+           py::arg("host_json") = "", py::arg("host_doc") = -1,
+           R"(Args:
+  rank, hostname, local_rank, local_device: where the rank runs.
+  host_json: its host topology as torch-topo JSON, or
+  host_doc: the index of that JSON in assemble_cluster's host_docs.)")
       .def_readonly("rank", &RankRecord::rank)
       .def_readonly("hostname", &RankRecord::hostname)
       .def_readonly("local_rank", &RankRecord::local_rank)
       .def_readonly("local_device", &RankRecord::local_device);
   m.def(
       "assemble_cluster",
-      [](std::vector<RankRecord> records, double bandwidth_gbps, double latency_us) {
+      [](std::vector<RankRecord> records, double bandwidth_gbps, double latency_us,
+         std::optional<std::vector<std::string>> host_docs) {
         topo::ClusterOptions options;
         options.inter_host_bandwidth_gbps = bandwidth_gbps;
         options.inter_host_latency_us = latency_us;
+        if (host_docs) return topo::assembleCluster(std::move(records), *host_docs, options);
         return topo::assembleCluster(std::move(records), options);
       },
       py::arg("records"), py::arg("inter_host_bandwidth_gbps") = 0.0,
-      py::arg("inter_host_latency_us") = 0.0, py::call_guard<py::gil_scoped_release>(),
+      py::arg("inter_host_latency_us") = 0.0, py::arg("host_docs") = py::none(),
+      py::call_guard<py::gil_scoped_release>(),
       R"(Builds the cluster from one record per rank (any order).
 
 Args:
   records: list of RankRecord, ranks 0..n-1 once each.
+  host_docs: with it, each record's host graph is host_docs[record.host_doc] (identical hosts
+    share one document, parsed once); without it, each record's host_json.
   inter_host_bandwidth_gbps: measured or pinned GB/s between hosts; 0 derives it from NICs.
   inter_host_latency_us: measured or pinned latency; 0 takes NCCL's network hop latency.
 

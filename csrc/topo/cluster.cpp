@@ -48,11 +48,11 @@ std::optional<std::string> firstDifference(const json& a, const json& b, const s
   return std::nullopt;
 }
 
-json parseRecord(const RankRecord& record) {
+json parseDoc(const std::string& text, int rank) {
   try {
-    return json::parse(record.host_json);
+    return json::parse(text);
   } catch (const json::parse_error& e) {
-    throw ParseError("rank " + std::to_string(record.rank) + " host record", 1,
+    throw ParseError("rank " + std::to_string(rank) + " host record", 1,
                      static_cast<int>(e.byte), "malformed JSON: " + std::string(e.what()));
   }
 }
@@ -60,6 +60,18 @@ json parseRecord(const RankRecord& record) {
 }  // namespace
 
 ClusterTopology assembleCluster(std::vector<RankRecord> records, const ClusterOptions& options) {
+  std::vector<std::string> docs;
+  docs.reserve(records.size());
+  for (RankRecord& record : records) {
+    record.host_doc = static_cast<int>(docs.size());
+    docs.push_back(std::move(record.host_json));
+  }
+  return assembleCluster(std::move(records), docs, options);
+}
+
+ClusterTopology assembleCluster(std::vector<RankRecord> records,
+                                const std::vector<std::string>& host_docs,
+                                const ClusterOptions& options) {
   TOPO_CHECK(!records.empty(), "assembleCluster: got 0 records, expected one per rank");
   std::sort(records.begin(), records.end(),
             [](const RankRecord& a, const RankRecord& b) { return a.rank < b.rank; });
@@ -68,32 +80,49 @@ ClusterTopology assembleCluster(std::vector<RankRecord> records, const ClusterOp
                records.size() - 1, " once each: got rank ", records[i].rank, " at position ", i);
     TOPO_CHECK(!records[i].hostname.empty(), "assembleCluster: rank ", i,
                " has an empty hostname, expected the host it runs on");
+    TOPO_CHECK(records[i].host_doc >= 0 &&
+                   records[i].host_doc < static_cast<int>(host_docs.size()),
+               "assembleCluster: rank ", i, " refers to host document ", records[i].host_doc,
+               ", expected 0..", host_docs.size() - 1);
   }
   ClusterTopology cluster;
   std::map<std::string, int> host_index;
   std::vector<int> first_rank;  // per host: the rank whose graph is the host's
-  std::vector<json> reference;
+  std::map<int, HostTopology> parsed;  // by document: identical hosts are parsed once
+  std::vector<std::vector<int>> gpu_owner;  // per host and GPU: the rank that claimed it, or -1
   for (const RankRecord& record : records) {
     auto found = host_index.find(record.hostname);
-    json doc = parseRecord(record);
     int host;
     if (found == host_index.end()) {
       host = static_cast<int>(cluster.hosts.size());
       host_index[record.hostname] = host;
-      HostTopology topo =
-          hostFromJson(record.host_json, "rank " + std::to_string(record.rank) + " host record");
+      auto it = parsed.find(record.host_doc);
+      if (it == parsed.end()) {
+        it = parsed.emplace(record.host_doc,
+                            hostFromJson(host_docs[record.host_doc],
+                                         "rank " + std::to_string(record.rank) + " host record"))
+                 .first;
+      }
+      HostTopology topo = it->second;
       topo.hostname = record.hostname;
+      gpu_owner.emplace_back(topo.gpuCount(), -1);
       cluster.hosts.push_back(std::move(topo));
       first_rank.push_back(record.rank);
-      reference.push_back(std::move(doc));
     } else {
       host = found->second;
-      if (auto diff = firstDifference(reference[host], doc, "")) {
-        throw Mismatch("cluster: ranks " + std::to_string(first_rank[host]) + " and " +
-                       std::to_string(record.rank) + " on host '" + record.hostname +
-                       "' disagree on the host topology: at " + *diff +
-                       "; every rank of a host must probe or pin the same topology "
-                       "(check TORCH_TOPO_FILE / NCCL_TOPO_FILE on each rank)");
+      const RankRecord& first = records[first_rank[host]];
+      const std::string& mine = host_docs[record.host_doc];
+      const std::string& theirs = host_docs[first.host_doc];
+      // Equal text is an equal graph; only differing text needs the field-by-field look.
+      if (record.host_doc != first.host_doc && mine != theirs) {
+        if (auto diff = firstDifference(parseDoc(theirs, first.rank), parseDoc(mine, record.rank),
+                                        "")) {
+          throw Mismatch("cluster: ranks " + std::to_string(first.rank) + " and " +
+                         std::to_string(record.rank) + " on host '" + record.hostname +
+                         "' disagree on the host topology: at " + *diff +
+                         "; every rank of a host must probe or pin the same topology "
+                         "(check TORCH_TOPO_FILE / NCCL_TOPO_FILE on each rank)");
+        }
       }
     }
     const HostTopology& topo = cluster.hosts[host];
@@ -101,12 +130,12 @@ ClusterTopology assembleCluster(std::vector<RankRecord> records, const ClusterOp
                "cluster: rank ", record.rank, " on host '", record.hostname, "': local device ",
                record.local_device, " out of range, expected -1 (CPU) or 0..",
                topo.gpuCount() - 1, " (the host has ", topo.gpuCount(), " GPUs)");
-    for (size_t r = 0; r < cluster.ranks.size(); ++r) {
-      const RankPlacement& other = cluster.ranks[r];
-      if (other.host != host) continue;
-      TOPO_CHECK(record.local_device < 0 || other.local_gpu != record.local_device, "cluster: ranks ",
-                 r, " and ", record.rank, " on host '", record.hostname, "' both claim GPU ",
-                 record.local_device, ", expected one rank per GPU");
+    if (record.local_device >= 0) {
+      int& owner = gpu_owner[host][record.local_device];
+      TOPO_CHECK(owner < 0, "cluster: ranks ", owner, " and ", record.rank, " on host '",
+                 record.hostname, "' both claim GPU ", record.local_device,
+                 ", expected one rank per GPU");
+      owner = record.rank;
     }
     cluster.ranks.push_back({host, record.local_device, record.local_rank});
   }

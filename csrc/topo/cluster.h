@@ -20,6 +20,9 @@ struct RankRecord {
   int local_device = -1;
   /// Its host topology as torch-topo JSON (topology_json.h hostToJson).
   std::string host_json;
+  /// Index into the `host_docs` of the overload that takes them, in place of `host_json`:
+  /// ranks of identical hosts then share one document, parsed once.
+  int host_doc = -1;
 };
 
 struct ClusterOptions {
@@ -42,5 +45,13 @@ struct ClusterOptions {
 ///     0 means no host knew one (measure or pin it). Single-host clusters keep 0 and latency 0.
 /// The result depends only on the set of records, so all ranks build the same cluster.
 ClusterTopology assembleCluster(std::vector<RankRecord> records, const ClusterOptions& options = {});
+
+/// The same, with each rank's host graph given by reference: `host_docs[record.host_doc]`
+/// (the exchange publishes each distinct host document once, under its digest). Each document
+/// is parsed at most once; ranks of one host that refer to the same document are equal without
+/// a comparison. A `host_doc` outside `host_docs` is InvalidArgument.
+ClusterTopology assembleCluster(std::vector<RankRecord> records,
+                                const std::vector<std::string>& host_docs,
+                                const ClusterOptions& options = {});
 
 }  // namespace torch_topo::topo

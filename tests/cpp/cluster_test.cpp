@@ -116,6 +116,29 @@ TEST(ClusterTest, BadRecordsGetClearErrors) {
   EXPECT_THROW(assembleCluster({}), InvalidArgument);
 }
 
+TEST(ClusterTest, HostDocumentsByReferenceAssembleLikeWholeRecords) {
+  // The exchange publishes each distinct host document once; ranks refer to it by index.
+  std::string a = hostToJson(power8({25.0, 100.0}));
+  std::string b = hostToJson(power8({200.0}));
+  std::vector<RankRecord> by_ref = twoByTwo("", "");
+  for (RankRecord& record : by_ref) record.host_doc = record.hostname == "nodeA" ? 1 : 0;
+  ClusterTopology cluster = assembleCluster(by_ref, {b, a});
+  EXPECT_EQ(clusterToJson(cluster), clusterToJson(assembleCluster(twoByTwo(a, b))));
+  // Two documents for one host: named like two records that disagree.
+  HostTopology host = power8({25.0});
+  host.gpus[3].bus_id = "000c:01:00.0";
+  std::string changed_text = hostToJson(host);
+  by_ref[1].host_doc = 2;
+  try {
+    assembleCluster(by_ref, {b, a, changed_text});
+    ADD_FAILURE() << "no error";
+  } catch (const Mismatch& e) {
+    EXPECT_NE(std::string(e.what()).find("ranks 0 and 1 on host 'nodeA'"), std::string::npos);
+  }
+  by_ref[1].host_doc = 3;
+  EXPECT_THROW(assembleCluster(by_ref, {b, a, changed_text}), InvalidArgument);
+}
+
 TEST(ClusterTest, HostsWithoutNicsTravelToo) {
   // A pinned hwloc or nvidia-smi file often lists no NIC; its record must still assemble.
   std::string a = hostToJson(power8({}));

@@ -171,3 +171,42 @@ def test_later_group_reuses_the_exchange_after_a_digest_check(tmp_path, tamper):
         else:
             # Ranks 1 and 2 play hostA:1 and hostB:0: the subgroup spans both hosts.
             assert r["sub"] == [["hostA", "hostB"], [1, 0]], r
+
+
+@pytest.mark.timeout(120)
+def test_hosts_of_two_shapes_write_one_host_record_each():
+    import threading
+
+    from torch_topo import cluster
+    from torch_topo.cluster import HOST_PREFIX, TABLE_KEY
+
+    store = dist.HashStore()
+    plays = [("hostA", 0, P4D), ("hostA", 1, P4D), ("hostB", 3, DGX2), ("hostB", 0, DGX2)]
+    out = {}
+
+    def rank(r):
+        host, gpu, path = plays[r]
+        cfg = TopoConfig(topology_file=path, play=f"{host}:{gpu}", timeout_s=60.0)
+        try:
+            out[r] = exchange_cluster(dist.PrefixStore("g", store), r, 4, cfg)
+        except Exception as exc:  # reported below
+            out[r] = exc
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in range(4):
+        assert not isinstance(out[r], Exception), out[r]
+        assert out[r].hostnames == ["hostA", "hostB"]
+        assert [h.gpu_count for h in out[r].hosts] == [8, 16]
+        assert [[p.host, p.local_gpu, p.local_rank] for p in out[r].placements] == [
+            [0, 0, 0], [0, 1, 1], [1, 3, 0], [1, 0, 1]]
+    # Two shapes: the table names two host records, each written once for two ranks.
+    group = dist.PrefixStore("g", store)
+    _, digests = cluster._decode_table(group.get(TABLE_KEY))
+    assert len(digests) == 2
+    for d in digests:
+        assert group.add(f"torch_topo/cluster/writer/{d}", 0) == 2
+        assert group.check([f"{HOST_PREFIX}{d}"])

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The lazy Gloo side of a "topo" group whose ranks all bound a CUDA device, on CPU: the "cuda"
+inner backend is a Gloo group standing in for NCCL, and the device binding is faked."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def _direct_main(rank, world, store_path, out_dir):
+    from torch_topo import _C
+    from torch_topo.backend import lazy_gloo
+
+    store = dist.PrefixStore("group/", dist.FileStore(store_path, world))
+    stand_in = dist.ProcessGroupGloo(dist.PrefixStore("cuda_stand_in/", store), rank, world,
+                                     timedelta(seconds=60))
+    built = []
+
+    def factory(s, r, n, options):
+        built.append((r, n, options._timeout.total_seconds()))
+        return lazy_gloo(s, r, n, options)
+
+    topo = _C.TopoBackend(store, rank, world, _C.TopoBackend.Options(timedelta(seconds=60)),
+                          {"cuda": stand_in}, {"cpu": factory})
+    result = {"at_creation": topo.inner_backend("cpu") is not None}
+    topo.barrier(dist.BarrierOptions()).wait()  # a barrier without a device leaves it unbuilt
+    result["after_barrier"] = topo.inner_backend("cpu") is not None
+    # A send between ranks 0 and 1 builds it on those two only, without waiting for rank 2.
+    t = torch.full((3,), float(rank))
+    if rank == 0:
+        topo.send([torch.arange(3.0)], 1, 7).wait()
+    elif rank == 1:
+        topo.recv([t], 0, 7).wait()
+        result["received"] = t.tolist()
+    result["after_send"] = topo.inner_backend("cpu") is not None
+    x = torch.full((4,), float(rank + 1))
+    topo.allreduce([x], dist.AllreduceOptions()).wait()
+    result["sum"] = x.tolist()
+    result["built"] = built
+    topo.barrier(dist.BarrierOptions()).wait()
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(result))
+
+
+@pytest.mark.timeout(180)
+def test_cpu_side_is_built_at_the_first_cpu_op_only(tmp_path):
+    world = 3
+    mp.start_processes(_direct_main, args=(world, str(tmp_path / "store"), str(tmp_path)),
+                       nprocs=world, start_method="spawn")
+    results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
+    assert [r["at_creation"] or r["after_barrier"] for r in results] == [False] * world
+    assert [r["after_send"] for r in results] == [True, True, False]
+    assert results[1]["received"] == [0.0, 1.0, 2.0]
+    assert all(r["sum"] == [6.0] * 4 for r in results)  # 1 + 2 + 3
+    assert all(r["built"] == [[r_, world, 60.0]] for r_, r in enumerate(results))
+
+
+def _creator_main(rank, world, store_path, out_dir, bound):
+    import torch_topo.backend as backend
+    from torch_topo import nccl_hints
+
+    backend._cuda_usable = lambda: True
+    backend._build_nccl = backend._build_gloo  # a real c10d Backend in NCCL's place
+    nccl_hints.connect_with_hints = lambda *_args: {}
+    backend.connect_with_hints = nccl_hints.connect_with_hints
+    backend._bound_device_type = lambda _opts: "cuda" if bound[rank] else None
+    os.environ["TORCH_TOPO_AWARE"] = "0"
+    try:
+        dist.init_process_group("topo", store=dist.FileStore(store_path, world), rank=rank,
+                                world_size=world, timeout=timedelta(seconds=20))
+        topo = dist.group.WORLD._get_backend(torch.device("cpu"))
+        result = {"lazy": topo.inner_backend("cpu") is None}
+        x = torch.full((2,), float(rank + 1))
+        dist.all_reduce(x)
+        result.update(sum=x.tolist(), built=topo.inner_backend("cpu") is not None)
+        dist.barrier()
+        dist.destroy_process_group()
+    except Exception as exc:  # reported to the parent, which asserts on it
+        result = {"error": str(exc)}
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(result))
+
+
+@pytest.mark.timeout(180)
+def test_creator_defers_gloo_when_every_rank_bound_cuda(tmp_path):
+    mp.start_processes(_creator_main,
+                       args=(2, str(tmp_path / "store"), str(tmp_path), [True, True]),
+                       nprocs=2, start_method="spawn")
+    for r in range(2):
+        result = json.loads((tmp_path / f"{r}.json").read_text())
+        assert result == {"lazy": True, "sum": [3.0, 3.0], "built": True}, result
+
+
+@pytest.mark.timeout(180)
+def test_ranks_that_disagree_on_binding_get_an_error_naming_them(tmp_path):
+    # Rank 0 goes on alone and fails later, when its timeout ends.
+    ranks = mp.start_processes(_creator_main,
+                               args=(2, str(tmp_path / "store"), str(tmp_path), [True, False]),
+                               nprocs=2, start_method="spawn", join=False)
+    while not ranks.join():
+        pass
+    result = json.loads((tmp_path / "1.json").read_text())
+    assert "group rank 1 did not bind a CUDA device but group rank 0 did" in result["error"]

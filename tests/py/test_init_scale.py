@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The cluster exchange at simulated scale (benchmarks/init_scale.py's harness, ranks as threads
+over one HashStore): what each rank reads from the store must not grow with the world."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import pathlib
+
+import pytest
+import torch.distributed as dist
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _init_scale():
+    spec = importlib.util.spec_from_file_location("init_scale", ROOT / "benchmarks" / "init_scale.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mixed", [False, True])
+def test_reads_per_rank_do_not_grow_with_the_world(mixed):
+    init_scale = _init_scale()
+    small, large = (init_scale.simulate(n, processes=0, store=dist.HashStore(), mixed=mixed)
+                    for n in (32, 64))
+    assert (small["hosts"], large["hosts"]) == (4, 8)
+    # Every rank but group rank 0 (which reads each placement) makes as many calls at both sizes,
+    # one more where it writes a host record.
+    calls = min(small["ops_per_rank"][1:])
+    for run in (small, large):
+        assert calls <= min(run["ops_per_rank"][1:]) <= max(run["ops_per_rank"][1:]) <= calls + 1
+    # Mean bytes read per rank: growth exponent near 0 (reading every rank's record is >= 1).
+    growth = math.log(large["read_mean"] / small["read_mean"]) / math.log(2)
+    assert growth < 0.15, (small["read_mean"], large["read_mean"])
+    # Store traffic in all: linear, not quadratic.
+    assert large["total"] / small["total"] < 2 * 1.15, (small["total"], large["total"])
+    # The f8f051a exchange read every rank's whole record: about 16 KB per rank per rank.
+    assert large["read_mean"] * 100 < init_scale.old_read_per_rank(64, mixed)
+
+
+def test_counting_store_counts_what_crosses_the_store():
+    init_scale = _init_scale()
+    store = init_scale.CountingStore(dist.HashStore())
+    store.set("k", b"12345")
+    assert store.get("k") == b"12345"
+    assert store.multi_get(["k", "k"]) == [b"12345", b"12345"]
+    assert (store.sent, store.read, store.ops) == (1 + 5 + 1 + 2, 5 + 10, 3)
