@@ -33,8 +33,8 @@ class XmlDocument {
  private:
   int nameColumn(const XmlElement* element) const;
 
-  const std::string& text_;
-  const std::string& path_;
+  std::string text_;  // kept for columns; a copy, so the document outlives its arguments
+  std::string path_;
   tinyxml2::XMLDocument doc_;
   bool truncated_ = false;
 };
