@@ -151,8 +151,7 @@ void HwlocXmlReader::readNumaNodes(const XmlElement* root) {
     const char* os = obj->Attribute("os_index");
     ParsedNumber<long long> os_id = parseInteger(os ? os : "");
     if (os && (!os_id || os_id.value < 0 || os_id.value > 4095)) {
-      fail(obj, "bad NUMANode os_index: got '" + std::string(os) +
-                    "', expected 0..4095");
+      fail(obj, "bad NUMANode os_index: got '" + std::string(os) + "', expected 0..4095");
     }
     int id = static_cast<int>(os ? os_id.value : static_cast<long long>(host_.numa_nodes.size()));
     if (numa_cpu_node_.count(id)) fail(obj, "duplicate NUMANode os_index " + std::to_string(id));
@@ -200,7 +199,9 @@ void HwlocXmlReader::walk(const XmlElement* obj, Context ctx) {
   ctx.host_bridge = false;
   ctx.upstream = false;
   for (const XmlElement* child = obj->FirstChildElement("object"); child;
-       child = child->NextSiblingElement("object")) walk(child, ctx);
+       child = child->NextSiblingElement("object")) {
+    walk(child, ctx);
+  }
 }
 
 void HwlocXmlReader::walkBridge(const XmlElement* obj, Context ctx) {
@@ -234,7 +235,9 @@ void HwlocXmlReader::walkBridge(const XmlElement* obj, Context ctx) {
     }
   }
   for (const XmlElement* child = obj->FirstChildElement("object"); child;
-       child = child->NextSiblingElement("object")) walk(child, inner);
+       child = child->NextSiblingElement("object")) {
+    walk(child, inner);
+  }
 }
 
 /// A bad bitmap is a ParseError at `obj`, like every other bad attribute.
@@ -251,8 +254,8 @@ unsigned HwlocXmlReader::osdevType(const XmlElement* osdev) const {
   if (!attr) return 0;
   ParsedNumber<long long> kind = parseInteger(attr);
   if (!kind || kind.value < 0 || kind.value > 0xffffffffLL) {
-    fail(osdev, "bad osdev_type: got '" + std::string(attr) +
-                    "', expected an unsigned 32-bit integer");
+    fail(osdev,
+         "bad osdev_type: got '" + std::string(attr) + "', expected an unsigned 32-bit integer");
   }
   return static_cast<unsigned>(kind.value);
 }
@@ -283,7 +286,7 @@ void HwlocXmlReader::addPciDevice(const XmlElement* obj, const Context& ctx) {
   for (const XmlElement* osdev = obj->FirstChildElement("object"); osdev;
        osdev = osdev->NextSiblingElement("object")) {
     for (const XmlElement* info = osdev->FirstChildElement("info"); info;
-       info = info->NextSiblingElement("info")) {
+         info = info->NextSiblingElement("info")) {
       if (std::string(xmlAttr(info, "name")) == "GPUModel") {
         node.name = xmlAttr(info, "value");
       }
@@ -300,8 +303,7 @@ void HwlocXmlReader::addPciDevice(const XmlElement* obj, const Context& ctx) {
   }
 }
 
-void HwlocXmlReader::addNic(const XmlElement* obj, const Context& ctx,
-                            const std::string& bus_id) {
+void HwlocXmlReader::addNic(const XmlElement* obj, const Context& ctx, const std::string& bus_id) {
   // One NIC per PCI function; its name is the RDMA device (what NCCL_IB_HCA names) when there
   // is one, else the network interface.
   std::string name, netdev;
@@ -315,7 +317,9 @@ void HwlocXmlReader::addNic(const XmlElement* obj, const Context& ctx,
     consider(obj);
   } else {
     for (const XmlElement* osdev = obj->FirstChildElement("object"); osdev;
-       osdev = osdev->NextSiblingElement("object")) consider(osdev);
+         osdev = osdev->NextSiblingElement("object")) {
+      consider(osdev);
+    }
   }
   if (name.empty()) name = netdev;
   if (name.empty()) name = bus_id;
@@ -371,8 +375,7 @@ int HwlocXmlReader::nodeForRef(const std::string& type, const std::string& ref) 
 void HwlocXmlReader::readNvlinkMatrix(const XmlElement* dist) {
   ParsedNumber<long long> nbobjs = parseInteger(xmlAttr(dist, "nbobjs"));
   if (!nbobjs || nbobjs.value <= 0 || nbobjs.value > 4096) {
-    fail(dist, "bad nbobjs: got '" + std::string(xmlAttr(dist, "nbobjs")) +
-                   "', expected 1..4096");
+    fail(dist, "bad nbobjs: got '" + std::string(xmlAttr(dist, "nbobjs")) + "', expected 1..4096");
   }
   const int n = static_cast<int>(nbobjs.value);
   // Heterogeneous matrices name each object "Type:gp_index"; homogeneous ones give the type once
@@ -452,8 +455,9 @@ HostTopology HwlocXmlReader::read() {
   doc_ = std::make_unique<XmlDocument>(text_, path_, false);
   const XmlElement* root = doc_->root();
   if (root == nullptr || std::string(root->Name()) != "topology") {
-    throw ParseError(path_, 1, 1, std::string("not an hwloc topology: got root element <") +
-                                      (root ? root->Name() : "") + ">, expected <topology>");
+    throw ParseError(path_, 1, 1,
+                     std::string("not an hwloc topology: got root element <") +
+                         (root ? root->Name() : "") + ">, expected <topology>");
   }
   if (const char* version = root->Attribute("version")) {
     // "2.0", "3.0": the major number decides how osdev_type is encoded.

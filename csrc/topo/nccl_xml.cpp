@@ -84,12 +84,11 @@ class NcclXmlReader {
     host_.source = path_;
     host_.format = "nccl-xml";
     for (const XmlElement* child = root->FirstChildElement(); child;
-           child = child->NextSiblingElement()) {
+         child = child->NextSiblingElement()) {
       if (std::string(child->Name()) == "cpu") {
         readCpu(child);
       } else {
-        fail(child,
-             "<system> child <" + std::string(child->Name()) + ">: expected <cpu>");
+        fail(child, "<system> child <" + std::string(child->Name()) + ">: expected <cpu>");
       }
     }
     linkCpus();
@@ -116,8 +115,8 @@ class NcclXmlReader {
     ParsedNumber<long long> value = parseInteger(v, 0);
     if (!value || v.size() > 12 || value.value < lo || value.value > hi) {
       fail(node, "<" + std::string(node->Name()) + "> " + name + ": got '" + v +
-                                    "', expected an integer in [" + std::to_string(lo) + ", " +
-                                    std::to_string(hi) + "]");
+                     "', expected an integer in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
     }
     return static_cast<long>(value.value);
   }
@@ -129,7 +128,7 @@ class NcclXmlReader {
     });
     if (!ok) {
       fail(node, "<" + std::string(node->Name()) + "> " + name + ": got '" + id +
-                                    "', expected a PCI bus id such as 0000:07:00.0");
+                     "', expected a PCI bus id such as 0000:07:00.0");
     }
     return id;
   }
@@ -153,7 +152,7 @@ class NcclXmlReader {
         !std::all_of(words.begin(), words.end(),
                      [](const std::string& w) { return isHexString(w) && w.size() <= 8; })) {
       fail(cpu, "<cpu> affinity: got '" + mask.substr(0, 40) +
-                                   "', expected comma-separated 32-bit hex words");
+                    "', expected comma-separated 32-bit hex words");
     }
     std::string out;
     int run_start = -1, cpu_id = 0;
@@ -201,7 +200,7 @@ class NcclXmlReader {
 
   void readChildren(const XmlElement* parent, int parent_node, int numa) {
     for (const XmlElement* child = parent->FirstChildElement(); child;
-           child = child->NextSiblingElement()) {
+         child = child->NextSiblingElement()) {
       std::string name = child->Name();
       if (name == "pci") {
         readPci(child, parent_node, numa);
@@ -209,7 +208,7 @@ class NcclXmlReader {
         readNic(child, parent_node, "", numa);
       } else if (name != "gpu") {  // <gpu> is read with its pci device
         fail(child, "<" + std::string(parent->Name()) + "> child <" + name +
-                                       ">: expected <pci>, <nic> or <gpu>");
+                        ">: expected <pci>, <nic> or <gpu>");
       }
     }
   }
@@ -243,7 +242,9 @@ class NcclXmlReader {
     if (node.kind == NodeKind::Nic) {
       size_t before = host_.nics.size();
       for (const XmlElement* nic = pci->FirstChildElement("nic"); nic;
-         nic = nic->NextSiblingElement("nic")) readNic(nic, id, node.id, numa);
+           nic = nic->NextSiblingElement("nic")) {
+        readNic(nic, id, node.id, numa);
+      }
       if (host_.nics.size() == before) {
         Nic nic;
         nic.name = node.id;
@@ -254,7 +255,9 @@ class NcclXmlReader {
       }
     }
     for (const XmlElement* child = pci->FirstChildElement("pci"); child;
-         child = child->NextSiblingElement("pci")) readPci(child, id, numa);
+         child = child->NextSiblingElement("pci")) {
+      readPci(child, id, numa);
+    }
     for (const XmlElement* child = pci->FirstChildElement(); child;
          child = child->NextSiblingElement()) {
       std::string n = child->Name();
@@ -294,11 +297,9 @@ class NcclXmlReader {
       Attrs extra = attrsExcept(gpu, {"dev", "sm"}, "gpu.");
       auto& attrs = host_.graph.nodes[node].attrs;
       attrs.insert(attrs.end(), extra.begin(), extra.end());
-      for (const XmlElement* nv = gpu->FirstChildElement(); nv;
-             nv = nv->NextSiblingElement()) {
+      for (const XmlElement* nv = gpu->FirstChildElement(); nv; nv = nv->NextSiblingElement()) {
         if (std::string(nv->Name()) != "nvlink") {
-          fail(nv,
-               "<gpu> child <" + std::string(nv->Name()) + ">: expected <nvlink>");
+          fail(nv, "<gpu> child <" + std::string(nv->Name()) + ">: expected <nvlink>");
         }
         int count = static_cast<int>(intAttr(nv, "count", 1, 1, kMaxNvlinkCount));
         pending_.push_back({node, busId(nv, "target"), count});
@@ -309,8 +310,7 @@ class NcclXmlReader {
   }
 
   void readNic(const XmlElement* nic, int parent, const std::string& bus_id, int numa) {
-    for (const XmlElement* net = nic->FirstChildElement(); net;
-           net = net->NextSiblingElement()) {
+    for (const XmlElement* net = nic->FirstChildElement(); net; net = net->NextSiblingElement()) {
       if (std::string(net->Name()) != "net") {
         fail(net, "<nic> child <" + std::string(net->Name()) + ">: expected <net>");
       }
@@ -329,8 +329,7 @@ class NcclXmlReader {
       n.attrs = attrsExcept(net, {"name"});
       long dev = intAttr(net, "dev", -1, 0, kMaxIndex);
       for (const Nic& other : host_.nics) {
-        if (other.name == n.name)
-          fail(net, "<net> name " + n.name + " appears twice");
+        if (other.name == n.name) fail(net, "<net> name " + n.name + " appears twice");
       }
       if (bus_id.empty()) {
         // A <nic> straight under <cpu> (no PCI device): the NIC is its own graph node.

@@ -17,7 +17,7 @@ constexpr size_t kNoProblem = std::string::npos;
 
 struct TagScan {
   std::vector<std::pair<std::string, size_t>> open;  // element names still open, with offsets
-  size_t problem_at = kNoProblem;                     // offset of the '<' at fault
+  size_t problem_at = kNoProblem;                    // offset of the '<' at fault
   std::string problem;
 };
 
@@ -104,8 +104,7 @@ void collectElements(const tinyxml2::XMLNode* node, std::vector<const XmlElement
 
 }  // namespace
 
-XmlDocument::XmlDocument(const std::string& text, const std::string& path,
-                         bool recover_truncated)
+XmlDocument::XmlDocument(const std::string& text, const std::string& path, bool recover_truncated)
     : text_(text), path_(path), doc_(true, tinyxml2::PRESERVE_WHITESPACE) {
   if (doc_.Parse(text_.data(), text_.size()) == tinyxml2::XML_SUCCESS) return;
   const int error_line = doc_.ErrorLineNum();
@@ -129,9 +128,9 @@ XmlDocument::XmlDocument(const std::string& text, const std::string& path,
     auto [line, col] = lineColumn(text_, text_.size());
     auto [open_line, open_col] = lineColumn(text_, scan.open.back().second);
     throw ParseError(path_, line, col,
-                     "malformed XML: the text ends before <" + scan.open.back().first +
-                         "> (line " + std::to_string(open_line) + ", column " +
-                         std::to_string(open_col) + ") is closed");
+                     "malformed XML: the text ends before <" + scan.open.back().first + "> (line " +
+                         std::to_string(open_line) + ", column " + std::to_string(open_col) +
+                         ") is closed");
   }
   // What the scan cannot see (bad attribute syntax, stray characters): TinyXML-2 knows the line
   // only, so the column is the line's first.
@@ -168,8 +167,7 @@ int XmlDocument::nameColumn(const XmlElement* element) const {
   return 1;
 }
 
-void XmlDocument::fail(const XmlElement* element, const std::string& what,
-                       int name_offset) const {
+void XmlDocument::fail(const XmlElement* element, const std::string& what, int name_offset) const {
   if (element == nullptr) throw ParseError(path_, 1, 1, what);
   int col = nameColumn(element) + name_offset;
   throw ParseError(path_, element->GetLineNum(), col > 0 ? col : 1, what);

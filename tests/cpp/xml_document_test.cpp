@@ -44,7 +44,8 @@ TEST(XmlDocumentTest, ColumnsOfSameNamedElementsOnOneLine) {
 
 TEST(XmlDocumentTest, MalformedTextsSayWhereAndWhat) {
   EXPECT_EQ(errorAt("<a>\n  <b>\n  </c>\n</a>"), "t.xml:3:3: malformed XML: </c> closes <b>");
-  EXPECT_EQ(errorAt("<a>\n  <b x=\"1>\"\n"), "t.xml:2:3: malformed XML: the text ends inside a tag");
+  EXPECT_EQ(errorAt("<a>\n  <b x=\"1>\"\n"),
+            "t.xml:2:3: malformed XML: the text ends inside a tag");
   EXPECT_EQ(errorAt("<a>\n<!-- open"), "t.xml:2:1: malformed XML: the text ends inside a comment");
   EXPECT_EQ(errorAt("<a>\n  <b/>\n"),
             "t.xml:3:1: malformed XML: the text ends before <a> (line 1, column 1) is closed");
