@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Run THERE (a GPU machine, as it comes): builds the extension with CUDA, then runs the probe,
 # the sequence-parallel benchmark, every test under tests/gpu and the other GPU benchmarks, and
-# ends with one summary table and one JSON file of all figures. Uses the dependencies
-# scripts/gpu_prepare.sh unpacked into .gpu-deps/ where system headers are missing, and builds
+# ends with one summary table and one JSON file of all figures. Uses the wheels
+# scripts/gpu_prepare.sh put into .gpu-deps/ where system libraries are missing, and builds
 # with a compiler that links the shared libstdc++ whatever CXX says.
 #
 # A lease is short and brings back few files, so the steps share one deadline
@@ -25,17 +25,19 @@ DEADLINE=$(( $(date +%s) + ${GPU_CHECK_SECONDS:-540} ))
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 exec > >(tee "$OUT_DIR/gpu_check.log") 2>&1
 
-DEPS="$ROOT/.gpu-deps/root"
-if [ ! -f /usr/include/pugixml.hpp ] && [ -d "$DEPS" ]; then
-  multiarch="$DEPS/usr/lib/x86_64-linux-gnu"
-  export CPLUS_INCLUDE_PATH="$DEPS/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}"
-  export LIBRARY_PATH="$multiarch${LIBRARY_PATH:+:$LIBRARY_PATH}"
-  export LD_LIBRARY_PATH="$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export HWLOC_HOME="$DEPS/usr" HWLOC_PLUGINS_PATH="$multiarch/hwloc"
-  echo "gpu_check: build dependencies from .gpu-deps (system headers missing)"
-elif [ ! -f /usr/include/pugixml.hpp ]; then
-  echo "gpu_check: no pugixml headers and no .gpu-deps; run scripts/gpu_prepare.sh where a" \
-       "package registry is reachable and carry .gpu-deps" >&2
+# The build libraries the image lacks come from the wheels scripts/gpu_prepare.sh carried,
+# installed beside the checkout; setup.py prefers the system's where it has them.
+WHEELS="$ROOT/.gpu-deps/wheels" SITE="$ROOT/.gpu-deps/site"
+if compgen -G "$WHEELS/*.whl" >/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --upgrade --target "$SITE" "$WHEELS"/*.whl || {
+    echo "gpu_check: installing the carried wheels into .gpu-deps/site failed" >&2; exit 2; }
+  export PYTHONPATH="$PYTHONPATH:$SITE"
+  # libhwloc is opened at run time: the wheel's copy where the image has none.
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$SITE/cmeel.prefix/lib"
+  echo "gpu_check: build libraries from .gpu-deps/wheels where the system has none"
+elif [ ! -f /usr/include/tinyxml2.h ]; then
+  echo "gpu_check: no TinyXML-2 headers and no .gpu-deps/wheels; run scripts/gpu_prepare.sh" \
+       "where PyPI is reachable and carry .gpu-deps" >&2
   exit 2
 fi
 
