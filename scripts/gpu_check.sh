@@ -10,7 +10,8 @@
 # (GPU_CHECK_SECONDS, default 540: each step gets the smaller of its own limit and what is
 # left, most important first) and $GPU_CHECK_OUT (default $OUT or out/gpu_check) receives four
 # files: gpu_check.log (everything printed), gpu_check.json (steps and every figure),
-# tests_gpu.xml and cli_bench.png, plus the built module stripped of debug information: a
+# tests_gpu.xml and cli_bench.png, plus the built module stripped of debug information and its
+# build record (_build_info.json, checked at import): a
 # second lease can carry it back and skip the build (GPU_CHECK_SKIP_BUILD=1, which only checks
 # that the module imports). GPU_CHECK_ONLY (an extended regex on step names) runs a subset.
 # Per-step files stay in a scratch folder.
@@ -56,7 +57,7 @@ gcc_beside="$(dirname "$CXX_PICKED")/gcc"
 
 # name|seconds allowed|command, most important first. Benchmarks write JSON into $WORK.
 STEPS=(
-  "build|240|MAX_JOBS=${MAX_JOBS:-16} TORCH_TOPO_BUILD_CUDA=1 $PY setup.py build_ext --inplace && { for so in torch_topo/_C.*.so; do strip --strip-debug -o \"$OUT_DIR/\$(basename \$so)\" \$so; done; true; }"
+  "build|240|MAX_JOBS=${MAX_JOBS:-16} TORCH_TOPO_BUILD_CUDA=1 $PY setup.py build_ext --inplace && { for so in torch_topo/_C.*.so; do strip --strip-debug -o \"$OUT_DIR/\$(basename \$so)\" \$so; done; cp torch_topo/_build_info.json \"$OUT_DIR/\"; }"
   "probe: show, doctor|30|$PY -m torch_topo show && { $PY -m torch_topo doctor; test \$? -le 1; }"
   "bench: sequence parallel|100|$PY benchmarks/sequence_parallel_gpu.py --quick --json $WORK/sequence_parallel_gpu.json"
   "bench: overlap ops|60|$PY benchmarks/overlap_gpu.py --quick --json $WORK/overlap_gpu.json"

@@ -4,6 +4,7 @@
 // text ending inside a tag, an end tag that closes the wrong element, elements left open.
 #include "topo/xml_document.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
