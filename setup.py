@@ -1,5 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Builds torch_topo._C against the installed torch.
+"""Builds torch_topo._C against the torch of the running environment.
+
+`pip install --no-build-isolation .` (the torch already installed must be the one built
+against, so no isolated build environment). TinyXML-2 and nlohmann-json come from the system or
+from their pip packages (torch_topo/build_deps.py); hwloc headers are optional.
 
 Sources are found by folder (csrc/topo, csrc/backend, csrc/ops, csrc/bindings), so a new stage
 file needs no edit here. CUDA sources (csrc/**/cuda/*.cu) are compiled when torch has CUDA and
@@ -26,6 +30,9 @@ def _load(name):
     sys.modules[spec.name] = module  # dataclasses look their module up while it loads
     spec.loader.exec_module(module)
     return module
+
+
+DEPS = _load("build_deps")
 
 
 def _build_switch(var):
@@ -58,35 +65,50 @@ def _cuda_enabled():
     return True
 
 
-def _hwloc_enabled():
-    """hwloc is optional at build time: without it the live probe reports what /sys gives."""
+def _hwloc():
+    """hwloc is optional: its headers are enough, the library is opened at run time. Without
+    them the live probe reports what /sys gives."""
     if not _build_switch("TORCH_TOPO_WITH_HWLOC"):
-        return False
-    for inc in ("/usr/include", "/usr/local/include", os.environ.get("HWLOC_HOME", "") + "/include"):
-        if os.path.exists(os.path.join(inc, "hwloc.h")):
-            return True
-    print("torch-topo: hwloc.h not found (apt-get install libhwloc-dev), hwloc probe skipped",
-          file=sys.stderr)
-    return False
+        return None
+    home = os.environ.get("HWLOC_HOME")
+    found = DEPS.find(DEPS.HWLOC, (home,) if home else ())
+    if found is None:
+        print(f"torch-topo: hwloc.h not found (pip install {DEPS.HWLOC.pip}, or apt-get install "
+              f"{DEPS.HWLOC.apt}), hwloc probe skipped", file=sys.stderr)
+        return None
+    return found
+
+
+def _required(dep):
+    found = DEPS.find(dep)
+    if found is None:
+        raise SystemExit(DEPS.missing(dep))
+    return found
 
 
 def _extension():
     cuda = _cuda_enabled()
     sources = [s for s in _sources("**/*.cpp") if "/cuda/" not in s]
     define_macros = [("TORCH_TOPO_WITH_CUDA", "1" if cuda else "0")]
-    libraries = []
     include_dirs = [os.path.join(ROOT, "csrc")]
+    libraries = ["tinyxml2", "dl"]  # NVML and hwloc are opened at run time
     extra_link_args = []
-    if os.environ.get("HWLOC_HOME"):
-        include_dirs.append(os.path.join(os.environ["HWLOC_HOME"], "include"))
-        extra_link_args.append("-L" + os.path.join(os.environ["HWLOC_HOME"], "lib"))
-    if _hwloc_enabled():
+    for dep in (DEPS.TINYXML2, DEPS.NLOHMANN_JSON):
+        found = _required(dep)
+        if found.include_dir:
+            include_dirs.append(found.include_dir)
+        if found.library_dir:
+            extra_link_args.append("-L" + found.library_dir)
+            # From pip: the installed module finds it beside the package in site-packages, an
+            # in-place build where it was found.
+            for run_path in (os.path.join("$ORIGIN", DEPS.CMEEL_LIB_FROM_PACKAGE),
+                             found.library_dir):
+                extra_link_args.append("-Wl,-rpath," + run_path)
+    hwloc = _hwloc()
+    if hwloc:
         define_macros.append(("TORCH_TOPO_WITH_HWLOC", "1"))
-        libraries.append("hwloc")
-    libraries.append("dl")  # NVML is loaded at run time
-    # Debian's libpugixml-dev has no pugixml.cpp for header-only use; link its PIC archive
-    # statically so the extension needs no libpugixml at run time.
-    extra_link_args.append("-l:libpugixml.a")
+        if hwloc.include_dir:
+            include_dirs.append(hwloc.include_dir)
     # No -std here: torch picks the standard its headers need (C++20 from 2.10 on); the core
     # itself stays C++17, which CMake enforces.
     cxx_flags = ["-O2", "-Wall", "-Wno-unused-parameter"]
@@ -116,14 +138,20 @@ def _extension():
     )
 
 
+class BuildExt(_load("build_check").checked_build_ext(
+        cpp_extension.BuildExtension.with_options(use_ninja=True))):
+    """Also records the torch built against beside the module (checked at import)."""
+
+    def run(self):
+        super().run()
+        folder = os.path.join(ROOT if self.inplace else self.build_lib, "torch_topo")
+        _load("build_info").write_record(folder, ROOT)
+
+
+# Metadata is in pyproject.toml; what needs code stays here.
 setup(
-    name="torch-topo",
-    version="0.1.0",
-    description="Topology-aware torch.distributed backend, planner and sequence-parallel ops",
     packages=find_packages(include=["torch_topo", "torch_topo.*"]),
+    package_data={"torch_topo": ["_build_info.json"]},
     ext_modules=[_extension()],
-    cmdclass={"build_ext": _load("build_check").checked_build_ext(
-        cpp_extension.BuildExtension.with_options(use_ninja=True))},
-    python_requires=">=3.10",
-    install_requires=["torch>=2.4"],
+    cmdclass={"build_ext": BuildExt},
 )

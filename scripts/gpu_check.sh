@@ -3,18 +3,19 @@
 # Run THERE (a GPU machine, as it comes): builds the extension with CUDA, then runs the world 2
 # and 4 rehearsal on the one GPU (issue 21), the probe, the sequence-parallel benchmark, every
 # test under tests/gpu and the other GPU benchmarks, and ends with one summary table and one
-# JSON file of all figures. Uses the dependencies scripts/gpu_prepare.sh unpacked into
-# .gpu-deps/ where system headers are missing, and builds with a compiler that links the shared
-# libstdc++ whatever CXX says.
+# JSON file of all figures. Uses the wheels scripts/gpu_prepare.sh put into .gpu-deps/ where
+# system libraries are missing, and builds with a compiler that links the shared libstdc++
+# whatever CXX says.
 #
 # A lease is short and brings back few files, so the steps share one deadline
 # (GPU_CHECK_SECONDS, default 540: each step gets the smaller of its own limit and what is
 # left, most important first) and $GPU_CHECK_OUT (default $OUT or out/gpu_check) receives five
 # files: gpu_check.log (everything printed), gpu_check.json (steps and every figure),
 # tests_gpu.xml, tests_rehearsal.xml and cli_bench.png, plus the built module stripped of debug
-# information: a second lease can carry it back and skip the build (GPU_CHECK_SKIP_BUILD=1,
-# which only checks that the module imports). GPU_CHECK_ONLY (an extended regex on step names)
-# runs a subset. Per-step files stay in a scratch folder.
+# information and its build record (_build_info.json, checked at import): a second lease can
+# carry both back and skip the build (GPU_CHECK_SKIP_BUILD=1, which only checks that the module
+# imports). GPU_CHECK_ONLY (an extended regex on step names) runs a subset. Per-step files stay
+# in a scratch folder.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -26,17 +27,19 @@ DEADLINE=$(( $(date +%s) + ${GPU_CHECK_SECONDS:-540} ))
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 exec > >(tee "$OUT_DIR/gpu_check.log") 2>&1
 
-DEPS="$ROOT/.gpu-deps/root"
-if [ ! -f /usr/include/pugixml.hpp ] && [ -d "$DEPS" ]; then
-  multiarch="$DEPS/usr/lib/x86_64-linux-gnu"
-  export CPLUS_INCLUDE_PATH="$DEPS/usr/include${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}"
-  export LIBRARY_PATH="$multiarch${LIBRARY_PATH:+:$LIBRARY_PATH}"
-  export LD_LIBRARY_PATH="$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export HWLOC_HOME="$DEPS/usr" HWLOC_PLUGINS_PATH="$multiarch/hwloc"
-  echo "gpu_check: build dependencies from .gpu-deps (system headers missing)"
-elif [ ! -f /usr/include/pugixml.hpp ]; then
-  echo "gpu_check: no pugixml headers and no .gpu-deps; run scripts/gpu_prepare.sh where a" \
-       "package registry is reachable and carry .gpu-deps" >&2
+# The build libraries the image lacks come from the wheels scripts/gpu_prepare.sh carried,
+# installed beside the checkout; setup.py prefers the system's where it has them.
+WHEELS="$ROOT/.gpu-deps/wheels" SITE="$ROOT/.gpu-deps/site"
+if compgen -G "$WHEELS/*.whl" >/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --upgrade --target "$SITE" "$WHEELS"/*.whl || {
+    echo "gpu_check: installing the carried wheels into .gpu-deps/site failed" >&2; exit 2; }
+  export PYTHONPATH="$PYTHONPATH:$SITE"
+  # libhwloc is opened at run time: the wheel's copy where the image has none.
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$SITE/cmeel.prefix/lib"
+  echo "gpu_check: build libraries from .gpu-deps/wheels where the system has none"
+elif [ ! -f /usr/include/tinyxml2.h ]; then
+  echo "gpu_check: no TinyXML-2 headers and no .gpu-deps/wheels; run scripts/gpu_prepare.sh" \
+       "where PyPI is reachable and carry .gpu-deps" >&2
   exit 2
 fi
 
@@ -55,7 +58,7 @@ gcc_beside="$(dirname "$CXX_PICKED")/gcc"
 
 # name|seconds allowed|command, most important first. Benchmarks write JSON into $WORK.
 STEPS=(
-  "build|240|MAX_JOBS=${MAX_JOBS:-16} TORCH_TOPO_BUILD_CUDA=1 $PY setup.py build_ext --inplace && { for so in torch_topo/_C.*.so; do strip --strip-debug -o \"$OUT_DIR/\$(basename \$so)\" \$so; done; true; }"
+  "build|240|MAX_JOBS=${MAX_JOBS:-16} TORCH_TOPO_BUILD_CUDA=1 $PY setup.py build_ext --inplace && { for so in torch_topo/_C.*.so; do strip --strip-debug -o \"$OUT_DIR/\$(basename \$so)\" \$so; done; cp torch_topo/_build_info.json \"$OUT_DIR/\"; }"
   # Issue 21: world > 1 on the one GPU (python -m torch_topo.emulate --one-gpu). First the
   # mechanism itself; the setting it finds working is handed to the later launches.
   "rehearsal: NCCL_HOSTID|90|$PY tests/gpu/nccl_hostid_check.py --worlds 2 4 8 --timeout-s 40 --json $WORK/nccl_hostid.json"

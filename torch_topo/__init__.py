@@ -4,7 +4,7 @@ sequence-parallel ops. Importing this package registers the "topo" backend."""
 
 import torch  # noqa: F401  (loads libtorch before the extension)
 
-from torch_topo import _C  # noqa: F401  (the extension, as torch_topo._C)
+from torch_topo import _extension  # noqa: F401  (checks the build record, then loads _C)
 from torch_topo._C import TopoError, TopoMismatchError, TopoParseError, TopoUnavailableError
 from torch_topo.backend import BACKEND_NAME, register
 from torch_topo.cluster import Cluster, exchange_cluster

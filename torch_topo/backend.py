@@ -190,16 +190,18 @@ def split_source_for_new_group(source):
 
 
 def _guard_split_source() -> None:
-    # torch has no hook for this decision: wrap its private helper (2.11-2.14 call it once per
+    # torch has no hook for this decision: wrap its private helper (2.11-2.15 call it once per
     # new group, by its module-global name). A release without it keeps its own behaviour.
+    # 2.15 added `requested_backend` and itself refuses a parent of another backend (a "nccl"
+    # child of "topo"), but still offers the TopoBackend to a "topo" child: the guard stays.
     c10d = dist.distributed_c10d
     original = getattr(c10d, "_get_split_source", None)
     if original is None or getattr(original, "_torch_topo_guard", False):
         return
 
     @functools.wraps(original)
-    def guarded(pg):
-        return split_source_for_new_group(original(pg))
+    def guarded(pg, *args, **kwargs):
+        return split_source_for_new_group(original(pg, *args, **kwargs))
 
     guarded._torch_topo_guard = True
     c10d._get_split_source = guarded

@@ -3,11 +3,10 @@
 // the NVLinkBandwidth matrix then adds the NVLink edges.
 #include "topo/hwloc_reader.h"
 
-#include <pugixml.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "topo/link_tables.h"
 #include "topo/paths.h"
 #include "topo/text_numbers.h"
+#include "topo/xml_document.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -59,26 +59,26 @@ class HwlocXmlReader {
     std::string switch_id;    // vendor:device of that switch
   };
 
-  [[noreturn]] void fail(const pugi::xml_node& node, const std::string& what) const;
-  void lineCol(ptrdiff_t offset, int* line, int* col) const;
-  PciType parsePciType(const pugi::xml_node& obj) const;
-  unsigned osdevType(const pugi::xml_node& osdev) const;
-  std::set<int> bitmapAttr(const pugi::xml_node& obj, const char* name) const;
-  double pciGBps(const pugi::xml_node& obj) const;
-  int numaOf(const pugi::xml_node& obj, const Context& parent) const;
+  [[noreturn]] void fail(const XmlElement* node, const std::string& what) const;
+  PciType parsePciType(const XmlElement* obj) const;
+  unsigned osdevType(const XmlElement* osdev) const;
+  std::set<int> bitmapAttr(const XmlElement* obj, const char* name) const;
+  double pciGBps(const XmlElement* obj) const;
+  int numaOf(const XmlElement* obj, const Context& parent) const;
 
-  void readNumaNodes(const pugi::xml_node& root);
-  void walk(const pugi::xml_node& obj, Context ctx);
-  void walkBridge(const pugi::xml_node& obj, Context ctx);
-  void addPciDevice(const pugi::xml_node& obj, const Context& ctx);
-  void addNic(const pugi::xml_node& obj, const Context& ctx, const std::string& bus_id);
-  bool isNetworkOsDev(const pugi::xml_node& osdev) const;
+  void readNumaNodes(const XmlElement* root);
+  void walk(const XmlElement* obj, Context ctx);
+  void walkBridge(const XmlElement* obj, Context ctx);
+  void addPciDevice(const XmlElement* obj, const Context& ctx);
+  void addNic(const XmlElement* obj, const Context& ctx, const std::string& bus_id);
+  bool isNetworkOsDev(const XmlElement* osdev) const;
   void finishGpus();
-  void readNvlinkMatrix(const pugi::xml_node& dist);
+  void readNvlinkMatrix(const XmlElement* dist);
   int nodeForRef(const std::string& type, const std::string& ref) const;
 
   const std::string& text_;
   const std::string& path_;
+  std::unique_ptr<XmlDocument> doc_;
   int version_major_ = 2;
   HostTopology host_;
   std::map<int, int> numa_cpu_node_;            // NUMA os index -> Cpu node
@@ -88,29 +88,15 @@ class HwlocXmlReader {
   int intel_model_ = 0;
 };
 
-void HwlocXmlReader::lineCol(ptrdiff_t offset, int* line, int* col) const {
-  *line = 1;
-  *col = 1;
-  for (ptrdiff_t i = 0; i < offset && i < static_cast<ptrdiff_t>(text_.size()); ++i) {
-    if (text_[i] == '\n') {
-      ++*line;
-      *col = 1;
-    } else {
-      ++*col;
-    }
-  }
+// Diagnostics point at the element's name.
+void HwlocXmlReader::fail(const XmlElement* node, const std::string& what) const {
+  doc_->fail(node, what);
 }
 
-void HwlocXmlReader::fail(const pugi::xml_node& node, const std::string& what) const {
-  int line, col;
-  lineCol(node.offset_debug(), &line, &col);
-  throw ParseError(path_, line, col, what);
-}
-
-PciType HwlocXmlReader::parsePciType(const pugi::xml_node& obj) const {
+PciType HwlocXmlReader::parsePciType(const XmlElement* obj) const {
   // "0302 [10de:1db8] [10de:131d] a1 00": class, [vendor:device], [subvendor:subdevice], rev.
   // Blanks may separate the pieces; the subsystem ids and revision are not used.
-  const std::string text = obj.attribute("pci_type").as_string();
+  const std::string text = xmlAttr(obj, "pci_type");
   size_t pos = 0;
   auto skipBlanks = [&] {
     while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t')) ++pos;
@@ -138,10 +124,10 @@ PciType HwlocXmlReader::parsePciType(const pugi::xml_node& obj) const {
   return t;
 }
 
-double HwlocXmlReader::pciGBps(const pugi::xml_node& obj) const {
-  pugi::xml_attribute attr = obj.attribute("pci_link_speed");
+double HwlocXmlReader::pciGBps(const XmlElement* obj) const {
+  const char* attr = obj->Attribute("pci_link_speed");
   if (!attr) return pcieGBps(0, 0);  // absent: the table's documented default link
-  std::string text = attr.as_string();
+  std::string text = attr;
   ParsedNumber<double> raw = parseDouble(text);
   if (!raw || raw.value < 0.0 || raw.value > 1e4) {
     fail(obj, "bad pci_link_speed: got '" + text + "', expected GB/s between 0 and 10000");
@@ -149,37 +135,40 @@ double HwlocXmlReader::pciGBps(const pugi::xml_node& obj) const {
   return raw.value * pcieGBps(3, 16) / kHwlocGen3x16RawGBps;
 }
 
-int HwlocXmlReader::numaOf(const pugi::xml_node& obj, const Context& parent) const {
-  pugi::xml_attribute nodeset = obj.attribute("nodeset");
-  if (!nodeset) return parent.numa;
+int HwlocXmlReader::numaOf(const XmlElement* obj, const Context& parent) const {
+  if (!obj->Attribute("nodeset")) return parent.numa;
   std::set<int> nodes = bitmapAttr(obj, "nodeset");
   if (nodes.size() == 1) return *nodes.begin();
   return -1;  // spans several NUMA nodes (Machine, Group): locality unknown at this level
 }
 
-void HwlocXmlReader::readNumaNodes(const pugi::xml_node& root) {
-  for (const pugi::xpath_node& hit : root.select_nodes(".//object[@type='NUMANode']")) {
-    pugi::xml_node obj = hit.node();
-    pugi::xml_attribute os = obj.attribute("os_index");
-    ParsedNumber<long long> os_id = parseInteger(os.as_string());
+void HwlocXmlReader::readNumaNodes(const XmlElement* root) {
+  std::vector<const XmlElement*> numa_objects;
+  forEachXmlDescendant(root, "object", [&](const XmlElement* obj) {
+    if (xmlAttr(obj, "type") == "NUMANode") numa_objects.push_back(obj);
+  });
+  for (const XmlElement* obj : numa_objects) {
+    const char* os = obj->Attribute("os_index");
+    ParsedNumber<long long> os_id = parseInteger(os ? os : "");
     if (os && (!os_id || os_id.value < 0 || os_id.value > 4095)) {
-      fail(obj, "bad NUMANode os_index: got '" + std::string(os.as_string()) +
-                    "', expected 0..4095");
+      fail(obj, "bad NUMANode os_index: got '" + std::string(os) + "', expected 0..4095");
     }
     int id = static_cast<int>(os ? os_id.value : static_cast<long long>(host_.numa_nodes.size()));
     if (numa_cpu_node_.count(id)) fail(obj, "duplicate NUMANode os_index " + std::to_string(id));
     std::set<int> cpus = bitmapAttr(obj, "cpuset");
     host_.numa_nodes.push_back({id, formatCpulist(cpus)});
     numa_cpu_node_[id] = host_.graph.addNode(makeCpuNode(id));
-    pugi::xml_node pkg = obj.parent();
-    while (pkg && std::string(pkg.attribute("type").as_string()) != "Package") pkg = pkg.parent();
-    if (pkg && pkg.attribute("gp_index")) {
-      package_cpu_node_.emplace(pkg.attribute("gp_index").as_string(), numa_cpu_node_[id]);
+    const XmlElement* pkg = obj->Parent() ? obj->Parent()->ToElement() : nullptr;
+    while (pkg && xmlAttr(pkg, "type") != "Package") {
+      pkg = pkg->Parent() ? pkg->Parent()->ToElement() : nullptr;
+    }
+    if (pkg && pkg->Attribute("gp_index")) {
+      package_cpu_node_.emplace(xmlAttr(pkg, "gp_index"), numa_cpu_node_[id]);
     }
   }
   if (host_.numa_nodes.empty()) {
     // Single-node machines may omit NUMANode objects in old exports: the machine is one node.
-    pugi::xml_node machine = root.child("object");
+    const XmlElement* machine = root->FirstChildElement("object");
     std::set<int> cpus = bitmapAttr(machine, "cpuset");
     host_.numa_nodes.push_back({0, formatCpulist(cpus)});
     numa_cpu_node_[0] = host_.graph.addNode(makeCpuNode(0));
@@ -195,8 +184,8 @@ void HwlocXmlReader::readNumaNodes(const pugi::xml_node& root) {
   }
 }
 
-void HwlocXmlReader::walk(const pugi::xml_node& obj, Context ctx) {
-  std::string type = obj.attribute("type").as_string();
+void HwlocXmlReader::walk(const XmlElement* obj, Context ctx) {
+  std::string type = xmlAttr(obj, "type");
   if (type == "Bridge") return walkBridge(obj, ctx);
   if (type == "PCIDev") return addPciDevice(obj, ctx);
   if (type == "OSDev") {
@@ -209,11 +198,14 @@ void HwlocXmlReader::walk(const pugi::xml_node& obj, Context ctx) {
   ctx.attach = it != numa_cpu_node_.end() ? it->second : numa_cpu_node_.begin()->second;
   ctx.host_bridge = false;
   ctx.upstream = false;
-  for (pugi::xml_node child : obj.children("object")) walk(child, ctx);
+  for (const XmlElement* child = obj->FirstChildElement("object"); child;
+       child = child->NextSiblingElement("object")) {
+    walk(child, ctx);
+  }
 }
 
-void HwlocXmlReader::walkBridge(const pugi::xml_node& obj, Context ctx) {
-  std::string bridge_type = obj.attribute("bridge_type").as_string();
+void HwlocXmlReader::walkBridge(const XmlElement* obj, Context ctx) {
+  std::string bridge_type = xmlAttr(obj, "bridge_type");
   Context inner = ctx;
   if (bridge_type.compare(0, 2, "0-") == 0) {
     // Host bridge: part of the CPU, not a hop of its own.
@@ -232,7 +224,7 @@ void HwlocXmlReader::walkBridge(const pugi::xml_node& obj, Context ctx) {
     } else {
       Node node;
       node.kind = NodeKind::PciSwitch;
-      node.id = obj.attribute("pci_busid").as_string();
+      node.id = xmlAttr(obj, "pci_busid");
       node.name = sw;
       node.numa_node = ctx.numa;
       int idx = host_.graph.addNode(node);
@@ -242,30 +234,33 @@ void HwlocXmlReader::walkBridge(const pugi::xml_node& obj, Context ctx) {
       inner.switch_id = sw;
     }
   }
-  for (pugi::xml_node child : obj.children("object")) walk(child, inner);
+  for (const XmlElement* child = obj->FirstChildElement("object"); child;
+       child = child->NextSiblingElement("object")) {
+    walk(child, inner);
+  }
 }
 
 /// A bad bitmap is a ParseError at `obj`, like every other bad attribute.
-std::set<int> HwlocXmlReader::bitmapAttr(const pugi::xml_node& obj, const char* name) const {
+std::set<int> HwlocXmlReader::bitmapAttr(const XmlElement* obj, const char* name) const {
   try {
-    return parseHwlocBitmap(obj.attribute(name).as_string(), name);
+    return parseHwlocBitmap(xmlAttr(obj, name), name);
   } catch (const InvalidArgument& e) {
     fail(obj, e.what());
   }
 }
 
-unsigned HwlocXmlReader::osdevType(const pugi::xml_node& osdev) const {
-  pugi::xml_attribute attr = osdev.attribute("osdev_type");
+unsigned HwlocXmlReader::osdevType(const XmlElement* osdev) const {
+  const char* attr = osdev->Attribute("osdev_type");
   if (!attr) return 0;
-  ParsedNumber<long long> kind = parseInteger(attr.as_string());
+  ParsedNumber<long long> kind = parseInteger(attr);
   if (!kind || kind.value < 0 || kind.value > 0xffffffffLL) {
-    fail(osdev, "bad osdev_type: got '" + std::string(attr.as_string()) +
-                    "', expected an unsigned 32-bit integer");
+    fail(osdev,
+         "bad osdev_type: got '" + std::string(attr) + "', expected an unsigned 32-bit integer");
   }
   return static_cast<unsigned>(kind.value);
 }
 
-bool HwlocXmlReader::isNetworkOsDev(const pugi::xml_node& osdev) const {
+bool HwlocXmlReader::isNetworkOsDev(const XmlElement* osdev) const {
   unsigned kind = osdevType(osdev);
   // hwloc 2 numbers the kinds (NETWORK=2, OPENFABRICS=3); hwloc 3 writes flags
   // (NETWORK=1<<4, OPENFABRICS=1<<5). See hwloc's hwloc_obj_osdev_type_e in each release.
@@ -273,11 +268,11 @@ bool HwlocXmlReader::isNetworkOsDev(const pugi::xml_node& osdev) const {
   return kind == 2 || kind == 3;
 }
 
-void HwlocXmlReader::addPciDevice(const pugi::xml_node& obj, const Context& ctx) {
+void HwlocXmlReader::addPciDevice(const XmlElement* obj, const Context& ctx) {
   PciType t = parsePciType(obj);
-  std::string bus_id = obj.attribute("pci_busid").as_string();
-  std::string subtype = obj.attribute("subtype").as_string();
-  std::string gp = obj.attribute("gp_index").as_string();
+  std::string bus_id = xmlAttr(obj, "pci_busid");
+  std::string subtype = xmlAttr(obj, "subtype");
+  std::string gp = xmlAttr(obj, "gp_index");
   bool nvidia = t.vendor == kNvidiaVendor;
   bool gpu = nvidia && (t.cls == 0x0302 || t.cls == 0x0300);
   bool nvswitch = subtype == "NVSwitch" || (nvidia && t.cls == 0x0680);
@@ -288,38 +283,43 @@ void HwlocXmlReader::addPciDevice(const pugi::xml_node& obj, const Context& ctx)
   node.kind = gpu ? NodeKind::Gpu : NodeKind::NvSwitch;
   node.id = bus_id;
   node.numa_node = ctx.numa;
-  for (pugi::xml_node osdev : obj.children("object")) {
-    for (pugi::xml_node info : osdev.children("info")) {
-      if (std::string(info.attribute("name").as_string()) == "GPUModel") {
-        node.name = info.attribute("value").as_string();
+  for (const XmlElement* osdev = obj->FirstChildElement("object"); osdev;
+       osdev = osdev->NextSiblingElement("object")) {
+    for (const XmlElement* info = osdev->FirstChildElement("info"); info;
+         info = info->NextSiblingElement("info")) {
+      if (std::string(xmlAttr(info, "name")) == "GPUModel") {
+        node.name = xmlAttr(info, "value");
       }
     }
   }
   int idx = host_.graph.addNode(node);
   host_.graph.addLink({ctx.attach, idx, LinkKind::Pci, 0, pciGBps(obj), kPcieHopLatencyUs});
   if (!gp.empty()) gp_node_["PCIDev:" + gp] = idx;
-  for (pugi::xml_node osdev : obj.children("object")) {
-    if (osdev.attribute("gp_index")) {
-      gp_node_[std::string("OSDev:") + osdev.attribute("gp_index").as_string()] = idx;
+  for (const XmlElement* osdev = obj->FirstChildElement("object"); osdev;
+       osdev = osdev->NextSiblingElement("object")) {
+    if (osdev->Attribute("gp_index")) {
+      gp_node_[std::string("OSDev:") + xmlAttr(osdev, "gp_index")] = idx;
     }
   }
 }
 
-void HwlocXmlReader::addNic(const pugi::xml_node& obj, const Context& ctx,
-                            const std::string& bus_id) {
+void HwlocXmlReader::addNic(const XmlElement* obj, const Context& ctx, const std::string& bus_id) {
   // One NIC per PCI function; its name is the RDMA device (what NCCL_IB_HCA names) when there
   // is one, else the network interface.
   std::string name, netdev;
-  auto consider = [&](const pugi::xml_node& osdev) {
+  auto consider = [&](const XmlElement* osdev) {
     if (!isNetworkOsDev(osdev)) return;
     unsigned kind = osdevType(osdev);
     bool fabric = version_major_ >= 3 ? (kind & (1u << 5)) != 0 : kind == 3;
-    (fabric ? name : netdev) = osdev.attribute("name").as_string();
+    (fabric ? name : netdev) = xmlAttr(osdev, "name");
   };
   if (bus_id.empty()) {
     consider(obj);
   } else {
-    for (pugi::xml_node osdev : obj.children("object")) consider(osdev);
+    for (const XmlElement* osdev = obj->FirstChildElement("object"); osdev;
+         osdev = osdev->NextSiblingElement("object")) {
+      consider(osdev);
+    }
   }
   if (name.empty()) name = netdev;
   if (name.empty()) name = bus_id;
@@ -372,19 +372,19 @@ int HwlocXmlReader::nodeForRef(const std::string& type, const std::string& ref) 
   return it == gp_node_.end() ? -1 : it->second;
 }
 
-void HwlocXmlReader::readNvlinkMatrix(const pugi::xml_node& dist) {
-  ParsedNumber<long long> nbobjs = parseInteger(dist.attribute("nbobjs").as_string());
+void HwlocXmlReader::readNvlinkMatrix(const XmlElement* dist) {
+  ParsedNumber<long long> nbobjs = parseInteger(xmlAttr(dist, "nbobjs"));
   if (!nbobjs || nbobjs.value <= 0 || nbobjs.value > 4096) {
-    fail(dist, "bad nbobjs: got '" + std::string(dist.attribute("nbobjs").as_string()) +
-                   "', expected 1..4096");
+    fail(dist, "bad nbobjs: got '" + std::string(xmlAttr(dist, "nbobjs")) + "', expected 1..4096");
   }
   const int n = static_cast<int>(nbobjs.value);
   // Heterogeneous matrices name each object "Type:gp_index"; homogeneous ones give the type once
   // and bare indexes (gp indexes when indexing="gp").
-  std::string common_type = dist.attribute("type").as_string();
+  std::string common_type = xmlAttr(dist, "type");
   std::vector<int> nodes;
-  for (pugi::xml_node idx : dist.children("indexes")) {
-    for (const std::string& token : splitWords(idx.text().as_string())) {
+  for (const XmlElement* idx = dist->FirstChildElement("indexes"); idx;
+       idx = idx->NextSiblingElement("indexes")) {
+    for (const std::string& token : splitWords(idx->GetText() ? idx->GetText() : "")) {
       size_t colon = token.find(':');
       std::string type = colon == std::string::npos ? common_type : token.substr(0, colon);
       std::string ref = colon == std::string::npos ? token : token.substr(colon + 1);
@@ -397,8 +397,9 @@ void HwlocXmlReader::readNvlinkMatrix(const pugi::xml_node& dist) {
     }
   }
   std::vector<double> values;
-  for (pugi::xml_node vals : dist.children("u64values")) {
-    for (const std::string& token : splitWords(vals.text().as_string())) {
+  for (const XmlElement* vals = dist->FirstChildElement("u64values"); vals;
+       vals = vals->NextSiblingElement("u64values")) {
+    for (const std::string& token : splitWords(vals->GetText() ? vals->GetText() : "")) {
       ParsedNumber<double> v = parseDouble(token);
       if (!v || v.value < 0.0 || v.value > 1e12) {
         fail(vals, "bad NVLinkBandwidth value: got '" + token + "', expected MB/s >= 0");
@@ -451,31 +452,31 @@ HostTopology HwlocXmlReader::read() {
                            : "not hwloc XML: got text starting '" + head + "', expected '<'";
     throw ParseError(path_, 1, 1, what);
   }
-  pugi::xml_document doc;
-  pugi::xml_parse_result result = doc.load_buffer(text_.data(), text_.size());
-  if (!result) {
-    int line, col;
-    lineCol(result.offset, &line, &col);
-    throw ParseError(path_, line, col, std::string("malformed XML: ") + result.description());
+  doc_ = std::make_unique<XmlDocument>(text_, path_, false);
+  const XmlElement* root = doc_->root();
+  if (root == nullptr || std::string(root->Name()) != "topology") {
+    throw ParseError(path_, 1, 1,
+                     std::string("not an hwloc topology: got root element <") +
+                         (root ? root->Name() : "") + ">, expected <topology>");
   }
-  pugi::xml_node root = doc.child("topology");
-  if (!root) {
-    throw ParseError(path_, 1, 1, std::string("not an hwloc topology: got root element <") +
-                                      doc.document_element().name() + ">, expected <topology>");
-  }
-  if (pugi::xml_attribute version = root.attribute("version")) {
+  if (const char* version = root->Attribute("version")) {
     // "2.0", "3.0": the major number decides how osdev_type is encoded.
-    ParsedNumber<long long> major = parseLeadingInteger(version.as_string());
+    ParsedNumber<long long> major = parseLeadingInteger(version);
     if (!major || major.value < 0 || major.value > 1000) {
-      fail(root, "bad topology version: got '" + std::string(version.as_string()) +
-                     "', expected e.g. '2.0'");
+      fail(root, "bad topology version: got '" + std::string(version) + "', expected e.g. '2.0'");
     }
     version_major_ = static_cast<int>(major.value);
   }
   auto info = [&](const char* name) -> std::string {
-    pugi::xpath_node hit = root.select_node(
-        (std::string(".//info[@name='") + name + "']").c_str());
-    return hit ? hit.node().attribute("value").as_string() : "";
+    std::string value;
+    bool found = false;
+    forEachXmlDescendant(root, "info", [&](const XmlElement* el) {
+      if (!found && xmlAttr(el, "name") == name) {
+        value = xmlAttr(el, "value");
+        found = true;
+      }
+    });
+    return value;
   };
   host_.hostname = info("HostName");
   host_.source = path_;
@@ -487,7 +488,7 @@ HostTopology HwlocXmlReader::read() {
   if (model && model.value >= 0 && model.value < (1 << 20)) {
     intel_model_ = static_cast<int>(model.value);
   }
-  pugi::xml_node machine = root.child("object");
+  const XmlElement* machine = root->FirstChildElement("object");
   if (!machine) throw ParseError(path_, 1, 1, "hwloc topology without a Machine object");
   readNumaNodes(root);
   Context ctx;
@@ -495,10 +496,11 @@ HostTopology HwlocXmlReader::read() {
   walk(machine, ctx);
   finishGpus();
   bool matrix = false;
-  for (pugi::xml_node dist : root.children()) {
-    std::string tag = dist.name();
+  for (const XmlElement* dist = root->FirstChildElement(); dist;
+       dist = dist->NextSiblingElement()) {
+    std::string tag = dist->Name();
     if ((tag == "distances2" || tag == "distances2hetero") &&
-        std::string(dist.attribute("name").as_string()) == "NVLinkBandwidth") {
+        std::string(xmlAttr(dist, "name")) == "NVLinkBandwidth") {
       readNvlinkMatrix(dist);
       matrix = true;
     }

@@ -10,7 +10,7 @@
 namespace torch_topo::topo {
 
 /// Parses the text of an hwloc XML topology (the v2 and v3 formats `lstopo FILE.xml` and
-/// `hwloc_topology_export_xmlbuffer` write; pugixml, no libhwloc needed) into a host topology:
+/// `hwloc_topology_export_xmlbuffer` write; TinyXML-2, no libhwloc needed) into a host topology:
 ///   - one Cpu node per NUMANode ("numa<os_index>", cpulist from its cpuset), joined by Smp links;
 ///   - PCI switches as PciSwitch nodes (the downstream ports of a switch fold into its upstream
 ///     port, the root ports into the CPU, as NCCL's own tree does), Pci links weighted by

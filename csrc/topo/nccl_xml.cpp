@@ -7,13 +7,14 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <pugixml.hpp>
+#include <memory>
 #include <set>
 
 #include "topo/error.h"
 #include "topo/link_tables.h"
 #include "topo/paths.h"
 #include "topo/text_numbers.h"
+#include "topo/xml_document.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -31,7 +32,6 @@ struct Pending {
   int gpu_node;
   std::string target;
   int count;
-  ptrdiff_t offset;
 };
 
 bool isHexString(const std::string& s) {
@@ -66,34 +66,29 @@ class NcclXmlReader {
   NcclXmlReader(const std::string& text, const std::string& path) : text_(text), path_(path) {}
 
   HostTopology read() {
-    pugi::xml_document doc;
-    pugi::xml_parse_result result = doc.load_buffer(text_.data(), text_.size());
-    if (!result) {
-      bool truncated = result.status == pugi::status_end_element_mismatch &&
-                       text_.find_first_not_of(" \t\r\n", result.offset) == std::string::npos;
-      if (!truncated) fail(result.offset, std::string("malformed XML: ") + result.description());
+    doc_ = std::make_unique<XmlDocument>(text_, path_, true);
+    if (doc_->truncated()) {
       host_.warnings.push_back(
           "file ends before its closing tags (cut short?): kept the elements read so far");
     }
-    pugi::xml_node root = doc.document_element();
-    if (std::string(root.name()) == "graphs") {
-      fail(root.offset_debug(),
+    const XmlElement* root = doc_->root();
+    if (root != nullptr && std::string(root->Name()) == "graphs") {
+      fail(root,
            "this is an NCCL graph file (NCCL_GRAPH_FILE: <graphs> of ring/tree channels), not a "
            "topology; expected an NCCL_TOPO_FILE with a <system> root");
     }
-    if (std::string(root.name()) != "system") {
-      fail(root ? root.offset_debug() : 0, "got root element <" + std::string(root.name()) +
-                                               ">, expected <system> (NCCL topology XML)");
+    if (root == nullptr || std::string(root->Name()) != "system") {
+      fail(root, "got root element <" + std::string(root ? root->Name() : "") +
+                     ">, expected <system> (NCCL topology XML)");
     }
     host_.source = path_;
     host_.format = "nccl-xml";
-    for (pugi::xml_node child : root.children()) {
-      if (child.type() != pugi::node_element) continue;
-      if (std::string(child.name()) == "cpu") {
+    for (const XmlElement* child = root->FirstChildElement(); child;
+         child = child->NextSiblingElement()) {
+      if (std::string(child->Name()) == "cpu") {
         readCpu(child);
       } else {
-        fail(child.offset_debug(),
-             "<system> child <" + std::string(child.name()) + ">: expected <cpu>");
+        fail(child, "<system> child <" + std::string(child->Name()) + ">: expected <cpu>");
       }
     }
     linkCpus();
@@ -108,69 +103,56 @@ class NcclXmlReader {
   }
 
  private:
-  [[noreturn]] void fail(ptrdiff_t offset, const std::string& what) const {
-    // pugixml points at an element's name; the diagnostic points at its '<'.
-    if (offset > 0 && offset <= static_cast<ptrdiff_t>(text_.size()) && text_[offset - 1] == '<') {
-      --offset;
-    }
-    int line = 1, col = 1;
-    for (ptrdiff_t i = 0; i < offset && i < static_cast<ptrdiff_t>(text_.size()); ++i) {
-      if (text_[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    throw ParseError(path_, line, col, what);
+  // Diagnostics point at the element's '<'.
+  [[noreturn]] void fail(const XmlElement* node, const std::string& what) const {
+    doc_->fail(node, what, -1);
   }
 
-  long intAttr(pugi::xml_node node, const char* name, long fallback, long lo, long hi) const {
-    pugi::xml_attribute attr = node.attribute(name);
-    if (!attr || std::string(attr.value()).empty()) return fallback;
-    std::string v = attr.value();
+  long intAttr(const XmlElement* node, const char* name, long fallback, long lo, long hi) const {
+    std::string v = xmlAttr(node, name);
+    if (v.empty()) return fallback;
     // Base 0 (0x... hex, as NCCL writes class ids), as NCCL's own reader takes them with strtol.
     ParsedNumber<long long> value = parseInteger(v, 0);
     if (!value || v.size() > 12 || value.value < lo || value.value > hi) {
-      fail(node.offset_debug(), "<" + std::string(node.name()) + "> " + name + ": got '" + v +
-                                    "', expected an integer in [" + std::to_string(lo) + ", " +
-                                    std::to_string(hi) + "]");
+      fail(node, "<" + std::string(node->Name()) + "> " + name + ": got '" + v +
+                     "', expected an integer in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
     }
     return static_cast<long>(value.value);
   }
 
-  std::string busId(pugi::xml_node node, const char* name) const {
-    std::string id = lower(node.attribute(name).value());
+  std::string busId(const XmlElement* node, const char* name) const {
+    std::string id = lower(xmlAttr(node, name));
     bool ok = !id.empty() && id.size() <= 32 && std::all_of(id.begin(), id.end(), [](char c) {
       return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.';
     });
     if (!ok) {
-      fail(node.offset_debug(), "<" + std::string(node.name()) + "> " + name + ": got '" + id +
-                                    "', expected a PCI bus id such as 0000:07:00.0");
+      fail(node, "<" + std::string(node->Name()) + "> " + name + ": got '" + id +
+                     "', expected a PCI bus id such as 0000:07:00.0");
     }
     return id;
   }
 
-  static Attrs attrsExcept(pugi::xml_node node, std::initializer_list<const char*> skip,
+  static Attrs attrsExcept(const XmlElement* node, std::initializer_list<const char*> skip,
                            const std::string& prefix = "") {
     Attrs out;
-    for (pugi::xml_attribute a : node.attributes()) {
+    for (const tinyxml2::XMLAttribute* a = node->FirstAttribute(); a; a = a->Next()) {
       bool skipped = std::any_of(skip.begin(), skip.end(),
-                                 [&](const char* s) { return std::string(a.name()) == s; });
-      if (!skipped) out.emplace_back(prefix + a.name(), a.value());
+                                 [&](const char* s) { return std::string(a->Name()) == s; });
+      if (!skipped) out.emplace_back(prefix + a->Name(), a->Value());
     }
     return out;
   }
 
-  std::string maskToCpulist(pugi::xml_node cpu) const {
-    std::string mask = cpu.attribute("affinity").value();
+  std::string maskToCpulist(const XmlElement* cpu) const {
+    std::string mask = xmlAttr(cpu, "affinity");
     if (mask.empty()) return "";
     std::vector<std::string> words = splitList(mask, ',');
     if (words.size() > kMaxMaskWords ||
         !std::all_of(words.begin(), words.end(),
                      [](const std::string& w) { return isHexString(w) && w.size() <= 8; })) {
-      fail(cpu.offset_debug(), "<cpu> affinity: got '" + mask.substr(0, 40) +
-                                   "', expected comma-separated 32-bit hex words");
+      fail(cpu, "<cpu> affinity: got '" + mask.substr(0, 40) +
+                    "', expected comma-separated 32-bit hex words");
     }
     std::string out;
     int run_start = -1, cpu_id = 0;
@@ -195,14 +177,14 @@ class NcclXmlReader {
     return out;
   }
 
-  void readCpu(pugi::xml_node cpu) {
+  void readCpu(const XmlElement* cpu) {
     int numa = static_cast<int>(intAttr(cpu, "numaid", -1, -1, kMaxIndex));
     Node node;
     node.kind = NodeKind::Cpu;
     node.id = numa >= 0 ? "numa" + std::to_string(numa) : "cpu" + std::to_string(cpu_count_);
     ++cpu_count_;
     if (host_.graph.findNode(NodeKind::Cpu, node.id) >= 0) {
-      fail(cpu.offset_debug(), "<cpu> numaid " + std::to_string(numa) + " appears twice");
+      fail(cpu, "<cpu> numaid " + std::to_string(numa) + " appears twice");
     }
     node.index = numa;
     node.numa_node = numa;
@@ -211,38 +193,38 @@ class NcclXmlReader {
     int id = host_.graph.addNode(node);
     if (numa >= 0) host_.numa_nodes.push_back({numa, cpus});
     cpu_affinity_[id] = cpus;
-    smp_gbps_[id] = smpGBps(cpu.attribute("vendor").value(), cpu.attribute("arch").value(),
+    smp_gbps_[id] = smpGBps(xmlAttr(cpu, "vendor"), xmlAttr(cpu, "arch"),
                             static_cast<int>(intAttr(cpu, "modelid", 0, 0, 1 << 20)));
     readChildren(cpu, id, numa);
   }
 
-  void readChildren(pugi::xml_node parent, int parent_node, int numa) {
-    for (pugi::xml_node child : parent.children()) {
-      if (child.type() != pugi::node_element) continue;
-      std::string name = child.name();
+  void readChildren(const XmlElement* parent, int parent_node, int numa) {
+    for (const XmlElement* child = parent->FirstChildElement(); child;
+         child = child->NextSiblingElement()) {
+      std::string name = child->Name();
       if (name == "pci") {
         readPci(child, parent_node, numa);
       } else if (name == "nic") {
         readNic(child, parent_node, "", numa);
       } else if (name != "gpu") {  // <gpu> is read with its pci device
-        fail(child.offset_debug(), "<" + std::string(parent.name()) + "> child <" + name +
-                                       ">: expected <pci>, <nic> or <gpu>");
+        fail(child, "<" + std::string(parent->Name()) + "> child <" + name +
+                        ">: expected <pci>, <nic> or <gpu>");
       }
     }
   }
 
-  void readPci(pugi::xml_node pci, int parent, int numa) {
+  void readPci(const XmlElement* pci, int parent, int numa) {
     Node node;
     node.id = busId(pci, "busid");
     node.numa_node = numa;
     node.attrs = attrsExcept(pci, {"busid"});
     long cls = intAttr(pci, "class", -1, 0, 0xffffff);
-    std::string vendor = lower(pci.attribute("vendor").value());
-    pugi::xml_node gpu = pci.child("gpu");
+    std::string vendor = lower(xmlAttr(pci, "vendor"));
+    const XmlElement* gpu = pci->FirstChildElement("gpu");
     if (gpu ||
         ((cls >> 8 == 0x0302 || cls >> 8 == 0x0300) && (vendor.empty() || vendor == "0x10de"))) {
       node.kind = NodeKind::Gpu;
-    } else if (cls >> 16 == 0x02 || pci.child("nic")) {
+    } else if (cls >> 16 == 0x02 || pci->FirstChildElement("nic")) {
       node.kind = NodeKind::Nic;
     } else if (cls >> 8 == 0x0680) {
       node.kind = NodeKind::NvSwitch;
@@ -251,7 +233,7 @@ class NcclXmlReader {
     }
     for (NodeKind kind : {NodeKind::Gpu, NodeKind::Nic, NodeKind::NvSwitch, NodeKind::PciSwitch}) {
       if (host_.graph.findNode(kind, node.id) >= 0) {
-        fail(pci.offset_debug(), "<pci> busid " + node.id + " appears twice");
+        fail(pci, "<pci> busid " + node.id + " appears twice");
       }
     }
     int id = host_.graph.addNode(node);
@@ -259,7 +241,10 @@ class NcclXmlReader {
     if (node.kind == NodeKind::Gpu) readGpu(pci, gpu, id, numa);
     if (node.kind == NodeKind::Nic) {
       size_t before = host_.nics.size();
-      for (pugi::xml_node nic : pci.children("nic")) readNic(nic, id, node.id, numa);
+      for (const XmlElement* nic = pci->FirstChildElement("nic"); nic;
+           nic = nic->NextSiblingElement("nic")) {
+        readNic(nic, id, node.id, numa);
+      }
       if (host_.nics.size() == before) {
         Nic nic;
         nic.name = node.id;
@@ -269,17 +254,21 @@ class NcclXmlReader {
         host_.nics.push_back(nic);
       }
     }
-    for (pugi::xml_node child : pci.children("pci")) readPci(child, id, numa);
-    for (pugi::xml_node child : pci.children()) {
-      std::string n = child.name();
-      if (child.type() == pugi::node_element && n != "pci" && n != "gpu" && n != "nic") {
-        fail(child.offset_debug(), "<pci> child <" + n + ">: expected <pci>, <gpu> or <nic>");
+    for (const XmlElement* child = pci->FirstChildElement("pci"); child;
+         child = child->NextSiblingElement("pci")) {
+      readPci(child, id, numa);
+    }
+    for (const XmlElement* child = pci->FirstChildElement(); child;
+         child = child->NextSiblingElement()) {
+      std::string n = child->Name();
+      if (n != "pci" && n != "gpu" && n != "nic") {
+        fail(child, "<pci> child <" + n + ">: expected <pci>, <gpu> or <nic>");
       }
     }
   }
 
-  void addPciLink(pugi::xml_node pci, int parent, int child) {
-    std::string speed = pci.attribute("link_speed").value();
+  void addPciLink(const XmlElement* pci, int parent, int child) {
+    std::string speed = xmlAttr(pci, "link_speed");
     int width = static_cast<int>(intAttr(pci, "link_width", 0, 0, 64));
     int gen = pcieGenFromSpeed(speed);
     if (gen == 0 && !speed.empty() && warned_speeds_.insert(speed).second) {
@@ -296,7 +285,7 @@ class NcclXmlReader {
     host_.graph.addLink(link);
   }
 
-  void readGpu(pugi::xml_node pci, pugi::xml_node gpu, int node, int numa) {
+  void readGpu(const XmlElement* pci, const XmlElement* gpu, int node, int numa) {
     Gpu g;
     g.bus_id = host_.graph.nodes[node].id;
     g.numa_node = numa;
@@ -308,43 +297,39 @@ class NcclXmlReader {
       Attrs extra = attrsExcept(gpu, {"dev", "sm"}, "gpu.");
       auto& attrs = host_.graph.nodes[node].attrs;
       attrs.insert(attrs.end(), extra.begin(), extra.end());
-      for (pugi::xml_node nv : gpu.children()) {
-        if (nv.type() != pugi::node_element) continue;
-        if (std::string(nv.name()) != "nvlink") {
-          fail(nv.offset_debug(),
-               "<gpu> child <" + std::string(nv.name()) + ">: expected <nvlink>");
+      for (const XmlElement* nv = gpu->FirstChildElement(); nv; nv = nv->NextSiblingElement()) {
+        if (std::string(nv->Name()) != "nvlink") {
+          fail(nv, "<gpu> child <" + std::string(nv->Name()) + ">: expected <nvlink>");
         }
         int count = static_cast<int>(intAttr(nv, "count", 1, 1, kMaxNvlinkCount));
-        pending_.push_back({node, busId(nv, "target"), count, nv.offset_debug()});
+        pending_.push_back({node, busId(nv, "target"), count});
       }
     }
     gpu_nodes_.push_back(node);
     gpu_info_[node] = g;
   }
 
-  void readNic(pugi::xml_node nic, int parent, const std::string& bus_id, int numa) {
-    for (pugi::xml_node net : nic.children()) {
-      if (net.type() != pugi::node_element) continue;
-      if (std::string(net.name()) != "net") {
-        fail(net.offset_debug(), "<nic> child <" + std::string(net.name()) + ">: expected <net>");
+  void readNic(const XmlElement* nic, int parent, const std::string& bus_id, int numa) {
+    for (const XmlElement* net = nic->FirstChildElement(); net; net = net->NextSiblingElement()) {
+      if (std::string(net->Name()) != "net") {
+        fail(net, "<nic> child <" + std::string(net->Name()) + ">: expected <net>");
       }
       Nic n;
-      n.name = net.attribute("name").value();
-      if (n.name.empty()) fail(net.offset_debug(), "<net> has no name attribute, expected one");
+      n.name = xmlAttr(net, "name");
+      if (n.name.empty()) fail(net, "<net> has no name attribute, expected one");
       n.bus_id = bus_id;
       n.numa_node = numa;
       // NCCL writes an integer; no speed (absent or empty) is unknown, rated 0.
-      const std::string speed = net.attribute("speed").value();
+      const std::string speed = xmlAttr(net, "speed");
       ParsedNumber<double> mbps = speed.empty() ? ParsedNumber<double>{} : parseDouble(speed);
       if (!mbps || mbps.value < 0 || mbps.value > kMaxNetMbps) {
-        fail(net.offset_debug(), "<net> speed: got '" + speed + "', expected Mbit/s in [0, 1e7]");
+        fail(net, "<net> speed: got '" + speed + "', expected Mbit/s in [0, 1e7]");
       }
       n.speed_gbps = mbps.value / 1000.0;
       n.attrs = attrsExcept(net, {"name"});
       long dev = intAttr(net, "dev", -1, 0, kMaxIndex);
       for (const Nic& other : host_.nics) {
-        if (other.name == n.name)
-          fail(net.offset_debug(), "<net> name " + n.name + " appears twice");
+        if (other.name == n.name) fail(net, "<net> name " + n.name + " appears twice");
       }
       if (bus_id.empty()) {
         // A <nic> straight under <cpu> (no PCI device): the NIC is its own graph node.
@@ -458,6 +443,7 @@ class NcclXmlReader {
 
   const std::string& text_;
   const std::string& path_;
+  std::unique_ptr<XmlDocument> doc_;
   HostTopology host_;
   int cpu_count_ = 0;
   std::map<int, std::string> cpu_affinity_;

@@ -2,8 +2,9 @@
 // NCCL topology XML writer (layer: csrc/topo): walks the PCI tree down from each CPU and emits
 // the elements NCCL dumps; a node's source attributes are written verbatim, missing ones are
 // derived from the graph (class from the node kind, link_speed/width from its uplink).
+#include <tinyxml2.h>
+
 #include <algorithm>
-#include <pugixml.hpp>
 
 #include "topo/cpulist.h"
 #include "topo/error.h"
@@ -43,11 +44,11 @@ std::string cpulistToMask(const std::string& cpus, const std::string& where) {
   return out;
 }
 
-/// Collects pugixml's output in a string (no stream, so no locale).
-struct StringWriter : pugi::xml_writer {
-  std::string text;
-  void write(const void* data, size_t size) override {
-    text.append(static_cast<const char*>(data), size);
+/// TinyXML-2's printer with NCCL's two-space indent (the library indents by four).
+class TwoSpacePrinter : public tinyxml2::XMLPrinter {
+ protected:
+  void PrintSpace(int depth) override {
+    for (int i = 0; i < depth; ++i) Write("  ");
   }
 };
 
@@ -62,45 +63,38 @@ class NcclXmlWriter {
     TOPO_CHECK(!graph_.nodesOfKind(NodeKind::Cpu).empty(), "writeNcclXml: topology '", host_.source,
                "' has no physical graph (CPU and PCI tree), expected one; path-only sources "
                "such as nvidia-smi text carry no PCI bus ids, so read an NCCL XML or hwloc file");
-    pugi::xml_document doc;
-    pugi::xml_node system = doc.append_child("system");
-    system.append_attribute("version") = "1";
+    tinyxml2::XMLDocument doc;
+    tinyxml2::XMLElement* system = doc.NewElement("system");
+    doc.InsertEndChild(system);
+    system->SetAttribute("version", "1");
     visited_.assign(graph_.nodes.size(), false);
     for (int cpu : graph_.nodesOfKind(NodeKind::Cpu)) visited_[cpu] = true;
     for (int cpu : graph_.nodesOfKind(NodeKind::Cpu)) writeCpu(system, cpu);
-    StringWriter xml;
-    doc.save(xml, "  ", pugi::format_indent | pugi::format_no_declaration);
-    // NCCL dumps empty elements as `<x a="1"/>`; pugixml puts a space before the slash.
-    std::string out;
-    for (std::string& line : splitList(xml.text, '\n')) {
-      if (line.size() >= 3 && line.compare(line.size() - 3, 3, " />") == 0) {
-        line.erase(line.size() - 3, 1);
-      }
-      out += line + "\n";
-    }
-    return out;
+    TwoSpacePrinter xml;
+    doc.Print(&xml);
+    return xml.CStr();
   }
 
  private:
-  static void setAttrs(pugi::xml_node el, const Node& node, const std::string& prefix) {
+  static void setAttrs(tinyxml2::XMLElement* el, const Node& node, const std::string& prefix) {
     for (const auto& kv : node.attrs) {
       bool match = prefix.empty() ? kv.first.find('.') == std::string::npos
                                   : kv.first.compare(0, prefix.size(), prefix) == 0;
-      if (match && !el.attribute(kv.first.c_str() + prefix.size())) {
-        el.append_attribute(kv.first.c_str() + prefix.size()) = kv.second.c_str();
+      if (match && !el->Attribute(kv.first.c_str() + prefix.size())) {
+        el->SetAttribute(kv.first.c_str() + prefix.size(), kv.second.c_str());
       }
     }
   }
 
-  void writeCpu(pugi::xml_node parent, int cpu) {
+  void writeCpu(tinyxml2::XMLElement* parent, int cpu) {
     const Node& node = graph_.nodes[cpu];
-    pugi::xml_node el = parent.append_child("cpu");
-    el.append_attribute("numaid") = node.index;
+    tinyxml2::XMLElement* el = parent->InsertNewChildElement("cpu");
+    el->SetAttribute("numaid", node.index);
     if (derive_) {
       for (const NumaNode& numa : host_.numa_nodes) {
         if (numa.id == node.index && !numa.cpus.empty()) {
           std::string where = "writeNcclXml: NUMA node " + std::to_string(numa.id) + " cpus";
-          el.append_attribute("affinity") = cpulistToMask(numa.cpus, where).c_str();
+          el->SetAttribute("affinity", cpulistToMask(numa.cpus, where).c_str());
         }
       }
     }
@@ -108,7 +102,7 @@ class NcclXmlWriter {
     writeChildren(el, cpu);
   }
 
-  void writeChildren(pugi::xml_node el, int node) {
+  void writeChildren(tinyxml2::XMLElement* el, int node) {
     for (size_t l = 0; l < graph_.links.size(); ++l) {
       const Link& link = graph_.links[l];
       if (link.kind != LinkKind::Pci && link.kind != LinkKind::C2C) continue;
@@ -118,7 +112,7 @@ class NcclXmlWriter {
       const Node& c = graph_.nodes[child];
       const Nic* bare = bareNic(c);
       if (bare != nullptr) {
-        writeNets(el.append_child("nic"), c.id, true);
+        writeNets(el->InsertNewChildElement("nic"), c.id, true);
       } else {
         writePci(el, child, link);
       }
@@ -134,15 +128,15 @@ class NcclXmlWriter {
     return nullptr;
   }
 
-  void writePci(pugi::xml_node parent, int id, const Link& uplink) {
+  void writePci(tinyxml2::XMLElement* parent, int id, const Link& uplink) {
     const Node& node = graph_.nodes[id];
-    pugi::xml_node el = parent.append_child("pci");
-    el.append_attribute("busid") = node.id.c_str();
+    tinyxml2::XMLElement* el = parent->InsertNewChildElement("pci");
+    el->SetAttribute("busid", node.id.c_str());
     if (derive_) {
-      el.append_attribute("class") = defaultClass(node.kind);
+      el->SetAttribute("class", defaultClass(node.kind));
       int gen = uplink.lanes > 0 ? pcieGenFromLaneGBps(uplink.bandwidth_gbps / uplink.lanes) : 0;
-      el.append_attribute("link_speed") = gen > 0 ? pcieSpeedString(gen).c_str() : "";
-      el.append_attribute("link_width") = uplink.lanes;
+      el->SetAttribute("link_speed", gen > 0 ? pcieSpeedString(gen).c_str() : "");
+      el->SetAttribute("link_width", uplink.lanes);
     }
     setAttrs(el, node, "");
     if (node.kind == NodeKind::Gpu) writeGpu(el, id);
@@ -150,7 +144,7 @@ class NcclXmlWriter {
     writeChildren(el, id);
   }
 
-  void writeGpu(pugi::xml_node pci, int id) {
+  void writeGpu(tinyxml2::XMLElement* pci, int id) {
     const Node& node = graph_.nodes[id];
     const Gpu* gpu = nullptr;
     for (const Gpu& g : host_.gpus) {
@@ -164,40 +158,40 @@ class NcclXmlWriter {
     }
     // Without any of these NCCL fills the <gpu> element itself at run time, so none is written.
     if (!has_gpu_attrs && nvlinks.empty() && (gpu == nullptr || gpu->sm <= 0)) return;
-    pugi::xml_node el = pci.append_child("gpu");
-    el.append_attribute("dev") = node.index;
-    if (gpu != nullptr && gpu->sm > 0) el.append_attribute("sm") = gpu->sm;
+    tinyxml2::XMLElement* el = pci->InsertNewChildElement("gpu");
+    el->SetAttribute("dev", node.index);
+    if (gpu != nullptr && gpu->sm > 0) el->SetAttribute("sm", gpu->sm);
     setAttrs(el, node, "gpu.");
     for (const Link* l : nvlinks) {
       const Node& other = graph_.nodes[l->a == id ? l->b : l->a];
       // NVLink to a CPU (POWER8/9, from hwloc or NVML) has no PCI bus id to name as a target;
       // NCCL finds those links at run time, so the file leaves them out.
       if (other.kind != NodeKind::Gpu && other.kind != NodeKind::NvSwitch) continue;
-      pugi::xml_node nv = el.append_child("nvlink");
-      nv.append_attribute("target") = other.id.c_str();
-      nv.append_attribute("count") = l->lanes;
-      nv.append_attribute("tclass") =
-          other.kind == NodeKind::NvSwitch ? defaultClass(NodeKind::NvSwitch) : "0x030200";
+      tinyxml2::XMLElement* nv = el->InsertNewChildElement("nvlink");
+      nv->SetAttribute("target", other.id.c_str());
+      nv->SetAttribute("count", l->lanes);
+      nv->SetAttribute("tclass", other.kind == NodeKind::NvSwitch ? defaultClass(NodeKind::NvSwitch)
+                                                                  : "0x030200");
     }
   }
 
-  void writeNets(pugi::xml_node parent, const std::string& key, bool bare) {
-    pugi::xml_node nic_el;
+  void writeNets(tinyxml2::XMLElement* parent, const std::string& key, bool bare) {
+    tinyxml2::XMLElement* nic_el = nullptr;
     for (const Nic& nic : host_.nics) {
       bool mine =
           bare ? (nic.bus_id.empty() && nic.name == key) : (nic.bus_id == key && nic.name != key);
       if (!mine) continue;
-      if (!nic_el) nic_el = bare ? parent : parent.append_child("nic");
-      pugi::xml_node net = nic_el.append_child("net");
-      net.append_attribute("name") = nic.name.c_str();
+      if (!nic_el) nic_el = bare ? parent : parent->InsertNewChildElement("nic");
+      tinyxml2::XMLElement* net = nic_el->InsertNewChildElement("net");
+      net->SetAttribute("name", nic.name.c_str());
       // NCCL writes speed in Mbit/s; the model's Gbit/s wins over a stale source value.
       std::string speed = std::to_string(static_cast<long long>(nic.speed_gbps * 1000.0 + 0.5));
       for (const auto& kv : nic.attrs) {
         bool is_speed = kv.first == "speed" && nic.speed_gbps > 0;
-        net.append_attribute(kv.first.c_str()) = is_speed ? speed.c_str() : kv.second.c_str();
+        net->SetAttribute(kv.first.c_str(), is_speed ? speed.c_str() : kv.second.c_str());
       }
-      if (nic.speed_gbps > 0 && !net.attribute("speed")) {
-        net.append_attribute("speed") = speed.c_str();
+      if (nic.speed_gbps > 0 && !net->Attribute("speed")) {
+        net->SetAttribute("speed", speed.c_str());
       }
     }
   }

@@ -165,7 +165,7 @@ TEST(HwlocReaderTest, BadNumbersAreParseErrorsAtTheirObject) {
     text.replace(text.find(from), from.size(), to);
     return text;
   };
-  // Columns point at the element name, as pugixml reports it. A bad nodeset was an
+  // Columns point at the element name (one past its '<'). A bad nodeset was an
   // InvalidArgument without a line (found by fuzzing the hwloc files).
   EXPECT_EQ(parseErrorOf(with("nodeset=\"0x00000001\"", "nodeset=\"0Rx00000001\"")),
             "h200.xml:4:4: nodeset: bad hwloc bitmap word: got '0Rx00000001' in '0Rx00000001', "

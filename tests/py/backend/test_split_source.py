@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """New groups under a "topo" default group never split from it (issue 16): torch's split source
-for a bound device is the default group's backend whatever backend the new group asks for, and
-Gloo or NCCL children cannot split from a TopoBackend (2.11-2.13: TypeError in the NCCL options,
-2.14: AssertionError in the NCCL creator). torch refuses a CPU `device_id`, so the decision is
-tested here directly, on both code paths, and the NCCL group itself in tests/gpu."""
+for a bound device is the default group's backend whatever backend the new group asks for (2.15
+refuses a parent of another backend itself, but still offers a TopoBackend to a "topo" child),
+and Gloo or NCCL children cannot split from a TopoBackend (2.11-2.13: TypeError in the NCCL
+options, 2.14: AssertionError in the NCCL creator). torch refuses a CPU `device_id`, so the
+decision is tested here directly, on both code paths, and the NCCL group itself in tests/gpu."""
 
 from __future__ import annotations
 
@@ -40,14 +41,30 @@ def backends():
     return topo, gloo
 
 
-def test_topo_parent_is_never_the_split_source(backends):
+@pytest.fixture
+def bound(monkeypatch):
+    """A default group stand-in with a bound device, known to c10d as a group of `name` (torch
+    2.15 reads the parent's backend name from its group map)."""
+
+    def make(backend, name):
+        group = _BoundGroup(backend)
+        monkeypatch.setitem(c10d._world.pg_map, group, (name, None))
+        return group
+
+    return make
+
+
+def test_topo_parent_is_never_the_split_source(backends, bound):
     topo, gloo = backends
     guarded = c10d._get_split_source
     original = guarded.__wrapped__
-    assert original(_BoundGroup(topo)) is topo  # what torch alone would hand to the child
-    assert guarded(_BoundGroup(topo)) is None
+    topo_parent, gloo_parent = bound(topo, "topo"), bound(gloo, "gloo")
+    # What torch alone would hand to the child (from 2.15 on: a "topo" child).
+    assert routing_cases.split_source(original, topo_parent) is topo
+    assert routing_cases.split_source(guarded, topo_parent) is None
     # Any other parent keeps torch's own answer.
-    assert guarded(_BoundGroup(gloo)) is original(_BoundGroup(gloo))
+    keeps = routing_cases.split_source(original, gloo_parent, "gloo")
+    assert routing_cases.split_source(guarded, gloo_parent, "gloo") is keeps
     assert split_source_for_new_group(topo) is None
     assert split_source_for_new_group(gloo) is gloo
     assert split_source_for_new_group(None) is None
@@ -59,31 +76,45 @@ def test_guard_installs_once():
     assert not hasattr(c10d._get_split_source.__wrapped__, "_torch_topo_guard")
 
 
+@pytest.mark.skipif(not routing_cases.split_source_takes_request(),
+                    reason="torch < 2.15 takes no requested backend")
+def test_torch_itself_refuses_a_parent_of_another_backend(backends, bound):
+    # 2.15's own rule: a "nccl" or "gloo" child of a "topo" parent gets no split source.
+    topo, _ = backends
+    parent = bound(topo, "topo")
+    for requested in ("nccl", "gloo"):
+        assert c10d._get_split_source.__wrapped__(parent, requested) is None
+        assert c10d._get_split_source(parent, requested) is None
+
+
 @pytest.mark.skipif(not dist.is_nccl_available(), reason="torch built without NCCL")
-def test_nccl_options_code_path(backends):
+def test_nccl_options_code_path(backends, bound):
     # torch 2.11-2.13 build the NCCL child inline: `if split_from: options.split_from = ...`.
     topo, _ = backends
+    parent = bound(topo, "topo")
     with pytest.raises(TypeError, match="ProcessGroupNCCL"):
-        dist.ProcessGroupNCCL.Options().split_from = c10d._get_split_source.__wrapped__(
-            _BoundGroup(topo))
-    assert not c10d._get_split_source(_BoundGroup(topo))  # the assignment is skipped
+        dist.ProcessGroupNCCL.Options().split_from = routing_cases.split_source(
+            c10d._get_split_source.__wrapped__, parent)
+    # The assignment is skipped.
+    assert not routing_cases.split_source(c10d._get_split_source, parent)
 
 
 @pytest.mark.skipif(not hasattr(c10d, "_create_nccl_process_group"),
                     reason="torch < 2.14 builds NCCL groups inline (previous test)")
-def test_nccl_creator_code_path(backends):
+def test_nccl_creator_code_path(backends, bound):
     # torch 2.14 hands the split source to the registered NCCL creator.
     topo, _ = backends
+    parent = bound(topo, "topo")
     opts = c10d._DistributedBackendOptions()
     opts.store = dist.PrefixStore("nccl/", dist.HashStore())
     opts.group_rank, opts.group_size = 0, 1
     opts.timeout = timedelta(seconds=30)
     opts.group_id = "split_source_test"
     opts.global_ranks_in_group = [0]
-    opts.split_from = c10d._get_split_source.__wrapped__(_BoundGroup(topo))
+    opts.split_from = routing_cases.split_source(c10d._get_split_source.__wrapped__, parent)
     with pytest.raises(AssertionError, match="split_from"):
         c10d._create_nccl_process_group(opts, None)
-    opts.split_from = c10d._get_split_source(_BoundGroup(topo))
+    opts.split_from = routing_cases.split_source(c10d._get_split_source, parent)
     try:
         c10d._create_nccl_process_group(opts, None).shutdown()
     except ValueError as e:  # past the split_from check; this machine has no GPU

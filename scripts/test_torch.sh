@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds the extension against another torch release and runs the suites whose code depends on
+# torch's version (the backend and its c10d hooks, meshes, config, the build record) against
+# that build. The environment lives outside the clone (/opt/torch-topo/venv-VERSION, made once
+# by setup_env.sh); the build goes to build/torch-VERSION, so the checkout's own module (the
+# main torch's) is untouched. The C++ core does not use torch: scripts/test.sh covers it.
+# Usage: bash scripts/test_torch.sh VERSION [pytest args]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VERSION="${1:?usage: bash scripts/test_torch.sh VERSION [pytest args]}"
+shift
+# An exact release is asked for: a machine's pip constraints (these machines cap torch at the
+# wheels they hold) must not refuse it.
+VENV="$(PIP_CONSTRAINT=/dev/null TORCH_TOPO_TORCH_VERSION="$VERSION" TORCH_TOPO_VENV= \
+        bash "$ROOT/scripts/setup_env.sh" --no-build | tail -n 1)"
+BUILD="$ROOT/build/torch-$VERSION"
+export PATH="$VENV/bin:/usr/lib/ccache:$PATH"
+export CCACHE_DIR="${CCACHE_DIR:-/opt/torch-topo/ccache}" CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+export MAX_JOBS="${MAX_JOBS:-2}"
+cd "$ROOT"
+echo "== torch $VERSION: build into build/torch-$VERSION =="
+# CPU parts only: these suites run on CPU, and nvcc would double the build. The CUDA code is
+# compiled against the main torch here and against the GPU machine's (2.11) by gpu_check.sh.
+TORCH_TOPO_BUILD_CUDA=0 python setup.py -q build --build-base "$BUILD" >"$BUILD.log" 2>&1 || {
+  tail -n 30 "$BUILD.log"; exit 1; }
+LIB="$(echo "$BUILD"/lib.*)"
+echo "== torch $VERSION: pytest against $LIB =="
+# The pytest script, not `python -m pytest`: the latter puts the checkout (and its module for
+# the main torch) first on sys.path.
+PYTHONPATH="$LIB" pytest -q -p no:cacheprovider tests/py/backend tests/py/test_mesh.py \
+  tests/py/test_config.py tests/py/test_build_info.py "$@"

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of csrc/topo/xml_document: the positions TinyXML-2 does not report (element columns,
+// where a malformed text goes wrong), recovery of texts cut short, and the search helpers.
+#include "topo/xml_document.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "topo/error.h"
+
+namespace torch_topo::topo {
+namespace {
+
+/// The message of the ParseError that `fn` throws, "" when it throws none.
+template <typename Fn>
+std::string parseError(Fn fn) {
+  try {
+    fn();
+  } catch (const ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string errorAt(const std::string& text) {
+  return parseError([&] { XmlDocument doc(text, "t.xml", false); });
+}
+
+TEST(XmlDocumentTest, ColumnsOfSameNamedElementsOnOneLine) {
+  const std::string text = "<a>\n <b x=\"1\"/><b x=\"2\"/>  <bb/><b x=\"3\"/>\n</a>\n";
+  XmlDocument doc(text, "t.xml", false);
+  std::vector<const XmlElement*> bs;
+  forEachXmlDescendant(doc.root(), "b", [&](const XmlElement* el) { bs.push_back(el); });
+  ASSERT_EQ(bs.size(), 3u);
+  // Column of the name, one past its '<'; "<bb" is not "<b".
+  EXPECT_EQ(parseError([&] { doc.fail(bs[0], "first"); }), "t.xml:2:3: first");
+  EXPECT_EQ(parseError([&] { doc.fail(bs[1], "second"); }), "t.xml:2:13: second");
+  EXPECT_EQ(parseError([&] { doc.fail(bs[2], "third"); }), "t.xml:2:30: third");
+  EXPECT_EQ(parseError([&] { doc.fail(bs[2], "at <", -1); }), "t.xml:2:29: at <");
+  EXPECT_EQ(parseError([&] { doc.fail(nullptr, "no element"); }), "t.xml:1:1: no element");
+}
+
+TEST(XmlDocumentTest, MalformedTextsSayWhereAndWhat) {
+  EXPECT_EQ(errorAt("<a>\n  <b>\n  </c>\n</a>"), "t.xml:3:3: malformed XML: </c> closes <b>");
+  EXPECT_EQ(errorAt("<a>\n  <b x=\"1>\"\n"),
+            "t.xml:2:3: malformed XML: the text ends inside a tag");
+  EXPECT_EQ(errorAt("<a>\n<!-- open"), "t.xml:2:1: malformed XML: the text ends inside a comment");
+  EXPECT_EQ(errorAt("<a>\n  <b/>\n"),
+            "t.xml:3:1: malformed XML: the text ends before <a> (line 1, column 1) is closed");
+  // What only TinyXML-2 sees is reported on its line.
+  EXPECT_EQ(errorAt("<a>\n<b x=1/>\n</a>").rfind("t.xml:2:1: malformed XML: XML_ERROR", 0), 0u);
+}
+
+TEST(XmlDocumentTest, TextCutShortIsRecoveredOnlyWhenAsked) {
+  const std::string cut = "<a>\n  <b x=\"1\">\n    <c/>\n";
+  XmlDocument doc(cut, "t.xml", true);
+  EXPECT_TRUE(doc.truncated());
+  ASSERT_NE(doc.root()->FirstChildElement("b"), nullptr);
+  EXPECT_NE(doc.root()->FirstChildElement("b")->FirstChildElement("c"), nullptr);
+  EXPECT_FALSE(XmlDocument("<a/>", "t.xml", true).truncated());
+  EXPECT_NE(errorAt(cut).find("the text ends before <b>"), std::string::npos);
+}
+
+TEST(XmlDocumentTest, QuotedAngleBracketsCommentsAndEntities) {
+  const std::string text =
+      "<?xml version=\"1.0\"?>\n<!-- <fake> -->\n<a v='x&gt;y' w=\"&lt;\"><![CDATA[<z>]]></a>";
+  XmlDocument doc(text, "t.xml", false);
+  EXPECT_EQ(xmlAttr(doc.root(), "v"), "x>y");
+  EXPECT_EQ(xmlAttr(doc.root(), "w"), "<");
+  EXPECT_EQ(xmlAttr(doc.root(), "missing"), "");
+  EXPECT_EQ(xmlAttr(nullptr, "v"), "");
+}
+
+}  // namespace
+}  // namespace torch_topo::topo
