@@ -246,12 +246,13 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::alltoall(std::vector<at::Tensor>& ou
            outputs[r].numel() == inputs[0].numel();
   }
   auto& route = routeFor("alltoall", inputs);
-  if (even) {
+  // Gloo's list form needs equal sizes, and torch 2.11's Gloo has no list form at all ("does
+  // not support alltoall"); NCCL's takes any sizes. Moving the lists as one flat all-to-all
+  // with per-rank splits gives every inner backend of every release NCCL's semantics.
+  if (even && route.type != c10::DeviceType::CPU) {
     return launch(route, c10d::OpType::ALLTOALL, "alltoall", outputs, inputs,
                   [&] { return Issued{route.inner->alltoall(outputs, inputs, opts), {}}; });
   }
-  // Gloo's list form needs equal sizes; NCCL's does not. Moving the lists as one flat
-  // all-to-all with per-rank splits gives every inner backend NCCL's semantics.
   std::vector<int64_t> inSplits, outSplits;
   std::vector<at::Tensor> inFlat;
   for (int r = 0; r < size_; ++r) {

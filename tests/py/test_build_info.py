@@ -18,7 +18,7 @@ import torch_topo
 from torch_topo import build_info
 
 PACKAGE = os.path.dirname(os.path.abspath(torch_topo.__file__))
-BUILT = {"torch": "2.11.0+cu130", "cuda": "13.0", "cxx11_abi": True, "source": "/nowhere"}
+BUILT = {"torch": "2.10.0+cu120", "cuda": "12.0", "cxx11_abi": True, "source": "/nowhere"}
 
 
 def test_record_is_the_running_torch(tmp_path):
@@ -41,7 +41,7 @@ def test_each_difference_is_a_mismatch(field, value):
     running = {**BUILT, field: value}
     message = build_info.mismatch(BUILT, running)
     assert message is not None
-    assert "built against torch 2.11.0+cu130 (CUDA 13.0, C++11 ABI)" in message
+    assert "built against torch 2.10.0+cu120 (CUDA 12.0, C++11 ABI)" in message
     assert f"runs torch {running['torch']}" in message
     assert "pip install --no-build-isolation --no-deps --force-reinstall" in message
     assert build_info.mismatch(BUILT, dict(BUILT)) is None
@@ -78,5 +78,5 @@ def test_import_under_another_torch_fails_with_one_message(tmp_path):
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("torch_topo.build_info.BuildMismatchError: torch-topo: ")
-    assert "torch 2.11.0+cu130" in last and f"runs torch {torch.__version__}" in last
+    assert "torch 2.10.0+cu120" in last and f"runs torch {torch.__version__}" in last
     assert "pip install --no-build-isolation" in last
