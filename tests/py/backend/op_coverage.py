@@ -277,8 +277,16 @@ CALLS = {
     "shrink_group": _shrink_group,
 }
 
+def _all_to_all_via_single(rank, size, g):
+    # torch 2.11's Gloo has no list all_to_all; its flat form carries the same rows.
+    out = torch.empty(2 * size, dtype=torch.int64)
+    dist.all_to_all_single(out, torch.cat([_data(rank, (2,), r) for r in range(size)]), group=g)
+    return list(out.split(2))
+
+
 # Ops Gloo lacks that topo composes: the reference is another Gloo call with the same meaning.
 REFERENCES = {
+    "all_to_all": _all_to_all_via_single,
     "gather_into_tensor": _gather_single_via_gather,
     "gather_single": _gather_single_via_gather,
 }
