@@ -365,6 +365,11 @@ void TopoBackend::setBoundDeviceId(std::optional<at::Device> device) {
 c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
     const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
     const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  // A live child split for this very store comes from the same splitGroup call (the child
+  // holds the store, so its address cannot have been reused).
+  if (store.get() == lastSplitStore_) {
+    if (auto child = lastSplitChild_.lock()) return child;
+  }
   std::unordered_map<c10::DeviceType, c10::intrusive_ptr<c10d::Backend>> children;
   for (auto& [type, route] : routes_) {
     if (!route->inner->supportsSplitting()) {
@@ -416,8 +421,11 @@ c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
                                 "and none is built; split needs one to split from");
   }
   auto first = children.begin()->second;
-  return c10::make_intrusive<TopoBackend>(store, first->getRank(), first->getSize(), childOpts,
-                                          std::move(children), std::move(lazy));
+  c10::intrusive_ptr<c10d::Backend> child = c10::make_intrusive<TopoBackend>(
+      store, first->getRank(), first->getSize(), childOpts, std::move(children), std::move(lazy));
+  lastSplitStore_ = store.get();
+  lastSplitChild_ = c10::weak_intrusive_ptr<c10d::Backend>(child);
+  return child;
 }
 
 void TopoBackend::eagerConnectSingleDevice(at::Device device) {

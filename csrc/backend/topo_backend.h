@@ -286,6 +286,13 @@ class TopoBackend : public c10d::Backend {
   std::vector<DeviceRoute*> coalescedNative_;
   bool debug_ = false;
   bool plain_ = false;
+  /// The child of the last split() and the store it was asked for. torch before 2.14 calls
+  /// split() once per device type of the parent, and "topo" serves cpu and cuda with this one
+  /// backend: a second split would rendezvous on the first child's store keys and hang (torch
+  /// 2.14 splits each backend once). The weak pointer lets the child die with its group.
+  const c10d::Store* lastSplitStore_ = nullptr;
+  c10::weak_intrusive_ptr<c10d::Backend> lastSplitChild_{
+      c10::weak_intrusive_ptr<c10d::Backend>(c10::intrusive_ptr<c10d::Backend>())};
   /// One logged choice; op names are string literals, so logging allocates nothing.
   struct DecisionRecord {
     const char* op;
