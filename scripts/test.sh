@@ -19,4 +19,4 @@ cmake --build build/core-asan -j2 >/dev/null
 ctest --test-dir build/core-asan --output-on-failure
 
 echo "== Python (pytest) =="
-python -m pytest -q tests/py tests/gpu "$@"
+python -m pytest -q --durations=15 tests/py tests/gpu "$@"
