@@ -103,7 +103,7 @@ def run_rank(store, rank: int, world: int, own: dict) -> int:
     # The creator's Gloo side decision, checked against group rank 0 (no device bound here).
     _gloo_side_is_lazy(store, rank, None)
     built, _, _ = cluster.exchange_records(store, rank, world, own, timeout=TIMEOUT)
-    layout = HostLayout.from_hostnames([built.hostnames[built.host_of(r)] for r in range(world)])
+    layout = HostLayout.from_cluster(built)
     return layout.host_count
 
 

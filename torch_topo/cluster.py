@@ -47,6 +47,7 @@ from torch_topo.topology import Topology, load_topology
 
 __all__ = ["Cluster", "Placement", "exchange_cluster", "exchange_records", "world_cluster",
            "own_record", "parse_play",
+           "decided_by_root", "get_many", "wait_all",
            "KEY_PREFIX", "HOST_PREFIX", "TABLE_KEY",
            "ASSUMED_INTER_HOST_GBPS", "ASSUMED_INTER_HOST_LATENCY_US"]
 
@@ -229,19 +230,21 @@ def _probe_own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
     }
 
 
-def _wait_all(store, keys: list[str], timeout: timedelta, group_rank: int) -> None:
+def wait_all(store, keys: list[str], timeout: timedelta, group_rank: int,
+             what: str = "topology records") -> None:
+    """Waits for every rank's key (`keys[r]` is rank r's); a timeout names the missing ranks."""
     try:
         store.wait(keys, timeout)
     except RuntimeError as exc:  # c10d raises DistStoreError (a RuntimeError) on timeout
         missing = [i for i, k in enumerate(keys) if not store.check([k])]
         raise TimeoutError(
-            f"exchange_cluster: rank {group_rank} waited {timeout.total_seconds():g} s for the "
-            f"topology records of ranks {missing} of {len(keys)}; those ranks did not reach "
+            f"topo group creation: rank {group_rank} waited {timeout.total_seconds():g} s for the "
+            f"{what} of ranks {missing} of {len(keys)}; those ranks did not reach "
             "backend creation (crashed, or a different world size)"
         ) from exc
 
 
-def _get_many(store, keys: list[str]) -> list[bytes]:
+def get_many(store, keys: list[str]) -> list[bytes]:
     # One round trip on stores that have multi_get (TCPStore); the others get key by key.
     multi_get = getattr(store, "multi_get", None)
     return multi_get(keys) if multi_get is not None else [store.get(k) for k in keys]
@@ -253,7 +256,7 @@ _ERROR_TYPES = {cls.__name__: cls for cls in (_C.TopoMismatchError, _C.TopoParse
                                               _C.TopoError, ValueError, TimeoutError)}
 
 
-def _decided_by_root(store, key: str, group_rank: int, timeout: timedelta, what: str,
+def decided_by_root(store, key: str, group_rank: int, timeout: timedelta, what: str,
                      decide) -> bytes:
     """Group rank 0 runs `decide()` (which reads what every rank published) and publishes the
     bytes it returns under `key`, or the error it raised; every other rank reads only that, and
@@ -272,7 +275,7 @@ def _decided_by_root(store, key: str, group_rank: int, timeout: timedelta, what:
         store.wait([key], timeout)
     except RuntimeError as exc:
         raise TimeoutError(
-            f"exchange_cluster: rank {group_rank} waited {timeout.total_seconds():g} s for "
+            f"topo group creation: rank {group_rank} waited {timeout.total_seconds():g} s for "
             f"{what} from group rank 0, which publishes it once every rank's record has "
             "arrived; a rank did not reach backend creation (crashed, or a different world "
             "size), or group rank 0 was slower than the timeout"
@@ -311,10 +314,10 @@ def _read_placements(store, group_size: int, timeout: timedelta) -> tuple[list[d
     """Every rank's placement (group rank 0 only) as records, and the distinct digests in order
     of their lowest rank."""
     keys = [f"{KEY_PREFIX}{r}" for r in range(group_size)]
-    _wait_all(store, keys, timeout, 0)
+    wait_all(store, keys, timeout, 0)
     records: list[dict] = []
     digests: dict[str, int] = {}
-    for r, (key, raw) in enumerate(zip(keys, _get_many(store, keys), strict=True)):
+    for r, (key, raw) in enumerate(zip(keys, get_many(store, keys), strict=True)):
         try:
             rank, hostname, local_rank, local_device, digest = json.loads(raw)
         except (ValueError, TypeError) as exc:
@@ -340,7 +343,7 @@ def _read_documents(store, digests: list[str], timeout: timedelta, group_rank: i
             f"exchange_cluster: rank {group_rank} waited {timeout.total_seconds():g} s for the "
             f"host records {digests}, counted but never written (their writer crashed)"
         ) from exc
-    return [zlib.decompress(raw).decode() for raw in _get_many(store, keys)]
+    return [zlib.decompress(raw).decode() for raw in get_many(store, keys)]
 
 
 def _encode_table(records: list[dict], digests: list[str]) -> bytes:
@@ -395,7 +398,7 @@ def exchange_records(store, group_rank: int, group_size: int, own: dict, *,
         at_root["result"] = (_assemble(records, inter_host_gbps, 0, docs), records, docs)
         return _encode_table(records, digests)
 
-    table = _decided_by_root(store, TABLE_KEY, group_rank, timeout, "the cluster table",
+    table = decided_by_root(store, TABLE_KEY, group_rank, timeout, "the cluster table",
                              assemble_all)
     if group_rank == 0:
         return at_root["result"]
@@ -425,8 +428,8 @@ def _check_same_reuse(store, group_rank: int, group_size: int, records: list[dic
 
     def compare() -> bytes:
         keys = [f"{_DIGEST_PREFIX}{r}" for r in range(group_size)]
-        _wait_all(store, keys, timeout, 0)
-        for r, theirs in enumerate(_get_many(store, keys)):
+        wait_all(store, keys, timeout, 0)
+        for r, theirs in enumerate(get_many(store, keys)):
             if theirs.decode() != digest:
                 raise _C.TopoMismatchError(
                     f"exchange_cluster: group rank {r} reuses other topology records than "
@@ -435,7 +438,7 @@ def _check_same_reuse(store, group_rank: int, group_size: int, records: list[dic
                 )
         return b"same"
 
-    _decided_by_root(store, _VERDICT_KEY, group_rank, timeout, "the reuse check", compare)
+    decided_by_root(store, _VERDICT_KEY, group_rank, timeout, "the reuse check", compare)
 
 
 def exchange_cluster(

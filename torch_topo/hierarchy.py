@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import sys
+import zlib
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -24,7 +25,10 @@ import torch.distributed as dist
 from torch_topo.cluster import (
     ASSUMED_INTER_HOST_GBPS,
     ASSUMED_INTER_HOST_LATENCY_US,
+    decided_by_root,
     exchange_cluster,
+    get_many,
+    wait_all,
 )
 from torch_topo.config import TopoConfig
 from torch_topo.plan import predicted_choices
@@ -83,6 +87,13 @@ class HostLayout:
         return cls(host_names=tuple(index), host_of_rank=tuple(host_of_rank),
                    local_of_rank=tuple(local_of_rank))
 
+    @classmethod
+    def from_cluster(cls, cluster) -> HostLayout:
+        """Layout of a group whose rank r is rank r of `cluster` (a torch_topo.cluster.Cluster)."""
+        # The host names once: Cluster.hostnames builds its list on every access.
+        names = cluster.hostnames
+        return cls.from_hostnames([names[p.host] for p in cluster.placements])
+
     @property
     def host_count(self) -> int:
         return len(self.host_names)
@@ -138,11 +149,21 @@ def play_host(play: str | None, global_rank: int) -> str | None:
     return host
 
 
-def exchange_hostnames(store, group_rank: int, group_size: int, my_host: str) -> list[str]:
-    """Every member publishes its host name through the group's store and reads all of them
-    (blocking until each has published, bounded by the store's timeout)."""
+def exchange_hostnames(store, group_rank: int, group_size: int, my_host: str, *,
+                       timeout: timedelta = _DEFAULT_TIMEOUT) -> list[str]:
+    """Every member's host name, by group rank. Each publishes its own; group rank 0 reads them
+    all and publishes the list once, which every other rank reads: one read per rank whatever
+    the group size."""
     store.set(f"{_KEY_PREFIX}/host/{group_rank}", my_host.encode())
-    return [store.get(f"{_KEY_PREFIX}/host/{r}").decode() for r in range(group_size)]
+
+    def gather() -> bytes:
+        keys = [f"{_KEY_PREFIX}/host/{r}" for r in range(group_size)]
+        wait_all(store, keys, timeout, 0, "host names")
+        return zlib.compress(json.dumps([v.decode() for v in get_many(store, keys)]).encode())
+
+    table = decided_by_root(store, f"{_KEY_PREFIX}/hosts", group_rank, timeout, "the host names",
+                            gather)
+    return json.loads(zlib.decompress(table))
 
 
 @dataclass(kw_only=True, slots=True)
@@ -374,8 +395,7 @@ def discover_layout(store, group_rank: int, group_size: int, global_rank: int,
         return HostLayout.from_hostnames(names), None
     cluster = exchange_cluster(store, group_rank, group_size, config, global_rank=global_rank,
                                global_ranks=global_ranks)
-    names = [cluster.hostnames[cluster.host_of(r)] for r in range(group_size)]
-    return HostLayout.from_hostnames(names), cluster
+    return HostLayout.from_cluster(cluster), cluster
 
 
 def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, config, *,
