@@ -12,7 +12,8 @@ growth exponent between sizes, and what the exchange of f8f051a (every rank read
 whole record) would read per rank, computed from the record size; then planning time at 1024
 GPUs and above from benchmarks/planner_quality.py. No GPU is used.
 
-Usage: python benchmarks/init_scale.py [--sizes 64,256,1024] [--processes 4] [--no-planner]
+Usage: python benchmarks/init_scale.py [--sizes 64,256,1024] [--processes 4] [--switch-interval 0.2]
+       [--no-planner] [--json FILE]
 Last line: `init_scale: 1024 ranks, K KB read per rank, S s`.
 """
 
@@ -26,6 +27,7 @@ import multiprocessing as mp
 import pathlib
 import socket
 import statistics
+import sys
 import threading
 import time
 from datetime import timedelta
@@ -37,6 +39,11 @@ H100 = DATA / "nccl_topo_xml" / "azure_ndv5_8xH100_topo.xml"
 GPUS_PER_HOST = 8
 WAVE = 64
 TIMEOUT = timedelta(seconds=120)
+# Real ranks are processes, each with its own interpreter; here hundreds share one, and at
+# Python's default 5 ms switch interval every waiting thread asks the running one to drop the
+# interpreter lock, so the machine spends itself on lock handoffs (HashStore, one process,
+# 1024 ranks: 31 s at 5 ms, 8 s at 0.2 s; docs/backend.md). The ranks' processes use this one.
+SWITCH_INTERVAL_S = 0.2
 # Starting the processes and connecting hundreds of clients each takes minutes on a loaded
 # 2-core machine; it is not part of what is measured.
 SETUP_TIMEOUT_S = 1200.0
@@ -108,9 +115,10 @@ def run_rank(store, rank: int, world: int, own: dict) -> int:
 
 
 def _ranks_in_process(address: tuple[str, int], prefix: str, world: int, ranks: list[int],
-                      mixed: bool, ready, go, results) -> None:
+                      mixed: bool, switch_interval: float, ready, go, results) -> None:
     import torch.distributed as dist
 
+    sys.setswitchinterval(switch_interval)
     owns = own_records(world, mixed)
     stores: dict[int, CountingStore] = {}
     for start in range(0, len(ranks), WAVE):
@@ -141,10 +149,12 @@ def _ranks_in_process(address: tuple[str, int], prefix: str, world: int, ranks: 
 
 
 def simulate(world: int, *, processes: int = 4, mixed: bool = False,
-             store=None) -> dict:
+             store=None, switch_interval: float = SWITCH_INTERVAL_S) -> dict:
     """Runs `world` simulated ranks and returns per-rank counters and the wall time. Without
     `store` a TCPStore server is started here; `processes=0` runs the ranks as threads of this
-    process against `store` (a c10d store every thread may share, e.g. HashStore)."""
+    process against `store` (a c10d store every thread may share, e.g. HashStore).
+    `switch_interval`: the ranks' interpreter switch interval (sys.setswitchinterval), put
+    back afterwards in this process."""
     import torch.distributed as dist
 
     prefix = f"init_scale/{world}/{'mixed' if mixed else 'uniform'}/{time.monotonic_ns()}/"
@@ -158,13 +168,18 @@ def simulate(world: int, *, processes: int = 4, mixed: bool = False,
             per_rank[r] = {"sent": counters[r].sent, "read": counters[r].read,
                            "ops": counters[r].ops, "hosts": hosts, "error": None}
 
-        t0 = time.time()
-        threads = [threading.Thread(target=one, args=(r,)) for r in range(world)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.time() - t0
+        before = sys.getswitchinterval()
+        sys.setswitchinterval(switch_interval)
+        try:
+            t0 = time.time()
+            threads = [threading.Thread(target=one, args=(r,)) for r in range(world)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            wall = time.time() - t0
+        finally:
+            sys.setswitchinterval(before)
     else:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -175,8 +190,8 @@ def simulate(world: int, *, processes: int = 4, mixed: bool = False,
         ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
         shares = [list(range(world))[p::processes] for p in range(processes)]
         procs = [ctx.Process(target=_ranks_in_process,
-                             args=(("127.0.0.1", port), prefix, world, share, mixed, ready, go,
-                                   results)) for share in shares]
+                             args=(("127.0.0.1", port), prefix, world, share, mixed,
+                                   switch_interval, ready, go, results)) for share in shares]
         for p in procs:
             p.start()
         for _ in procs:
@@ -236,6 +251,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="64,256,1024", help="world sizes, ascending")
     parser.add_argument("--processes", type=int, default=4, help="processes holding the ranks")
+    parser.add_argument("--switch-interval", type=float, default=SWITCH_INTERVAL_S,
+                        help="the ranks' sys.setswitchinterval, seconds (Python's default: 0.005)")
     parser.add_argument("--no-planner", action="store_true", help="skip the planning times")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
@@ -244,7 +261,8 @@ def main() -> None:
     results = []
     for mixed in (False, True):
         for world in sizes:
-            results.append(simulate(world, processes=args.processes, mixed=mixed))
+            results.append(simulate(world, processes=args.processes, mixed=mixed,
+                                    switch_interval=args.switch_interval))
             results[-1]["cluster"] = "mixed A100/H100" if mixed else "uniform A100"
             results[-1]["old_read"] = old_read_per_rank(world, mixed)
 
