@@ -11,7 +11,6 @@
 #include "topo/error.h"
 #include "topo/hwloc_reader.h"
 #include "topo/nccl_xml.h"
-#include "topo/nvlink_inference.h"
 #include "topo/nvsmi_reader.h"
 #include "topo/topology_json.h"
 
@@ -120,11 +119,7 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
       return readNvidiaSmi(text, path);
     case TopologyFormat::NcclXml:
     case TopologyFormat::NcclGraphXml:
-    {
-      HostTopology host = readNcclXml(text, path);  // refuses <graphs>
-      inferMissingNvlink(host);
-      return host;
-    }
+      return readNcclXml(text, path);  // refuses <graphs>
     case TopologyFormat::TopoJson:
       if (topologyJsonKind(text) == "cluster") {
         throw ParseError(path, 1, 1,

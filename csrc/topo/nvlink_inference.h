@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // NVLink missing from an NCCL XML (layer: csrc/topo, pure C++17). Clouds ship NCCL_TOPO_FILE
 // files with the PCI and NIC tree only; NCCL adds the NVLinks from NVML at run time. Read as
-// they are, SXM GPUs would look PCIe-connected to every consumer of the paths.
+// they are, SXM GPUs look PCIe-connected to every consumer of the paths. The loader keeps the
+// file as written; completeNvlink is the separate step for a file pinned for a run.
 #pragma once
 
 #include <string>
@@ -10,17 +11,39 @@
 
 namespace torch_topo::topo {
 
-/// Start of the warning a host carries when its NCCL XML has no NVLink element between its
-/// GPUs; `doctor` reports it as `pinned-no-nvlink`.
+/// Where a host's GPU-to-GPU NVLink paths come from.
+enum class NvlinkOrigin {
+  None,      // no NVLink, and none expected (PCIe cards, one GPU, not an NCCL XML)
+  File,      // the source itself
+  LiveProbe, // merged from the live probe of the same host (completeNvlink)
+  Inferred,  // assumed from the GPU model's SXM board (completeNvlink)
+  Unknown,   // an NCCL XML without NVLink whose GPUs no table names: may lack it
+};
+
+/// "none", "file", "live-probe", "inferred", "unknown".
+const char* toString(NvlinkOrigin origin);
+
+/// Start of the warning completeNvlink leaves on a host whose NCCL XML has no NVLink element
+/// between its GPUs; `doctor` reports it as `pinned-no-nvlink`.
 extern const char* const kNoNvlinkWarning;
 
-/// On a host read from an NCCL XML with two or more GPUs and no NVLink path: where every GPU
-/// is an SXM part of a known 8-GPU HGX board (link_tables' SxmBoard, by PCI device id) and the
-/// host has that many GPUs, every GPU pair becomes NV<lanes> through NVSwitch (the graph keeps
-/// the file's devices) and the GPUs get the board's compute capability; otherwise the paths
-/// stay with a warning, unless a GPU names a part outside the table (a PCIe card: nothing is
-/// missing). Both warnings start with kNoNvlinkWarning.
-/// Returns true when NVLink was inferred.
-bool inferMissingNvlink(HostTopology& host);
+/// Same machine: equal non-empty hostnames, or the same set of GPU PCI bus ids (case and an
+/// omitted "0000:" domain aside).
+bool describesSameHost(const HostTopology& file, const HostTopology& live);
+
+/// Fills the GPU-to-GPU paths of an NCCL XML host (two or more GPUs, no NVLink path) and returns
+/// where its NVLink now comes from. With `live` (may be null) describing the same host and
+/// having NVLink: each GPU pair NVLinked there takes the live path (GPUs matched by bus id,
+/// else by position when only the hostname matched); the graph, PCI and NIC paths stay the
+/// file's. Else, when every GPU is the same SXM part of link_tables' SxmBoard and the host has
+/// the board's GPU count: NV<lanes> through NVSwitch for every pair. Else, unless a GPU names a
+/// part outside the table (a PCIe card: nothing is missing), NVLink is unknown. Every outcome
+/// but "nothing missing" leaves one warning starting with kNoNvlinkWarning naming the file and
+/// what was assumed. Calling it again changes nothing.
+NvlinkOrigin completeNvlink(HostTopology& host, const HostTopology* live);
+
+/// The origin completeNvlink gave `host` (read from its warning, which JSON keeps), else File
+/// when some GPU pair is NV, else None.
+NvlinkOrigin nvlinkOrigin(const HostTopology& host);
 
 }  // namespace torch_topo::topo

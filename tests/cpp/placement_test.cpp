@@ -18,7 +18,6 @@
 #include "test_data.h"
 #include "topo/error.h"
 #include "topo/loader.h"
-#include "topo/nccl_xml.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -302,10 +301,8 @@ TEST(PlacementTest, RelabelledPcieBoxKeepsItsBestGroups) {
   // GPUs renamed (seed 26 of test_plan.py) so that contiguous tp=4 groups straddle the
   // sockets. The planner kept that layout: it fell back to contiguous whenever the cost model
   // predicted it faster, and the model let SYS transfers share no socket link.
-  // Read by the NCCL XML reader alone: the loader would infer the board's NVSwitch links
-  // (nvlink_inference), which the file leaves out.
-  const std::string path = testing::dataPath("nccl_topo_xml/aws_p4d.24xlarge_8xA100_topo.xml");
-  const HostTopology host = readNcclXml(testing::readText(path), path);
+  const HostTopology host =
+      loadTopologyFile(testing::dataPath("nccl_topo_xml/aws_p4d.24xlarge_8xA100_topo.xml"));
   const ClusterTopology c = makeCluster(relabel(host, {2, 6, 4, 0, 7, 1, 5, 3}), 1);
   const MeshPlan naive = contiguousMesh(c, {{"dp", 2}, {"tp", 4}});
   const MeshPlan plan = planMesh(c, {{"dp", 2}, {"tp", 4}});
