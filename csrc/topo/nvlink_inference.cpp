@@ -146,9 +146,9 @@ NvlinkOrigin completeNvlink(HostTopology& host, const HostTopology* live) {
   if (ourWarning(host) != nullptr) return nvlinkOrigin(host);
   const int g = host.gpuCount();
   if (host.format != "nccl-xml" || g < 2 || hasNvlink(host)) return nvlinkOrigin(host);
-  if (live != nullptr && hasNvlink(*live) && describesSameHost(host, *live) &&
-      mergeLive(host, *live) > 0) {
-    return NvlinkOrigin::LiveProbe;
+  if (live != nullptr && describesSameHost(host, *live)) {
+    // NVML's word on its own host, as NCCL takes it: without NVLink there, there is none.
+    return mergeLive(host, *live) > 0 ? NvlinkOrigin::LiveProbe : NvlinkOrigin::None;
   }
   bool pcie = false;
   const SxmBoard* board = commonBoard(host, &pcie);

@@ -32,10 +32,10 @@ extern const char* const kNoNvlinkWarning;
 bool describesSameHost(const HostTopology& file, const HostTopology& live);
 
 /// Fills the GPU-to-GPU paths of an NCCL XML host (two or more GPUs, no NVLink path) and returns
-/// where its NVLink now comes from. With `live` (may be null) describing the same host and
-/// having NVLink: each GPU pair NVLinked there takes the live path (GPUs matched by bus id,
-/// else by position when only the hostname matched); the graph, PCI and NIC paths stay the
-/// file's. Else, when every GPU is the same SXM part of link_tables' SxmBoard and the host has
+/// where its NVLink now comes from. With `live` (may be null) describing the same host: each
+/// GPU pair NVLinked there takes the live path (GPUs matched by bus id, else by position when
+/// only the hostname matched; the graph, PCI and NIC paths stay the file's), and where the live
+/// probe has no NVLink either, nothing changes (None, no warning: NCCL would see none). Else, when every GPU is the same SXM part of link_tables' SxmBoard and the host has
 /// the board's GPU count: NV<lanes> through NVSwitch for every pair. Else, unless a GPU names a
 /// part outside the table (a PCIe card: nothing is missing), NVLink is unknown. Every outcome
 /// but "nothing missing" leaves one warning starting with kNoNvlinkWarning naming the file and
