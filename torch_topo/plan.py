@@ -165,7 +165,10 @@ def _is_path(obj: Any) -> bool:
 
 def completed_source(path: str, live=None):
     """The `Topology` of the NCCL XML at `path` with the NVLink it leaves out filled in from
-    `live` (default: probe this host) or the GPU model; any other file stays its path."""
+    `live` (default: probe this host) or the GPU model; any other file, or none at `path`,
+    stays its path (the loaders report on it)."""
+    if not os.path.isfile(path):
+        return path
     with open(path, "rb") as f:
         head = f.read(1 << 16).decode("utf-8", "replace")
     if _C.sniff_topology_format(head) != "nccl-xml":

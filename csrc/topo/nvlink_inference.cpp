@@ -148,7 +148,8 @@ NvlinkOrigin completeNvlink(HostTopology& host, const HostTopology* live) {
   if (host.format != "nccl-xml" || g < 2 || hasNvlink(host)) return nvlinkOrigin(host);
   if (live != nullptr && describesSameHost(host, *live)) {
     // NVML's word on its own host, as NCCL takes it: without NVLink there, there is none.
-    return mergeLive(host, *live) > 0 ? NvlinkOrigin::LiveProbe : NvlinkOrigin::None;
+    if (!hasNvlink(*live)) return NvlinkOrigin::None;
+    if (mergeLive(host, *live) > 0) return NvlinkOrigin::LiveProbe;
   }
   bool pcie = false;
   const SxmBoard* board = commonBoard(host, &pcie);

@@ -35,8 +35,10 @@ bool describesSameHost(const HostTopology& file, const HostTopology& live);
 /// where its NVLink now comes from. With `live` (may be null) describing the same host: each
 /// GPU pair NVLinked there takes the live path (GPUs matched by bus id, else by position when
 /// only the hostname matched; the graph, PCI and NIC paths stay the file's), and where the live
-/// probe has no NVLink either, nothing changes (None, no warning: NCCL would see none). Else, when every GPU is the same SXM part of link_tables' SxmBoard and the host has
-/// the board's GPU count: NV<lanes> through NVSwitch for every pair. Else, unless a GPU names a
+/// probe has no NVLink either, nothing changes (None, no warning: NCCL would see none). Else
+/// (no such probe, or none of its NVLinked GPUs found in the file), when every GPU is the same
+/// SXM part of link_tables' SxmBoard and the host has the board's GPU count: NV<lanes> through
+/// NVSwitch for every pair. Else, unless a GPU names a
 /// part outside the table (a PCIe card: nothing is missing), NVLink is unknown. Every outcome
 /// but "nothing missing" leaves one warning starting with kNoNvlinkWarning naming the file and
 /// what was assumed. Calling it again changes nothing.
