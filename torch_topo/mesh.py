@@ -25,7 +25,7 @@ from torch_topo.config import TopoConfig
 from torch_topo.nccl_hints import register_plan_hints
 from torch_topo.numa import apply_numa_binding, init_report
 from torch_topo.plan import Plan, resolve_cluster
-from torch_topo.probe import live_probe, resolve_pinned_file
+from torch_topo.probe import resolve_pinned_file
 
 __all__ = ["cpu_cluster_doc", "init_device_mesh", "plan_for_world", "parse_play",
            "world_planner_cluster"]
@@ -91,10 +91,10 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
             placements = [tuple(p) for p in gathered]
         return _played_cluster(os.fspath(source), placements, chunk)
     # The pinned file gets the NVLink a cloud's NCCL XML leaves out (NCCL adds it at run time).
-    nvlink, live = ("complete", live_probe()) if topology is None else ("file", None)
-    per_host = resolve_cluster(source, 1, chunk, nvlink=nvlink, live=live).world_size
+    nvlink = "complete" if topology is None else "file"
+    per_host = resolve_cluster(source, 1, chunk, nvlink=nvlink).world_size
     if world_size % per_host == 0:
-        return resolve_cluster(source, world_size // per_host, chunk, nvlink=nvlink, live=live)
+        return resolve_cluster(source, world_size // per_host, chunk, nvlink=nvlink)
     if world_size < per_host and is_path:
         return _played_cluster(os.fspath(source), [("host0", r) for r in range(world_size)], chunk)
     raise ValueError(f"world size {world_size} does not fill whole hosts of {per_host} GPUs; "

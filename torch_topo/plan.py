@@ -134,6 +134,8 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
     leaves out filled from `live` (a live probe `Topology`; None probes this host) or the GPU
     model (`load_topology`)."""
     obj = topology_or_cluster
+    if nvlink not in ("file", "complete"):
+        raise ValueError(f"resolve_cluster: nvlink: got {nvlink!r}, expected 'file' or 'complete'")
     if nvlink == "complete" and _is_path(obj) and os.path.exists(obj):
         obj = completed_source(os.fspath(obj), live)
     if isinstance(obj, _C.PlannerCluster):

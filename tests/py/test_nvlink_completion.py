@@ -120,6 +120,8 @@ def test_pcie_cards_are_left_alone():
 def test_bad_mode_is_a_clear_error():
     with pytest.raises(ValueError, match="nvlink: got 'yes', expected 'file' or 'complete'"):
         load_topology(NEBIUS, nvlink="yes")
+    with pytest.raises(ValueError, match="nvlink: got 'no', expected 'file' or 'complete'"):
+        resolve_cluster(str(NEBIUS), nvlink="no")
 
 
 def test_origin_survives_json():

@@ -111,8 +111,9 @@ def _live_source():
 def _require_gpus(source) -> None:
     """A one-host source without GPUs (a CPU machine's probe, or a file written there) has no
     rank to place; say so rather than let the planner count its one CPU rank."""
-    if isinstance(source, Topology):
-        topo, what = source, f"the live probe of this host ({source.source})"
+    if isinstance(source, Topology):  # the live probe, or the pinned file completed
+        topo = source
+        what = source.source if source.format else f"the live probe of this host ({source.source})"
     else:
         try:
             topo, what = load_topology(source), str(source)
