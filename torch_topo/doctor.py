@@ -10,7 +10,7 @@ from typing import Literal
 
 from torch_topo.plan import Plan, resolve_cluster
 from torch_topo.probe import live_probe, pinned_differences, probe_failed
-from torch_topo.topology import load_topology
+from torch_topo.topology import NO_NVLINK_WARNING, load_topology
 
 __all__ = ["Finding", "diagnose", "live_probe_findings"]
 
@@ -142,25 +142,41 @@ def _environment_findings(environ) -> list[Finding]:
     return findings
 
 
-def _probe_findings(pinned_path: str | None, live) -> list[Finding]:
-    """A pinned file that disagrees with the live probe of this host."""
+def _nvlink_findings(pinned) -> list[Finding]:
+    """A pinned NCCL XML whose NVLink came from elsewhere than the file, or from nowhere."""
+    origin = pinned.nvlink_origin
+    if origin not in ("live-probe", "inferred", "unknown"):
+        return []
+    said = next(w for w in pinned.warnings if w.startswith(NO_NVLINK_WARNING))
+    severity = "info" if origin == "live-probe" else "warning"
+    fix = ("nothing to do here; on another host that file gets NVLink from the GPU model or "
+           "not at all" if origin == "live-probe" else
+           "plan on this host's live probe (unset TORCH_TOPO_FILE / NCCL_TOPO_FILE, run on the "
+           "GPU host), or pin a file with NVLink: NCCL's own dump (NCCL_TOPO_DUMP_FILE) or "
+           "`python -m torch_topo probe -o FILE` on the GPU host")
+    return [Finding("pinned-no-nvlink", severity, said, fix)]
+
+
+def _probe_findings(pinned_path: str | None, pinned, live) -> list[Finding]:
+    """A pinned file that disagrees with the live probe of this host, and where its NVLink
+    came from."""
     if pinned_path is None:
         return []
-    pinned = load_topology(pinned_path)
-    live = live_probe() if live is None else live
+    findings = _nvlink_findings(pinned)
     if live.gpu_count == 0:
-        return [Finding("pinned-unverified", "info",
-                        f"the live probe sees no GPUs here; {pinned_path} ({pinned.gpu_count} "
-                        "GPUs) cannot be checked against the machine", "run doctor on the GPU host")]
+        return findings + [Finding(
+            "pinned-unverified", "info",
+            f"the live probe sees no GPUs here; {pinned_path} ({pinned.gpu_count} GPUs) cannot "
+            "be checked against the machine", "run doctor on the GPU host")]
     differences = pinned_differences(pinned, live)
     if not differences:
-        return []
+        return findings
     # A wrong GPU count or bus id misplaces ranks; VMs misreport path classes, which is often why a
     # file is pinned, so those only warn.
     paths_only = all(d.startswith("GPUs ") for d in differences)
     shown = "; ".join(differences[:6]) + (
         f"; and {len(differences) - 6} more" if len(differences) > 6 else "")
-    return [Finding(
+    return findings + [Finding(
         "pinned-paths-differ" if paths_only else "pinned-mismatch",
         "warning" if paths_only else "error",
         f"pinned topology {pinned_path} disagrees with the live probe ({live.source}), pinned vs "
@@ -211,9 +227,17 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
 
     Without a mesh, the common tensor-parallel degrees 2 and 4 are checked (dp filling the rest).
     `pinned_path` (a file pinned by TORCH_TOPO_FILE / NCCL_TOPO_FILE) is compared with `live`, a
-    live probe `Topology` (default: probe this host).
+    live probe `Topology` (default: probe this host), after its missing NVLink is filled as for
+    the run (`load_topology(..., nvlink="complete")`; finding `pinned-no-nvlink`).
     """
     env = os.environ if environ is None else environ
+    pinned = None
+    if pinned_path is not None:
+        # Checked as it will run: with the NVLink NCCL would add at run time (pinned-no-nvlink).
+        live = live_probe() if live is None else live
+        pinned = load_topology(pinned_path, nvlink="complete", live=live)
+        if isinstance(topology, (str, os.PathLike)) and os.fspath(topology) == pinned_path:
+            topology = pinned
     cluster = resolve_cluster(topology, hosts)
     findings: list[Finding] = []
     per_host = cluster.world_size // hosts
@@ -226,5 +250,5 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     findings += _pcie_findings(cluster)
     findings += _network_findings(cluster)
     findings += _environment_findings(env)
-    findings += _probe_findings(pinned_path, live)
+    findings += _probe_findings(pinned_path, pinned, live)
     return findings

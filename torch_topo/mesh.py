@@ -90,9 +90,11 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
             dist.all_gather_object(gathered, parse_play(config.play, 1)[0])
             placements = [tuple(p) for p in gathered]
         return _played_cluster(os.fspath(source), placements, chunk)
-    per_host = resolve_cluster(source, 1, chunk).world_size
+    # The pinned file gets the NVLink a cloud's NCCL XML leaves out (NCCL adds it at run time).
+    nvlink = "complete" if topology is None else "file"
+    per_host = resolve_cluster(source, 1, chunk, nvlink=nvlink).world_size
     if world_size % per_host == 0:
-        return resolve_cluster(source, world_size // per_host, chunk)
+        return resolve_cluster(source, world_size // per_host, chunk, nvlink=nvlink)
     if world_size < per_host and is_path:
         return _played_cluster(os.fspath(source), [("host0", r) for r in range(world_size)], chunk)
     raise ValueError(f"world size {world_size} does not fill whole hosts of {per_host} GPUs; "

@@ -15,9 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torch_topo import _C
+from torch_topo.probe import live_probe
+from torch_topo.topology import load_topology
 
 __all__ = ["CHOICE_SIZES", "Plan", "plan", "parse_mesh", "predicted_choices", "resolve_cluster",
-           "SIZE_CLASSES"]
+           "completed_source", "SIZE_CLASSES"]
 
 SIZE_CLASSES: dict[str, int] = {"small": 64 << 10, "medium": 4 << 20, "large": 256 << 20}
 """Message sizes `Plan.algorithms` reports a choice for, besides each dimension's step bytes."""
@@ -124,16 +126,23 @@ def _traffic_map(traffic: Mapping[str, Any] | None) -> dict[str, tuple[float, st
 
 
 def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20,
-                    model: str = "auto"):
+                    model: str = "auto", *, nvlink: str = "file", live=None):
     """A `_C.PlannerCluster` from a file path, a `Topology`/cluster object (anything with
     `to_json()`), a torch-topo JSON dict or text, or an existing PlannerCluster. `model`: the
-    cost model's kind for GPU groups ("auto", "alpha_beta", "nccl"; see PlannerCluster)."""
+    cost model's kind for GPU groups ("auto", "alpha_beta", "nccl"; see PlannerCluster).
+    `nvlink`: for an NCCL XML path, "file" plans on it as written, "complete" on the NVLink it
+    leaves out filled from `live` (a live probe `Topology`; None probes this host) or the GPU
+    model (`load_topology`)."""
     obj = topology_or_cluster
+    if nvlink not in ("file", "complete"):
+        raise ValueError(f"resolve_cluster: nvlink: got {nvlink!r}, expected 'file' or 'complete'")
+    if nvlink == "complete" and _is_path(obj) and os.path.exists(obj):
+        obj = completed_source(os.fspath(obj), live)
     if isinstance(obj, _C.PlannerCluster):
         if hosts != 1:
             raise ValueError("hosts: a PlannerCluster already fixes its hosts; expected hosts=1")
         return obj
-    if isinstance(obj, os.PathLike) or (isinstance(obj, str) and not obj.lstrip().startswith("{")):
+    if _is_path(obj):
         path = os.fspath(obj)
         if not os.path.exists(path):
             raise ValueError(f"topology: {path}: no such file")
@@ -150,6 +159,25 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
             )
         text = _C.planner_cluster_json(text=_drop_empty_nic_paths(obj), hosts=hosts)
     return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes, model)
+
+
+def _is_path(obj: Any) -> bool:
+    return isinstance(obj, os.PathLike) or (isinstance(obj, str) and not obj.lstrip().startswith("{"))
+
+
+def completed_source(path: str, live=None):
+    """The `Topology` of the NCCL XML at `path` with the NVLink it leaves out filled in from
+    `live` (default: probe this host) or the GPU model; any other file, or none at `path`,
+    stays its path (the loaders report on it)."""
+    if not os.path.isfile(path):
+        return path
+    with open(path, "rb") as f:
+        head = f.read(1 << 16).decode("utf-8", "replace")
+    if _C.sniff_topology_format(head) != "nccl-xml":
+        return path
+    if live is None:
+        live = live_probe()
+    return load_topology(path, nvlink="complete", live=live)
 
 
 def _drop_empty_nic_paths(text: str) -> str:

@@ -5,7 +5,9 @@ Precedence (docs/design.md §2: cloud VMs misreport their topology, and a pinned
 `TopoConfig.topology_file`, else `TORCH_TOPO_FILE`, else `NCCL_TOPO_FILE`, else the live probe
 (hwloc or /sys for NUMA, PCI and NICs; NVML for GPUs). When a pinned file wins and the live probe
 found GPUs, the two are compared and a `PinnedTopologyWarning` names any difference in GPU count
-or PCI bus ids.
+or PCI bus ids. A pinned NCCL XML without NVLink gets it as NCCL would at run time: from the live
+probe when the file describes this host, else from the GPU model, else a warning
+(`load_topology(..., nvlink="complete")`).
 
 The live probe never fails for a broken source: each of NVML, hwloc and sysfs that fails costs its
 own facts and adds a warning to `Topology.warnings` ("probe:<source> failed: <reason>; <what was
@@ -142,7 +144,8 @@ def probe(config: TopoConfig | None = None, *, live=None) -> Topology:
     pinned = resolve_pinned_file(cfg)
     if pinned is None:
         return live_topo
-    topology = load_topology(pinned)
+    # NCCL adds the NVLink a cloud's file leaves out from NVML at run time; so do we.
+    topology = load_topology(pinned, nvlink="complete", live=live_topo)
     # Path classes are left to `doctor`: VMs misreport them, which is why files get pinned.
     differences = pinned_differences(topology, live_topo, paths=False)
     if differences:

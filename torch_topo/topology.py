@@ -13,10 +13,14 @@ from dataclasses import dataclass
 
 from torch_topo import _C
 
-__all__ = ["Topology", "GpuInfo", "NicInfo", "load_topology", "PATH_CLASSES"]
+__all__ = ["Topology", "GpuInfo", "NicInfo", "load_topology", "PATH_CLASSES", "NO_NVLINK_WARNING"]
 
 PATH_CLASSES = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET")
 """Path classes from fastest to slowest, the vocabulary of `nvidia-smi topo -m`."""
+
+NO_NVLINK_WARNING = _C.NO_NVLINK_WARNING
+"""Start of the warning `load_topology(..., nvlink="complete")` leaves on an NCCL XML without
+NVLink: what was found, where NVLink was taken from or what was assumed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,21 @@ class Topology:
         return {n.id: n.cpus for n in self._host.numa_nodes}
 
     @property
+    def nvlink_origin(self) -> str:
+        """Where the GPU-to-GPU NVLink paths come from: "file" (the source), "live-probe" or
+        "inferred" (filled in by `load_topology(..., nvlink="complete")`), "unknown" (an NCCL
+        XML without NVLink whose GPU model no table names), "none" (no NVLink expected)."""
+        return _C.nvlink_origin(self._host)
+
+    def nvlink_note(self) -> str:
+        """One line on where the NVLink paths come from, for `show` and `plan`: the origin, and
+        for a completed NCCL XML the warning that says what was found and assumed."""
+        origin = self.nvlink_origin
+        said = next((w for w in self.warnings if w.startswith(NO_NVLINK_WARNING)), "")
+        return f"NVLink: {origin}" + (f" ({said})" if said else {
+            "file": " (as the source gives it)", "none": " (none between the GPUs)"}.get(origin, ""))
+
+    @property
     def warnings(self) -> list[str]:
         """Non-fatal findings of the reader (missing rows, assumed link rates) or, for a live
         probe, of its sources (one line per failed or absent source)."""
@@ -172,11 +191,26 @@ class Topology:
         return f"Topology(gpu_count={self.gpu_count}, nics={len(self._host.nics)}, source={self.source!r})"
 
 
-def load_topology(path: str | os.PathLike) -> Topology:
+def load_topology(path: str | os.PathLike, *, nvlink: str = "file",
+                  live: Topology | None = None) -> Topology:
     """Reads a topology file of any accepted format, recognised by content.
+
+    Args:
+        path: the file.
+        nvlink: "file" reads it as written; "complete" fills the NVLink an NCCL XML leaves
+            out (clouds ship the PCI and NIC tree; NCCL adds NVLink from NVML at run time):
+            from `live` when it describes the same host (hostname or GPU bus ids), else from
+            the GPU model's SXM board, else a warning that NVLink is unknown (`nvlink_origin`
+            and `warnings` say which).
+        live: the live probe of this host, for "complete".
 
     Raises:
         TopoParseError: malformed or unknown content; the message starts `path:line:col:`.
         ValueError: the file cannot be read.
     """
-    return Topology(_C.load_topology_file(os.fspath(path)))
+    if nvlink not in ("file", "complete"):
+        raise ValueError(f"load_topology: nvlink: got {nvlink!r}, expected 'file' or 'complete'")
+    host = _C.load_topology_file(os.fspath(path))
+    if nvlink == "complete":
+        _C.complete_nvlink(host, None if live is None else live.native)
+    return Topology(host)

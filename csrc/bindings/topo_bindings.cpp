@@ -9,6 +9,7 @@
 #include "topo/graph.h"
 #include "topo/loader.h"
 #include "topo/nccl_xml.h"
+#include "topo/nvlink_inference.h"
 #include "topo/topology_json.h"
 
 namespace torch_topo::bindings {
@@ -234,12 +235,37 @@ void defReaders(py::module_& m) {
       py::arg("corpus"), py::arg("seed"), py::arg("count"));
 }
 
+void defNvlinkCompletion(py::module_& m) {
+  m.attr("NO_NVLINK_WARNING") = kNoNvlinkWarning;
+  m.def(
+      "complete_nvlink",
+      [](HostTopology& host, const HostTopology* live) {
+        return std::string(toString(completeNvlink(host, live)));
+      },
+      "Fills in place the NVLink an NCCL XML host leaves out (csrc/topo/nvlink_inference.h):\n"
+      "from `live` when it describes the same host, else from the GPU model, else a warning.\n\n"
+      "Args:\n    host: the pinned file's HostTopology.\n    live: the live probe's, or None.\n\n"
+      "Returns:\n    where its NVLink now comes from: none, file, live-probe, inferred, unknown.",
+      py::arg("host"), py::arg("live") = nullptr);
+  m.def(
+      "nvlink_origin",
+      [](const HostTopology& host) { return std::string(toString(nvlinkOrigin(host))); },
+      "Where a host's NVLink paths come from: none, file, live-probe, inferred, unknown.\n\n"
+      "Args:\n    host: the HostTopology.",
+      py::arg("host"));
+  m.def("describes_same_host", &describesSameHost,
+        "True when two hosts are one machine: same hostname or the same GPU bus ids.\n\n"
+        "Args:\n    file: a topology read from a file.\n    live: the live probe's.",
+        py::arg("file"), py::arg("live"));
+}
+
 }  // namespace
 
 void defTopo(py::module_& m) {
   registerExceptions(m);
   defModelTypes(m);
   defReaders(m);
+  defNvlinkCompletion(m);
 }
 
 }  // namespace torch_topo::bindings

@@ -46,6 +46,16 @@ const SmpInterconnect kSmpRows[] = {
   { "arm",           6.0 },  // ARM_BW
   { "zhaoxin",       6.0 },  // ZPI_BW
 };
+// SXM GPUs on 8-GPU HGX boards, every GPU's lanes into the board's NVSwitches. Names and ids:
+// the PCI ID repository (pci-ids.ucw.cz, vendor 10de); lanes: NVIDIA's A100 (12 third-generation
+// links) and H100 (18 fourth-generation links) data sheets; H200 keeps H100's NVLink.
+const SxmBoard kSxmRows[] = {
+  // device  name               sm  lanes  board GPUs
+  { 0x20b0, "A100 SXM4 40GB",   80,  12,   8 },
+  { 0x20b2, "A100 SXM4 80GB",   80,  12,   8 },
+  { 0x2330, "H100 SXM5 80GB",   90,  18,   8 },
+  { 0x2335, "H200 SXM 141GB",   90,  18,   8 },
+};
 // clang-format on
 
 template <typename T, size_t N>
@@ -59,6 +69,16 @@ const T* rows(const T (&table)[N], int* count) {
 const NvlinkGeneration* nvlinkTable(int* count) { return rows(kNvlinkRows, count); }
 const PcieGeneration* pcieTable(int* count) { return rows(kPcieRows, count); }
 const SmpInterconnect* smpTable(int* count) { return rows(kSmpRows, count); }
+const SxmBoard* sxmBoardTable(int* count) { return rows(kSxmRows, count); }
+
+const SxmBoard* findSxmBoard(const std::string& device_id) {
+  ParsedNumber<long long> id = parseInteger(device_id, 0);  // "0x2330"
+  if (!id) return nullptr;
+  for (const auto& row : kSxmRows) {
+    if (static_cast<long long>(row.device) == id.value) return &row;
+  }
+  return nullptr;
+}
 
 double nvlinkLaneGBps(int sm) {
   if (sm <= 0) sm = 80;

@@ -27,6 +27,19 @@ struct SmpInterconnect {
   double gbps;       // GB/s per direction usable by GPU peer traffic
 };
 
+/// One row of the SXM board table: a GPU by PCI device id whose NVLinks an NCCL XML may leave
+/// out (clouds ship the PCI tree; NCCL adds NVLink from NVML at run time).
+struct SxmBoard {
+  unsigned device;     // PCI device id (vendor 0x10de)
+  const char* name;    // "H100 SXM5 80GB"
+  int sm;              // compute capability x 10
+  int nvlinks;         // NVLink lanes per GPU
+  int board_gpus;      // GPUs of the HGX board whose every GPU reaches NVSwitch
+};
+
+const SxmBoard* sxmBoardTable(int* rows);
+/// The SXM board of a PCI device id ("0x2330"), or nullptr when the id names no such part.
+const SxmBoard* findSxmBoard(const std::string& device_id);
 const NvlinkGeneration* nvlinkTable(int* rows);
 const PcieGeneration* pcieTable(int* rows);
 const SmpInterconnect* smpTable(int* rows);

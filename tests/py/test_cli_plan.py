@@ -22,7 +22,7 @@ def _options(verb: str) -> set[str]:
 
 def test_option_sets_are_frozen():
     assert _options("plan") == {"-h", "--help", "--mesh", "--hosts", "--traffic", "--compare",
-                                "--attention", "--json"}
+                                "--attention", "--nvlink", "--json"}
     assert _options("doctor") == {"-h", "--help", "--mesh", "--hosts", "--kv-heads", "--json"}
     assert _options("bench") == {"-h", "--help", "--collectives", "--min-bytes", "--max-bytes",
                                  "--factor", "--reps", "--dtype", "--procs", "--topology",

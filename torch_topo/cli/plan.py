@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from torch_topo.config import TopoConfig
 from torch_topo.ops.sequence_split import (
@@ -22,7 +23,7 @@ from torch_topo.ops.sequence_split import (
     sequence_split_candidates,
     split_mesh,
 )
-from torch_topo.plan import Plan, parse_mesh, resolve_cluster
+from torch_topo.plan import Plan, completed_source, parse_mesh, resolve_cluster
 from torch_topo.topology import Topology, load_topology
 
 __all__ = ["add_parser", "run", "parse_traffic"]
@@ -54,6 +55,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("file", metavar="FILE", nargs="?", default=None,
                    help="topology file (nvidia-smi, NCCL XML, torch-topo JSON, cluster JSON); "
                         "default: pinned file, else the live cluster or probe")
+    p.add_argument("--nvlink", choices=("file", "complete"), default=None,
+                   help="NVLink an NCCL XML leaves out: 'complete' fills it from this host's live "
+                   "probe or the GPU model (default for the pinned file), 'file' plans on the "
+                   "file as written (default for FILE)")
     p.add_argument("--mesh", required=True, help="dimensions outermost first, e.g. dp=4,tp=2 or dp=2,cp=2,sp=2")
     p.add_argument("--hosts", type=int, default=1, help="copies of a one-host FILE (default 1)")
     p.add_argument("--traffic", default=None,
@@ -106,8 +111,9 @@ def _live_source():
 def _require_gpus(source) -> None:
     """A one-host source without GPUs (a CPU machine's probe, or a file written there) has no
     rank to place; say so rather than let the planner count its one CPU rank."""
-    if isinstance(source, Topology):
-        topo, what = source, f"the live probe of this host ({source.source})"
+    if isinstance(source, Topology):  # the live probe, or the pinned file completed
+        topo = source
+        what = source.source if source.format else f"the live probe of this host ({source.source})"
     else:
         try:
             topo, what = load_topology(source), str(source)
@@ -119,14 +125,31 @@ def _require_gpus(source) -> None:
                          "there) or pin one with TORCH_TOPO_FILE")
 
 
+def _nvlink_note(source) -> str:
+    """Where the planned host's NVLink comes from; "" for clusters and unreadable files (the
+    planner reports on those)."""
+    if isinstance(source, Topology):
+        return source.nvlink_note()
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            return load_topology(source).nvlink_note()
+        except ValueError:
+            return ""
+    return ""
+
+
 def run(args) -> int:
     if args.hosts < 1:
         raise ValueError(f"--hosts: got {args.hosts}, expected >= 1")
     mesh = parse_mesh(args.mesh, "--mesh")
     traffic = parse_traffic(args.traffic)
     source = args.file if args.file is not None else _live_source()
+    nvlink = args.nvlink or ("file" if args.file is not None else "complete")
+    if nvlink == "complete" and isinstance(source, (str, os.PathLike)):
+        source = completed_source(os.fspath(source))
     if not isinstance(source, dict):
         _require_gpus(source)
+    nvlink_note = _nvlink_note(source)
     hosts, split = args.hosts, None
     if args.attention is not None:
         if traffic is not None:
@@ -153,11 +176,14 @@ def run(args) -> int:
                           "cost": naive.to_dict()["cost"], "total_cost": naive.cost()},
                 "ratio": naive.cost() / planned.cost() if planned.cost() > 0 else 1.0,
             }
+        out["nvlink"] = nvlink_note
         print(json.dumps(out, indent=2))
         return 0
     if split is not None:
         print(describe_candidates(split[0], split[1]))
     print(planned.explain())
+    if nvlink_note:
+        print(nvlink_note)
     if planned.nccl_hints:
         print("nccl hints " + ("applied by init_device_mesh (TORCH_TOPO_NCCL_HINTS is on)"
                                if hints_on else "not applied: TORCH_TOPO_NCCL_HINTS is off"))

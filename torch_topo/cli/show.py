@@ -32,6 +32,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("file", nargs="?", metavar="FILE",
                    help="nvidia-smi text, NCCL XML, hwloc XML or torch-topo JSON; "
                         "omitted: probe this host")
+    p.add_argument("--nvlink", choices=("file", "complete"), default="file",
+                   help="NVLink an NCCL XML FILE leaves out: 'file' shows it as written (default), "
+                   "'complete' fills it from this host's live probe or the GPU model, as for a "
+                   "pinned file")
     p.add_argument("--json", action="store_true", help=f"print one JSON object ({SHOW_SCHEMA})")
     p.set_defaults(run=run)
 
@@ -41,6 +45,12 @@ def _probe() -> Topology:
         raise RuntimeError("no FILE given and this build has no live probe (torch_topo.probe); "
                            "pass a topology file")
     return torch_topo.probe()
+
+
+def _live() -> Topology:
+    from torch_topo.probe import live_probe  # absent from builds without the probe (_probe)
+
+    return live_probe()
 
 
 def show_dict(topo: Topology) -> dict:
@@ -62,6 +72,7 @@ def show_dict(topo: Topology) -> dict:
                   "speed_gbps": c.speed_gbps} for c in nics],
         "nic_path_matrix": [[topo.nic_path(i, k) for k in range(len(nics))] for i in range(n)],
         "numa_nodes": [{"id": k, "cpus": v or None} for k, v in sorted(topo.numa_nodes.items())],
+        "nvlink_origin": topo.nvlink_origin,
         "warnings": topo.warnings,
     }
 
@@ -85,6 +96,8 @@ def render_text(topo: Topology) -> str:
         rows.append([names[i], *cells, gpus[i].cpu_affinity or "N/A",
                      "N/A" if numa is None else str(numa)])
     out += _table(header, rows)
+    if n > 1:
+        out += ["", topo.nvlink_note()]
     out += ["", "Legend:", ""] + [f"  {k:<4} = {v}" for k, v in _LEGEND]
     if n:
         out += ["", "GPU-to-GPU bandwidth (GB/s per direction):", ""]
@@ -110,7 +123,11 @@ def render_text(topo: Topology) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    topo = load_topology(args.file) if args.file else _probe()
+    if args.file:
+        live = _live() if args.nvlink == "complete" else None
+        topo = load_topology(args.file, nvlink=args.nvlink, live=live)
+    else:
+        topo = _probe()
     if args.json:
         print(json.dumps(show_dict(topo), indent=2))
     else:
