@@ -121,3 +121,31 @@ def test_scripts_refuse_world_sizes_they_cannot_play(script):
                           text=True, timeout=60, env=dict(os.environ, PYTHONPATH=ROOT))
     assert proc.returncode == 2
     assert "--worlds: got 3, expected even sizes >= 2" in proc.stderr
+
+
+def test_rehearsal_ops_leaves_out_symmetric_memory_after_it_did_not_finish(tmp_path,
+                                                                          monkeypatch):
+    # A rank stuck in torch's symmetric-memory rendezvous holds the launch until its timeout:
+    # the next world runs without it and says why.
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    import argparse
+
+    import rehearsal_ops_gpu as bench
+
+    programs = []
+
+    def launch(world, program, timeout_s, **env):
+        programs.append(program)
+        run = {"shape": "x", "chunks": 4, "reason": "fixed", "t_compute": 1e-3, "t_comm": 1e-3,
+               "t_overlapped": 1.5e-3, "hidden_fraction": 0.5}
+        with open(program[program.index("--json") + 1], "w") as f:
+            json.dump(run, f)  # what the worker writes before it tries symmetric memory
+        return f"world {world}: exit 124"
+
+    monkeypatch.setattr(bench, "_launch", launch)
+    args = argparse.Namespace(quick=True, timeout_s=1, symm_mem_stuck=None)
+    first, _ = bench.overlap_part(args, 2, "cuda", str(tmp_path))
+    second, _ = bench.overlap_part(args, 4, "cuda", str(tmp_path))
+    assert "--symm-mem" in programs[0] and "--symm-mem" not in programs[1]
+    assert first[-1]["not_available"] == "did not finish"
+    assert second[-1]["not_available"] == "left out: did not finish at world 2"
