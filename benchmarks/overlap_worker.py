@@ -26,15 +26,17 @@ import torch_topo  # noqa: F401  (registers "topo" when the backend is built)
 from torch_topo.ops import hidden_fraction, matmul_reduce_scatter
 from torch_topo.ops.overlap import overlap_choices
 
-# device type: rows per rank, N, the largest K, dtype. On a GPU the blocks must be large
-# enough that the matmuls are not all launch overhead.
-SHAPES = {"cpu": (64, 512, 8192, torch.float32), "cuda": (1024, 1024, 65536, torch.bfloat16)}
+# device type: rows per rank, N, dtype, the K of the first probe, probes, the largest K. On a
+# GPU a small K's matmuls are launch overhead, not flops, so the first probe starts high and a
+# second corrects it; matching a loopback socket's rate there takes a K in the 100,000s.
+SHAPES = {"cpu": (64, 512, torch.float32, 256, 1, 8192),
+          "cuda": (256, 1024, torch.bfloat16, 8192, 2, 262144)}
 
 
-def median_time(fn, reps: int) -> float:
+def median_time(fn, reps: int, device: torch.device) -> float:
     """Seconds of `fn` on the slowest rank: every rank's median over `reps` calls, each started
-    together (a barrier) and ended when this rank's GPU work is done."""
-    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    together (a barrier) and ended when this rank's work on `device` is done."""
+    cuda = device.type == "cuda"
     times = []
     for _ in range(reps):
         dist.barrier()
@@ -45,7 +47,8 @@ def median_time(fn, reps: int) -> float:
         if cuda:
             torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
-    t = torch.tensor([statistics.median(times)], dtype=torch.float64)
+    # On the GPU: a CPU tensor would make topo build its Gloo side just for this.
+    t = torch.tensor([statistics.median(times)], dtype=torch.float64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
     return t.item()
 
@@ -58,7 +61,7 @@ def _chunks(rows: int, chunks: int) -> list[slice]:
 def measure(k: int, chunks: int | None, reps: int, device: torch.device) -> dict:
     """Figures at `chunks`, or at the count the op calibrates for this shape when None."""
     world = dist.get_world_size()
-    rows, n, _, dtype = SHAPES[device.type]
+    rows, n, dtype = SHAPES[device.type][:3]
     x = torch.randn(world * rows, k, device=device, dtype=dtype)
     w = torch.randn(n, k, device=device, dtype=dtype)
     calibration = {}
@@ -81,10 +84,11 @@ def measure(k: int, chunks: int | None, reps: int, device: torch.device) -> dict
         for work in works:
             work.wait()
 
-    t_compute = median_time(compute, reps)
-    t_comm = median_time(comm, reps)
-    t_overlapped = median_time(lambda: matmul_reduce_scatter(x, w, chunks=chunks), reps)
-    t_unchunked = median_time(lambda: matmul_reduce_scatter(x, w, chunks=1), reps)
+    t_compute = median_time(compute, reps, device)
+    t_comm = median_time(comm, reps, device)
+    t_overlapped = median_time(lambda: matmul_reduce_scatter(x, w, chunks=chunks), reps,
+                               device)
+    t_unchunked = median_time(lambda: matmul_reduce_scatter(x, w, chunks=1), reps, device)
     return {"shape": f"x [{world * rows}, {k}] w [{n}, {k}]", "k": k, "chunks": chunks,
             "calibration": calibration.get("seconds", {}),
             "reason": calibration.get("reason", "fixed"),
@@ -114,7 +118,7 @@ def symm_mem_fused(k: int, reps: int, t_comm: float, t_compute: float,
         import torch.distributed._symmetric_memory as symm_mem
 
         world = dist.get_world_size()
-        rows, n, _, dtype = SHAPES["cuda"]
+        rows, n, dtype = SHAPES["cuda"][:3]
         x = torch.randn(world * rows, k, device=device, dtype=dtype)
         w = torch.randn(n, k, device=device, dtype=dtype)
         name = dist.group.WORLD.group_name
@@ -124,7 +128,7 @@ def symm_mem_fused(k: int, reps: int, t_comm: float, t_compute: float,
             return torch.ops.symm_mem.fused_matmul_reduce_scatter(x, w.t(), "sum", 0, name)
 
         diff = (fused().float() - matmul_reduce_scatter(x, w, chunks=1).float()).abs().max()
-        t_fused = median_time(fused, reps)
+        t_fused = median_time(fused, reps, device)
         return {"t_fused": t_fused, "max_abs_diff": diff.item(),
                 "hidden_fraction": hidden_fraction(t_comm, t_compute, t_fused)}
     except Exception as exc:  # noqa: BLE001  (any failure is the row's reason)
@@ -158,11 +162,12 @@ def main() -> int:
         kwargs["device_id"] = device
     dist.init_process_group(backend, **kwargs)
     reps = 3 if args.quick else 7
-    # Communication does not depend on K, compute grows linearly with it: one probe at K=256
+    # Communication does not depend on K, compute grows linearly with it: a probe at one K
     # gives the K where the two match.
-    probe = measure(256, 4, 2, device)
-    k_max = SHAPES[device.type][2]
-    k = int(min(k_max, max(64, 256 * probe["t_comm"] / probe["t_compute"])) // 64 * 64)
+    k, probes, k_max = SHAPES[device.type][3:]
+    for _ in range(probes):
+        probe = measure(k, 4, 2, device)
+        k = int(min(k_max, max(64, k * probe["t_comm"] / probe["t_compute"])) // 64 * 64)
     result = measure(k, args.chunks, reps, device)
     result.update(backend=backend, device=device.type)
     if args.fixed_chunks:
