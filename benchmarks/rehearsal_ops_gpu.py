@@ -31,6 +31,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
@@ -42,14 +43,19 @@ ATTENTION = ("topo ulysses", "topo ring zigzag", CP)
 
 
 def _launch(world: int, program: list[str], timeout_s: float, **env: str) -> str | None:
-    """Runs `program` on `world` ranks; None when it succeeded, else why not."""
+    """Runs `program` on `world` ranks; None when it succeeded, else why not (the end of the
+    ranks' output is printed, as the one run on a lent GPU may be all there is)."""
     cmd = emulate_command(world, timeout_s) + [sys.executable, *program]
+    start = time.monotonic()
     proc = subprocess.run(cmd, env=rank_env(**env), capture_output=True, text=True)
+    print(f"rehearsal_ops_gpu: {os.path.basename(program[0])} at world {world}: exit "
+          f"{proc.returncode} after {time.monotonic() - start:.0f} s", flush=True)
     if proc.returncode == 0:
         return None
-    tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    print("\n".join(f"  | {line}" for line in lines[-15:]), flush=True)
     return f"world {world} {os.path.basename(program[0])}: exit {proc.returncode}: " + \
-        " / ".join(tail)
+        " / ".join(lines[-3:])
 
 
 def overlap_rows(world: int, result: dict) -> list[dict]:
