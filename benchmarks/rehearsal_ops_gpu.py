@@ -84,13 +84,13 @@ def overlap_rows(world: int, result: dict) -> list[dict]:
 
 def print_overlap(world: int, device: str, rows: list[dict]) -> None:
     print(f"\n# overlap, world {world} on one {device}: {rows[0]['shape'] if rows else ''}")
-    print(f"# {'what':<48} | {'compute ms':>10} | {'comm ms':>8} | {'op ms':>8} | hidden")
+    print(f"# {'what':<52} | {'compute ms':>10} | {'comm ms':>8} | {'op ms':>8} | hidden")
     for r in rows:
         if "not_available" in r:
-            print(f"  {r['what']:<48} | not available: {r['not_available']}")
+            print(f"  {r['what']:<52} | not available: {r['not_available']}")
             continue
         hidden = "n/a" if r["hidden_fraction"] is None else f"{r['hidden_fraction']:.2f}"
-        print(f"  {r['what']:<48} | {r['compute_ms']:>10.2f} | {r['comm_ms']:>8.2f} | "
+        print(f"  {r['what']:<52} | {r['compute_ms']:>10.2f} | {r['comm_ms']:>8.2f} | "
               f"{r['ms']:>8.2f} | {hidden}")
     calibrated = next((r for r in rows if r["what"].endswith("calibrated")), None)
     if calibrated:
