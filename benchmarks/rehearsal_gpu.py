@@ -33,20 +33,34 @@ HOST = os.path.join(ROOT, "tests", "data", "nvidia_smi_topo",
 MODES = ("never", "always")
 
 
-def run_world(args, world: int, mode: str, out_json: str) -> list[dict]:
+def emulate_command(world: int, timeout_s: float) -> list[str]:
+    """The launcher's command for `world` ranks on the one GPU as 2 played hosts of HOST, with
+    the NCCL settings GPU_CHECK_NCCL_ENV names; the rank program follows."""
     cmd = [sys.executable, "-m", "torch_topo.emulate", "--one-gpu", "--nodes", "2",
            "--procs-per-node", str(world // 2), "--topology", HOST, "--timeout-s",
-           str(args.timeout_s)]
+           str(timeout_s)]
     for item in os.environ.get("GPU_CHECK_NCCL_ENV", "").split():
         cmd += ["--nccl-env", item]
-    cmd += ["--", sys.executable, RANK_PROGRAM, "--json", out_json, "--collectives", *args.ops,
-            "--min-bytes", str(args.min_bytes), "--max-bytes", str(args.max_bytes), "--reps",
-            str(args.reps)]
+    return [*cmd, "--"]
+
+
+def rank_env(**extra: str) -> dict[str, str]:
+    """This environment without the caller's TORCH_TOPO_* settings, this checkout first on
+    PYTHONPATH, and `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TOPO_")}
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
-               TORCH_TOPO_HIERARCHICAL=mode)
+               **extra)
+    return env
+
+
+def run_world(args, world: int, mode: str, out_json: str) -> list[dict]:
+    cmd = emulate_command(world, args.timeout_s) + [
+        sys.executable, RANK_PROGRAM, "--json", out_json, "--collectives", *args.ops,
+        "--min-bytes", str(args.min_bytes), "--max-bytes", str(args.max_bytes), "--reps",
+        str(args.reps)]
     print(f"rehearsal_gpu: world {world}, hierarchical={mode}", flush=True)
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL)
+    proc = subprocess.run(cmd, env=rank_env(TORCH_TOPO_HIERARCHICAL=mode),
+                          stdout=subprocess.DEVNULL)
     if proc.returncode != 0:
         raise RuntimeError(f"world {world}, hierarchical={mode}: launch failed "
                            f"(exit {proc.returncode})")

@@ -13,7 +13,8 @@ NCCL_HOSTID per rank). Each result is checked against an independent reference:
 - examples/train_llama.py at world 4 on CUDA (DDP, FSDP2 tp2 x dp2 with a DCP round trip,
   Ulysses, ring) against the single-process loss the example computes;
 - NCCL hints of init_device_mesh groups split from the world, confirmed from NCCL's own log;
-- a rank killed mid-collective: the others fail within the timeout, nobody hangs.
+- a rank killed mid-collective: the others fail within the timeout, each reporting an error,
+  nobody hangs.
 
 `GPU_CHECK_NCCL_ENV` (space-separated NCCL_NAME=VALUE, set by scripts/gpu_check.sh from what
 tests/gpu/nccl_hostid_check.py found working) is passed to every launch as --nccl-env."""
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -188,3 +190,10 @@ def test_killed_rank_fails_the_others_within_the_timeout():
     # start-up), never by the launcher killing it (a hang).
     assert "killing ranks" not in text, text[-3000:]
     assert elapsed < 2 * timeout_s + 40, (elapsed, text[-3000:])
+    # ... and says why: its own exception, or the NCCL watchdog's report (c10d's log prefix
+    # names the rank) before it ends the process.
+    for rank in (0, 2, 3):
+        assert f"rank {rank}: no error" not in text, text[-3000:]
+        assert (re.search(rf"rank {rank}: \w+ after", text)
+                or re.search(rf"Rank {rank}\][^\n]*(NCCL|[Ww]atchdog|[Tt]imeout|[Aa]bort|error)",
+                             text)), (rank, text[-3000:])
