@@ -49,3 +49,61 @@ def test_counting_store_counts_what_crosses_the_store():
     assert store.get("k") == b"12345"
     assert store.multi_get(["k", "k"]) == [b"12345", b"12345"]
     assert (store.sent, store.read, store.ops) == (1 + 5 + 1 + 2, 5 + 10, 3)
+
+
+def _exchange_all(owns: list[dict]) -> list:
+    """Runs the exchange for every record as threads over one HashStore; per rank the Cluster
+    or the exception it raised."""
+    import threading
+    from datetime import timedelta
+
+    from torch_topo import cluster
+
+    store = dist.HashStore()
+    out: list = [None] * len(owns)
+
+    def one(r: int) -> None:
+        try:
+            out[r] = cluster.exchange_records(store, r, len(owns), owns[r],
+                                              timeout=timedelta(seconds=30))[0]
+        except Exception as exc:  # compared by the test
+            out[r] = exc
+
+    threads = [threading.Thread(target=one, args=(r,)) for r in range(len(owns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+@pytest.mark.timeout(120)
+def test_exchanged_mixed_cluster_equals_one_assembled_from_whole_records():
+    from torch_topo import _C
+
+    owns = _init_scale().own_records(32, mixed=True)
+    # Reference: the C++ assembly from every rank's own whole host JSON (no digests, no table).
+    reference = _C.assemble_cluster([
+        _C.RankRecord(r, o["hostname"], o["local_rank"], o["local_device"],
+                      host_json=o["topology"].to_json()) for r, o in enumerate(owns)])
+    for rank, built in enumerate(_exchange_all(owns)):
+        assert not isinstance(built, Exception), built
+        assert built.rank == rank
+        assert built.hostnames == [h.hostname for h in reference.hosts]
+        assert built.rank_hostnames() == [o["hostname"] for o in owns]
+        assert [h.to_json() for h in built.hosts] == [_C.host_to_json(h, -1) for h in reference.hosts]
+        assert [(p.host, p.local_gpu, p.local_rank) for p in built.placements] == \
+            [(p.host, p.local_gpu, p.local_rank) for p in reference.ranks]
+        assert built.hostnames is built.hostnames  # kept, not rebuilt per call
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_disagreeing_on_its_host_is_named_on_every_rank():
+    from torch_topo import _C
+
+    owns = _init_scale().own_records(16, mixed=True)
+    # Rank 3 claims host node0000 (A100) with node0001's H100 graph.
+    owns[3] = dict(owns[3], topology=owns[8]["topology"])
+    for result in _exchange_all(owns):
+        assert isinstance(result, _C.TopoMismatchError), result
+        assert "ranks 0 and 3 on host 'node0000' disagree on the host topology" in str(result)
