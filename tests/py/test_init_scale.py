@@ -90,11 +90,11 @@ def test_exchanged_mixed_cluster_equals_one_assembled_from_whole_records():
         assert not isinstance(built, Exception), built
         assert built.rank == rank
         assert built.hostnames == [h.hostname for h in reference.hosts]
-        assert built.rank_hostnames() == [o["hostname"] for o in owns]
+        assert [built.hostnames[p.host] for p in built.placements] == \
+            [o["hostname"] for o in owns]
         assert [h.to_json() for h in built.hosts] == [_C.host_to_json(h, -1) for h in reference.hosts]
         assert [(p.host, p.local_gpu, p.local_rank) for p in built.placements] == \
             [(p.host, p.local_gpu, p.local_rank) for p in reference.ranks]
-        assert built.hostnames is built.hostnames  # kept, not rebuilt per call
 
 
 @pytest.mark.timeout(120)
@@ -107,3 +107,30 @@ def test_a_rank_disagreeing_on_its_host_is_named_on_every_rank():
     for result in _exchange_all(owns):
         assert isinstance(result, _C.TopoMismatchError), result
         assert "ranks 0 and 3 on host 'node0000' disagree on the host topology" in str(result)
+
+
+@pytest.mark.timeout(120)
+def test_host_names_alone_cost_each_rank_the_same_calls_at_any_size():
+    # Play mode without a topology file exchanges only host names (torch_topo.hierarchy).
+    import threading
+
+    from torch_topo.hierarchy import exchange_hostnames
+
+    init_scale = _init_scale()
+    reads = {}
+    for world in (32, 64):
+        base = dist.HashStore()
+        stores = [init_scale.CountingStore(base) for _ in range(world)]
+        want = [f"node{r // 8}" for r in range(world)]
+        got: list = [None] * world
+        threads = [threading.Thread(target=lambda r=r: got.__setitem__(
+            r, exchange_hostnames(stores[r], r, world, want[r]))) for r in range(world)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert got == [want] * world
+        reads[world] = ({s.ops for s in stores[1:]}, max(s.read for s in stores[1:]))
+    assert reads[32][0] == reads[64][0] and len(reads[64][0]) == 1, reads
+    # The compressed list of repeated names grows far slower than one read per rank would.
+    assert reads[64][1] < 1.5 * reads[32][1], reads
