@@ -49,3 +49,88 @@ def test_counting_store_counts_what_crosses_the_store():
     assert store.get("k") == b"12345"
     assert store.multi_get(["k", "k"]) == [b"12345", b"12345"]
     assert (store.sent, store.read, store.ops) == (1 + 5 + 1 + 2, 5 + 10, 3)
+
+
+def _exchange_all(owns: list[dict]) -> list:
+    """Runs the exchange for every record as threads over one HashStore; per rank the Cluster
+    or the exception it raised."""
+    import threading
+    from datetime import timedelta
+
+    from torch_topo import cluster
+
+    store = dist.HashStore()
+    out: list = [None] * len(owns)
+
+    def one(r: int) -> None:
+        try:
+            out[r] = cluster.exchange_records(store, r, len(owns), owns[r],
+                                              timeout=timedelta(seconds=30))[0]
+        except Exception as exc:  # compared by the test
+            out[r] = exc
+
+    threads = [threading.Thread(target=one, args=(r,)) for r in range(len(owns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+@pytest.mark.timeout(120)
+def test_exchanged_mixed_cluster_equals_one_assembled_from_whole_records():
+    from torch_topo import _C
+
+    owns = _init_scale().own_records(32, mixed=True)
+    # Reference: the C++ assembly from every rank's own whole host JSON (no digests, no table).
+    reference = _C.assemble_cluster([
+        _C.RankRecord(r, o["hostname"], o["local_rank"], o["local_device"],
+                      host_json=o["topology"].to_json()) for r, o in enumerate(owns)])
+    for rank, built in enumerate(_exchange_all(owns)):
+        assert not isinstance(built, Exception), built
+        assert built.rank == rank
+        assert built.hostnames == [h.hostname for h in reference.hosts]
+        assert [built.hostnames[p.host] for p in built.placements] == \
+            [o["hostname"] for o in owns]
+        assert [h.to_json() for h in built.hosts] == [_C.host_to_json(h, -1) for h in reference.hosts]
+        assert [(p.host, p.local_gpu, p.local_rank) for p in built.placements] == \
+            [(p.host, p.local_gpu, p.local_rank) for p in reference.ranks]
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_disagreeing_on_its_host_is_named_on_every_rank():
+    from torch_topo import _C
+
+    owns = _init_scale().own_records(16, mixed=True)
+    # Rank 3 claims host node0000 (A100) with node0001's H100 graph.
+    owns[3] = dict(owns[3], topology=owns[8]["topology"])
+    for result in _exchange_all(owns):
+        assert isinstance(result, _C.TopoMismatchError), result
+        assert "ranks 0 and 3 on host 'node0000' disagree on the host topology" in str(result)
+
+
+@pytest.mark.timeout(120)
+def test_host_names_alone_cost_each_rank_the_same_calls_at_any_size():
+    # Play mode without a topology file exchanges only host names (torch_topo.hierarchy).
+    import threading
+
+    from torch_topo.hierarchy import exchange_hostnames
+
+    init_scale = _init_scale()
+    reads = {}
+    for world in (32, 64):
+        base = dist.HashStore()
+        stores = [init_scale.CountingStore(base) for _ in range(world)]
+        want = [f"node{r // 8}" for r in range(world)]
+        got: list = [None] * world
+        threads = [threading.Thread(target=lambda r=r: got.__setitem__(
+            r, exchange_hostnames(stores[r], r, world, want[r]))) for r in range(world)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert got == [want] * world
+        reads[world] = ({s.ops for s in stores[1:]}, max(s.read for s in stores[1:]))
+    assert reads[32][0] == reads[64][0] and len(reads[64][0]) == 1, reads
+    # The compressed list of repeated names grows far slower than one read per rank would.
+    assert reads[64][1] < 1.5 * reads[32][1], reads
