@@ -30,6 +30,7 @@ import statistics
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -121,10 +122,16 @@ def _ranks_in_process(address: tuple[str, int], prefix: str, world: int, ranks: 
     sys.setswitchinterval(switch_interval)
     owns = own_records(world, mixed)
     stores: dict[int, CountingStore] = {}
-    for start in range(0, len(ranks), WAVE):
-        for r in ranks[start:start + WAVE]:
-            client = dist.TCPStore(address[0], address[1], is_master=False, timeout=TIMEOUT)
-            stores[r] = CountingStore(dist.PrefixStore(prefix, client))
+
+    def connect(r: int) -> None:
+        client = dist.TCPStore(address[0], address[1], is_master=False, timeout=TIMEOUT)
+        stores[r] = CountingStore(dist.PrefixStore(prefix, client))
+
+    # A wave's clients connect at once: now and then one connect stalls for seconds in the
+    # client's retry, and one after another those stalls made the setup take minutes.
+    with ThreadPoolExecutor(WAVE) as pool:
+        for start in range(0, len(ranks), WAVE):
+            list(pool.map(connect, ranks[start:start + WAVE]))
     ready.put(len(ranks))
     go.wait()
     out: dict[int, dict] = {}
