@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from overlap_worker import median_time, reason  # noqa: E402
+from overlap_worker import init_rank, median_time, reason  # noqa: E402
 
 import torch_topo  # noqa: E402,F401  (registers "topo")
 from torch_topo.ops import ring_attention, ulysses_attention, zigzag_shard  # noqa: E402
@@ -99,13 +99,7 @@ def main() -> int:
     args = p.parse_args()
     from torch.distributed.device_mesh import init_device_mesh
 
-    kwargs = {}
-    device = torch.device("cpu")
-    if args.device == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
-        kwargs["device_id"] = device
-    dist.init_process_group("topo", **kwargs)
+    device = init_rank("topo", args.device)
     rank, world = dist.get_rank(), dist.get_world_size()
     batch, seq, heads, head_dim, dtype = SHAPES[device.type]
     seq, reps = (seq // 4, 3) if args.quick else (seq, 7)

@@ -27,7 +27,14 @@ import argparse
 import json
 
 from torch_topo import _C
-from torch_topo.bench.nccl_tests import DATA, SYSTEMS, cluster_doc, compare, goal_misses, parse_published
+from torch_topo.bench.nccl_tests import (
+    DATA,
+    SYSTEMS,
+    cluster_doc,
+    compare,
+    goal_misses,
+    parse_published,
+)
 from torch_topo.plan import resolve_cluster
 from torch_topo.topology import Topology, load_topology
 

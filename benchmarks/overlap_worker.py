@@ -141,6 +141,19 @@ def _write(path: str | None, result: dict) -> None:
             json.dump(result, f)
 
 
+
+def init_rank(backend: str, device_kind: str) -> torch.device:
+    """Joins the launcher's process group; a CUDA rank binds its LOCAL_RANK GPU and hands it to
+    the group as device_id, as torch recommends."""
+    kwargs = {}
+    device = torch.device("cpu")
+    if device_kind == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+        kwargs["device_id"] = device
+    dist.init_process_group(backend, **kwargs)
+    return device
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true")
@@ -154,13 +167,7 @@ def main() -> int:
     p.add_argument("--json", default=None)
     args = p.parse_args()
     backend = "topo" if "topo" in dist.Backend.backend_list else "gloo"
-    kwargs = {}
-    device = torch.device("cpu")
-    if args.device == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
-        kwargs["device_id"] = device
-    dist.init_process_group(backend, **kwargs)
+    device = init_rank(backend, args.device)
     reps = 3 if args.quick else 7
     # Communication does not depend on K, compute grows linearly with it: a probe at one K
     # gives the K where the two match.

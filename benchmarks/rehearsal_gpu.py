@@ -96,6 +96,19 @@ def side_by_side(world: int, runs: dict[str, list[dict]]) -> list[dict]:
     return rows
 
 
+
+def parse_launch_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """The options every one-GPU rehearsal benchmark shares, parsed with the caller's own; the
+    worlds are played as 2 hosts, so each must be even."""
+    parser.add_argument("--allow-cpu", action="store_true",
+                        help="without CUDA, run the launches with Gloo ranks (checks the script)")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    bad = [w for w in args.worlds if w < 2 or w % 2]
+    if bad:
+        parser.error(f"--worlds: got {bad[0]}, expected even sizes >= 2 (2 played hosts)")
+    return args
+
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, ROOT)
     from torch_topo.bench import COLLECTIVES, parse_bytes
@@ -109,13 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=300)
     parser.add_argument("--quick", action="store_true", help="up to 4 MiB, 2 repetitions")
-    parser.add_argument("--allow-cpu", action="store_true",
-                        help="without CUDA, run the launches with Gloo ranks (checks the script)")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args(argv)
-    bad = [w for w in args.worlds if w < 2 or w % 2]
-    if bad:
-        parser.error(f"--worlds: got {bad[0]}, expected even sizes >= 2 (2 played hosts)")
+    args = parse_launch_args(parser, argv)
     if args.quick:
         args.max_bytes, args.reps = min(args.max_bytes, 4 << 20), 2
     import torch

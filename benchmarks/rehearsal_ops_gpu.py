@@ -36,7 +36,7 @@ import time
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 
-from rehearsal_gpu import emulate_command, rank_env  # noqa: E402
+from rehearsal_gpu import emulate_command, parse_launch_args, rank_env  # noqa: E402
 
 CP = "torch context_parallel"
 ATTENTION = ("topo ulysses", "topo ring zigzag", CP)
@@ -184,13 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                         default=["overlap", "attention"])
     parser.add_argument("--timeout-s", type=float, default=150, help="per launch")
     parser.add_argument("--quick", action="store_true", help="shorter sequence, 3 repetitions")
-    parser.add_argument("--allow-cpu", action="store_true",
-                        help="without CUDA, run the launches with CPU ranks (checks the script)")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args(argv)
-    bad = [w for w in args.worlds if w < 2 or w % 2]
-    if bad:
-        parser.error(f"--worlds: got {bad[0]}, expected even sizes >= 2 (2 played hosts)")
+    args = parse_launch_args(parser, argv)
     import torch
 
     cuda = torch.cuda.is_available()
