@@ -10,7 +10,7 @@ from typing import Literal
 
 from torch_topo.plan import Plan, resolve_cluster
 from torch_topo.probe import live_probe, pinned_differences, probe_failed
-from torch_topo.topology import NO_NVLINK_WARNING, load_topology
+from torch_topo.topology import load_topology
 
 __all__ = ["Finding", "diagnose", "live_probe_findings"]
 
@@ -147,14 +147,13 @@ def _nvlink_findings(pinned) -> list[Finding]:
     origin = pinned.nvlink_origin
     if origin not in ("live-probe", "inferred", "unknown"):
         return []
-    said = next(w for w in pinned.warnings if w.startswith(NO_NVLINK_WARNING))
     severity = "info" if origin == "live-probe" else "warning"
     fix = ("nothing to do here; on another host that file gets NVLink from the GPU model or "
            "not at all" if origin == "live-probe" else
            "plan on this host's live probe (unset TORCH_TOPO_FILE / NCCL_TOPO_FILE, run on the "
            "GPU host), or pin a file with NVLink: NCCL's own dump (NCCL_TOPO_DUMP_FILE) or "
            "`python -m torch_topo probe -o FILE` on the GPU host")
-    return [Finding("pinned-no-nvlink", severity, said, fix)]
+    return [Finding("pinned-no-nvlink", severity, pinned.nvlink_warning, fix)]
 
 
 def _probe_findings(pinned_path: str | None, pinned, live) -> list[Finding]:

@@ -120,11 +120,17 @@ class Topology:
         XML without NVLink whose GPU model no table names), "none" (no NVLink expected)."""
         return _C.nvlink_origin(self._host)
 
+    @property
+    def nvlink_warning(self) -> str:
+        """The warning NVLink completion left on an NCCL XML without NVLink (what was found and
+        assumed), "" when there is none."""
+        return next((w for w in self.warnings if w.startswith(NO_NVLINK_WARNING)), "")
+
     def nvlink_note(self) -> str:
         """One line on where the NVLink paths come from, for `show` and `plan`: the origin, and
         for a completed NCCL XML the warning that says what was found and assumed."""
         origin = self.nvlink_origin
-        said = next((w for w in self.warnings if w.startswith(NO_NVLINK_WARNING)), "")
+        said = self.nvlink_warning
         return f"NVLink: {origin}" + (f" ({said})" if said else {
             "file": " (as the source gives it)", "none": " (none between the GPUs)"}.get(origin, ""))
 

@@ -163,17 +163,21 @@ NvlinkOrigin completeNvlink(HostTopology& host, const HostTopology* live) {
   }
   // Through NVSwitch: GPU -> switch -> GPU, two NVLink hops at the board's full lane count.
   const double gbps = board->nvlinks * nvlinkLaneGBps(board->sm);
-  for (int a = 0; a < g; ++a)
-    for (int b = 0; b < g; ++b)
-      if (a != b) host.path(a, b) = PathInfo{PathClass::NV, board->nvlinks, gbps, 2 * kNvlinkHopLatencyUs};
+  const PathInfo via_switch{PathClass::NV, board->nvlinks, gbps, 2 * kNvlinkHopLatencyUs};
+  for (int a = 0; a < g; ++a) {
+    for (int b = 0; b < g; ++b) {
+      if (a != b) host.path(a, b) = via_switch;
+    }
+  }
   for (Gpu& gpu : host.gpus) {
     if (gpu.sm == 0) gpu.sm = board->sm;
     if (gpu.name.empty()) gpu.name = board->name;
   }
   host.warnings.push_back(prefix(host) + "NV" + std::to_string(board->nvlinks) +
                           " through NVSwitch for every GPU pair " + kFromModel + " (" +
-                          board->name + ", PCI device " + hexId(board->device) + ", " + std::to_string(board->board_gpus) + "-GPU board); the "
-                          "live probe of this host would confirm it");
+                          board->name + ", PCI device " + hexId(board->device) + ", " +
+                          std::to_string(board->board_gpus) +
+                          "-GPU board); the live probe of this host would confirm it");
   return NvlinkOrigin::Inferred;
 }
 

@@ -71,7 +71,9 @@ TEST(NvlinkInferenceTest, NebiusH100GetsNvSwitchLinksFromTheModel) {
     }
   }
   ASSERT_EQ(nic_paths.size(), host.gpu_nic_paths.size());
-  for (size_t i = 0; i < nic_paths.size(); ++i) EXPECT_TRUE(samePath(nic_paths[i], host.gpu_nic_paths[i]));
+  for (size_t i = 0; i < nic_paths.size(); ++i) {
+    EXPECT_TRUE(samePath(nic_paths[i], host.gpu_nic_paths[i]));
+  }
   const std::string& w = ourWarning(host);
   EXPECT_NE(w.find("nebius_h100_vm_8xH100_8xIB_topo_v1.xml"), std::string::npos) << w;
   EXPECT_NE(w.find("NV18"), std::string::npos) << w;
@@ -93,7 +95,9 @@ TEST(NvlinkInferenceTest, AzureFilesWithoutGpuModelsAreUnknown) {
     EXPECT_EQ(ourWarnings(host), 1) << name;
     EXPECT_NE(ourWarning(host).find(name), std::string::npos) << ourWarning(host);
     EXPECT_NE(ourWarning(host).find("NVLink unknown"), std::string::npos) << ourWarning(host);
-    for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(samePath(before[i], host.gpu_paths[i])) << name;
+    for (size_t i = 0; i < before.size(); ++i) {
+      EXPECT_TRUE(samePath(before[i], host.gpu_paths[i])) << name;
+    }
   }
 }
 
@@ -144,7 +148,8 @@ TEST(NvlinkInferenceTest, LiveProbeOfTheSameHostWithoutNvlinkHasTheLastWord) {
 
 TEST(NvlinkInferenceTest, SameHostnameIsTheSameHost) {
   HostTopology file = load("azure_ndv5_8xH100_topo.xml");
-  HostTopology live = loadTopologyFile(testing::dataPath("nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt"));
+  HostTopology live = loadTopologyFile(
+      testing::dataPath("nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt"));
   EXPECT_FALSE(describesSameHost(file, live));
   file.hostname = live.hostname = "node7";
   EXPECT_TRUE(describesSameHost(file, live));
@@ -161,7 +166,8 @@ TEST(NvlinkInferenceTest, PcieCardsAndNvlinkDumpsAreLeftAlone) {
   EXPECT_EQ(completeNvlink(dump, nullptr), NvlinkOrigin::File);
   EXPECT_EQ(ourWarnings(dump), 0);
   // Not an NCCL XML: nvidia-smi text says what it says.
-  HostTopology text = loadTopologyFile(testing::dataPath("nvidia_smi_topo/2xgpu_PHB_noNVLink_mlengineering.txt"));
+  HostTopology text = loadTopologyFile(
+      testing::dataPath("nvidia_smi_topo/2xgpu_PHB_noNVLink_mlengineering.txt"));
   EXPECT_EQ(completeNvlink(text, nullptr), NvlinkOrigin::None);
   EXPECT_EQ(ourWarnings(text), 0);
 }

@@ -123,8 +123,11 @@ def test_host_names_alone_cost_each_rank_the_same_calls_at_any_size():
         stores = [init_scale.CountingStore(base) for _ in range(world)]
         want = [f"node{r // 8}" for r in range(world)]
         got: list = [None] * world
-        threads = [threading.Thread(target=lambda r=r: got.__setitem__(
-            r, exchange_hostnames(stores[r], r, world, want[r]))) for r in range(world)]
+
+        def one(r: int, stores=stores, want=want, got=got, world=world) -> None:
+            got[r] = exchange_hostnames(stores[r], r, world, want[r])
+
+        threads = [threading.Thread(target=one, args=(r,)) for r in range(world)]
         for t in threads:
             t.start()
         for t in threads:

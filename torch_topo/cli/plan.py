@@ -108,34 +108,34 @@ def _live_source():
     return probe(config)
 
 
-def _require_gpus(source) -> None:
-    """A one-host source without GPUs (a CPU machine's probe, or a file written there) has no
-    rank to place; say so rather than let the planner count its one CPU rank."""
-    if isinstance(source, Topology):  # the live probe, or the pinned file completed
-        topo = source
-        what = source.source if source.format else f"the live probe of this host ({source.source})"
-    else:
-        try:
-            topo, what = load_topology(source), str(source)
-        except ValueError:  # a cluster file, a bad or missing one: the planner reports on it
-            return
-    if topo.gpu_count == 0:
-        raise ValueError(f"--mesh: {what} has no GPU to place a mesh on; give the topology "
-                         "FILE of a GPU host (`python -m torch_topo probe -o FILE` writes one "
-                         "there) or pin one with TORCH_TOPO_FILE")
-
-
-def _nvlink_note(source) -> str:
-    """Where the planned host's NVLink comes from; "" for clusters and unreadable files (the
-    planner reports on those)."""
+def _one_host(source) -> Topology | None:
+    """The source as one host's `Topology`, read once for the checks below; None for a cluster
+    and for a file the loaders refuse (a cluster file, a bad or missing one: the planner
+    reports on it)."""
     if isinstance(source, Topology):
-        return source.nvlink_note()
+        return source
     if isinstance(source, (str, os.PathLike)):
         try:
-            return load_topology(source).nvlink_note()
+            return load_topology(source)
         except ValueError:
-            return ""
-    return ""
+            return None
+    return None
+
+
+def _require_gpus(topo: Topology, source) -> None:
+    """A one-host source without GPUs (a CPU machine's probe, or a file written there) has no
+    rank to place; say so rather than let the planner count its one CPU rank."""
+    if topo.gpu_count > 0:
+        return
+    if source is not topo:
+        what = str(source)
+    elif topo.format:  # the pinned file completed
+        what = topo.source
+    else:
+        what = f"the live probe of this host ({topo.source})"
+    raise ValueError(f"--mesh: {what} has no GPU to place a mesh on; give the topology "
+                     "FILE of a GPU host (`python -m torch_topo probe -o FILE` writes one "
+                     "there) or pin one with TORCH_TOPO_FILE")
 
 
 def run(args) -> int:
@@ -147,9 +147,12 @@ def run(args) -> int:
     nvlink = args.nvlink or ("file" if args.file is not None else "complete")
     if nvlink == "complete" and isinstance(source, (str, os.PathLike)):
         source = completed_source(os.fspath(source))
-    if not isinstance(source, dict):
-        _require_gpus(source)
-    nvlink_note = _nvlink_note(source)
+    topo = _one_host(source)
+    nvlink_note = ""
+    if topo is not None:
+        _require_gpus(topo, source)
+        # Clusters get none: the planner reports on their hosts.
+        nvlink_note = topo.nvlink_note()
     hosts, split = args.hosts, None
     if args.attention is not None:
         if traffic is not None:
