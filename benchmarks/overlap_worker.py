@@ -141,7 +141,6 @@ def _write(path: str | None, result: dict) -> None:
             json.dump(result, f)
 
 
-
 def init_rank(backend: str, device_kind: str) -> torch.device:
     """Joins the launcher's process group; a CUDA rank binds its LOCAL_RANK GPU and hands it to
     the group as device_id, as torch recommends."""
@@ -153,6 +152,7 @@ def init_rank(backend: str, device_kind: str) -> torch.device:
         kwargs["device_id"] = device
     dist.init_process_group(backend, **kwargs)
     return device
+
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])

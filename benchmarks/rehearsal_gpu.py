@@ -96,7 +96,6 @@ def side_by_side(world: int, runs: dict[str, list[dict]]) -> list[dict]:
     return rows
 
 
-
 def parse_launch_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     """The options every one-GPU rehearsal benchmark shares, parsed with the caller's own; the
     worlds are played as 2 hosts, so each must be even."""
