@@ -122,6 +122,7 @@ DeviceRoute& TopoBackend::routeFor(const char* op, const std::vector<at::Tensor>
                                            ", expected one device type per call"));
     }
   }
+  checkLive(op);
   auto it = routes_.find(type);
   if (it == routes_.end()) {
     if (DeviceRoute* built = buildLazyRoute(type)) return *built;
@@ -130,6 +131,13 @@ DeviceRoute& TopoBackend::routeFor(const char* op, const std::vector<at::Tensor>
                                          "available device type"));
   }
   return *it->second;
+}
+
+void TopoBackend::checkLive(const char* op) const {
+  if (shutDown_) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": the group was shut down "
+                                         "(destroy_process_group); create a new group"));
+  }
 }
 
 void TopoBackend::checkRank(const char* op, const char* what, int64_t rank) const {
@@ -328,6 +336,19 @@ uint64_t TopoBackend::getSequenceNumberForGroup() { return seq_; }
 void TopoBackend::shutdown() {
   for (auto& [type, route] : routes_) route->stopSchedules();
   for (auto& [type, route] : routes_) route->inner->shutdown();
+  // Gloo's shutdown() is a no-op: its worker threads live as long as the backend, and DDP or a
+  // module global keeps the group alive into interpreter exit, where a worker that drops the
+  // last reference to a finished work's Python tensor is killed by Python while it unwinds a
+  // noexcept destructor (std::terminate, SIGABRT after a clean run). Freeing the inner backends
+  // here joins those threads now; ProcessGroup.shutdown runs without the GIL, so they can take
+  // it to finish.
+  std::unordered_map<c10::DeviceType, std::unique_ptr<DeviceRoute>> routes;
+  {
+    std::lock_guard<std::mutex> lock(routesMutex_);
+    routes.swap(routes_);
+    lazy_.clear();
+    shutDown_ = true;
+  }
 }
 
 void TopoBackend::abort() {

@@ -167,6 +167,8 @@ class TopoBackend : public c10d::Backend {
   // ---- lifecycle, sequence numbers, splitting (topo_backend.cpp) ----
   void setSequenceNumberForGroup() override;
   uint64_t getSequenceNumberForGroup() override;
+  /// Stops the schedules, shuts the inner backends down and frees them (joining Gloo's
+  /// threads); every later op is a ValueError.
   void shutdown() override;
   void abort() override;
 #if TORCH_TOPO_TORCH_AT_LEAST(2, 13)
@@ -261,6 +263,8 @@ class TopoBackend : public c10d::Backend {
   c10d::ReduceOp prepareReduce(const char* opName, DeviceRoute& route, const c10d::ReduceOp& op,
                                const std::vector<at::Tensor>& tensors,
                                const std::vector<at::Tensor>& outputs, Epilogue* epilogue) const;
+  /// ValueError naming `op` once shutdown() has freed the inner backends.
+  void checkLive(const char* op) const;
   void checkRank(const char* op, const char* what, int64_t rank) const;
   /// `whole` must hold group-size blocks of `block`'s numel, in `block`'s dtype
   /// (_allgather_base's output, _reduce_scatter_base's input).
@@ -280,6 +284,7 @@ class TopoBackend : public c10d::Backend {
   /// Guards routes_ and lazy_ against innerBackend() from another thread while the issuing
   /// thread builds a lazy route.
   mutable std::mutex routesMutex_;
+  bool shutDown_ = false;
   uint64_t seq_ = 0;
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;

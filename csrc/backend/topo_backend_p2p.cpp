@@ -42,6 +42,7 @@ DeviceRoute& TopoBackend::barrierRoute(const c10d::BarrierOptions& opts) {
   // (object collectives and barrier arrive on the CPU path) unless it is lazy, else any.
   // Whether a lazy side was built differs between ranks (a send builds it on two), so it
   // never decides where a barrier without a device goes.
+  checkLive("barrier");
   if (opts.device) {
     auto it = routes_.find(opts.device->type());
     if (it != routes_.end()) return *it->second;

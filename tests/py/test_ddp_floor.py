@@ -29,6 +29,10 @@ STEP = textwrap.dedent("""
     dist.all_gather(others, w)
     if rank == 0:
         print("weights", "equal" if torch.equal(others[0], others[1]) else "differ")
+    # Plain Gloo keeps its worker threads while DDP holds the group; one still releasing the
+    # all_gather when Python exits aborts the process (torch's, 1 run in 5 here). The barrier
+    # gives it the round trip it needs. "topo" frees them in destroy_process_group instead.
+    dist.barrier()
     dist.destroy_process_group()
 """)
 

@@ -515,3 +515,54 @@ def test_hierarchical_ops_are_asynchronous_on_cpu(tmp_path):
         if rank:
             # Waiting for the late rank inside the call would take ~2 s.
             assert res["returned_s"] < 1.0, res["returned_s"]
+
+
+def _gloo_worker_threads() -> int:
+    """Threads of this process that run a Gloo backend's queue (torch names them)."""
+    names = [open(f"/proc/self/task/{tid}/comm").read().strip()
+             for tid in os.listdir("/proc/self/task")]
+    return names.count("pt_gloo_runloop")
+
+
+def _shutdown_worker(rank, hosts, tmp, _full):
+    """destroy_process_group frees the inner Gloo backends of a "topo" group that DDP still
+    holds: their worker threads are gone when it returns (a worker left into interpreter exit
+    aborts the process, 1 run in 3 of a DDP script on this machine), and the group then
+    refuses ops by name."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    import torch_topo  # noqa: F401  (registers "topo")
+
+    size = len(hosts)
+    store = dist.FileStore(os.path.join(tmp, "store"), size)
+    cfg = TopoConfig(hierarchical="always", play=_play(hosts))
+    dist.init_process_group("topo", store=store, rank=rank, world_size=size,
+                            timeout=TIMEOUT, pg_options=cfg)
+    torch.manual_seed(0)
+    model = DistributedDataParallel(torch.nn.Linear(4, 2))
+    model(torch.full((3, 4), float(rank + 1))).square().sum().backward()
+    group = dist.group.WORLD
+    dist.barrier()
+    before = _gloo_worker_threads()
+    dist.destroy_process_group()
+    after = _gloo_worker_threads()
+    try:
+        group.allreduce([torch.ones(2)]).wait()
+        refused = ""
+    except ValueError as e:
+        refused = str(e)
+    return {"checked": 1, "failures": [], "before": before, "after": after,
+            "refused": refused, "model_alive": model.module.weight.grad is not None}
+
+
+@pytest.mark.timeout(150)
+def test_destroy_frees_inner_backends_that_ddp_still_holds(tmp_path):
+    results = _spawn(CONFIGS["2x2"], tmp_path, False, target=_shutdown_worker)
+    failures = [f for res in results for f in res["failures"]]
+    assert not failures, "\n".join(failures[:10])
+    for res in results:
+        assert res["model_alive"]
+        # The flat Gloo group and the intra-host and rail levels each run worker threads.
+        assert res["before"] >= 6, res["before"]
+        assert res["after"] == 0, res
+        assert res["refused"].startswith("TopoBackend::allreduce: the group was shut down"), res
