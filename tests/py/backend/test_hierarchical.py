@@ -255,6 +255,7 @@ def _play(hosts):
 
 
 def _spawn(hosts, tmp, full, target=_worker):
+    """Every rank's result dict, after asserting that no rank reported a failure."""
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_rank_main, args=(target, r, hosts, str(tmp), full))
              for r in range(len(hosts))]
@@ -270,6 +271,8 @@ def _spawn(hosts, tmp, full, target=_worker):
         path = tmp / f"result{r}.json"
         assert path.exists(), f"rank {r} wrote no result (crashed or hung)"
         results.append(json.loads(path.read_text()))
+    failures = [f for res in results for f in res["failures"]]
+    assert not failures, "\n".join(failures[:10])
     return results
 
 
@@ -279,8 +282,6 @@ def test_schedules_match_flat_gloo(name, tmp_path):
     hosts = CONFIGS[name]
     # The 8-rank configuration runs the float32/int64 subset to fit the suite budget.
     results = _spawn(hosts, tmp_path, full=len(hosts) <= 6)
-    failures = [f for res in results for f in res["failures"]]
-    assert not failures, "\n".join(failures[:10])
     want_layout = HostLayout.from_hostnames(hosts)
     for res in results:
         assert res["layout"] == [list(want_layout.host_of_rank), list(want_layout.local_of_rank)]
@@ -325,8 +326,6 @@ def _attach_worker(rank, hosts, tmp, _full):
 @pytest.mark.timeout(120)
 def test_attach_hierarchy_hands_levels_to_backend(tmp_path):
     results = _spawn(["a", "b", "a"], tmp_path, False, target=_attach_worker)
-    failures = [f for res in results for f in res["failures"]]
-    assert not failures, "\n".join(failures)
     for res in results:
         assert res["hosts"] == 2 and res["chunk_bytes"] == 1024 and res["checked"] == 1
         assert res["thresholds"] == {"cpu": {op: 0 for op in
@@ -439,8 +438,6 @@ def _dispatch_worker(rank, hosts, tmp, _full):
 @pytest.mark.timeout(150)
 def test_topo_backend_dispatches_hierarchical(tmp_path):
     results = _spawn(CONFIGS["2x2-interleaved"], tmp_path, False, target=_dispatch_worker)
-    failures = [f for res in results for f in res["failures"]]
-    assert not failures, "\n".join(failures[:10])
     for res in results:
         # Four reductions per (dtype, op): 3 float32 ops, 2 int64; three data moves per dtype.
         assert res["checked"] == (3 + 2) * 4 + 2 * 3, res["checked"]
@@ -508,8 +505,6 @@ def _async_worker(rank, hosts, tmp, _full):
 @pytest.mark.timeout(150)
 def test_hierarchical_ops_are_asynchronous_on_cpu(tmp_path):
     results = _spawn(CONFIGS["2x2-interleaved"], tmp_path, False, target=_async_worker)
-    failures = [f for res in results for f in res["failures"]]
-    assert not failures, "\n".join(failures[:10])
     for rank, res in enumerate(results):
         assert res["checked"] == 8, res["checked"]
         if rank:
@@ -558,8 +553,6 @@ def _shutdown_worker(rank, hosts, tmp, _full):
 @pytest.mark.timeout(150)
 def test_destroy_frees_inner_backends_that_ddp_still_holds(tmp_path):
     results = _spawn(CONFIGS["2x2"], tmp_path, False, target=_shutdown_worker)
-    failures = [f for res in results for f in res["failures"]]
-    assert not failures, "\n".join(failures[:10])
     for res in results:
         assert res["model_alive"]
         # The flat Gloo group and the intra-host and rail levels each run worker threads.
