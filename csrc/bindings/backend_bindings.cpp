@@ -134,6 +134,9 @@ Args:
 
 Args:
     device_type (str): "cpu" or "cuda".)")
+      // Without the GIL: freeing the inner Gloo backends joins threads that may need it.
+      .def("shutdown", &TopoBackend::shutdown, py::call_guard<py::gil_scoped_release>(),
+           R"(Frees the inner backends; later ops raise ValueError (destroy_process_group).)")
       .def("perform_nocolor_split", &TopoBackend::performNocolorSplit, py::arg("device"),
            py::call_guard<py::gil_scoped_release>(),
            R"(Called by torch on ranks outside a new group; a no-op (see docs/backend.md).
