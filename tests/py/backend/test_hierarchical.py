@@ -514,9 +514,11 @@ def test_hierarchical_ops_are_asynchronous_on_cpu(tmp_path):
 
 def _gloo_worker_threads() -> int:
     """Threads of this process that run a Gloo backend's queue (torch names them)."""
-    names = [open(f"/proc/self/task/{tid}/comm").read().strip()
-             for tid in os.listdir("/proc/self/task")]
-    return names.count("pt_gloo_runloop")
+    count = 0
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/comm") as comm:
+            count += comm.read().strip() == "pt_gloo_runloop"
+    return count
 
 
 def _shutdown_worker(rank, hosts, tmp, _full):
@@ -546,7 +548,7 @@ def _shutdown_worker(rank, hosts, tmp, _full):
         refused = ""
     except ValueError as e:
         refused = str(e)
-    return {"checked": 1, "failures": [], "before": before, "after": after,
+    return {"failures": [], "before": before, "after": after,
             "refused": refused, "model_alive": model.module.weight.grad is not None}
 
 
