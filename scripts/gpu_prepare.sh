@@ -4,7 +4,10 @@
 # build libraries (TinyXML-2, nlohmann-json, hwloc headers; see pyproject.toml) for the GPU
 # machine's Python into .gpu-deps/wheels, so scripts/gpu_check.sh can build there offline.
 # Name `.gpu-deps` in the device tool's `carry`. Usage: bash scripts/gpu_prepare.sh
-# GPU_PYTHON_VERSION (default 3.12) names that machine's Python.
+# GPU_PYTHON_VERSION (default 3.12) names that machine's Python. Then, so that a short lease is
+# not spent on a compile error, it compiles the extension with its CUDA parts against that
+# machine's torch (GPU_TORCH_VERSION, default 2.11.0; scripts/test_torch.sh --build-only, in
+# build/torch-VERSION-cuda); GPU_PREPARE_BUILD=0 skips that.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEPS="$ROOT/.gpu-deps"
@@ -28,3 +31,8 @@ if [ "$size_mib" -ge "$LIMIT_MIB" ]; then
   exit 1
 fi
 echo "gpu_prepare: $(cd "$DEPS/wheels" && ls) in .gpu-deps/wheels (${size_mib} MiB)"
+if [ "${GPU_PREPARE_BUILD:-1}" = 1 ]; then
+  # The GPU's architecture only (H200: 9.0), as gpu_check.sh builds there.
+  TORCH_TOPO_BUILD_CUDA=1 TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}" \
+    bash "$ROOT/scripts/test_torch.sh" "${GPU_TORCH_VERSION:-2.11.0}" --build-only
+fi

@@ -386,6 +386,7 @@ void TopoBackend::setBoundDeviceId(std::optional<at::Device> device) {
 c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
     const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
     const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  checkLive("split");
   // A live child split for this very store comes from the same splitGroup call (the child
   // holds the store, so its address cannot have been reused).
   if (store.get() == lastSplitStore_) {

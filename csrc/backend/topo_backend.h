@@ -4,6 +4,7 @@
 // NCCL) built by the Python creator, and composes what an inner backend lacks.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -284,7 +285,9 @@ class TopoBackend : public c10d::Backend {
   /// Guards routes_ and lazy_ against innerBackend() from another thread while the issuing
   /// thread builds a lazy route.
   mutable std::mutex routesMutex_;
-  bool shutDown_ = false;
+  /// Set by shutdown(), which destroy_process_group may call from another thread than the
+  /// one issuing ops.
+  std::atomic<bool> shutDown_{false};
   uint64_t seq_ = 0;
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;

@@ -543,11 +543,17 @@ def _shutdown_worker(rank, hosts, tmp, _full):
     before = _gloo_worker_threads()
     dist.destroy_process_group()
     after = _gloo_worker_threads()
-    try:
-        group.allreduce([torch.ones(2)]).wait()
-        refused = ""
-    except ValueError as e:
-        refused = str(e)
+    refused = {}
+    # torch's own split_group under our wrapper: the wrapper needs the group registered, which
+    # destroy ends, so only torch's method reaches TopoBackend::split.
+    split = type(group).split_group.__wrapped__
+    for op, call in (("allreduce", lambda: group.allreduce([torch.ones(2)]).wait()),
+                     ("split", lambda: split(group, list(range(size))))):
+        try:
+            call()
+            refused[op] = ""
+        except ValueError as e:
+            refused[op] = str(e)
     return {"failures": [], "before": before, "after": after,
             "refused": refused, "model_alive": model.module.weight.grad is not None}
 
@@ -560,4 +566,5 @@ def test_destroy_frees_inner_backends_that_ddp_still_holds(tmp_path):
         # The flat Gloo group and the intra-host and rail levels each run worker threads.
         assert res["before"] >= 6, res["before"]
         assert res["after"] == 0, res
-        assert res["refused"].startswith("TopoBackend::allreduce: the group was shut down"), res
+        for op, message in res["refused"].items():
+            assert message.startswith(f"TopoBackend::{op}: the group was shut down"), res
