@@ -133,6 +133,13 @@ def main(argv: list[str] | None = None) -> int:
                 json.dump({"skipped": "no CUDA device"}, f)
         return 0
     rows, failures = [], []
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+
+    def save() -> None:  # after every world: a deadline may cut the run short
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"rows": rows, "failures": failures, "device": device}, f, indent=1)
+
     with tempfile.TemporaryDirectory() as tmp:
         for world in args.worlds:
             runs = {}
@@ -142,13 +149,10 @@ def main(argv: list[str] | None = None) -> int:
             except RuntimeError as exc:  # keep what the other worlds measure
                 print(f"rehearsal_gpu: {exc}", flush=True)
                 failures.append(str(exc))
-                continue
-            rows += side_by_side(world, runs)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, "failures": failures,
-                       "device": torch.cuda.get_device_name(0) if torch.cuda.is_available()
-                       else "cpu"}, f, indent=1)
+            else:
+                rows += side_by_side(world, runs)
+            save()
+    save()
     return 1 if failures else 0
 
 

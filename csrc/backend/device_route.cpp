@@ -2,6 +2,7 @@
 // DeviceRoute and StreamScope (layer: csrc/backend).
 #include "backend/device_route.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <c10/core/impl/VirtualGuardImpl.h>
@@ -17,6 +18,14 @@ DeviceRoute::DeviceRoute(c10::DeviceType type, c10::intrusive_ptr<c10d::Backend>
       // Gloo packs a coalesced op into one buffer of the first tensor's dtype (torch 2.14
       // returns garbage for the others); NCCL groups one call per tensor.
       mixedDtypeCoalescing(this->inner->getBackendName() != "gloo") {}
+
+std::vector<c10::intrusive_ptr<c10d::Backend>> DeviceRoute::backends() const {
+  std::vector<c10::intrusive_ptr<c10d::Backend>> all{inner};
+  for (const auto& level : {levels.intra, levels.rail, levels.leaders}) {
+    if (level && std::find(all.begin(), all.end(), level) == all.end()) all.push_back(level);
+  }
+  return all;
+}
 
 ScheduleWorker& DeviceRoute::scheduleWorker() {
   if (!worker_) worker_ = std::make_unique<ScheduleWorker>();

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
@@ -36,6 +37,9 @@ struct DeviceRoute {
   Levels levels;
   std::map<std::string, int64_t> hierarchicalMinBytes;
 
+  /// The inner backend and the level backends (the latter made by the creator for this route
+  /// alone, so shutdown, abort and timeouts reach them only through here).
+  std::vector<c10::intrusive_ptr<c10d::Backend>> backends() const;
   /// The internal stream of one device (created once, from the device's stream pool).
   c10::Stream internalStream(c10::Device device);
   /// The thread that runs this route's schedules on the host (created on first use, by the

@@ -226,6 +226,17 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
   // The inner backend's own call and Work are all the op needs: on a stream device it orders
   // itself after the caller's stream, as a plain group of that backend would.
   if (passesThrough(!direct, epilogue != nullptr, coalescing_)) return issue().work;
+  if (coalescing_) {
+    if (route.streamed && epilogue) {
+      // The epilogue would run when the op is queued, before NCCL's grouped launch at
+      // endCoalescing, and on no stream that the block's end work orders.
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": this form needs a local step "
+                                           "after the collective, which a coalesced block on ",
+                                           route.type, " cannot order; issue it outside the "
+                                           "block"));
+    }
+    joinCoalesced(route);
+  }
   if (!route.streamed || coalescing_) {
     // CPU (and any coalesced group): the inner work stays in flight; the epilogue runs when it
     // completes. NCCL coalesces natively, so its steps must not move to our stream there.
@@ -287,7 +298,11 @@ c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route
                                            t.scalar_type()));
     }
     const bool scaled = kind == c10d::ReduceOp::AVG || kind == c10d::ReduceOp::PREMUL_SUM;
-    if (scaled && !c10::isFloatingType(t.scalar_type())) {
+    // NCCL averages integers itself (sum, then a truncating division); a composed AVG would
+    // divide in place, which integer tensors cannot hold.
+    const bool integerAvg = kind == c10d::ReduceOp::AVG && route.nativeAvg &&
+                            c10::isIntegralType(t.scalar_type(), /*includeBool=*/false);
+    if (scaled && !integerAvg && !c10::isFloatingType(t.scalar_type())) {
       C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", opName, ": ReduceOp.",
                                            reduceOpName(kind),
                                            " needs a floating-point tensor: got ",
@@ -335,7 +350,9 @@ uint64_t TopoBackend::getSequenceNumberForGroup() { return seq_; }
 
 void TopoBackend::shutdown() {
   for (auto& [type, route] : routes_) route->stopSchedules();
-  for (auto& [type, route] : routes_) route->inner->shutdown();
+  for (auto& [type, route] : routes_) {
+    for (auto& backend : route->backends()) backend->shutdown();
+  }
   // Gloo's shutdown() is a no-op: its worker threads live as long as the backend, and DDP or a
   // module global keeps the group alive into interpreter exit, where a worker that drops the
   // last reference to a finished work's Python tensor is killed by Python while it unwinds a
@@ -352,13 +369,17 @@ void TopoBackend::shutdown() {
 }
 
 void TopoBackend::abort() {
-  for (auto& [type, route] : routes_) route->inner->abort();
+  for (auto& [type, route] : routes_) {
+    for (auto& backend : route->backends()) backend->abort();
+  }
 }
 
 #if TORCH_TOPO_TORCH_AT_LEAST(2, 13)
 void TopoBackend::setTimeout(std::chrono::milliseconds timeout) {
   options_->timeout = timeout;
-  for (auto& [type, route] : routes_) route->inner->setTimeout(timeout);
+  for (auto& [type, route] : routes_) {
+    for (auto& backend : route->backends()) backend->setTimeout(timeout);
+  }
 }
 
 c10d::ErrorType TopoBackend::getError() {
@@ -372,7 +393,9 @@ c10d::ErrorType TopoBackend::getError() {
 
 #if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
 void TopoBackend::addEphemeralTimeout(const std::chrono::milliseconds& timeout) {
-  for (auto& [type, route] : routes_) route->inner->addEphemeralTimeout(timeout);
+  for (auto& [type, route] : routes_) {
+    for (auto& backend : route->backends()) backend->addEphemeralTimeout(timeout);
+  }
 }
 
 void TopoBackend::setBoundDeviceId(std::optional<at::Device> device) {
@@ -380,6 +403,16 @@ void TopoBackend::setBoundDeviceId(std::optional<at::Device> device) {
   if (!device) return;
   auto it = routes_.find(device->type());
   if (it != routes_.end()) it->second->inner->setBoundDeviceId(device);
+}
+#endif
+
+#if TORCH_TOPO_TORCH_AT_LEAST(2, 15)
+bool TopoBackend::isInitialized() {
+  std::lock_guard<std::mutex> lock(routesMutex_);
+  for (auto& [type, route] : routes_) {
+    if (!route->inner->isInitialized()) return false;
+  }
+  return true;
 }
 #endif
 

@@ -161,7 +161,10 @@ class TopoBackend : public c10d::Backend {
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
   bool supportsCoalescing() const override { return true; }
   /// Ops issued until endCoalescing() run as usual; endCoalescing() returns one work over all
-  /// of them (inner backends that coalesce natively, NCCL, get their own start/end).
+  /// of them. An inner backend that coalesces natively (NCCL) gets its own start before the
+  /// first op on it (not before: NCCL's group would hold back this thread's NCCL ops on other
+  /// groups during a CPU-only block) and its own end; a block only on it returns its end work,
+  /// whose wait() is the one that orders the caller's stream after the grouped launch.
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 
@@ -183,6 +186,11 @@ class TopoBackend : public c10d::Backend {
   /// Also binds the inner backend of the device's type (torch binds only the backends it
   /// registered, and ours builds its inner communicators itself).
   void setBoundDeviceId(std::optional<at::Device> device) override;
+#endif
+#if TORCH_TOPO_TORCH_AT_LEAST(2, 15)
+  /// False while a built inner backend has not made its communicator yet (NCCL without a
+  /// bound device), so split() callers see what they would see with that backend alone.
+  bool isInitialized() override;
 #endif
   bool supportsSplitting() const override { return true; }
   /// Splits every inner backend (they all support it in the torch versions we build against)
@@ -275,6 +283,9 @@ class TopoBackend : public c10d::Backend {
   static void checkCoalescedDtypes(const char* op, const DeviceRoute& route,
                                    const std::vector<at::Tensor>& tensors);
   DeviceRoute& barrierRoute(const c10d::BarrierOptions& opts);
+  /// Inside a coalesced block, before an op on `route`: starts the route's native coalescing
+  /// on first use, or notes that the block holds ops of another kind.
+  void joinCoalesced(DeviceRoute& route);
 
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<Options> options_;
@@ -292,6 +303,8 @@ class TopoBackend : public c10d::Backend {
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
   std::vector<DeviceRoute*> coalescedNative_;
+  /// The block holds an op on a route that does not coalesce natively (CPU).
+  bool coalescedOther_ = false;
   bool debug_ = false;
   bool plain_ = false;
   /// The child of the last split() and the store it was asked for. torch before 2.14 calls

@@ -67,7 +67,11 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::barrier(const c10d::BarrierOptions& 
   for (auto& [type, r] : routes_) r->drainSchedules();
   // The inner barrier is issued as is: NCCL's barrier runs its own allreduce on its streams.
   ++seq_;
+  if (coalescing_) joinCoalesced(route);
   auto inner = route.inner->barrier(opts);
+  // NCCL's barrier work blocks the host in wait() (on the end of its allreduce), which a
+  // wrapper completed from the future (set at enqueue) would skip.
+  if (route.streamed && !coalescing_) return inner;
   auto work = TopoWork::pending(rank_, c10d::OpType::BARRIER, "barrier", {}, {inner}, nullptr);
   if (coalescing_) coalesced_.push_back(work);
   return work;
@@ -86,11 +90,16 @@ void TopoBackend::startCoalescing() {
   coalescing_ = true;
   coalesced_.clear();
   coalescedNative_.clear();
-  for (auto& [type, route] : routes_) {
-    if (route->streamed && route->inner->supportsCoalescing()) {
-      route->inner->startCoalescing();
-      coalescedNative_.push_back(route.get());
-    }
+  coalescedOther_ = false;
+}
+
+void TopoBackend::joinCoalesced(DeviceRoute& route) {
+  if (!route.streamed || !route.inner->supportsCoalescing()) {
+    coalescedOther_ = true;
+  } else if (std::find(coalescedNative_.begin(), coalescedNative_.end(), &route) ==
+             coalescedNative_.end()) {
+    route.inner->startCoalescing();
+    coalescedNative_.push_back(&route);
   }
 }
 
@@ -105,12 +114,15 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::endCoalescing() {
     auto r = w->result();
     outputs.insert(outputs.end(), r.begin(), r.end());
   }
-  // Natively coalesced groups complete through their own end work; our per-op works of those
-  // devices carry no inner work then.
+  // A natively coalesced group is launched by its end; the per-op works of its ops were made
+  // before that launch and say nothing about its completion.
+  std::vector<c10::intrusive_ptr<c10d::Work>> native;
   for (auto* route : coalescedNative_) {
-    if (auto w = route->inner->endCoalescing()) works.push_back(w);
+    if (auto w = route->inner->endCoalescing()) native.push_back(w);
   }
   coalescedNative_.clear();
+  if (!coalescedOther_ && native.size() == 1) return native.front();
+  works.insert(works.end(), native.begin(), native.end());
   return TopoWork::pending(rank_, c10d::OpType::COALESCED, "coalesced", std::move(outputs),
                            std::move(works), nullptr);
 }

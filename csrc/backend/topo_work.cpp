@@ -45,7 +45,10 @@ c10::intrusive_ptr<TopoWork> TopoWork::pending(
     int rank, c10d::OpType opType, const std::string& op, std::vector<at::Tensor> outputs,
     std::vector<c10::intrusive_ptr<c10d::Work>> inner, std::function<void()> epilogue) {
   auto work = c10::make_intrusive<TopoWork>(rank, opType, "topo:" + op, std::move(outputs));
-  work->inner_ = std::move(inner);
+  // A backend may return no work for an op with nothing to wait for (an empty coalesced end).
+  for (auto& w : inner) {
+    if (w) work->inner_.push_back(std::move(w));
+  }
   work->epilogue_ = std::move(epilogue);
   work->future_ = makeTensorListFuture({});
   work->attachCallbacks();
@@ -82,6 +85,10 @@ void TopoWork::attachCallbacks() {
     try {
       futures.push_back(w->getFuture());
     } catch (const c10::Error&) {
+      all = false;
+      break;
+    }
+    if (!futures.back()) {
       all = false;
       break;
     }
@@ -127,7 +134,8 @@ void TopoWork::complete(std::exception_ptr error) {
 
 bool TopoWork::isCompleted() {
   if (end_) return end_->query();
-  if (status_ != Status::PENDING) return true;
+  // Polled even once complete: an NCCL work's future is set when the op is queued, so only
+  // the inner work knows whether the GPU has finished it.
   for (auto& w : inner_) {
     if (!w->isCompleted()) return false;
   }
@@ -159,19 +167,28 @@ void TopoWork::synchronize() {
   end_->block(impl.getStream(c10::Device(end_->device_type(), end_->device_index())));
 }
 
+void TopoWork::blockCurrentStream() {
+  if (end_) {
+    synchronize();
+  } else {
+    c10d::Work::blockCurrentStream();
+  }
+}
+
 bool TopoWork::wait(std::chrono::milliseconds timeout) {
   if (end_) {
     synchronize();
     return true;
   }
-  if (status_ == Status::PENDING) {
-    try {
-      for (auto& w : inner_) w->wait(timeout);
-    } catch (...) {
-      complete(std::current_exception());
-    }
-    complete(nullptr);
+  // Every inner wait runs even when the callbacks already completed this work: an NCCL work
+  // (its future is set at enqueue) orders the caller's stream, or blocks the host for a
+  // barrier, only in its own wait().
+  try {
+    for (auto& w : inner_) w->wait(timeout);
+  } catch (...) {
+    complete(std::current_exception());
   }
+  complete(nullptr);
   if (error_) std::rethrow_exception(error_);
   return true;
 }

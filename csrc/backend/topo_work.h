@@ -20,9 +20,11 @@ namespace torch_topo::backend {
 /// The result of one TopoBackend op.
 ///
 /// Two completion modes share one class and one completion path (`complete`):
-///  - pending mode (CPU, and the coalesced groups of any device): the inner works are still in
-///    flight; the epilogue runs when the last of them finishes, either from the inner futures'
-///    callbacks or from `wait()`, whichever comes first (exactly once);
+///  - pending mode (CPU, and coalesced blocks and barriers that mix in CPU ops): the inner
+///    works are still in flight; the epilogue runs when the last of them finishes, either from
+///    the inner futures' callbacks or from `wait()`, whichever comes first (exactly once).
+///    `wait()` and `isCompleted()` always ask the inner works too: an NCCL work's future is set
+///    when the op is queued, so its callback says nothing about the GPU;
 ///  - stream mode (CUDA and other stream devices): every inner step and the epilogue were
 ///    already enqueued on the backend's internal stream, which ends with `end_`; completion is a
 ///    stream-level fact, `wait()` makes the caller's current stream wait on `end_`.
@@ -70,8 +72,11 @@ class TopoWork : public c10d::Work {
   /// Sequences later work on the output tensors after this op without blocking the host:
   /// stream mode makes the current stream wait on `end_`; pending mode (CPU) has nothing to do.
   void synchronize() override;
-  /// Pending mode: blocks until every inner work finished (each bounded by `timeout`, or the
-  /// inner backend's own timeout when unset), then runs the epilogue; rethrows the first error
+  /// Stream mode: `synchronize()` (the base class would spin on a status that is set when the
+  /// op is queued); pending mode: the base class's.
+  void blockCurrentStream() override;
+  /// Pending mode: waits on every inner work (each bounded by `timeout`, or the inner
+  /// backend's own timeout when unset), then runs the epilogue if not yet run; rethrows the first error
   /// and sets status TIMEDOUT or ERROR. Stream mode: `synchronize()` (no host block).
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   /// Aborts the inner works still in flight.

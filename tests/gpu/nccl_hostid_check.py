@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -24,12 +25,20 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Any host with >= 4 GPUs serves: NCCL never sees it, the launcher only places ranks on it.
 HOST = os.path.join(ROOT, "tests", "data", "nccl_topo_xml", "aws_p4d.24xlarge_8xA100_topo.xml")
+# NCCL 2.28 already keeps P2P, SHM and NVLS off between different host hashes (paths.cc,
+# shm.cc, nvls.cc); what can still object is the multi-node NVLink check it runs once there are
+# several "nodes" (mnnvl.cc), cuMem allocations shared by processes on one device, and the
+# network plugin or interface it picks.
+_FALLBACK = ["NCCL_MNNVL_ENABLE=0", "NCCL_CUMEM_ENABLE=0", "NCCL_CUMEM_HOST_ENABLE=0",
+             "NCCL_NET=Socket"]
 SETTINGS = [
     ("NCCL_HOSTID per rank", []),
-    ("+ P2P and SHM off", ["NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1"]),
-    ("+ NVLS and cuMem off", ["NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1", "NCCL_NVLS_ENABLE=0",
-                              "NCCL_CUMEM_ENABLE=0"]),
+    ("+ MNNVL, cuMem off, Socket", _FALLBACK),
+    ("+ P2P, SHM, NVLS off too", [*_FALLBACK, "NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1",
+                                   "NCCL_NVLS_ENABLE=0"]),
 ]
+# NCCL's lines worth keeping from a launch: the transport of each connection, its warnings.
+_EVIDENCE = re.compile(r"via NET/|NCCL WARN|Duplicate GPU|[Ee]rror|MNNVL|NCCL version")
 
 
 def rank_program() -> int:
@@ -56,7 +65,8 @@ def _attempt(world: int, nccl_env: list[str], timeout_s: float) -> dict:
     cmd = [sys.executable, "-m", "torch_topo.emulate", "--one-gpu", "--nodes", "2",
            "--procs-per-node", str(world // 2), "--topology", HOST, "--timeout-s",
            str(timeout_s), "--grace-s", "10"]
-    for item in nccl_env:
+    # NCCL's INIT and NET lines name the transport of every connection (and why one failed).
+    for item in [*nccl_env, "NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,NET"]:
         cmd += ["--nccl-env", item]
     cmd += ["--", sys.executable, os.path.abspath(__file__), "--rank-program"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT,
@@ -71,7 +81,8 @@ def _attempt(world: int, nccl_env: list[str], timeout_s: float) -> dict:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return {"world": world, "nccl_env": nccl_env, "rc": rc,
             "seconds": round(time.monotonic() - start, 1),
-            "tail": [] if rc == 0 else lines[-8:]}
+            "nccl_lines": [ln[-300:] for ln in lines if _EVIDENCE.search(ln)][:40],
+            "tail": [] if rc == 0 else [ln for ln in lines if not _EVIDENCE.search(ln)][-20:]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,18 +114,21 @@ def main(argv: list[str] | None = None) -> int:
                     map(str, torch.cuda.nccl.version())), "attempts": attempts,
                     "working": working}, f, indent=1)
 
+    first = 0  # a larger world starts from the setting that worked at the one before
     for world in args.worlds:
-        for name, nccl_env in SETTINGS:
+        for index, (name, nccl_env) in enumerate(SETTINGS[first:], start=first):
             result = _attempt(world, nccl_env, args.timeout_s)
             result["setting"] = name
             attempts.append(result)
             status = "ok" if result["rc"] == 0 else f"exit {result['rc']}"
             print(f"world {world:2d}  {name:24s} {status:8s} {result['seconds']:6.1f} s",
                   flush=True)
-            for line in result["tail"]:
+            for line in result["tail"] + [ln for ln in result["nccl_lines"]
+                                          if result["rc"] or "via NET/" not in ln][:12]:
                 print(f"    {line}")
             if result["rc"] == 0:
                 working[world] = name
+                first = index
             save()
             if result["rc"] == 0:
                 break

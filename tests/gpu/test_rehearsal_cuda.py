@@ -41,31 +41,43 @@ DGX1 = os.path.join(ROOT, "tests", "data", "nvidia_smi_topo",
 
 
 def _launch(world: int, command: list[str], env_extra: dict | None = None,
-            timeout_s: float = 150, grace_s: float = 20) -> subprocess.CompletedProcess:
+            timeout_s: float = 120, grace_s: float = 20) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "torch_topo.emulate", "--one-gpu", "--nodes", "2",
            "--procs-per-node", str(world // 2), "--topology", DGX1, "--timeout-s",
            str(timeout_s), "--grace-s", str(grace_s)]
     for item in os.environ.get("GPU_CHECK_NCCL_ENV", "").split():
         cmd += ["--nccl-env", item]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TOPO_", "NCCL_TOPO"))}
+    # A stuck collective fails inside the ranks, naming itself, before the launcher kills them.
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
-               **(env_extra or {}))
+               TORCH_TOPO_TIMEOUT="60")
+    env.update(env_extra or {})
     return subprocess.run(cmd + ["--", *command], capture_output=True, text=True, env=env,
                           timeout=timeout_s + 40)
 
 
 def _records(out_dir, world: int) -> list[dict]:
-    return [json.load(open(os.path.join(out_dir, f"rank{r}.json"))) for r in range(world)]
+    """Each rank's record; a rank that died before writing one (a kill, a watchdog abort)
+    reads as {"missing": True}, so the launcher's output still reaches the assertion."""
+    recs = []
+    for r in range(world):
+        path = os.path.join(out_dir, f"rank{r}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                recs.append(json.load(f))
+        else:
+            recs.append({"missing": True})
+    return recs
 
 
 @pytest.mark.timeout(200)
-@pytest.mark.parametrize("world, hierarchical", [(4, "always"), (4, "never"), (2, "auto"),
-                                                 (2, "always")])
+@pytest.mark.parametrize("world, hierarchical", [(2, "always"), (2, "auto"), (4, "always"),
+                                                 (4, "never")])
 def test_every_collective_over_nccl(tmp_path, world, hierarchical):
     proc = _launch(world, [sys.executable, WORKER, "--out", str(tmp_path), "--device", "cuda",
                            "--mesh"], {"TORCH_TOPO_HIERARCHICAL": hierarchical})
     recs = _records(tmp_path, world)
-    assert proc.returncode == 0, [r.get("exception") for r in recs] + [proc.stderr[-2000:]]
+    assert proc.returncode == 0, [r.get("exception", r) for r in recs] + [proc.stderr[-3000:]]
     for rec in recs:
         assert rec["hosts"] == ["node0", "node1"]
         assert rec["failed"] == [] and rec["checked"] >= 100, rec

@@ -7,7 +7,8 @@ Initialises "topo" from the launcher's environment (with `--device cuda`: device
 cuda:$LOCAL_RANK, as torch recommends), records the cluster topo believes in, then runs every
 c10d collective through the world group: each reduction for every dtype and reduce op the inner
 backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
-batch_isend_irecv, and the overlap ops. Each result is compared with the one computed locally
+batch_isend_irecv, and the overlap ops; on CUDA, with a late peer, that coalesced blocks'
+wait() and barrier() order the caller after the op. Each result is compared with the one computed locally
 from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
 equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
 was given) and `new_group(backend=...)` subgroups. Writes <out>/rank<R>.json; the test asserts
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 
 import torch
@@ -37,9 +39,10 @@ _DTYPES = {
 }
 
 
-def _ops(dtype: torch.dtype) -> list[str]:
+def _ops(dtype: torch.dtype, device_type: str) -> list[str]:
     ops = ["SUM", "PRODUCT", "MIN", "MAX"]
-    if dtype.is_floating_point:
+    # NCCL averages integers too (truncating, as the reference's cast does); Gloo has no AVG.
+    if dtype.is_floating_point or device_type == "cuda":
         ops.append("AVG")
     # torch builds NCCL's PREMUL_SUM for half, float and double only.
     if dtype in (torch.float16, torch.float32, torch.float64):
@@ -83,7 +86,7 @@ class Checks:
 def _reductions(c: Checks, rank: int, world: int, dtypes) -> None:
     every = range(world)
     for i, dtype in enumerate(dtypes):
-        for j, op in enumerate(_ops(dtype)):
+        for j, op in enumerate(_ops(dtype, c.device.type)):
             salt = 100 + 10 * (6 * i + j)  # the same on every rank (str hashes are not)
             t = c.put(_input(rank, salt, dtype))
             dist.all_reduce(t, op=_reduce_op(op))
@@ -150,6 +153,39 @@ def _movement(c: Checks, rank: int, world: int, dtypes) -> None:
         c.same(f"scatter {dtype}", sc, _input(root, 56, dtype, 16 * world).chunk(world)[rank])
 
 
+# About 0.5 s of GPU time on an H200 (torch.cuda._sleep spins for a number of clock cycles).
+_LATE_CYCLES = 10**9
+
+
+def _late_peer(c: Checks, rank: int, world: int) -> None:
+    """On CUDA the last rank queues a long kernel before its next collective, so the others'
+    results arrive late: a wait() that does not order the caller's stream after the op (or a
+    barrier that does not block the host) then reads stale values (or returns early)."""
+    if c.device.type == "cuda" and rank == world - 1:
+        torch.cuda._sleep(_LATE_CYCLES)
+
+
+def _barrier_waits_for_peers(c: Checks, rank: int, world: int) -> None:
+    """dist.barrier() returns on every rank only after the last rank's earlier GPU work."""
+    if c.device.type != "cuda" or world < 2:
+        return
+    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+    start.record()
+    torch.cuda._sleep(_LATE_CYCLES)
+    end.record()
+    end.synchronize()
+    late_s = start.elapsed_time(end) / 1e3
+    dist.barrier()
+    _late_peer(c, rank, world)
+    began = time.perf_counter()
+    dist.barrier()
+    waited = time.perf_counter() - began
+    c.count += 1
+    if rank != world - 1 and waited < 0.5 * late_s:
+        c.failed.append(f"barrier returned after {waited:.3f} s, before the last rank's "
+                        f"{late_s:.3f} s of GPU work")
+
+
 def _coalesced_and_p2p(c: Checks, rank: int, world: int) -> None:
     every = range(world)
     dtype = torch.float32
@@ -158,20 +194,27 @@ def _coalesced_and_p2p(c: Checks, rank: int, world: int) -> None:
     refs = [[[_input(r, 60 + 3 * k + i, dtype, 64 * world) for r in every] for i in range(2)]
             for k in range(3)]
     reduced = [c.put(t) for t in ins[0]]
+    _late_peer(c, rank, world)
     with dist._coalescing_manager(async_ops=True) as cm:
         for t in reduced:
             dist.all_reduce(t)
     cm.wait()
+    # Copied on the caller's stream at once: only cm.wait() orders it after the grouped launch.
+    reduced = [t.clone() for t in reduced]
     gathered = [c.put(torch.empty(world * t.numel(), dtype=dtype)) for t in ins[1]]
+    _late_peer(c, rank, world)
     with dist._coalescing_manager(async_ops=True) as cm:
         for out, t in zip(gathered, ins[1], strict=True):
             dist.all_gather_into_tensor(out, c.put(t))
     cm.wait()
+    gathered = [t.clone() for t in gathered]
     shards = [c.put(torch.empty(64, dtype=dtype)) for _ in ins[2]]
+    _late_peer(c, rank, world)
     with dist._coalescing_manager(async_ops=True) as cm:
         for out, t in zip(shards, ins[2], strict=True):
             dist.reduce_scatter_tensor(out, c.put(t))
     cm.wait()
+    shards = [t.clone() for t in shards]
     for i in range(2):
         c.same(f"coalesced all_reduce {i}", reduced[i], sum(refs[0][i]))
         c.same(f"coalesced all_gather_into_tensor {i}", gathered[i], torch.cat(refs[1][i]))
@@ -272,6 +315,7 @@ def main() -> int:
             {c for op, _, c in backend.last_decisions() if op == "allreduce"})
         _movement(checks, rank, world, _DTYPES[args.device])
         _coalesced_and_p2p(checks, rank, world)
+        _barrier_waits_for_peers(checks, rank, world)
         _overlap_ops(checks, rank, world)
         if args.mesh:
             record["mesh"] = _mesh_and_subgroups(checks, rank, world, args.device)

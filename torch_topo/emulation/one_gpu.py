@@ -29,9 +29,12 @@ __all__ = ["HOSTID_PREFIX", "free_port", "rank_env", "visible_gpu", "write_files
 
 HOSTID_PREFIX = "torch-topo-rehearsal"
 # Variables set for every rank unless the user set them: rank traffic stays on loopback (NCCL
-# otherwise skips `lo` and picks the machine's NIC) and off InfiniBand (the played links are
-# sockets; an RDMA loopback would be neither the target's network nor this machine's).
-NCCL_DEFAULTS = {"NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_DISABLE": "1"}
+# otherwise skips `lo` and picks the machine's NIC; Gloo, topo's CPU side, would take the
+# address the host name resolves to) and off InfiniBand (the played links are sockets; an RDMA
+# loopback would be neither the target's network nor this machine's); NCCL says why it fails
+# (its warnings, not its chatter: a hang without them shows nothing).
+NCCL_DEFAULTS = {"NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_DISABLE": "1", "GLOO_SOCKET_IFNAME": "lo",
+                 "NCCL_DEBUG": "WARN"}
 
 
 def free_port() -> int:

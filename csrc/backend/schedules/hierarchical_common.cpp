@@ -63,14 +63,18 @@ Layout describeLevels(const Levels& levels, const char* where) {
 at::Tensor rankRows(const Levels& levels, bool local_major, int64_t row_stride,
                     c10::Device device) {
   const auto n = static_cast<int64_t>(levels.host_of_rank.size());
-  at::Tensor rows = at::empty({n}, at::kLong);
+  // Pinned for a device: a copy from pageable memory would block the host until the internal
+  // stream, which just waited on the caller's, caught up with all earlier compute. The host
+  // allocator keeps the pinned block until the copy is done.
+  const bool pinned = device.type() != c10::DeviceType::CPU;
+  at::Tensor rows = at::empty({n}, at::TensorOptions(at::kLong).pinned_memory(pinned));
   auto* p = rows.data_ptr<int64_t>();
   for (int64_t r = 0; r < n; ++r) {
     const int64_t h = levels.host_of_rank[r];
     const int64_t l = levels.local_of_rank[r];
     p[r] = local_major ? l * levels.host_count + h : h * row_stride + l;
   }
-  return rows.to(device);
+  return rows.to(device, at::kLong, /*non_blocking=*/pinned);
 }
 
 Chunking planChunks(int64_t total, int64_t chunk_bytes, int64_t elem_size, int64_t parts,
