@@ -143,23 +143,19 @@ for step in "${STEPS[@]}"; do
   current=""
   [ "$name" = build ] && [ "$result" != ok ] && break
   if [ "$name" = "rehearsal: NCCL_HOSTID" ]; then
-    # The NCCL variables of the setting that worked at the largest world tried (none: default).
-    GPU_CHECK_NCCL_ENV="$("$PY" -c 'import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except (OSError, ValueError):
-    sys.exit()
-ok = [a for a in d.get("attempts", []) if a["rc"] == 0]
-print(" ".join(max(ok, key=lambda a: a["world"])["nccl_env"]) if ok else "")' "$WORK/nccl_hostid.json")"
-    export GPU_CHECK_NCCL_ENV
-    echo "gpu_check: rehearsal launches get --nccl-env for: ${GPU_CHECK_NCCL_ENV:-nothing}"
-    # Only a check that ran on a GPU and found nothing working at world 2 blocks the rest.
-    REHEARSAL_BLOCKED="$("$PY" -c 'import json, sys
+    # The NCCL variables of the setting that worked at the largest world tried (none: default),
+    # and whether the rest is blocked: only a check that ran on a GPU and found nothing working
+    # at world 2 blocks it.
+    { read -r REHEARSAL_BLOCKED; read -r GPU_CHECK_NCCL_ENV; } < <("$PY" -c 'import json, sys
 try:
     d = json.load(open(sys.argv[1]))
 except (OSError, ValueError):
     d = {}
-print(int("attempts" in d and "2" not in d.get("working", {})))' "$WORK/nccl_hostid.json")"
+ok = [a for a in d.get("attempts", []) if a["rc"] == 0]
+print(int("attempts" in d and "2" not in d.get("working", {})))
+print(" ".join(max(ok, key=lambda a: a["world"])["nccl_env"]) if ok else "")' "$WORK/nccl_hostid.json")
+    export GPU_CHECK_NCCL_ENV
+    echo "gpu_check: rehearsal launches get --nccl-env for: ${GPU_CHECK_NCCL_ENV:-nothing}"
     [ "$REHEARSAL_BLOCKED" = 1 ] && echo "gpu_check: no setting ran 2 ranks on this GPU; the rehearsal steps are skipped"
   fi
 done

@@ -350,9 +350,7 @@ uint64_t TopoBackend::getSequenceNumberForGroup() { return seq_; }
 
 void TopoBackend::shutdown() {
   for (auto& [type, route] : routes_) route->stopSchedules();
-  for (auto& [type, route] : routes_) {
-    for (auto& backend : route->backends()) backend->shutdown();
-  }
+  forEachBackend([&](c10d::Backend& backend) { backend.shutdown(); });
   // Gloo's shutdown() is a no-op: its worker threads live as long as the backend, and DDP or a
   // module global keeps the group alive into interpreter exit, where a worker that drops the
   // last reference to a finished work's Python tensor is killed by Python while it unwinds a
@@ -368,18 +366,20 @@ void TopoBackend::shutdown() {
   }
 }
 
-void TopoBackend::abort() {
+void TopoBackend::forEachBackend(const std::function<void(c10d::Backend&)>& fn) {
   for (auto& [type, route] : routes_) {
-    for (auto& backend : route->backends()) backend->abort();
+    for (auto& backend : route->backends()) fn(*backend);
   }
+}
+
+void TopoBackend::abort() {
+  forEachBackend([&](c10d::Backend& backend) { backend.abort(); });
 }
 
 #if TORCH_TOPO_TORCH_AT_LEAST(2, 13)
 void TopoBackend::setTimeout(std::chrono::milliseconds timeout) {
   options_->timeout = timeout;
-  for (auto& [type, route] : routes_) {
-    for (auto& backend : route->backends()) backend->setTimeout(timeout);
-  }
+  forEachBackend([&](c10d::Backend& backend) { backend.setTimeout(timeout); });
 }
 
 c10d::ErrorType TopoBackend::getError() {
@@ -393,9 +393,7 @@ c10d::ErrorType TopoBackend::getError() {
 
 #if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
 void TopoBackend::addEphemeralTimeout(const std::chrono::milliseconds& timeout) {
-  for (auto& [type, route] : routes_) {
-    for (auto& backend : route->backends()) backend->addEphemeralTimeout(timeout);
-  }
+  forEachBackend([&](c10d::Backend& backend) { backend.addEphemeralTimeout(timeout); });
 }
 
 void TopoBackend::setBoundDeviceId(std::optional<at::Device> device) {

@@ -286,6 +286,8 @@ class TopoBackend : public c10d::Backend {
   /// Inside a coalesced block, before an op on `route`: starts the route's native coalescing
   /// on first use, or notes that the block holds ops of another kind.
   void joinCoalesced(DeviceRoute& route);
+  /// Calls `fn` on every inner and level backend of every built route.
+  void forEachBackend(const std::function<void(c10d::Backend&)>& fn);
 
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<Options> options_;

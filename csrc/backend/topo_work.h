@@ -20,8 +20,8 @@ namespace torch_topo::backend {
 /// The result of one TopoBackend op.
 ///
 /// Two completion modes share one class and one completion path (`complete`):
-///  - pending mode (CPU, and coalesced blocks and barriers that mix in CPU ops): the inner
-///    works are still in flight; the epilogue runs when the last of them finishes, either from
+///  - pending mode (CPU ops, every op inside a coalesced block, and a block's end unless it is
+///    one NCCL group alone): the inner works are still in flight; the epilogue runs when the last of them finishes, either from
 ///    the inner futures' callbacks or from `wait()`, whichever comes first (exactly once).
 ///    `wait()` and `isCompleted()` always ask the inner works too: an NCCL work's future is set
 ///    when the op is queued, so its callback says nothing about the GPU;
@@ -76,8 +76,8 @@ class TopoWork : public c10d::Work {
   /// op is queued); pending mode: the base class's.
   void blockCurrentStream() override;
   /// Pending mode: waits on every inner work (each bounded by `timeout`, or the inner
-  /// backend's own timeout when unset), then runs the epilogue if not yet run; rethrows the first error
-  /// and sets status TIMEDOUT or ERROR. Stream mode: `synchronize()` (no host block).
+  /// backend's own timeout when unset), then runs the epilogue if not yet run; rethrows the
+  /// first error and sets status TIMEDOUT or ERROR. Stream mode: `synchronize()` (no host block).
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   /// Aborts the inner works still in flight.
   void abort() override;

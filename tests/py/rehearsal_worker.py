@@ -8,8 +8,8 @@ cuda:$LOCAL_RANK, as torch recommends), records the cluster topo believes in, th
 c10d collective through the world group: each reduction for every dtype and reduce op the inner
 backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
 batch_isend_irecv, and the overlap ops; on CUDA, with a late peer, that coalesced blocks'
-wait() and barrier() order the caller after the op. Each result is compared with the one computed locally
-from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
+wait() and barrier() order the caller after the op. Each result is compared with the one
+computed locally from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
 equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
 was given) and `new_group(backend=...)` subgroups. Writes <out>/rank<R>.json; the test asserts
 on it.

@@ -33,7 +33,7 @@ HOSTID_PREFIX = "torch-topo-rehearsal"
 # address the host name resolves to) and off InfiniBand (the played links are sockets; an RDMA
 # loopback would be neither the target's network nor this machine's); NCCL says why it fails
 # (its warnings, not its chatter: a hang without them shows nothing).
-NCCL_DEFAULTS = {"NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_DISABLE": "1", "GLOO_SOCKET_IFNAME": "lo",
+RANK_DEFAULTS = {"NCCL_SOCKET_IFNAME": "lo", "NCCL_IB_DISABLE": "1", "GLOO_SOCKET_IFNAME": "lo",
                  "NCCL_DEBUG": "WARN"}
 
 
@@ -80,7 +80,7 @@ def rank_env(base, spec: RankSpec, world: int, *, gpu: str, master_port: int, ru
              host_path: str, cluster_path: str, nccl_env: dict[str, str]) -> dict[str, str]:
     """The environment of one rank (see the module docstring)."""
     env = dict(base)
-    for key, value in NCCL_DEFAULTS.items():
+    for key, value in RANK_DEFAULTS.items():
         env.setdefault(key, value)
     env.update(nccl_env)
     env.update({
