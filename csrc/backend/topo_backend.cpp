@@ -264,8 +264,8 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
   std::vector<at::Tensor> keepAlive(inputs);
   keepAlive.insert(keepAlive.end(), outputs.begin(), outputs.end());
   keepAlive.insert(keepAlive.end(), issued.buffers.begin(), issued.buffers.end());
-  return TopoWork::streamed(rank_, type, op, outputs, std::move(keepAlive), scope.end(),
-                            std::move(future));
+  return TopoWork::streamed(rank_, type, op, outputs, std::move(keepAlive),
+                            route.internalStream(device), scope.end(), std::move(future));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::collective(

@@ -3,6 +3,7 @@
 // (layer: csrc/backend).
 #include "backend/topo_backend.h"
 
+#include <memory>
 #include <numeric>
 
 #include <c10/util/Exception.h>
@@ -260,21 +261,25 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::alltoall(std::vector<at::Tensor>& ou
     outSplits.push_back(outputs[r].numel());
     inFlat.push_back(inputs[r].reshape({-1}));
   }
-  at::Tensor packed = at::cat(inFlat);
-  at::Tensor received = at::empty({std::accumulate(outSplits.begin(), outSplits.end(), int64_t{0})},
-                                  packed.options());
+  // Allocated inside the op, on the internal stream where it has one: that stream's later
+  // ops are the only ones that can reuse the buffers, so none can before this op is done.
+  auto received = std::make_shared<at::Tensor>();
   Epilogue unpack = [outputs, received, outSplits] {
     int64_t at = 0;
     for (size_t r = 0; r < outputs.size(); ++r) {
-      outputs[r].copy_(received.narrow(0, at, outSplits[r]).view(outputs[r].sizes()));
+      outputs[r].copy_(received->narrow(0, at, outSplits[r]).view(outputs[r].sizes()));
       at += outSplits[r];
     }
   };
   return launch(route, c10d::OpType::ALLTOALL, "alltoall", outputs, inputs,
                 [&] {
-                  return Issued{route.inner->alltoall_base(received, packed, outSplits, inSplits,
-                                                           opts),
-                                {packed, received}};
+                  at::Tensor packed = at::cat(inFlat);
+                  *received = at::empty(
+                      {std::accumulate(outSplits.begin(), outSplits.end(), int64_t{0})},
+                      packed.options());
+                  return Issued{route.inner->alltoall_base(*received, packed, outSplits,
+                                                           inSplits, opts),
+                                {packed, *received}};
                 },
                 std::move(unpack));
 }

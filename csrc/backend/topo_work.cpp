@@ -39,7 +39,22 @@ TopoWork::TopoWork(int rank, c10d::OpType opType, const std::string& title,
       title_(title),
       outputs_(std::move(outputs)) {}
 
-TopoWork::~TopoWork() = default;
+TopoWork::~TopoWork() {
+  // Dropped before its end and never waited: no stream was ordered after the op, so its
+  // tensors go back to the allocator only after the internal stream's current point.
+  if (!end_ || waited_) return;
+  try {
+    if (end_->query()) return;
+    c10::impl::VirtualGuardImpl impl(stream_->device_type());
+    for (const auto& t : keepAlive_) {
+      if (t.defined() && t.has_storage()) {
+        impl.recordDataPtrOnStream(t.storage().data_ptr(), *stream_);
+      }
+    }
+  } catch (...) {
+    // A destructor must not throw; a failed query means the device has already failed.
+  }
+}
 
 c10::intrusive_ptr<TopoWork> TopoWork::pending(
     int rank, c10d::OpType opType, const std::string& op, std::vector<at::Tensor> outputs,
@@ -57,10 +72,11 @@ c10::intrusive_ptr<TopoWork> TopoWork::pending(
 
 c10::intrusive_ptr<TopoWork> TopoWork::streamed(
     int rank, c10d::OpType opType, const std::string& op, std::vector<at::Tensor> outputs,
-    std::vector<at::Tensor> keepAlive, c10::Event end,
+    std::vector<at::Tensor> keepAlive, c10::Stream stream, c10::Event end,
     c10::intrusive_ptr<c10::ivalue::Future> future) {
   auto work = c10::make_intrusive<TopoWork>(rank, opType, "topo:" + op, std::move(outputs));
   work->keepAlive_ = std::move(keepAlive);
+  work->stream_ = stream;
   work->end_.emplace(std::move(end));
   work->future_ = std::move(future);
   // Everything is enqueued: from the host's point of view the op is done; errors of enqueued
@@ -163,6 +179,7 @@ std::vector<at::Tensor> TopoWork::result() { return outputs_; }
 
 void TopoWork::synchronize() {
   if (!end_) return;
+  waited_ = true;
   c10::impl::VirtualGuardImpl impl(end_->device_type());
   end_->block(impl.getStream(c10::Device(end_->device_type(), end_->device_index())));
 }

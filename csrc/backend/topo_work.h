@@ -46,11 +46,14 @@ class TopoWork : public c10d::Work {
       int rank, c10d::OpType opType, const std::string& op, std::vector<at::Tensor> outputs,
       std::vector<c10::intrusive_ptr<c10d::Work>> inner, std::function<void()> epilogue);
 
-  /// Stream mode: `end` was recorded on the internal stream after the last step of the op;
-  /// `future` was completed with the outputs while that stream was current.
+  /// Stream mode: `end` was recorded on `stream` (the internal stream) after the last step of
+  /// the op; `future` was completed with the outputs while that stream was current.
+  /// `keepAlive` (the op's tensors) live as long as the work; a work destroyed before `end`
+  /// without a wait() first records them on `stream`, so the caching allocator cannot reuse
+  /// their memory before the op is done with it (what ProcessGroupNCCL does for its tensors).
   static c10::intrusive_ptr<TopoWork> streamed(
       int rank, c10d::OpType opType, const std::string& op, std::vector<at::Tensor> outputs,
-      std::vector<at::Tensor> keepAlive, c10::Event end,
+      std::vector<at::Tensor> keepAlive, c10::Stream stream, c10::Event end,
       c10::intrusive_ptr<c10::ivalue::Future> future);
 
   TopoWork(int rank, c10d::OpType opType, const std::string& title,
@@ -97,7 +100,9 @@ class TopoWork : public c10d::Work {
   std::vector<at::Tensor> keepAlive_;
   std::vector<c10::intrusive_ptr<c10d::Work>> inner_;
   std::function<void()> epilogue_;
+  std::optional<c10::Stream> stream_;
   std::optional<c10::Event> end_;
+  std::atomic<bool> waited_{false};
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::once_flag completeOnce_;
   std::atomic<Status> status_{Status::PENDING};

@@ -8,7 +8,8 @@ cuda:$LOCAL_RANK, as torch recommends), records the cluster topo believes in, th
 c10d collective through the world group: each reduction for every dtype and reduce op the inner
 backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
 batch_isend_irecv, and the overlap ops; on CUDA, with a late peer, that coalesced blocks'
-wait() and barrier() order the caller after the op. Each result is compared with the one
+wait() and barrier() order the caller after the op and that a dropped work's buffers are not
+reused early. Each result is compared with the one
 computed locally from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
 equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
 was given) and `new_group(backend=...)` subgroups. Writes <out>/rank<R>.json; the test asserts
@@ -108,9 +109,13 @@ def _reductions(c: Checks, rank: int, world: int, dtypes) -> None:
             c.same(f"reduce_scatter {dtype} {op}", out, want.chunk(world)[rank])
 
 
+# NCCL moves float8 as bytes (torch refuses it only in reductions); Gloo has no float8.
+_FLOAT8 = {"cuda": [torch.float8_e4m3fn, torch.float8_e5m2], "cpu": []}
+
+
 def _movement(c: Checks, rank: int, world: int, dtypes) -> None:
     every = range(world)
-    for dtype in dtypes[:3]:
+    for dtype in dtypes[:3] + _FLOAT8[c.device.type]:
         mine = _input(rank, 50, dtype)
         out = c.put(torch.empty(world * _NUMEL, dtype=dtype))
         dist.all_gather_into_tensor(out, c.put(mine))
@@ -184,6 +189,33 @@ def _barrier_waits_for_peers(c: Checks, rank: int, world: int) -> None:
     if rank != world - 1 and waited < 0.5 * late_s:
         c.failed.append(f"barrier returned after {waited:.3f} s, before the last rank's "
                         f"{late_s:.3f} s of GPU work")
+
+
+def _dropped_all_to_all(c: Checks, rank: int, world: int) -> None:
+    """An uneven list all-to-all (topo packs it into one buffer and unpacks after) whose work
+    is dropped without wait(). On CUDA the last rank is late and then allocates buffers of
+    the packed sizes on its stream and fills them with NaN at once: had topo's buffers gone
+    back to that stream's pool when the work was dropped, the NaNs would land in what it sends
+    or unpacks. Results are read after a device synchronize (on CPU after wait(): a dropped
+    CPU work ends on Gloo's thread, which nothing here could wait for)."""
+    every = range(world)
+    dtype = torch.float32
+    sizes = [[64 * (r + j + 1) for j in every] for r in every]
+    outs = [c.put(torch.empty(sizes[r][rank], dtype=dtype)) for r in every]
+    sent = _input(rank, 57, dtype, sum(sizes[rank]))
+    ins = [c.put(p) for p in sent.split(sizes[rank])]
+    _late_peer(c, rank, world)
+    work = dist.all_to_all(outs, ins, async_op=True)
+    if c.device.type == "cuda":
+        del work
+        for numel in (sum(sizes[rank]), sum(sizes[r][rank] for r in every)):
+            torch.full((numel,), float("nan"), dtype=dtype, device=c.device)
+        torch.cuda.synchronize()
+    else:
+        work.wait()
+    want = torch.cat([_input(r, 57, dtype, sum(sizes[r])).split(sizes[r])[rank] for r in every])
+    c.same("all_to_all uneven, work dropped", torch.cat([o.cpu() for o in outs]), want)
+    dist.barrier()
 
 
 def _coalesced_and_p2p(c: Checks, rank: int, world: int) -> None:
@@ -315,6 +347,7 @@ def main() -> int:
             {c for op, _, c in backend.last_decisions() if op == "allreduce"})
         _movement(checks, rank, world, _DTYPES[args.device])
         _coalesced_and_p2p(checks, rank, world)
+        _dropped_all_to_all(checks, rank, world)
         _barrier_waits_for_peers(checks, rank, world)
         _overlap_ops(checks, rank, world)
         if args.mesh:

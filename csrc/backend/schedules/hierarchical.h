@@ -15,8 +15,8 @@ namespace torch_topo::backend {
 
 /// Temporaries a schedule allocated. On CPU every step has completed when a schedule returns,
 /// so the caller may drop them. On CUDA the steps are only enqueued (each Work::wait() made the
-/// current stream wait): the caller keeps these alive in its Work until its end event has
-/// completed, instead of relying on recordStream (docs/design.md §4).
+/// current stream wait) on the internal stream they were allocated on, so only that stream's
+/// later, ordered ops can reuse them; the caller's Work holds them too (docs/design.md §4).
 using ScheduleBuffers = std::vector<at::Tensor>;
 
 /// How every schedule below behaves.
