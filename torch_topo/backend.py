@@ -15,6 +15,7 @@ NCCL hints the creator gives its own (`torch_topo.split`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from datetime import timedelta
@@ -151,6 +152,8 @@ def build_inner_backends(store, rank: int, size: int, timeout: timedelta, group_
 def _create_backend(dist_opts, pg_options):
     config = resolve_config(pg_options)
     timeout = config.timeout if config.timeout is not None else dist_opts.timeout
+    # The cluster exchange and the levels wait as long as the group's collectives would.
+    config = dataclasses.replace(config, timeout_s=timeout.total_seconds())
     store = dist_opts.store
     rank, size = dist_opts.group_rank, dist_opts.group_size
     group_name = str(getattr(dist_opts, "group_id", ""))

@@ -256,6 +256,30 @@ _ERROR_TYPES = {cls.__name__: cls for cls in (_C.TopoMismatchError, _C.TopoParse
                                               _C.TopoError, ValueError, TimeoutError)}
 
 
+def _error_report(exc: Exception) -> bytes:
+    return _ERROR_MARK + json.dumps({"type": type(exc).__name__, "message": str(exc)}).encode()
+
+
+def raise_if_reported(payload: bytes, where: str) -> bytes:
+    """`payload` unless it is an error report (`publish_failure`, `decided_by_root`): then
+    raises that error again, its message followed by `where`."""
+    if payload.startswith(_ERROR_MARK):
+        report = json.loads(payload[len(_ERROR_MARK):])
+        error = _ERROR_TYPES.get(report["type"], RuntimeError)
+        raise error(f"{report['message']} ({where})")
+    return payload
+
+
+def publish_failure(store, group_rank: int, own_key: str, root_key: str,
+                    exc: Exception) -> None:
+    """A rank that cannot produce its record publishes its error in the record's place, so
+    group rank 0 raises it for everyone (`decided_by_root`) instead of every rank waiting out
+    the timeout; group rank 0's own failure goes straight to the root's key."""
+    store.set(own_key, _error_report(exc))
+    if group_rank == 0:
+        store.set(root_key, _error_report(exc))
+
+
 def decided_by_root(store, key: str, group_rank: int, timeout: timedelta, what: str,
                      decide) -> bytes:
     """Group rank 0 runs `decide()` (which reads what every rank published) and publishes the
@@ -266,8 +290,7 @@ def decided_by_root(store, key: str, group_rank: int, timeout: timedelta, what: 
         try:
             payload = decide()
         except Exception as exc:
-            report = {"type": type(exc).__name__, "message": str(exc)}
-            store.set(key, _ERROR_MARK + json.dumps(report).encode())
+            store.set(key, _error_report(exc))
             raise
         store.set(key, payload)
         return payload
@@ -280,12 +303,7 @@ def decided_by_root(store, key: str, group_rank: int, timeout: timedelta, what: 
             "arrived; a rank did not reach backend creation (crashed, or a different world "
             "size), or group rank 0 was slower than the timeout"
         ) from exc
-    payload = store.get(key)
-    if payload.startswith(_ERROR_MARK):
-        report = json.loads(payload[len(_ERROR_MARK):])
-        error = _ERROR_TYPES.get(report["type"], RuntimeError)
-        raise error(f"{report['message']} (reported by group rank 0)")
-    return payload
+    return raise_if_reported(store.get(key), "reported by group rank 0")
 
 
 def _host_document(own: dict) -> tuple[str, str]:
@@ -318,6 +336,7 @@ def _read_placements(store, group_size: int, timeout: timedelta) -> tuple[list[d
     records: list[dict] = []
     digests: dict[str, int] = {}
     for r, (key, raw) in enumerate(zip(keys, get_many(store, keys), strict=True)):
+        raise_if_reported(raw, f"raised on group rank {r}")
         try:
             rank, hostname, local_rank, local_device, digest = json.loads(raw)
         except (ValueError, TypeError) as exc:
@@ -484,7 +503,11 @@ def exchange_cluster(
             _check_same_reuse(store, group_rank, group_size, records, docs, timeout)
             return _assemble(records, gbps, group_rank, docs)
     play_index = group_rank if global_rank is None else global_rank
-    own = own_record(cfg, group_size, play_index)
+    try:
+        own = own_record(cfg, group_size, play_index)
+    except Exception as exc:
+        publish_failure(store, group_rank, f"{KEY_PREFIX}{group_rank}", TABLE_KEY, exc)
+        raise
     gbps = cfg.inter_host_gbps or 0.0
     cluster, records, docs = exchange_records(store, group_rank, group_size, own,
                                               timeout=timeout, inter_host_gbps=gbps)

@@ -9,6 +9,7 @@ to the constructor wins over the environment whatever its value, default values 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass
 from datetime import timedelta
@@ -123,16 +124,30 @@ class TopoConfig(_RecordsGivenFields):
     from the NIC speeds the hosts report (the slowest host's fastest NIC)."""
 
     def __post_init__(self) -> None:
-        if self.timeout_s is not None and not self.timeout_s > 0:
-            raise ValueError(f"TopoConfig.timeout_s: got {self.timeout_s}, expected > 0 or None")
+        # Types first: "0" would pass as a true flag and a string timeout would fail only at
+        # group creation, far from the option that caused it.
+        for name in ("use_topo_aware_collectives", "bind_numa", "nccl_hints", "debug"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"TopoConfig.{name}: got {getattr(self, name)!r}, expected "
+                                 "True or False")
+        for name in ("topology_file", "play"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ValueError(f"TopoConfig.{name}: got {getattr(self, name)!r}, expected a "
+                                 "string or None")
+        if isinstance(self.pipeline_chunk_bytes, bool) or not isinstance(
+                self.pipeline_chunk_bytes, int):
+            raise ValueError(f"TopoConfig.pipeline_chunk_bytes: got "
+                             f"{self.pipeline_chunk_bytes!r}, expected an integer")
+        for name in ("timeout_s", "inter_host_gbps"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not math.isfinite(value) or not value > 0):
+                raise ValueError(f"TopoConfig.{name}: got {value!r}, expected a finite number "
+                                 "> 0 or None")
         if self.hierarchical not in ("auto", "always", "never"):
             raise ValueError(
                 f"TopoConfig.hierarchical: got {self.hierarchical!r}, "
                 "expected 'auto', 'always' or 'never'"
-            )
-        if self.inter_host_gbps is not None and not self.inter_host_gbps > 0:
-            raise ValueError(
-                f"TopoConfig.inter_host_gbps: got {self.inter_host_gbps}, expected > 0 or None"
             )
         if self.pipeline_chunk_bytes < 1024:
             raise ValueError(

@@ -28,6 +28,8 @@ from torch_topo.cluster import (
     decided_by_root,
     exchange_cluster,
     get_many,
+    publish_failure,
+    raise_if_reported,
     wait_all,
 )
 from torch_topo.config import TopoConfig
@@ -149,20 +151,29 @@ def play_host(play: str | None, global_rank: int) -> str | None:
     return host
 
 
-def exchange_hostnames(store, group_rank: int, group_size: int, my_host: str, *,
+def exchange_hostnames(store, group_rank: int, group_size: int, my_host, *,
                        timeout: timedelta = _DEFAULT_TIMEOUT) -> list[str]:
     """Every member's host name, by group rank. Each publishes its own; group rank 0 reads them
     all and publishes the list once, which every other rank reads: one read per rank whatever
-    the group size."""
-    store.set(f"{_KEY_PREFIX}/host/{group_rank}", my_host.encode())
+    the group size. `my_host` is the name or a function that returns it; what that raises
+    reaches every rank at once."""
+    table_key = f"{_KEY_PREFIX}/hosts"
+    own_key = f"{_KEY_PREFIX}/host/{group_rank}"
+    try:
+        name = my_host() if callable(my_host) else my_host
+    except Exception as exc:
+        publish_failure(store, group_rank, own_key, table_key, exc)
+        raise
+    store.set(own_key, name.encode())
 
     def gather() -> bytes:
         keys = [f"{_KEY_PREFIX}/host/{r}" for r in range(group_size)]
         wait_all(store, keys, timeout, 0, "host names")
-        return zlib.compress(json.dumps([v.decode() for v in get_many(store, keys)]).encode())
+        names = [raise_if_reported(v, f"raised on group rank {r}").decode()
+                 for r, v in enumerate(get_many(store, keys))]
+        return zlib.compress(json.dumps(names).encode())
 
-    table = decided_by_root(store, f"{_KEY_PREFIX}/hosts", group_rank, timeout, "the host names",
-                            gather)
+    table = decided_by_root(store, table_key, group_rank, timeout, "the host names", gather)
     return json.loads(zlib.decompress(table))
 
 
@@ -391,7 +402,9 @@ def discover_layout(store, group_rank: int, group_size: int, global_rank: int,
 
     if (config.play or os.environ.get("TORCH_TOPO_PLAY")) and resolve_pinned_file(config) is None:
         play = config.play or os.environ["TORCH_TOPO_PLAY"]
-        names = exchange_hostnames(store, group_rank, group_size, play_host(play, global_rank))
+        names = exchange_hostnames(store, group_rank, group_size,
+                                   lambda: play_host(play, global_rank),
+                                   timeout=config.timeout or _DEFAULT_TIMEOUT)
         return HostLayout.from_hostnames(names), None
     cluster = exchange_cluster(store, group_rank, group_size, config, global_rank=global_rank,
                                global_ranks=global_ranks)

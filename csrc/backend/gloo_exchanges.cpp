@@ -137,6 +137,10 @@ bool isGloo(const c10d::Backend& backend) { return backend.getBackendName() == "
 
 bool isDense(const at::Tensor& t) { return t.layout() == c10::kStrided; }
 
+// What Gloo's typed collectives are handed: they know no complex type, so a complex tensor
+// travels as its real view (the exchanges only move bytes; folds use the complex tensors).
+at::Tensor onWire(const at::Tensor& t) { return t.is_complex() ? at::view_as_real(t) : t; }
+
 // Sends and receives of one peer exchange; wait() waits for all of them, then runs `after`
 // (the fold) once. Gloo's send/recv works have no future, so neither has this one.
 class PeerWork : public c10d::Work {
@@ -321,7 +325,9 @@ c10::intrusive_ptr<c10d::Work> oneStepReduceScatter(c10d::Backend& backend, at::
   std::vector<int64_t> even;  // no split sizes: equal blocks
   c10d::AllToAllOptions opts;
   opts.timeout = timeout;
-  auto exchange = backend.alltoall_base(received, send, even, even, opts);
+  at::Tensor wireOut = onWire(received);
+  at::Tensor wireIn = onWire(send);
+  auto exchange = backend.alltoall_base(wireOut, wireIn, even, even, opts);
   return foldAfter(c10d::OpType::_REDUCE_SCATTER_BASE, std::move(exchange), std::move(received),
                    std::move(output), op, ranks);
 }
@@ -343,7 +349,9 @@ c10::intrusive_ptr<c10d::Work> oneStepAllReduce(c10d::Backend& backend, at::Tens
   at::Tensor received = at::empty({2 * send.numel()}, send.options());
   c10d::AllgatherOptions opts;
   opts.timeout = timeout;
-  auto exchange = backend._allgather_base(received, send, opts);
+  at::Tensor wireOut = onWire(received);
+  at::Tensor wireIn = onWire(send);
+  auto exchange = backend._allgather_base(wireOut, wireIn, opts);
   return foldAfter(c10d::OpType::ALLREDUCE, std::move(exchange), std::move(received),
                    std::move(tensor), op, 2);
 }
@@ -357,7 +365,8 @@ c10::intrusive_ptr<c10d::Work> oneStepAllGather(c10d::Backend& backend, at::Tens
                     output.numel(), " elements, expected ", input.numel(), " x ", ranks);
   // Block j of the send buffer goes to rank j: every block is this rank's input.
   at::Tensor send = input.reshape({1, -1}).expand({ranks, input.numel()}).contiguous();
-  at::Tensor received = output.view({ranks, -1});
+  at::Tensor received = onWire(output.view({ranks, -1}));
+  send = onWire(send);
   std::vector<int64_t> even;
   c10d::AllToAllOptions opts;
   opts.timeout = timeout;

@@ -302,10 +302,11 @@ c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route
     // divide in place, which integer tensors cannot hold.
     const bool integerAvg = kind == c10d::ReduceOp::AVG && route.nativeAvg &&
                             c10::isIntegralType(t.scalar_type(), /*includeBool=*/false);
-    if (scaled && !integerAvg && !c10::isFloatingType(t.scalar_type())) {
+    if (scaled && !integerAvg && !c10::isFloatingType(t.scalar_type()) &&
+        !c10::isComplexType(t.scalar_type())) {
       C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", opName, ": ReduceOp.",
                                            reduceOpName(kind),
-                                           " needs a floating-point tensor: got ",
+                                           " needs a floating-point or complex tensor: got ",
                                            t.scalar_type()));
     }
     if (kind == c10d::ReduceOp::UNUSED) {

@@ -4,6 +4,7 @@ topology files; disagreement, timeouts and bad play specs get clear errors."""
 
 import json
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,52 @@ def test_ranks_of_one_host_with_different_graphs_fail_on_every_rank(tmp_path):
     for result in _run(tmp_path, configs):
         assert result.get("error") == "TopoMismatchError", result
         assert "ranks 0 and 1 on host 'hostA' disagree on the host topology" in result["message"]
+
+
+def _layout_main(rank, world, store_path, play, out_dir):
+    from torch_topo.hierarchy import discover_layout
+
+    store = dist.FileStore(store_path, world)
+    began = time.monotonic()
+    try:
+        layout, _ = discover_layout(store, rank, world, rank, TopoConfig(play=play,
+                                                                         timeout_s=600.0))
+        result = {"hosts": layout.host_names}
+    except Exception as exc:  # reported to the parent, which asserts on it
+        result = {"error": type(exc).__name__, "message": str(exc)}
+    result["seconds"] = time.monotonic() - began
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(result))
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("bad", [0, 2])
+def test_a_rank_that_cannot_play_fails_every_rank_at_once(tmp_path, bad):
+    """Its error reaches the others through the store, long before their 600 s timeout."""
+    entries = ["hostA:0", "hostA:1", "hostB:0"]
+    entries[bad] = "hostB:9"  # the p4d file has GPUs 0..7
+    cfg = {"topology_file": P4D, "play": ",".join(entries), "timeout_s": 600.0}
+    results = _run(tmp_path, [cfg] * 3)
+    for rank, result in enumerate(results):
+        assert result.get("error") == "ValueError", result
+        assert "GPU 9 on 'hostB'" in result["message"], result
+        if rank != bad:
+            where = "raised on group rank 2" if bad == 2 else "reported by group rank 0"
+            assert where in result["message"], result
+
+
+@pytest.mark.timeout(180)
+def test_a_bad_play_entry_without_a_file_fails_every_rank_at_once(tmp_path, monkeypatch):
+    for var in ("TORCH_TOPO_FILE", "NCCL_TOPO_FILE", "TORCH_TOPO_PLAY"):
+        monkeypatch.delenv(var, raising=False)
+    world = 3
+    mp.start_processes(_layout_main, nprocs=world, start_method="spawn",
+                       args=(world, str(tmp_path / "store"), "a:0,b,c:0", str(tmp_path)))
+    results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
+    for result in results:
+        assert result.get("error") == "ValueError", result
+        assert "got entry 'b', expected HOST:GPU" in result["message"], result
+        assert result["seconds"] < 60, result
+    assert "raised on group rank 1" in results[0]["message"]
 
 
 def test_missing_rank_times_out_naming_it(tmp_path):

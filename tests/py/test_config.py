@@ -127,6 +127,9 @@ def test_parse_bool_is_the_one_parser():
         ({"TORCH_TOPO_AWARE": "maybe"}, "TORCH_TOPO_AWARE: got 'maybe'"),
         ({"TORCH_TOPO_TIMEOUT": "-1"}, "TORCH_TOPO_TIMEOUT: TopoConfig.timeout_s: got -1.0"),
         ({"TORCH_TOPO_TIMEOUT": "soon"}, "TORCH_TOPO_TIMEOUT: got 'soon', expected a number"),
+        ({"TORCH_TOPO_TIMEOUT": "inf"}, "TORCH_TOPO_TIMEOUT: TopoConfig.timeout_s: got inf"),
+        ({"TORCH_TOPO_INTER_HOST_GBPS": "nan"},
+         "TORCH_TOPO_INTER_HOST_GBPS: TopoConfig.inter_host_gbps: got nan"),
         ({"TORCH_TOPO_HIERARCHICAL": "sometimes"},
          "TORCH_TOPO_HIERARCHICAL: TopoConfig.hierarchical: got 'sometimes'"),
         ({"TORCH_TOPO_CHUNK_BYTES": "12"},
@@ -138,6 +141,24 @@ def test_parse_bool_is_the_one_parser():
 def test_bad_values_name_the_variable(env, fragment):
     with pytest.raises(ValueError, match=fragment):
         TopoConfig.from_env(env)
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"use_topo_aware_collectives": "0"}, "TopoConfig.use_topo_aware_collectives: got '0'"),
+        ({"debug": "no"}, "TopoConfig.debug: got 'no'"),
+        ({"bind_numa": 1}, "TopoConfig.bind_numa: got 1"),
+        ({"timeout_s": "5"}, "TopoConfig.timeout_s: got '5'"),
+        ({"timeout_s": True}, "TopoConfig.timeout_s: got True"),
+        ({"pipeline_chunk_bytes": 4096.0}, "TopoConfig.pipeline_chunk_bytes: got 4096.0"),
+        ({"topology_file": 3}, "TopoConfig.topology_file: got 3"),
+        ({"inter_host_gbps": float("inf")}, "TopoConfig.inter_host_gbps: got inf"),
+    ],
+)
+def test_bad_field_types_name_the_field(kwargs, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        TopoConfig(**kwargs)
 
 
 def test_unknown_field_is_a_type_error():
