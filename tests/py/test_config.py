@@ -347,3 +347,17 @@ def test_aware_off_issues_exactly_what_plain_gloo_does(tmp_path, monkeypatch, wo
         # On, the same program issues other calls (one-step exchanges, levels): the comparison
         # can tell; the results agree.
         assert seen["on"][0] != calls and seen["on"][1] == values
+
+
+@pytest.mark.parametrize("argv", [["show", P4D], ["convert", P4D, "--to", "json"],
+                                  ["plan", P4D, "--mesh", "dp=8"]])
+def test_every_cli_verb_refuses_a_bad_variable(argv, monkeypatch, capsys):
+    from torch_topo.cli import main
+
+    monkeypatch.setenv("TORCH_TOPO_FOO", "1")
+    assert main(argv) == 2
+    assert "unknown variable TORCH_TOPO_FOO" in capsys.readouterr().err
+    monkeypatch.delenv("TORCH_TOPO_FOO")
+    monkeypatch.setenv("TORCH_TOPO_TIMEOUT", "inf")
+    assert main(argv) == 2
+    assert "TORCH_TOPO_TIMEOUT: TopoConfig.timeout_s: got inf" in capsys.readouterr().err

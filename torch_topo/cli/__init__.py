@@ -10,6 +10,8 @@ import importlib
 import pkgutil
 import sys
 
+from torch_topo.config import TopoConfig
+
 __all__ = ["main", "build_parser"]
 
 
@@ -48,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:
+        # Every verb, even one that reads no option, refuses a misspelt TORCH_TOPO_* variable:
+        # the user set it expecting an effect.
+        TopoConfig.from_env()
         return int(args.run(args))
     except (ValueError, OSError, RuntimeError) as exc:
         print(f"torch_topo {args.verb}: error: {_one_line(exc)}", file=sys.stderr)

@@ -96,7 +96,7 @@ def render_text(topo: Topology) -> str:
         rows.append([names[i], *cells, gpus[i].cpu_affinity or "N/A",
                      "N/A" if numa is None else str(numa)])
     out += _table(header, rows)
-    if n > 1:
+    if n:  # one GPU too, as `plan` says it
         out += ["", topo.nvlink_note()]
     out += ["", "Legend:", ""] + [f"  {k:<4} = {v}" for k, v in _LEGEND]
     if n:

@@ -4,6 +4,7 @@ exchange (one module for all algorithms, as in zhuzilin/ring-flash-attention's u
 
 from __future__ import annotations
 
+import zlib
 from collections import OrderedDict
 from typing import Literal
 
@@ -22,7 +23,11 @@ __all__ = [
 ]
 
 # Fixed-size shape record so the agreement check is itself a safe, equal-size collective.
-_META_LEN = 16
+_META_LEN = 24
+
+# A dtype's code in the records: the same in every process (str hashes are salted per process).
+_DTYPE_NAMES = {zlib.crc32(str(d).encode()): str(d).removeprefix("torch.")
+                for d in vars(torch).values() if isinstance(d, torch.dtype)}
 
 CheckInputs = bool | Literal["once"]
 """How the sequence-parallel ops verify that every rank's shapes agree: "once" (default) the
@@ -66,9 +71,10 @@ def check_qkv(where: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> 
 
 def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
                      check_inputs: CheckInputs = "once") -> None:
-    """Raises ValueError on every rank when the ranks of `group` hold differently shaped tensors.
+    """Raises ValueError on every rank when the ranks of `group` hold tensors of different
+    shapes or dtypes.
 
-    Equal-split exchanges with mismatched sizes abort Gloo (SIGABRT in pair.cc) and corrupt or
+    Equal-split exchanges with mismatched sizes (a dtype changes the bytes too) abort Gloo (SIGABRT in pair.cc) and corrupt or
     hang NCCL, so one small all_gather of fixed-size shape records runs first; every rank sees
     the same records and raises the same error, so none is left waiting in a collective.
 
@@ -87,7 +93,7 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
         return
     records = []
     for t in tensors.values():
-        records += [t.dim(), *t.shape]
+        records += [zlib.crc32(str(t.dtype).encode()), t.dim(), *t.shape]
     if len(records) > _META_LEN:
         raise ValueError(f"{where}: too many dims to check ({len(records)}, max {_META_LEN})")
     key = (group.group_name, where, tuple(records))
@@ -103,9 +109,9 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
     for other, row in enumerate(rows):
         if row != rows[rank]:
             raise ValueError(
-                f"{where}: tensor shapes differ across ranks: rank {rank} has "
+                f"{where}: tensor shapes or dtypes differ across ranks: rank {rank} has "
                 f"{_describe(tensors, rows[rank])}, rank {other} has {_describe(tensors, row)}; "
-                f"every rank must hold the same local sequence length and head counts")
+                f"every rank must hold the same dtype, local sequence length and head counts")
     _AGREED[key] = None
     if len(_AGREED) > _AGREED_MAX:
         _AGREED.popitem(last=False)
@@ -114,9 +120,9 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
 def _describe(tensors, row) -> str:
     parts, i = [], 0
     for name in tensors:
-        ndim = row[i]
-        parts.append(f"{name} {row[i + 1:i + 1 + ndim]}")
-        i += 1 + ndim
+        dtype, ndim = _DTYPE_NAMES.get(row[i], "unknown dtype"), row[i + 1]
+        parts.append(f"{name} {dtype} {row[i + 2:i + 2 + ndim]}")
+        i += 2 + ndim
     return ", ".join(parts)
 
 

@@ -387,6 +387,13 @@ def _seq_differs(op):
     return run
 
 
+def _dtype_differs(op):
+    def run(rank, world):
+        dtype = torch.float64 if rank == world - 1 else torch.float32
+        getattr(torch_topo, op)(*_qkv(h=2 * world, hk=2 * world, dtype=dtype))
+    return run
+
+
 def _kv_meta(rank, world):
     q, k, v = _qkv(h=2 * world, hk=2 * world)
     torch_topo.ulysses_attention(q, k.to("meta"), v.to("meta"))
@@ -403,6 +410,8 @@ _BAD = {
     "ulysses_device": _kv_meta,
     "ulysses_seq_differs": _seq_differs("ulysses_attention"),
     "ring_seq_differs": _seq_differs("ring_attention"),
+    "ulysses_dtype_differs": _dtype_differs("ulysses_attention"),
+    "ring_dtype_differs": _dtype_differs("ring_attention"),
     "ring_balance": lambda r, w: torch_topo.ring_attention(*_qkv(), balance="diagonal"),
     "ring_zigzag_odd": lambda r, w: torch_topo.ring_attention(*_qkv(s=3), balance="zigzag"),
     "zigzag_not_2p": lambda r, w: torch_topo.zigzag_shard(torch.zeros(1, 2 * w + 1, 1), 1),

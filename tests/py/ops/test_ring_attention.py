@@ -46,7 +46,9 @@ def test_zigzag_positions_shard_unshard(world):
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("world", [2, 3])
 @pytest.mark.parametrize("call,match", [
-    ("ring_seq_differs", r"ring_attention: tensor shapes differ across ranks"),
+    ("ring_seq_differs", r"ring_attention: tensor shapes or dtypes differ across ranks"),
+    ("ring_dtype_differs", r"ring_attention: tensor shapes or dtypes differ across ranks: "
+                           r"rank \d has q float(32|64) "),
     ("ring_balance", r"balance='diagonal', expected one of"),
     ("ring_zigzag_odd", r"needs an even local length"),
     ("zigzag_not_2p", r"not divisible by 2 x group size"),

@@ -79,7 +79,10 @@ def test_all_to_all_exchange_and_gradient(world, scatter_dim, gather_dim, shape)
     ("ulysses_kv_heads", r"key/value heads cannot be split .* multiple or a divisor"),
     ("ulysses_dtype", r"k has dtype torch.float64, expected torch.float32"),
     ("ulysses_device", r"k is on meta, expected cpu"),
-    ("ulysses_seq_differs", r"shapes differ across ranks: rank \d has q \[1, \d, "),
+    ("ulysses_seq_differs",
+     r"shapes or dtypes differ across ranks: rank \d has q float32 \[1, \d, "),
+    ("ulysses_dtype_differs", r"shapes or dtypes differ across ranks: rank \d has q float(32|64) "
+                              r"\[1, 4, .*rank \d has q float(32|64) \[1, 4, "),
     ("a2a_not_divisible", r"cannot be split over the group"),
 ])
 def test_ulysses_bad_input(world, call, match):
