@@ -46,8 +46,9 @@ def group_rank_size(group) -> tuple[int, int]:
 
 
 def check_qkv(where: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    """Layout [batch, seq, heads, head_dim]: same dtype and device, K and V alike, query heads a
-    multiple of key/value heads (GQA/MQA)."""
+    """Layout [batch, seq, heads, head_dim]: same dtype and device, K and V alike, q, k and v
+    of one local length (self-attention: the sequence is sharded once for all three), query
+    heads a multiple of key/value heads (GQA/MQA)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.dim() != 4:
             raise ValueError(
@@ -64,6 +65,9 @@ def check_qkv(where: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> 
     if k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3]:
         raise ValueError(f"{where}: k shape {tuple(k.shape)} does not match q shape "
                          f"{tuple(q.shape)} in batch or head_dim")
+    if k.shape[1] != q.shape[1]:
+        raise ValueError(f"{where}: k has local sequence length {k.shape[1]}, expected "
+                         f"{q.shape[1]} like q (the ops shard one sequence for q, k and v)")
     if k.shape[2] == 0 or q.shape[2] % k.shape[2] != 0:
         raise ValueError(f"{where}: query heads {q.shape[2]} are not a multiple of key/value "
                          f"heads {k.shape[2]}")

@@ -408,6 +408,10 @@ _BAD = {
     "ulysses_dtype": lambda r, w: torch_topo.ulysses_attention(
         _qkv(h=w, hk=w)[0], *_qkv(h=w, hk=w, dtype=torch.float64)[1:]),
     "ulysses_device": _kv_meta,
+    "ulysses_kv_length": lambda r, w: torch_topo.ulysses_attention(
+        _qkv(s=4, h=w, hk=w)[0], *_qkv(s=6, h=w, hk=w)[1:]),
+    "ring_kv_length": lambda r, w: torch_topo.ring_attention(
+        _qkv(s=4)[0], *_qkv(s=6)[1:]),
     "ulysses_seq_differs": _seq_differs("ulysses_attention"),
     "ring_seq_differs": _seq_differs("ring_attention"),
     "ulysses_dtype_differs": _dtype_differs("ulysses_attention"),

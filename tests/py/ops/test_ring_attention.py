@@ -50,6 +50,7 @@ def test_zigzag_positions_shard_unshard(world):
     ("ring_dtype_differs", r"ring_attention: tensor shapes or dtypes differ across ranks: "
                            r"rank \d has q float(32|64) "),
     ("ring_balance", r"balance='diagonal', expected one of"),
+    ("ring_kv_length", r"ring_attention: k has local sequence length 6, expected 4 like q"),
     ("ring_zigzag_odd", r"needs an even local length"),
     ("zigzag_not_2p", r"not divisible by 2 x group size"),
 ])

@@ -79,6 +79,7 @@ def test_all_to_all_exchange_and_gradient(world, scatter_dim, gather_dim, shape)
     ("ulysses_kv_heads", r"key/value heads cannot be split .* multiple or a divisor"),
     ("ulysses_dtype", r"k has dtype torch.float64, expected torch.float32"),
     ("ulysses_device", r"k is on meta, expected cpu"),
+    ("ulysses_kv_length", r"ulysses_attention: k has local sequence length 6, expected 4 like q"),
     ("ulysses_seq_differs",
      r"shapes or dtypes differ across ranks: rank \d has q float32 \[1, \d, "),
     ("ulysses_dtype_differs", r"shapes or dtypes differ across ranks: rank \d has q float(32|64) "
