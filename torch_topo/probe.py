@@ -69,14 +69,24 @@ def resolve_pinned_file(
         config: its `topology_file` wins when set.
         environ: the environment to read (default `os.environ`): `TORCH_TOPO_FILE`, then
             `NCCL_TOPO_FILE` (NCCL's own variable, so a file already given to NCCL pins us too).
+
+    Raises:
+        ValueError: the pinned path is no file; the message names where the pin was set
+            (loading it later would name only the path, far from the setting).
     """
     env = os.environ if environ is None else environ
     if config is not None and config.topology_file:
-        return config.topology_file
+        return _existing(config.topology_file, "TopoConfig.topology_file (or TORCH_TOPO_FILE)")
     for var in ("TORCH_TOPO_FILE", "NCCL_TOPO_FILE"):
         if env.get(var):
-            return env[var]
+            return _existing(env[var], var)
     return None
+
+
+def _existing(path: str, setting: str) -> str:
+    if not os.path.isfile(path):
+        raise ValueError(f"{setting}: got {path!r}, expected an existing topology file")
+    return path
 
 
 def live_probe() -> Topology:

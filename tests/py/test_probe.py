@@ -166,12 +166,25 @@ def test_a_gpu_the_failed_probe_does_not_know_is_placed_as_no_gpu(monkeypatch):
     assert _local_gpu(torch_topo.Topology(_C._test_probe_host(["nvml"]))) == -1
 
 
-def test_pinned_file_precedence():
-    env = {"TORCH_TOPO_FILE": "torch.xml", "NCCL_TOPO_FILE": "nccl.xml"}
-    assert resolve_pinned_file(TopoConfig(topology_file="cfg.xml"), env) == "cfg.xml"
-    assert resolve_pinned_file(TopoConfig(), env) == "torch.xml"
-    assert resolve_pinned_file(TopoConfig(), {"NCCL_TOPO_FILE": "nccl.xml"}) == "nccl.xml"
+def test_pinned_file_precedence(tmp_path):
+    cfg, torch_xml, nccl = (str(tmp_path / n) for n in ("cfg.xml", "torch.xml", "nccl.xml"))
+    for path in (cfg, torch_xml, nccl):
+        Path(path).write_text("")
+    env = {"TORCH_TOPO_FILE": torch_xml, "NCCL_TOPO_FILE": nccl}
+    assert resolve_pinned_file(TopoConfig(topology_file=cfg), env) == cfg
+    assert resolve_pinned_file(TopoConfig(), env) == torch_xml
+    assert resolve_pinned_file(TopoConfig(), {"NCCL_TOPO_FILE": nccl}) == nccl
     assert resolve_pinned_file(TopoConfig(), {}) is None
+
+
+@pytest.mark.parametrize("config, env, fragment", [
+    ({"topology_file": "/no/such.xml"}, {}, "TopoConfig.topology_file (or TORCH_TOPO_FILE): got"),
+    ({}, {"TORCH_TOPO_FILE": "/no/such.xml"}, "TORCH_TOPO_FILE: got '/no/such.xml', expected"),
+    ({}, {"NCCL_TOPO_FILE": "/no/such.xml"}, "NCCL_TOPO_FILE: got '/no/such.xml', expected"),
+])
+def test_a_missing_pinned_file_names_its_setting(config, env, fragment):
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        resolve_pinned_file(TopoConfig(**config), env)
 
 
 def test_pinned_file_wins_over_live_probe(no_pins, monkeypatch):
