@@ -18,8 +18,12 @@ from torch_topo import _C
 from torch_topo.probe import live_probe
 from torch_topo.topology import load_topology
 
-__all__ = ["CHOICE_SIZES", "Plan", "plan", "parse_mesh", "predicted_choices", "resolve_cluster",
-           "completed_source", "SIZE_CLASSES"]
+__all__ = ["CHOICE_SIZES", "MAX_RANKS", "Plan", "plan", "parse_mesh", "predicted_choices",
+           "resolve_cluster", "check_hosts", "completed_source", "SIZE_CLASSES"]
+
+MAX_RANKS: int = _C.MAX_RANKS
+"""Most ranks (hosts x ranks per host) the planner takes: its memory grows with the square of
+the ranks (4096 ranks: about 3 s and 0.5 GB)."""
 
 SIZE_CLASSES: dict[str, int] = {"small": 64 << 10, "medium": 4 << 20, "large": 256 << 20}
 """Message sizes `Plan.algorithms` reports a choice for, besides each dimension's step bytes."""
@@ -92,7 +96,7 @@ def parse_mesh(text: str, option: str = "--mesh") -> dict[str, int]:
             raise ValueError(f"{option}: {name}: got {size.strip()!r}, expected an integer") from None
         if name in out:
             raise ValueError(f"{option}: dimension {name!r} appears twice")
-        out[name] = value
+        out[name] = _check_dim_size(option, name, value)
     if not out:
         raise ValueError(f"{option}: got {text!r}, expected NAME=SIZE[,NAME=SIZE...]")
     return out
@@ -105,7 +109,24 @@ def _mesh_items(mesh: Mapping[str, int] | Sequence[tuple[str, int]] | str) -> li
     for item in items:
         if len(item) != 2 or not isinstance(item[0], str) or isinstance(item[1], bool) or not isinstance(item[1], int):
             raise ValueError(f"mesh: got {item!r}, expected (name, size) with an int size")
-    return [(str(n), int(s)) for n, s in items]
+    return [(str(n), _check_dim_size("mesh", str(n), int(s))) for n, s in items]
+
+
+def _check_dim_size(option: str, name: str, size: int) -> int:
+    # The native planner takes C ints; a size past MAX_RANKS can match no cluster anyway.
+    if not 1 <= size <= MAX_RANKS:
+        raise ValueError(f"{option}: dimension '{name}': size got {size}, expected >= 1 and "
+                         f"<= {MAX_RANKS} (the most ranks the planner takes)")
+    return size
+
+
+def check_hosts(hosts: int, option: str = "hosts") -> int:
+    """`hosts` copies of a one-host topology, refused (ValueError naming `option`) outside
+    1..MAX_RANKS; the native side also bounds hosts x ranks per host by MAX_RANKS."""
+    if isinstance(hosts, bool) or not isinstance(hosts, int) or not 1 <= hosts <= MAX_RANKS:
+        raise ValueError(f"{option}: got {hosts!r}, expected >= 1 and <= {MAX_RANKS} (an int; "
+                         "the most ranks the planner takes)")
+    return hosts
 
 
 def _traffic_map(traffic: Mapping[str, Any] | None) -> dict[str, tuple[float, str]] | None:
@@ -134,6 +155,7 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
     leaves out filled from `live` (a live probe `Topology`; None probes this host) or the GPU
     model (`load_topology`)."""
     obj = topology_or_cluster
+    check_hosts(hosts)
     if nvlink not in ("file", "complete"):
         raise ValueError(f"resolve_cluster: nvlink: got {nvlink!r}, expected 'file' or 'complete'")
     if nvlink == "complete" and _is_path(obj) and os.path.exists(obj):

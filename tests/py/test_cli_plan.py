@@ -9,7 +9,9 @@ import json
 import pytest
 from planner_support import DATA, DGX1
 
+from torch_topo import _C
 from torch_topo.cli import build_parser, main
+from torch_topo.plan import MAX_RANKS, plan
 
 A100_SXM = DATA / "nvidia_smi_topo" / "a100_8xSXM_NV12_2numa_mlengineering_realigned.txt"
 
@@ -156,3 +158,45 @@ def test_plan_shows_the_nccl_hints_it_would_apply(capsys, monkeypatch):
     assert main(["plan", str(DGX1), "--hosts", "2", "--mesh", "dp=2,tp=8"]) == 0
     text = capsys.readouterr().out
     assert f"nccl hints: {want['tp']}" in text and "applied by init_device_mesh" in text
+
+
+@pytest.mark.parametrize("verb", ["plan", "doctor"])
+@pytest.mark.parametrize("argv,fragment", [
+    (["--mesh", "dp=4,tp=4294967298"],
+     "--mesh: dimension 'tp': size got 4294967298, expected >= 1 and <= 4096"),
+    (["--mesh", "dp=8", "--hosts", "99999999999"], "--hosts: got 99999999999, expected >= 1 and <= 4096"),
+    (["--mesh", "dp=8", "--hosts", "100000"], "--hosts: got 100000, expected >= 1 and <= 4096"),
+    # 8 GPUs a host: 513 hosts pass the bound on hosts but not the one on ranks.
+    (["--mesh", "dp=8", "--hosts", "513"], "--hosts: got 513 hosts x 8 ranks of"),
+])
+def test_huge_sizes_are_refused_by_name(verb, argv, fragment, capsys):
+    assert main([verb, str(DGX1)] + argv) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and "Traceback" not in err
+
+
+def test_rank_bound_is_exact():
+    # MAX_RANKS ranks load; one host more does not (8 GPUs a host).
+    assert MAX_RANKS == 4096
+    assert len(json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=512))["ranks"]) == 4096
+    with pytest.raises(ValueError, match="expected at most 4096 ranks in all"):
+        _C.planner_cluster_json(path=str(DGX1), hosts=513)
+    with pytest.raises(ValueError, match=r"^mesh: dimension 'tp': size got 4294967298"):
+        plan(DGX1, {"dp": 4, "tp": 2**32 + 2})
+    with pytest.raises(ValueError, match=r"^hosts: got 10000, expected >= 1 and <= 4096"):
+        plan(DGX1, {"dp": 8}, hosts=10000)
+
+
+def test_attention_bytes_past_int64_are_refused(capsys):
+    # 24 bytes per element (Q, K, V in fp64) must fit in int64: the bound is accepted, past it not.
+    bound = ((1 << 63) - 1) // 24
+    shape = "heads=8,kv_heads=8,head_dim=128,dtype=float64,seq_len="
+    seq_len = bound // (8 * 128) // 16 * 16
+    assert main(["plan", str(DGX1), "--mesh", "sp=8", "--attention", shape + str(seq_len), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert all(c["seconds"] is None or c["seconds"] > 0 for c in out["sequence_split"]["candidates"])
+    huge = 9223372036854775808
+    assert main(["plan", str(DGX1), "--mesh", "sp=8", "--attention",
+                 f"heads=8,kv_heads=2,head_dim=128,seq_len={huge},dtype=bf16"]) == 2
+    err = capsys.readouterr().err
+    assert f"--attention: batch x seq_len x heads x head_dim = {huge * 8 * 128}, expected <= {bound}" in err

@@ -11,7 +11,7 @@ import json
 import os
 
 from torch_topo.doctor import diagnose, live_probe_findings
-from torch_topo.plan import parse_mesh
+from torch_topo.plan import check_hosts, parse_mesh
 from torch_topo.probe import live_probe
 
 __all__ = ["add_parser", "run"]
@@ -31,8 +31,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    if args.hosts < 1:
-        raise ValueError(f"--hosts: got {args.hosts}, expected >= 1")
+    check_hosts(args.hosts, "--hosts")
     if args.kv_heads is not None and args.kv_heads < 1:
         raise ValueError(f"--kv-heads: got {args.kv_heads}, expected >= 1")
     pinned = os.environ.get("TORCH_TOPO_FILE") or os.environ.get("NCCL_TOPO_FILE")
