@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from torch_topo import _C
+from torch_topo.config import TopoConfig
 from torch_topo.probe import live_probe
 from torch_topo.topology import load_topology
 
@@ -147,15 +148,22 @@ def _traffic_map(traffic: Mapping[str, Any] | None) -> dict[str, tuple[float, st
 
 
 def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20,
-                    model: str = "auto", *, nvlink: str = "file", live=None):
+                    model: str = "auto", *, nvlink: str = "file", live=None,
+                    inter_host_gbps: float | None = None):
     """A `_C.PlannerCluster` from a file path, a `Topology`/cluster object (anything with
     `to_json()`), a torch-topo JSON dict or text, or an existing PlannerCluster. `model`: the
     cost model's kind for GPU groups ("auto", "alpha_beta", "nccl"; see PlannerCluster).
     `nvlink`: for an NCCL XML path, "file" plans on it as written, "complete" on the NVLink it
     leaves out filled from `live` (a live probe `Topology`; None probes this host) or the GPU
-    model (`load_topology`)."""
+    model (`load_topology`). `inter_host_gbps`: GB/s between hosts per direction, as the live
+    cluster exchange applies it; None takes TopoConfig.inter_host_gbps
+    (TORCH_TOPO_INTER_HOST_GBPS), and without it the source's own value or its NIC speeds."""
     obj = topology_or_cluster
     check_hosts(hosts)
+    if inter_host_gbps is None:
+        inter_host_gbps = TopoConfig.from_env().inter_host_gbps
+    else:
+        TopoConfig(inter_host_gbps=inter_host_gbps)  # refuses non-finite and non-positive values
     if nvlink not in ("file", "complete"):
         raise ValueError(f"resolve_cluster: nvlink: got {nvlink!r}, expected 'file' or 'complete'")
     if nvlink == "complete" and _is_path(obj) and os.path.exists(obj):
@@ -180,6 +188,8 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
                 "Topology or cluster object, or torch-topo JSON"
             )
         text = _C.planner_cluster_json(text=_drop_empty_nic_paths(obj), hosts=hosts)
+    if inter_host_gbps is not None:
+        text = json.dumps({**json.loads(text), "inter_host_bandwidth_gbps": inter_host_gbps})
     return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes, model)
 
 
@@ -268,8 +278,9 @@ class Plan:
     @classmethod
     def build(cls, topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
               contiguous: bool = False, nccl_hints: bool = False,
-              chunk_bytes: int = 4 << 20) -> Plan:
-        cluster = resolve_cluster(topology_or_cluster, hosts, chunk_bytes)
+              chunk_bytes: int = 4 << 20, inter_host_gbps: float | None = None) -> Plan:
+        cluster = resolve_cluster(topology_or_cluster, hosts, chunk_bytes,
+                                  inter_host_gbps=inter_host_gbps)
         raw = cluster.plan_mesh(_mesh_items(mesh), _traffic_map(traffic), contiguous)
         return cls(cluster, raw, "contiguous" if contiguous else "planned", nccl_hints)
 
@@ -295,7 +306,8 @@ class Plan:
                 f"one host of {path}"
             )
         return cls.build(path, mesh, traffic, hosts=world_size // per_host,
-                         nccl_hints=config.nccl_hints, chunk_bytes=config.pipeline_chunk_bytes)
+                         nccl_hints=config.nccl_hints, chunk_bytes=config.pipeline_chunk_bytes,
+                         inter_host_gbps=config.inter_host_gbps)
 
     # -- queries ------------------------------------------------------------------------------
     @property

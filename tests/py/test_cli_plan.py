@@ -200,3 +200,29 @@ def test_attention_bytes_past_int64_are_refused(capsys):
                  f"heads=8,kv_heads=2,head_dim=128,seq_len={huge},dtype=bf16"]) == 2
     err = capsys.readouterr().err
     assert f"--attention: batch x seq_len x heads x head_dim = {huge * 8 * 128}, expected <= {bound}" in err
+
+
+@pytest.mark.parametrize("gbps", [5.0, 50.0])
+def test_inter_host_gbps_reaches_file_plans_and_doctor(gbps, capsys, monkeypatch):
+    # Reference: the same two hosts as a cluster document that carries the bandwidth itself.
+    monkeypatch.delenv("TORCH_TOPO_INTER_HOST_GBPS", raising=False)
+    doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
+    assumed = plan(doc, {"dp": 8, "tp": 2})
+    expected = plan({**doc, "inter_host_bandwidth_gbps": gbps}, {"dp": 8, "tp": 2})
+    assert assumed.cluster.network_assumed and not expected.cluster.network_assumed
+    assert expected.cost("dp") != pytest.approx(assumed.cost("dp"), rel=0.05)
+    assert expected.cost("tp") == pytest.approx(assumed.cost("tp"))
+
+    monkeypatch.setenv("TORCH_TOPO_INTER_HOST_GBPS", str(gbps))
+    assert main(["plan", str(DGX1), "--mesh", "dp=8,tp=2", "--hosts", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cost"]["dp"] == pytest.approx(expected.cost("dp"), rel=1e-12)
+    assert out["total_cost"] == pytest.approx(expected.cost(), rel=1e-12)
+    assert main(["plan", str(DGX1), "--mesh", "dp=8,tp=2", "--hosts", "2"]) == 0
+    assert "assumed" not in capsys.readouterr().out
+    assert main(["doctor", str(DGX1), "--hosts", "2", "--json"]) in (0, 1)
+    codes = {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert "nic-speed-assumed" not in codes
+    monkeypatch.delenv("TORCH_TOPO_INTER_HOST_GBPS")
+    assert main(["doctor", str(DGX1), "--hosts", "2", "--json"]) in (0, 1)
+    assert "nic-speed-assumed" in {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
