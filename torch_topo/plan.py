@@ -10,6 +10,7 @@ cost model are C++ (csrc/topo/placement, cost_model); this module shapes inputs 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,7 +21,7 @@ from torch_topo.probe import live_probe
 from torch_topo.topology import load_topology
 
 __all__ = ["CHOICE_SIZES", "MAX_RANKS", "Plan", "plan", "parse_mesh", "predicted_choices",
-           "resolve_cluster", "check_hosts", "completed_source", "SIZE_CLASSES"]
+           "resolve_cluster", "check_hosts", "check_traffic_bytes", "completed_source", "SIZE_CLASSES"]
 
 MAX_RANKS: int = _C.MAX_RANKS
 """Most ranks (hosts x ranks per host) the planner takes: its memory grows with the square of
@@ -141,10 +142,20 @@ def _traffic_map(traffic: Mapping[str, Any] | None) -> dict[str, tuple[float, st
                 raise ValueError(f"traffic: {name}: got {value!r}, expected bytes or (bytes, op)")
             value, op = value
         try:
-            out[str(name)] = (float(value), str(op))
+            nbytes = float(value)
         except (TypeError, ValueError):
             raise ValueError(f"traffic: {name}: got {value!r}, expected a number of bytes") from None
+        out[str(name)] = (check_traffic_bytes("traffic", str(name), nbytes), str(op))
     return out
+
+
+def check_traffic_bytes(option: str, name: str, nbytes: float) -> float:
+    """`nbytes` of dimension `name`, refused (ValueError naming `option`) unless finite and in
+    [0, 2**63): the cost model counts bytes in int64, and inf or 1e19 would wrap there."""
+    if not (math.isfinite(nbytes) and 0 <= nbytes < 2**63):
+        raise ValueError(f"{option}: dimension '{name}': got {nbytes!r} bytes, expected >= 0 and "
+                         "< 2**63 (finite)")
+    return nbytes
 
 
 def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20,

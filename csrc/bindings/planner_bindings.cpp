@@ -2,6 +2,7 @@
 // Python bindings of the planner layer (layer: csrc/bindings): cost model, ring order search and
 // placement over a cluster given as torch-topo JSON. Types in and out are plain Python values.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -71,6 +72,14 @@ py::dict planToDict(const MeshPlan& plan) {
   return out;
 }
 
+/// Bytes of a dimension: the cost model converts them to int64, where inf, NaN or 2**63 and
+/// more are undefined (they came out as INT64_MIN).
+double checkedBytes(const char* option, const std::string& name, double bytes) {
+  TOPO_CHECK(std::isfinite(bytes) && bytes >= 0 && bytes < 0x1p63, option, ": dimension '", name,
+             "': got ", bytes, " bytes, expected >= 0 and < 2**63 (finite)");
+  return bytes;
+}
+
 /// (name, size) pairs plus optional {name: (bytes, op)} traffic into core dims.
 std::pair<std::vector<MeshDim>, topo::PlanOptions> toDims(
     const std::vector<std::pair<std::string, int>>& mesh,
@@ -86,9 +95,7 @@ std::pair<std::vector<MeshDim>, topo::PlanOptions> toDims(
       bool found = false;
       for (MeshDim& d : dims) {
         if (d.name != name) continue;
-        TOPO_CHECK(entry.first >= 0, "traffic: dimension '", name, "': got ", entry.first,
-                   " bytes, expected >= 0");
-        d.bytes = entry.first;
+        d.bytes = checkedBytes("traffic", name, entry.first);
         d.op = entry.second;
         found = true;
       }
@@ -383,7 +390,7 @@ Args:
                for (const auto& [name, size, bytes, op] : dims) {
                  TOPO_CHECK(size >= 1, "mesh_cost: dimension '", name, "': size got ", size,
                             ", expected >= 1");
-                 plan.dims.push_back({name, size, bytes, op});
+                 plan.dims.push_back({name, size, checkedBytes("mesh_cost", name, bytes), op});
                  product *= size;
                }
                TOPO_CHECK(product == static_cast<int64_t>(mesh.size()), "mesh_cost: dims: product ",

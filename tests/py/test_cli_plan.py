@@ -226,3 +226,27 @@ def test_inter_host_gbps_reaches_file_plans_and_doctor(gbps, capsys, monkeypatch
     monkeypatch.delenv("TORCH_TOPO_INTER_HOST_GBPS")
     assert main(["doctor", str(DGX1), "--hosts", "2", "--json"]) in (0, 1)
     assert "nic-speed-assumed" in {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e19", "9223372036854775808"])
+def test_traffic_past_int64_is_refused_by_name(value, capsys):
+    assert main(["plan", str(DGX1), "--mesh", "dp=4,tp=2", "--traffic", f"tp={value},dp=2e8"]) == 2
+    err = capsys.readouterr().err
+    assert f"--traffic: dimension 'tp': got {float(value)!r} bytes, expected >= 0 and < 2**63" in err
+    with pytest.raises(ValueError, match=r"^traffic: dimension 'tp': got .* bytes, expected >= 0"):
+        plan(DGX1, {"dp": 4, "tp": 2}, {"tp": float(value), "dp": 2e8})
+    with pytest.raises(ValueError, match=r"^traffic: dimension 'tp': got .* bytes, expected >= 0"):
+        plan(DGX1, {"dp": 4, "tp": 2}).cluster.plan_mesh([("dp", 4), ("tp", 2)],
+                                                         {"tp": (float(value), ""), "dp": (2e8, "")},
+                                                         False)
+
+
+def test_traffic_bound_is_exact(capsys):
+    # The largest double below 2**63 is accepted, by the CLI as by the API.
+    top = float(2**63 - 1024)
+    assert main(["plan", str(DGX1), "--mesh", "dp=4,tp=2", "--traffic", f"tp={top!r},dp=2e8",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cost"]["tp"] > 0 and out["cost"]["tp"] != float("inf")
+    assert out["cost"]["tp"] == pytest.approx(
+        plan(DGX1, {"dp": 4, "tp": 2}, {"tp": top, "dp": 2e8}).cost("tp"))

@@ -23,7 +23,14 @@ from torch_topo.ops.sequence_split import (
     sequence_split_candidates,
     split_mesh,
 )
-from torch_topo.plan import Plan, check_hosts, completed_source, parse_mesh, resolve_cluster
+from torch_topo.plan import (
+    Plan,
+    check_hosts,
+    check_traffic_bytes,
+    completed_source,
+    parse_mesh,
+    resolve_cluster,
+)
 from torch_topo.topology import Topology, load_topology
 
 __all__ = ["add_parser", "run", "parse_traffic"]
@@ -39,13 +46,14 @@ def parse_traffic(text: str | None) -> dict[str, float] | None:
         return None
     out = {}
     for item in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = item.partition("=")
+        name, sep, value = (s.strip() for s in item.partition("="))
         try:
-            out[name.strip()] = float(value)
+            nbytes = float(value)
         except ValueError:
             raise ValueError(f"--traffic: got {item!r}, expected NAME=BYTES (e.g. tp=1e9)") from None
-        if not sep or not name.strip() or out[name.strip()] < 0:
+        if not sep or not name:
             raise ValueError(f"--traffic: got {item!r}, expected NAME=BYTES with BYTES >= 0")
+        out[name] = check_traffic_bytes("--traffic", name, nbytes)
     return out
 
 
