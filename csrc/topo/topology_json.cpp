@@ -4,6 +4,7 @@
 #include "topo/topology_json.h"
 
 #include <cmath>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "topo/error.h"
@@ -390,6 +391,10 @@ ClusterTopology clusterFromJson(const std::string& text, const std::string& path
   for (size_t i = 0; i < hosts.size(); ++i)
     c.hosts.push_back(r.host(hosts[i], "hosts[" + std::to_string(i) + "]"));
   const json& ranks = r.array(doc, "ranks", "(root)");
+  // Rank index holding each GPU of each host: two ranks on one GPU is a misconfigured launch,
+  // refused here as live assembly (assembleCluster) refuses it.
+  std::vector<std::vector<long>> gpu_owner(c.hosts.size());
+  for (size_t h = 0; h < c.hosts.size(); ++h) gpu_owner[h].assign(c.hosts[h].gpus.size(), -1);
   for (size_t i = 0; i < ranks.size(); ++i) {
     std::string w = "ranks[" + std::to_string(i) + "]";
     RankPlacement p;
@@ -399,6 +404,15 @@ ClusterTopology clusterFromJson(const std::string& text, const std::string& path
     long gpus = static_cast<long>(c.hosts[p.host].gpus.size());
     p.local_gpu = static_cast<int>(r.integer(ranks[i], "local_gpu", w, -1, -1, gpus - 1));
     p.local_rank = static_cast<int>(r.integer(ranks[i], "local_rank", w, -1, -1, kMaxCount));
+    if (p.local_gpu >= 0) {
+      long& owner = gpu_owner[p.host][p.local_gpu];
+      if (owner >= 0) {
+        r.fail(w + ".local_gpu", "ranks[" + std::to_string(owner) + "] and " + w + " on host " +
+                                     std::to_string(p.host) + " both claim GPU " +
+                                     std::to_string(p.local_gpu) + ", expected one rank per GPU");
+      }
+      owner = static_cast<long>(i);
+    }
     c.ranks.push_back(p);
   }
   c.inter_host_bandwidth_gbps = r.number(doc, "inter_host_bandwidth_gbps", "(root)", 0.0);

@@ -250,3 +250,20 @@ def test_traffic_bound_is_exact(capsys):
     assert out["cost"]["tp"] > 0 and out["cost"]["tp"] != float("inf")
     assert out["cost"]["tp"] == pytest.approx(
         plan(DGX1, {"dp": 4, "tp": 2}, {"tp": top, "dp": 2e8}).cost("tp"))
+
+
+@pytest.mark.parametrize("verb", ["plan", "doctor"])
+def test_cluster_file_with_two_ranks_on_one_gpu_is_refused(verb, tmp_path, capsys):
+    doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(doc))
+    # The same GPU index on two hosts is the normal case (ranks 2 and 10).
+    assert main([verb, str(path), "--mesh", "dp=8,tp=2"]) in (0, 1)
+    capsys.readouterr()
+    doc["ranks"][3]["local_gpu"] = doc["ranks"][2]["local_gpu"]
+    path.write_text(json.dumps(doc))
+    assert main([verb, str(path), "--mesh", "dp=8,tp=2"]) == 2
+    err = capsys.readouterr().err
+    assert (f"{path}:1:1: field ranks[3].local_gpu: ranks[2] and ranks[3] on host 0 both claim "
+            "GPU 2, expected one rank per GPU") in err
+    assert "Traceback" not in err
