@@ -7,6 +7,7 @@
 #include <string>
 
 #include "topo/text_numbers.h"
+#include "topo/utf8.h"
 
 namespace torch_topo::topo {
 
@@ -29,7 +30,9 @@ class ParseError : public Error {
  private:
   static std::string format(const std::string& path, int line, int column,
                             const std::string& what) {
-    return path + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + what;
+    // Messages quote the input (a name, a parser's snippet); Python decodes them as UTF-8.
+    return escapeInvalidUtf8(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                             ": " + what);
   }
   std::string path_;
   int line_;

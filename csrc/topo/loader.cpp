@@ -140,6 +140,10 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
                          "\"torch-topo/1\"): write one with `python -m torch_topo probe -o FILE` "
                          "(this host) or `python -m torch_topo convert FILE --to json`");
   }
+  // Sniffing parses quietly; a document that opens like JSON but did not sniff as torch-topo JSON
+  // goes to the reader, which names the line and column of a syntax error or the missing field.
+  if (const size_t pos = firstNonSpace(text); pos < text.size() && text[pos] == '{')
+    return hostFromJson(text, path);
   throw ParseError(path, 1, 1,
                    "unknown topology format: expected `nvidia-smi topo -m` text (first line with "
                    "GPU0), NCCL topology XML (<system>), hwloc XML (<topology>) or torch-topo "

@@ -349,6 +349,8 @@ json parseDocument(const std::string& text, const std::string& path, const char*
   if (schema != kTopologyJsonSchema) {
     r.fail("schema", "got '" + schema + "', expected '" + kTopologyJsonSchema + "'");
   }
+  if (r.find(doc, "kind", "(root)") == nullptr)
+    r.fail("kind", std::string("missing, expected '") + want + "' (\"kind\": \"" + want + "\")");
   std::string kind = r.str(doc, "kind", "(root)");
   if (kind != want) r.fail("kind", "got '" + kind + "', expected '" + want + "'");
   return doc;

@@ -90,3 +90,53 @@ def test_module_entry_point_has_no_traceback(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert f"{bad}:2:3:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _broken_json(tmp_path) -> dict:
+    """torch-topo JSON of DGX1 broken three ways, each with Python's json's (line, column)."""
+    from torch_topo.topology import load_topology
+
+    text = json.dumps(json.loads(load_topology(DGX1).to_json()), indent=2)
+    lines = text.splitlines(True)
+    comma = next(i for i in range(3, len(lines)) if lines[i].rstrip().endswith(","))
+    lines[comma] = lines[comma].rstrip()[:-1] + "\n"
+    doc = json.loads(text)
+    del doc["kind"]
+    out = {}
+    for name, body in (("truncated", text[:len(text) // 2]), ("comma", "".join(lines)),
+                       ("nokind", json.dumps(doc, indent=2))):
+        path = tmp_path / f"{name}.json"
+        path.write_text(body)
+        try:
+            json.loads(body)
+            out[name] = (path, None)
+        except json.JSONDecodeError as e:
+            out[name] = (path, (e.lineno, e.colno))
+    return out
+
+
+@pytest.mark.parametrize("verb", [["show"], ["plan", "--mesh", "tp=8"], ["convert", "--to", "json"]])
+def test_json_errors_name_line_column_or_field(verb, tmp_path, capsys):
+    cases = _broken_json(tmp_path)
+    path, (line, col) = cases["truncated"]
+    assert main([verb[0], str(path), *verb[1:]]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{line}:{col}: malformed JSON" in err and "unexpected end of input" in err
+    # nlohmann points past the string that follows the missing comma, Python at its start.
+    path, (line, _) = cases["comma"]
+    assert main([verb[0], str(path), *verb[1:]]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{line}:" in err and "malformed JSON" in err and "expected '}'" in err
+    path, valid = cases["nokind"]
+    assert valid is None
+    assert main([verb[0], str(path), *verb[1:]]) == 2
+    assert f"{path}:1:1: field kind: missing, expected 'host'" in capsys.readouterr().err
+
+
+def test_json_error_quoting_a_broken_byte_stays_one_line(tmp_path, capsys):
+    # nlohmann quotes the byte it stopped at: half of a UTF-8 sequence, written as \xNN.
+    path = tmp_path / "broken.json"
+    path.write_bytes(b'{"schema"\xed: 1}')
+    assert main(["show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:1:10: malformed JSON" in err and "last read: '\"schema\"\\xed'" in err
