@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "topo/text_numbers.h"
 #include "topo/utf8.h"
@@ -38,6 +39,20 @@ class ParseError : public Error {
   int line_;
   int column_;
 };
+
+/// 1-based (line, column) of byte `offset` of `text`, as ParseError reports it.
+inline std::pair<int, int> lineColumn(const std::string& text, size_t offset) {
+  int line = 1, col = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return {line, col};
+}
 
 /// A caller passed a value outside the documented range.
 class InvalidArgument : public Error {

@@ -9,6 +9,7 @@
 
 #include "topo/error.h"
 #include "topo/loader.h"
+#include "topo/topology_json.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -152,6 +153,8 @@ FuzzReport fuzzTopologyTexts(const std::vector<std::string>& corpus, uint64_t se
     ++report.inputs;
     try {
       HostTopology host = loadTopologyText(text, "fuzz");
+      // What parses must serialise: torch-topo JSON refuses names that are not UTF-8.
+      hostToJson(host);
       std::string bad = checkShape(host);
       if (bad.empty()) {
         ++report.parsed;

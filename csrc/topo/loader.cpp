@@ -13,6 +13,7 @@
 #include "topo/nccl_xml.h"
 #include "topo/nvsmi_reader.h"
 #include "topo/topology_json.h"
+#include "topo/utf8.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -114,6 +115,14 @@ TopologyFormat sniffTopologyFormat(const std::string& text) {
 }
 
 HostTopology loadTopologyText(const std::string& text, const std::string& path) {
+  // Names and attributes of the file reach JSON and Python strings, which refuse bytes that are
+  // not UTF-8 far from the file; refuse them here, where the line is known.
+  if (const size_t bad = invalidUtf8At(text); bad != std::string::npos) {
+    const auto [line, col] = lineColumn(text, bad);
+    // ParseError writes the byte as \xNN.
+    throw ParseError(path, line, col, "byte " + text.substr(bad, 1) + " is not UTF-8, expected "
+                     "UTF-8 text");
+  }
   switch (sniffTopologyFormat(text)) {
     case TopologyFormat::NvidiaSmi:
       return readNvidiaSmi(text, path);

@@ -332,15 +332,8 @@ json parseDocument(const std::string& text, const std::string& path, const char*
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
-    int line = 1, col = 1;
-    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
+    // e.byte counts from 1.
+    auto [line, col] = lineColumn(text, e.byte > 0 ? e.byte - 1 : 0);
     std::string what = e.what();
     throw ParseError(path, line, col, "malformed JSON: " + what.substr(what.find(' ') + 1));
   }

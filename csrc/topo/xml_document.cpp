@@ -82,19 +82,6 @@ TagScan scanTags(const std::string& t) {
   return scan;
 }
 
-std::pair<int, int> lineColumn(const std::string& text, size_t offset) {
-  int line = 1, col = 1;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return {line, col};
-}
-
 /// The elements of the tree under `node`, in document order.
 void collectElements(const tinyxml2::XMLNode* node, std::vector<const XmlElement*>* out) {
   for (const XmlElement* el = node->FirstChildElement(); el; el = el->NextSiblingElement()) {

@@ -134,9 +134,39 @@ def test_json_errors_name_line_column_or_field(verb, tmp_path, capsys):
 
 
 def test_json_error_quoting_a_broken_byte_stays_one_line(tmp_path, capsys):
-    # nlohmann quotes the byte it stopped at: half of a UTF-8 sequence, written as \xNN.
+    # Valid UTF-8, but nlohmann quotes the byte it stopped at: the first of the three of U+D55C,
+    # written as \xNN.
     path = tmp_path / "broken.json"
-    path.write_bytes(b'{"schema"\xed: 1}')
+    path.write_text('{"schema"\ud55c: 1}', encoding="utf-8")
     assert main(["show", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}:1:10: malformed JSON" in err and "last read: '\"schema\"\\xed'" in err
+
+
+NEBIUS = os.path.join(DATA, "nccl_topo_xml", "nebius_h100_vm_8xH100_8xIB_topo_v1.xml")
+
+
+@pytest.mark.parametrize("verb", [["show"], ["show", "--json"], ["plan", "--mesh", "tp=8"],
+                                  ["convert", "--to", "json"]])
+def test_bytes_that_are_not_utf8_are_refused_at_their_line(verb, tmp_path, capsys):
+    from torch_topo import TopoParseError
+    from torch_topo.topology import load_topology
+
+    raw = open(NEBIUS, "rb").read()
+    assert raw.count(b'name="mlx5_4"') == 1
+    bad = raw.replace(b'name="mlx5_4"', b'name="mlx5_\xff4"')
+    offset = bad.index(b"\xff")
+    line = bad[:offset].count(b"\n") + 1
+    col = offset - (bad.rfind(b"\n", 0, offset) + 1) + 1
+    path = tmp_path / "bad.xml"
+    path.write_bytes(bad)
+    with pytest.raises(TopoParseError) as info:
+        load_topology(str(path))
+    assert (info.value.path, info.value.line, info.value.column) == (str(path), line, col)
+    assert main([verb[0], str(path), *verb[1:]]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{line}:{col}: byte \\xff is not UTF-8, expected UTF-8 text" in err
+    assert "Traceback" not in err
+    # Well-formed multi-byte UTF-8 in a name still loads and serialises.
+    path.write_bytes(raw.replace(b'name="mlx5_4"', 'name="mlx5_é4"'.encode()))
+    assert "mlx5_é4" in load_topology(str(path)).to_json()
