@@ -100,10 +100,15 @@ def _broken_json(tmp_path) -> dict:
     lines = text.splitlines(True)
     comma = next(i for i in range(3, len(lines)) if lines[i].rstrip().endswith(","))
     lines[comma] = lines[comma].rstrip()[:-1] + "\n"
+    # Cut after a comma rather than at a character count: the text holds the file's path, so
+    # a count could land inside a string in another checkout and change the message.
+    whole = text.splitlines(True)
+    cut = next(i for i in range(len(whole) // 2, len(whole)) if whole[i].rstrip().endswith(","))
+    truncated = "".join(whole[:cut + 1]).rstrip()
     doc = json.loads(text)
     del doc["kind"]
     out = {}
-    for name, body in (("truncated", text[:len(text) // 2]), ("comma", "".join(lines)),
+    for name, body in (("truncated", truncated), ("comma", "".join(lines)),
                        ("nokind", json.dumps(doc, indent=2))):
         path = tmp_path / f"{name}.json"
         path.write_text(body)
