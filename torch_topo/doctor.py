@@ -221,13 +221,14 @@ def _kv_findings(mesh: dict[str, int], kv_heads: int | None) -> list[Finding]:
 
 def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
              kv_heads: int | None = None, pinned_path: str | None = None,
-             environ=None, live=None) -> list[Finding]:
+             environ=None, live=None, inter_host_gbps: float | None = None) -> list[Finding]:
     """Findings for a topology (file, Topology or cluster) and an optional mesh.
 
     Without a mesh, the common tensor-parallel degrees 2 and 4 are checked (dp filling the rest).
     `pinned_path` (a file pinned by TORCH_TOPO_FILE / NCCL_TOPO_FILE) is compared with `live`, a
     live probe `Topology` (default: probe this host), after its missing NVLink is filled as for
     the run (`load_topology(..., nvlink="complete")`; finding `pinned-no-nvlink`).
+    `inter_host_gbps` pins the network between hosts as `resolve_cluster` does.
     """
     env = os.environ if environ is None else environ
     pinned = None
@@ -237,7 +238,7 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
         pinned = load_topology(pinned_path, nvlink="complete", live=live)
         if isinstance(topology, (str, os.PathLike)) and os.fspath(topology) == pinned_path:
             topology = pinned
-    cluster = resolve_cluster(topology, hosts)
+    cluster = resolve_cluster(topology, hosts, inter_host_gbps=inter_host_gbps)
     findings: list[Finding] = []
     per_host = cluster.world_size // hosts
     meshes = [mesh] if mesh else [

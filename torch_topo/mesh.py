@@ -53,7 +53,7 @@ def parse_play(text: str, world_size: int) -> list[tuple[str, int]] | None:
     return entries
 
 
-def _played_cluster(path: str, placements: list[tuple[str, int]], chunk_bytes: int):
+def _played_cluster(path: str, placements: list[tuple[str, int]], config: TopoConfig):
     """Cluster JSON of copies of `path`, one per played host name, ranks where they play."""
     names = list(dict.fromkeys(h for h, _ in placements))
     doc = json.loads(_C.planner_cluster_json(path=path, hosts=len(names)))
@@ -68,7 +68,8 @@ def _played_cluster(path: str, placements: list[tuple[str, int]], chunk_bytes: i
     for i, name in enumerate(names):
         doc["hosts"][i]["hostname"] = name
     doc["ranks"] = ranks
-    return resolve_cluster(doc, 1, chunk_bytes)
+    return resolve_cluster(doc, 1, config.pipeline_chunk_bytes,
+                           inter_host_gbps=config.inter_host_gbps)
 
 
 def _world_cluster(config: TopoConfig, world_size: int, topology=None):
@@ -89,14 +90,16 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
             gathered = [None] * world_size
             dist.all_gather_object(gathered, parse_play(config.play, 1)[0])
             placements = [tuple(p) for p in gathered]
-        return _played_cluster(os.fspath(source), placements, chunk)
+        return _played_cluster(os.fspath(source), placements, config)
     # The pinned file gets the NVLink a cloud's NCCL XML leaves out (NCCL adds it at run time).
     nvlink = "complete" if topology is None else "file"
     per_host = resolve_cluster(source, 1, chunk, nvlink=nvlink).world_size
     if world_size % per_host == 0:
-        return resolve_cluster(source, world_size // per_host, chunk, nvlink=nvlink)
+        return resolve_cluster(source, world_size // per_host, chunk, nvlink=nvlink,
+                               inter_host_gbps=config.inter_host_gbps)
     if world_size < per_host and is_path:
-        return _played_cluster(os.fspath(source), [("host0", r) for r in range(world_size)], chunk)
+        return _played_cluster(os.fspath(source), [("host0", r) for r in range(world_size)],
+                               config)
     raise ValueError(f"world size {world_size} does not fill whole hosts of {per_host} GPUs; "
                      "set TopoConfig.play (TORCH_TOPO_PLAY) to say where ranks run")
 

@@ -167,13 +167,12 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
     `nvlink`: for an NCCL XML path, "file" plans on it as written, "complete" on the NVLink it
     leaves out filled from `live` (a live probe `Topology`; None probes this host) or the GPU
     model (`load_topology`). `inter_host_gbps`: GB/s between hosts per direction, as the live
-    cluster exchange applies it; None takes TopoConfig.inter_host_gbps
-    (TORCH_TOPO_INTER_HOST_GBPS), and without it the source's own value or its NIC speeds."""
+    cluster exchange applies it; None keeps the source's own value, else its NIC speeds. The
+    environment is the caller's to read (the CLI passes TORCH_TOPO_INTER_HOST_GBPS): a live
+    cluster already carries the value its group was configured with."""
     obj = topology_or_cluster
     check_hosts(hosts)
-    if inter_host_gbps is None:
-        inter_host_gbps = TopoConfig.from_env().inter_host_gbps
-    else:
+    if inter_host_gbps is not None:
         TopoConfig(inter_host_gbps=inter_host_gbps)  # refuses non-finite and non-positive values
     if nvlink not in ("file", "complete"):
         raise ValueError(f"resolve_cluster: nvlink: got {nvlink!r}, expected 'file' or 'complete'")
@@ -296,9 +295,11 @@ class Plan:
         return cls(cluster, raw, "contiguous" if contiguous else "planned", nccl_hints)
 
     @classmethod
-    def naive(cls, topology_or_cluster, mesh, traffic=None, *, hosts: int = 1) -> Plan:
+    def naive(cls, topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
+              inter_host_gbps: float | None = None) -> Plan:
         """The contiguous layout (mesh position i holds rank i), costed by the same model."""
-        return cls.build(topology_or_cluster, mesh, traffic, hosts=hosts, contiguous=True)
+        return cls.build(topology_or_cluster, mesh, traffic, hosts=hosts, contiguous=True,
+                         inter_host_gbps=inter_host_gbps)
 
     @classmethod
     def from_config(cls, config, world_size: int, mesh, traffic=None) -> Plan:

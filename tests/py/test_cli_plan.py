@@ -228,6 +228,24 @@ def test_inter_host_gbps_reaches_file_plans_and_doctor(gbps, capsys, monkeypatch
     assert "nic-speed-assumed" in {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
 
 
+def test_the_environment_does_not_override_a_cluster_or_a_configured_group(monkeypatch):
+    # A live cluster carries the bandwidth its group was configured with, and a group's config
+    # wins over the environment: neither may be repriced at TORCH_TOPO_INTER_HOST_GBPS.
+    from torch_topo.config import TopoConfig
+    from torch_topo.mesh import _world_cluster
+    from torch_topo.plan import resolve_cluster
+
+    doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
+    mesh = {"dp": 8, "tp": 2}
+    at = {g: plan({**doc, "inter_host_bandwidth_gbps": g}, mesh).cost("dp") for g in (5.0, 50.0)}
+    assert at[5.0] != pytest.approx(at[50.0], rel=0.05)
+    monkeypatch.setenv("TORCH_TOPO_INTER_HOST_GBPS", "5")
+    carried = resolve_cluster({**doc, "inter_host_bandwidth_gbps": 50.0})
+    assert plan(carried, mesh).cost("dp") == pytest.approx(at[50.0], rel=1e-12)
+    configured = _world_cluster(TopoConfig(topology_file=str(DGX1), inter_host_gbps=50.0), 16)
+    assert plan(configured, mesh).cost("dp") == pytest.approx(at[50.0], rel=1e-12)
+
+
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e19", "9223372036854775808"])
 def test_traffic_past_int64_is_refused_by_name(value, capsys):
     assert main(["plan", str(DGX1), "--mesh", "dp=4,tp=2", "--traffic", f"tp={value},dp=2e8"]) == 2

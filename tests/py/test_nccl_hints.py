@@ -18,6 +18,7 @@ from planner_support import DGX1
 
 import torch_topo
 from torch_topo import nccl_hints
+from torch_topo.config import TopoConfig
 from torch_topo.mesh import _played_cluster
 
 # Small dp all-reduces and large tp all-gathers: the model picks an algorithm per dimension.
@@ -27,7 +28,7 @@ MESH = {"dp": 2, "tp": 2}
 
 def _plan():
     # Four ranks on GPUs 0-3 of one DGX-1.
-    cluster = _played_cluster(str(DGX1), [("h", gpu) for gpu in range(4)], 4 << 20)
+    cluster = _played_cluster(str(DGX1), [("h", gpu) for gpu in range(4)], TopoConfig())
     return torch_topo.plan(cluster, MESH, TRAFFIC, nccl_hints=True)
 
 

@@ -21,6 +21,7 @@ import torch
 from planner_support import DGX1
 
 from torch_topo import AttentionShape, UlyssesConfig, resolve_sequence_parallel_degrees
+from torch_topo.config import TopoConfig
 from torch_topo.mesh import _played_cluster, cpu_cluster_doc
 from torch_topo.plan import resolve_cluster
 
@@ -93,7 +94,7 @@ def test_example_matches_single_process(name, ranks, backend, options, extra_env
     if name == "sp_auto_topo":
         # The split the cost model predicts fastest on the cluster the ranks play.
         played = _played_cluster(str(DGX1), [("hostA", 0), ("hostA", 3), ("hostB", 0),
-                                             ("hostB", 3)], 4 << 20)
+                                             ("hostB", 3)], TopoConfig())
         assert (r["ulysses_degree"], r["ring_degree"]) == _expected_split(r, played)
 
 

@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 
+from torch_topo.config import TopoConfig
 from torch_topo.doctor import diagnose, live_probe_findings
 from torch_topo.plan import check_hosts, parse_mesh
 from torch_topo.probe import live_probe
@@ -41,7 +42,8 @@ def run(args) -> int:
         findings, source = _diagnose_live(args, mesh)
     else:
         findings, source = diagnose(path, mesh, hosts=args.hosts, kv_heads=args.kv_heads,
-                                    pinned_path=path if args.file is None else None), path
+                                    pinned_path=path if args.file is None else None,
+                                    inter_host_gbps=TopoConfig.from_env().inter_host_gbps), path
     problems = [f for f in findings if f.severity != "info"]
     if args.json:
         print(json.dumps({"schema": "torch-topo-doctor/1", "file": path, "source": source,
@@ -59,5 +61,6 @@ def _diagnose_live(args, mesh):
     if mesh and live.gpu_count == 0:
         raise ValueError(f"--mesh: the live probe of this host ({live.source}) found no GPU to "
                          "place a mesh on; give a topology FILE")
-    findings = diagnose(live, mesh, hosts=args.hosts, kv_heads=args.kv_heads)
+    findings = diagnose(live, mesh, hosts=args.hosts, kv_heads=args.kv_heads,
+                        inter_host_gbps=TopoConfig.from_env().inter_host_gbps)
     return findings + live_probe_findings(live), f"this host ({live.source})"

@@ -176,19 +176,25 @@ def run(args) -> int:
         # Clusters get none: the planner reports on their hosts.
         nvlink_note = topo.nvlink_note()
     hosts, split = args.hosts, None
+    config = TopoConfig.from_env()
+    # A live cluster carries the bandwidth its group was configured with; a file or this
+    # host's probe gets the environment's.
+    gbps = config.inter_host_gbps if not isinstance(source, dict) else None
     if args.attention is not None:
         if traffic is not None:
             raise ValueError("--traffic: not with --attention, expected one of them (the split "
                              "adds a cp dimension the traffic would have to name)")
         shape = _check_attention_bytes(AttentionShape.parse(args.attention))
-        source, hosts = resolve_cluster(source, args.hosts), 1
+        source, hosts = resolve_cluster(source, args.hosts, inter_host_gbps=gbps), 1
         candidates = sequence_split_candidates(source, mesh, shape)
         split = (shape, candidates, choose_sequence_split(candidates))
         mesh = split_mesh(mesh, split[2].ulysses)
     # The hints are shown whether or not TORCH_TOPO_NCCL_HINTS will apply them (nccl_hints_enabled).
-    planned = Plan.build(source, mesh, traffic, hosts=hosts, nccl_hints=True)
-    naive = Plan.naive(source, mesh, traffic, hosts=hosts) if args.compare else None
-    hints_on = TopoConfig.from_env().nccl_hints
+    planned = Plan.build(source, mesh, traffic, hosts=hosts, nccl_hints=True,
+                         inter_host_gbps=gbps)
+    naive = Plan.naive(source, mesh, traffic, hosts=hosts,
+                       inter_host_gbps=gbps) if args.compare else None
+    hints_on = config.nccl_hints
     if args.json:
         out = planned.to_dict()
         out["nccl_hints_enabled"] = hints_on
