@@ -25,7 +25,7 @@ __all__ = ["CHOICE_SIZES", "MAX_RANKS", "Plan", "plan", "parse_mesh", "predicted
 
 MAX_RANKS: int = _C.MAX_RANKS
 """Most ranks (hosts x ranks per host) the planner takes: its memory grows with the square of
-the ranks (4096 ranks: about 3 s and 0.5 GB)."""
+the ranks (4096 ranks: about 3 s and 0.5 GB on top of what importing torch takes)."""
 
 SIZE_CLASSES: dict[str, int] = {"small": 64 << 10, "medium": 4 << 20, "large": 256 << 20}
 """Message sizes `Plan.algorithms` reports a choice for, besides each dimension's step bytes."""

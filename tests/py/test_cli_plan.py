@@ -9,7 +9,7 @@ import json
 import pytest
 from planner_support import DATA, DGX1
 
-from torch_topo import _C
+from torch_topo import _C, AttentionShape
 from torch_topo.cli import build_parser, main
 from torch_topo.plan import MAX_RANKS, plan
 
@@ -199,7 +199,11 @@ def test_attention_bytes_past_int64_are_refused(capsys):
     assert main(["plan", str(DGX1), "--mesh", "sp=8", "--attention",
                  f"heads=8,kv_heads=2,head_dim=128,seq_len={huge},dtype=bf16"]) == 2
     err = capsys.readouterr().err
-    assert f"--attention: batch x seq_len x heads x head_dim = {huge * 8 * 128}, expected <= {bound}" in err
+    assert (f"--attention: AttentionShape: batch x seq_len x heads x head_dim = {huge * 8 * 128}, "
+            f"expected <= {bound}") in err
+    # The Python API refuses it too, before pybind11 could fail on the byte count.
+    with pytest.raises(ValueError, match=rf"^AttentionShape: .* = {huge * 8 * 128}, expected <= {bound} "):
+        AttentionShape(heads=8, kv_heads=2, head_dim=128, seq_len=huge)
 
 
 @pytest.mark.parametrize("gbps", [5.0, 50.0])

@@ -146,21 +146,6 @@ def _require_gpus(topo: Topology, source) -> None:
                      "there) or pin one with TORCH_TOPO_FILE")
 
 
-# Bytes per element of the largest message the split is priced on: Q, K and V together (at most
-# 3 x heads) in fp64, or K/V's gradients in fp64 accumulation (sequence_split._price).
-_ATTENTION_BYTES_PER_ELEMENT = 3 * 8
-
-
-def _check_attention_bytes(shape: AttentionShape) -> AttentionShape:
-    """The shape, refused when its messages would overflow the cost model's int64 byte counts."""
-    elements = shape.batch * shape.seq_len * shape.heads * shape.head_dim
-    if elements * _ATTENTION_BYTES_PER_ELEMENT >= 1 << 63:
-        raise ValueError(f"--attention: batch x seq_len x heads x head_dim = {elements}, expected "
-                         f"<= {((1 << 63) - 1) // _ATTENTION_BYTES_PER_ELEMENT} (messages of "
-                         f"{_ATTENTION_BYTES_PER_ELEMENT} bytes per element must fit in int64)")
-    return shape
-
-
 def run(args) -> int:
     check_hosts(args.hosts, "--hosts")
     mesh = parse_mesh(args.mesh, "--mesh")
@@ -184,7 +169,7 @@ def run(args) -> int:
         if traffic is not None:
             raise ValueError("--traffic: not with --attention, expected one of them (the split "
                              "adds a cp dimension the traffic would have to name)")
-        shape = _check_attention_bytes(AttentionShape.parse(args.attention))
+        shape = AttentionShape.parse(args.attention)
         source, hosts = resolve_cluster(source, args.hosts, inter_host_gbps=gbps), 1
         candidates = sequence_split_candidates(source, mesh, shape)
         split = (shape, candidates, choose_sequence_split(candidates))

@@ -42,6 +42,9 @@ _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bf
            "float64": torch.float64}
 # dK/dV travel the ring in the accumulation type (torch_topo.ops.ring_attention.acc_dtype).
 _FP32_BYTES, _FP64_BYTES = 4, 8
+# Bytes per element of the largest message _price sends the cost model: Q, K and V together (at
+# most 3 x heads) in fp64, or K/V's gradients in fp64 accumulation. Its counts are int64.
+_MAX_BYTES_PER_ELEMENT = 3 * _FP64_BYTES
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -71,6 +74,12 @@ class AttentionShape:
         if not isinstance(self.dtype, torch.dtype) or not self.dtype.is_floating_point:
             raise ValueError(f"AttentionShape.dtype: got {self.dtype!r}, expected a floating "
                              "torch.dtype")
+        elements = self.batch * self.seq_len * self.heads * self.head_dim
+        if elements * _MAX_BYTES_PER_ELEMENT >= 1 << 63:
+            raise ValueError(
+                f"AttentionShape: batch x seq_len x heads x head_dim = {elements}, expected <= "
+                f"{((1 << 63) - 1) // _MAX_BYTES_PER_ELEMENT} (messages of "
+                f"{_MAX_BYTES_PER_ELEMENT} bytes per element must fit in int64)")
 
     @classmethod
     def parse(cls, text: str, option: str = "--attention") -> AttentionShape:
