@@ -46,7 +46,7 @@ from torch_topo.probe import probe, resolve_pinned_file
 from torch_topo.topology import Topology, load_topology
 
 __all__ = ["Cluster", "Placement", "exchange_cluster", "exchange_records", "world_cluster",
-           "own_record", "parse_play",
+           "own_record", "parse_play", "play_entries",
            "decided_by_root", "get_many", "wait_all",
            "KEY_PREFIX", "HOST_PREFIX", "TABLE_KEY",
            "ASSUMED_INTER_HOST_GBPS", "ASSUMED_INTER_HOST_LATENCY_US"]
@@ -146,25 +146,33 @@ class Cluster:
         )
 
 
-def parse_play(spec: str, group_size: int, rank: int) -> tuple[str, int]:
-    """The (hostname, GPU) this rank plays.
-
-    Args:
-        spec: "HOST:GPU" for this rank alone, or "HOST:GPU,HOST:GPU,..." with one entry per rank.
-        group_size: number of ranks, for the per-rank form.
-        rank: index into the per-rank form.
-    """
-    entries = [e.strip() for e in spec.split(",")]
-    if len(entries) != 1 and len(entries) != group_size:
+def play_entries(spec: str, world_size: int) -> list[tuple[str, int]]:
+    """TopoConfig.play, "HOST:GPU" for this rank alone or "HOST:GPU,HOST:GPU,..." indexed by
+    global rank, as [(host, gpu)]: one entry, or `world_size` of them. The one parser of play
+    for the exchange, the hierarchy and init_device_mesh, so each refuses the same strings."""
+    entries = []
+    for entry in (e.strip() for e in spec.split(",")):
+        host, sep, gpu = entry.rpartition(":")
+        if not sep or not host.strip() or not gpu.strip().isdigit():
+            raise ValueError(f"TopoConfig.play: entry {entry!r}: expected HOST:GPU with GPU an "
+                             "integer >= 0, e.g. 'node0:3'")
+        entries.append((host.strip(), int(gpu)))
+    if len(entries) not in (1, world_size):
         raise ValueError(
             f"TopoConfig.play: got {len(entries)} entries, expected 1 (this rank) or "
-            f"{group_size} (one per rank)"
+            f"{world_size} (one per rank)"
         )
-    entry = entries[0] if len(entries) == 1 else entries[rank]
-    host, sep, gpu = entry.rpartition(":")
-    if not sep or not host or not gpu.isdigit():
-        raise ValueError(f"TopoConfig.play: entry {entry!r}: expected HOST:GPU, e.g. 'node0:3'")
-    return host, int(gpu)
+    return entries
+
+
+def parse_play(spec: str, group_size: int, global_rank: int) -> tuple[str, int]:
+    """The (hostname, GPU) global rank `global_rank` plays. The entries count the world's
+    ranks: the initialised world's size, else `group_size` (the world group forming)."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else group_size
+    entries = play_entries(spec, world)
+    return entries[0] if len(entries) == 1 else entries[global_rank]
 
 
 def _local_gpu(topology: Topology) -> int:

@@ -28,6 +28,7 @@ from torch_topo.cluster import (
     decided_by_root,
     exchange_cluster,
     get_many,
+    parse_play,
     publish_failure,
     raise_if_reported,
     wait_all,
@@ -45,7 +46,6 @@ __all__ = [
     "discover_layout",
     "exchange_hostnames",
     "hierarchical_thresholds",
-    "play_host",
 ]
 
 HIERARCHICAL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
@@ -129,26 +129,6 @@ class HostLayout:
             if a != b:
                 leaving[a] += 1
         return max(leaving)
-
-
-def play_host(play: str | None, global_rank: int) -> str | None:
-    """The host a rank plays under TopoConfig.play ("HOST:GPU[,HOST:GPU...]" indexed by global
-    rank, or one "HOST:GPU" for this rank alone), or None without play."""
-    if not play:
-        return None
-    entries = [e.strip() for e in play.split(",")]
-    if len(entries) == 1:
-        entry = entries[0]
-    elif 0 <= global_rank < len(entries):
-        entry = entries[global_rank]
-    else:
-        raise ValueError(f"TopoConfig.play: got {len(entries)} entries, expected one per rank "
-                         f"(rank {global_rank} has none)")
-    host, sep, gpu = entry.rpartition(":")
-    if not sep or not host or not gpu.lstrip("-").isdigit():
-        raise ValueError(f"TopoConfig.play: got entry {entry!r}, expected HOST:GPU "
-                         "(e.g. node0:3)")
-    return host
 
 
 def exchange_hostnames(store, group_rank: int, group_size: int, my_host, *,
@@ -403,7 +383,7 @@ def discover_layout(store, group_rank: int, group_size: int, global_rank: int,
     if (config.play or os.environ.get("TORCH_TOPO_PLAY")) and resolve_pinned_file(config) is None:
         play = config.play or os.environ["TORCH_TOPO_PLAY"]
         names = exchange_hostnames(store, group_rank, group_size,
-                                   lambda: play_host(play, global_rank),
+                                   lambda: parse_play(play, group_size, global_rank)[0],
                                    timeout=config.timeout or _DEFAULT_TIMEOUT)
         return HostLayout.from_hostnames(names), None
     cluster = exchange_cluster(store, group_rank, group_size, config, global_rank=global_rank,

@@ -20,37 +20,22 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 
 from torch_topo import _C
-from torch_topo.cluster import world_cluster
+from torch_topo.cluster import play_entries, world_cluster
 from torch_topo.config import TopoConfig
 from torch_topo.nccl_hints import register_plan_hints
 from torch_topo.numa import apply_numa_binding, init_report
 from torch_topo.plan import Plan, resolve_cluster
 from torch_topo.probe import resolve_pinned_file
 
-__all__ = ["cpu_cluster_doc", "init_device_mesh", "plan_for_world", "parse_play",
+__all__ = ["cpu_cluster_doc", "init_device_mesh", "plan_for_world", "played_placements",
            "world_planner_cluster"]
 
 
-def parse_play(text: str, world_size: int) -> list[tuple[str, int]] | None:
-    """ "HOST:GPU,HOST:GPU,..." indexed by rank -> [(host, gpu)]; a single entry is this
-    rank's own (returned as None: the caller gathers it from every rank)."""
-    entries = []
-    for item in filter(None, (p.strip() for p in text.split(","))):
-        host, sep, gpu = item.rpartition(":")
-        if not sep or not host:
-            raise ValueError(f"TopoConfig.play: got {item!r}, expected HOST:GPU")
-        try:
-            entries.append((host, int(gpu)))
-        except ValueError:
-            raise ValueError(f"TopoConfig.play: {item!r}: GPU must be an integer") from None
-    if len(entries) == 1 and world_size > 1:
-        return None
-    if len(entries) != world_size:
-        raise ValueError(
-            f"TopoConfig.play: got {len(entries)} entries, expected one per rank "
-            f"({world_size}) or one for this rank"
-        )
-    return entries
+def played_placements(text: str, world_size: int) -> list[tuple[str, int]] | None:
+    """TopoConfig.play -> [(host, gpu)] by rank; None for a single entry in a larger world
+    (this rank's own: the caller gathers them from every rank)."""
+    entries = play_entries(text, world_size)
+    return None if len(entries) == 1 and world_size > 1 else entries
 
 
 def _played_cluster(path: str, placements: list[tuple[str, int]], config: TopoConfig):
@@ -85,10 +70,10 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
         return resolve_cluster(live.planner_doc(), 1, chunk)
     is_path = isinstance(source, (str, os.PathLike)) and not str(source).lstrip().startswith("{")
     if is_path and config.play:
-        placements = parse_play(config.play, world_size)
+        placements = played_placements(config.play, world_size)
         if placements is None:  # each rank knows only its own: gather them
             gathered = [None] * world_size
-            dist.all_gather_object(gathered, parse_play(config.play, 1)[0])
+            dist.all_gather_object(gathered, play_entries(config.play, 1)[0])
             placements = [tuple(p) for p in gathered]
         return _played_cluster(os.fspath(source), placements, config)
     # The pinned file gets the NVLink a cloud's NCCL XML leaves out (NCCL adds it at run time).

@@ -13,6 +13,7 @@ import torch.multiprocessing as mp
 
 from torch_topo import TopoConfig
 from torch_topo.cluster import exchange_cluster, parse_play
+from torch_topo.mesh import played_placements
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 P4D = str(DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml")
@@ -73,13 +74,13 @@ def test_ranks_of_one_host_with_different_graphs_fail_on_every_rank(tmp_path):
         assert "ranks 0 and 1 on host 'hostA' disagree on the host topology" in result["message"]
 
 
-def _layout_main(rank, world, store_path, play, out_dir):
+def _layout_main(rank, world, store_path, plays, out_dir):
     from torch_topo.hierarchy import discover_layout
 
     store = dist.FileStore(store_path, world)
     began = time.monotonic()
     try:
-        layout, _ = discover_layout(store, rank, world, rank, TopoConfig(play=play,
+        layout, _ = discover_layout(store, rank, world, rank, TopoConfig(play=plays[rank],
                                                                          timeout_s=600.0))
         result = {"hosts": layout.host_names}
     except Exception as exc:  # reported to the parent, which asserts on it
@@ -110,11 +111,11 @@ def test_a_bad_play_entry_without_a_file_fails_every_rank_at_once(tmp_path, monk
         monkeypatch.delenv(var, raising=False)
     world = 3
     mp.start_processes(_layout_main, nprocs=world, start_method="spawn",
-                       args=(world, str(tmp_path / "store"), "a:0,b,c:0", str(tmp_path)))
+                       args=(world, str(tmp_path / "store"), ["a:0", "b", "c:0"], str(tmp_path)))
     results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
     for result in results:
         assert result.get("error") == "ValueError", result
-        assert "got entry 'b', expected HOST:GPU" in result["message"], result
+        assert "TopoConfig.play: entry 'b': expected HOST:GPU" in result["message"], result
         assert result["seconds"] < 60, result
     assert "raised on group rank 1" in results[0]["message"]
 
@@ -155,11 +156,30 @@ def test_parse_play(spec, size, rank, expected):
         ("a", "expected HOST:GPU"),
         (":1", "expected HOST:GPU"),
         ("a:-1", "expected HOST:GPU"),
+        ("a:0,b:0,", "entry '': expected HOST:GPU"),
+        ("a:0,,b:0", "entry '': expected HOST:GPU"),
+        (" :0,b:0,c:0", "entry ':0': expected HOST:GPU"),
+        ("n0-0,n1:0,n1:1", "entry 'n0-0': expected HOST:GPU"),
     ],
 )
 def test_bad_play_specs(spec, fragment):
+    # The exchange, the hierarchy's host names and init_device_mesh's placements read play
+    # through one parser: each refuses the same strings.
     with pytest.raises(ValueError, match=fragment):
         parse_play(spec, 3, 0)
+    with pytest.raises(ValueError, match=fragment):
+        played_placements(spec, 3)
+
+
+def test_play_entries_index_the_world_not_the_group(monkeypatch):
+    # A subgroup that is not covered by an earlier exchange still reads play by global rank.
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 4)
+    assert parse_play("a:0,a:1,b:0,b:1", 2, 3) == ("b", 1)
+    with pytest.raises(ValueError, match=r"got 2 entries, expected 1 \(this rank\) or 4"):
+        parse_play("a:0,b:0", 2, 1)
+    assert played_placements("a:0,a:1,b:0,b:1", 4) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    assert played_placements("solo:3", 4) is None and played_placements("solo:3", 1) == [("solo", 3)]
 
 
 def test_play_needs_a_pinned_file_and_a_gpu_it_has(tmp_path, monkeypatch):

@@ -26,6 +26,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from torch_topo import _C
+from torch_topo.cluster import parse_play
 from torch_topo.config import TopoConfig
 from torch_topo.hierarchy import (
     HostLayout,
@@ -34,7 +35,6 @@ from torch_topo.hierarchy import (
     build_levels,
     exchange_hostnames,
     hierarchical_thresholds,
-    play_host,
 )
 
 TIMEOUT = timedelta(seconds=60)
@@ -226,7 +226,7 @@ def _worker(rank, hosts, tmp, full):
     store = dist.FileStore(os.path.join(tmp, "store"), size)
     flat = dist.ProcessGroupGloo(dist.PrefixStore("flat", store), rank, size, TIMEOUT)
     # Hosts come from a play string indexed by rank, exchanged through the store.
-    names = exchange_hostnames(store, rank, size, play_host(_play(hosts), rank))
+    names = exchange_hostnames(store, rank, size, parse_play(_play(hosts), size, rank)[0])
     layout = HostLayout.from_hostnames(names)
     lv = build_levels(dist.PrefixStore("hier", store), rank, layout,
                       chunk_bytes=CHUNK_BYTES, timeout=TIMEOUT)
@@ -345,16 +345,6 @@ def test_layout_from_hostnames():
     assert HostLayout.from_hostnames(["x", "x", "y", "y"]).ring_crossings() == 1
     with pytest.raises(ValueError, match="empty host name"):
         HostLayout.from_hostnames(["x", ""])
-
-
-def test_play_host_parsing():
-    assert play_host("n0:0,n0:1,n1:0", 2) == "n1"
-    assert play_host("solo:3", 7) == "solo"
-    assert play_host(None, 0) is None
-    with pytest.raises(ValueError, match="one per rank"):
-        play_host("n0:0,n1:0", 5)
-    with pytest.raises(ValueError, match="expected HOST:GPU"):
-        play_host("n0-0,n1:0", 0)
 
 
 def test_thresholds_follow_config():
