@@ -20,7 +20,7 @@ from torch_topo.config import TopoConfig
 from torch_topo.probe import live_probe
 from torch_topo.topology import load_topology
 
-__all__ = ["CHOICE_SIZES", "MAX_RANKS", "Plan", "plan", "parse_mesh", "predicted_choices",
+__all__ = ["CHOICE_SIZES", "MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "predicted_choices",
            "resolve_cluster", "check_hosts", "check_traffic_bytes", "completed_source", "SIZE_CLASSES"]
 
 MAX_RANKS: int = _C.MAX_RANKS
@@ -84,23 +84,34 @@ def _size(nbytes: int) -> str:
 
 
 
+def assignments(text: str, option: str, form: str) -> list[tuple[str, str]]:
+    """ "a=1, b=2" -> [("a", "1"), ("b", "2")], names and values stripped: the comma lists of
+    --mesh, --traffic and --attention. An empty item (",,", a trailing comma), an item without
+    NAME= and a name given twice are refused with a ValueError naming `option`; `form` is the
+    item's shape for the message, e.g. "NAME=SIZE (e.g. dp=4,tp=2)"."""
+    out: list[tuple[str, str]] = []
+    for item in text.split(","):
+        name, sep, value = (s.strip() for s in item.partition("="))
+        if not item.strip():
+            raise ValueError(f"{option}: an empty item in {text!r}, expected {form} separated "
+                             "by single commas")
+        if not sep or not name:
+            raise ValueError(f"{option}: got {item.strip()!r}, expected {form}")
+        if any(name == seen for seen, _ in out):
+            raise ValueError(f"{option}: {name!r} appears twice")
+        out.append((name, value))
+    return out
+
+
 def parse_mesh(text: str, option: str = "--mesh") -> dict[str, int]:
     """ "dp=4,tp=2" -> {"dp": 4, "tp": 2} (outermost first); ValueError names `option`."""
     out: dict[str, int] = {}
-    for item in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, size = item.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise ValueError(f"{option}: got {item!r}, expected NAME=SIZE (e.g. dp=4,tp=2)")
+    for name, size in assignments(text, option, "NAME=SIZE (e.g. dp=4,tp=2)"):
         try:
             value = int(size)
         except ValueError:
-            raise ValueError(f"{option}: {name}: got {size.strip()!r}, expected an integer") from None
-        if name in out:
-            raise ValueError(f"{option}: dimension {name!r} appears twice")
+            raise ValueError(f"{option}: {name}: got {size!r}, expected an integer") from None
         out[name] = _check_dim_size(option, name, value)
-    if not out:
-        raise ValueError(f"{option}: got {text!r}, expected NAME=SIZE[,NAME=SIZE...]")
     return out
 
 

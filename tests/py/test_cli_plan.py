@@ -66,6 +66,15 @@ def test_plan_text(capsys):
     (["--mesh", "dp4"], "--mesh: got 'dp4'"),
     (["--mesh", "dp=8", "--hosts", "0"], "--hosts: got 0"),
     (["--mesh", "dp=4,tp=2", "--traffic", "tp=abc"], "--traffic: got 'tp=abc'"),
+    # A doubled or trailing comma is a typo, not an empty dimension.
+    (["--mesh", "dp=8,tp=1,,"], "--mesh: an empty item in 'dp=8,tp=1,,'"),
+    (["--mesh", "dp=4,,tp=2"], "--mesh: an empty item in 'dp=4,,tp=2'"),
+    (["--mesh", "dp=4,tp=2", "--traffic", "tp=1e9,"], "--traffic: an empty item in 'tp=1e9,'"),
+    (["--mesh", "dp=4,tp=2", "--traffic", "tp=1e9,tp=2e9"], "--traffic: 'tp' appears twice"),
+    (["--mesh", "sp=8", "--attention", "heads=8,kv_heads=2,,head_dim=64,seq_len=64"],
+     "--attention: an empty item in"),
+    (["--mesh", "sp=8", "--attention", "heads=8,heads=4,kv_heads=2,head_dim=64,seq_len=64"],
+     "--attention: 'heads' appears twice"),
 ])
 def test_plan_errors_exit_2(argv, fragment, capsys):
     assert main(["plan", str(DGX1)] + argv) == 2

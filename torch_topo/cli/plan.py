@@ -25,6 +25,7 @@ from torch_topo.ops.sequence_split import (
 )
 from torch_topo.plan import (
     Plan,
+    assignments,
     check_hosts,
     check_traffic_bytes,
     completed_source,
@@ -45,14 +46,12 @@ def parse_traffic(text: str | None) -> dict[str, float] | None:
     if text is None:
         return None
     out = {}
-    for item in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, value = (s.strip() for s in item.partition("="))
+    for name, value in assignments(text, "--traffic", "NAME=BYTES (e.g. tp=1e9)"):
         try:
             nbytes = float(value)
         except ValueError:
-            raise ValueError(f"--traffic: got {item!r}, expected NAME=BYTES (e.g. tp=1e9)") from None
-        if not sep or not name:
-            raise ValueError(f"--traffic: got {item!r}, expected NAME=BYTES with BYTES >= 0")
+            raise ValueError(f"--traffic: got {f'{name}={value}'!r}, expected NAME=BYTES "
+                             "(e.g. tp=1e9)") from None
         out[name] = check_traffic_bytes("--traffic", name, nbytes)
     return out
 

@@ -85,13 +85,14 @@ class AttentionShape:
     def parse(cls, text: str, option: str = "--attention") -> AttentionShape:
         """ "heads=32,kv_heads=8,head_dim=128,seq_len=8192[,batch=1][,dtype=bf16]" -> shape;
         ValueError names `option`."""
+        from torch_topo.plan import assignments
+
+        names = ("heads", "kv_heads", "head_dim", "seq_len", "batch", "dtype")
+        form = f"NAME=VALUE with NAME one of {', '.join(names)}"
         fields: dict = {}
-        for item in filter(None, (p.strip() for p in text.split(","))):
-            name, sep, value = (s.strip() for s in item.partition("="))
-            if not sep or name not in ("heads", "kv_heads", "head_dim", "seq_len", "batch",
-                                       "dtype"):
-                raise ValueError(f"{option}: got {item!r}, expected NAME=VALUE with NAME one of "
-                                 "heads, kv_heads, head_dim, seq_len, batch, dtype")
+        for name, value in assignments(text, option, form):
+            if name not in names:
+                raise ValueError(f"{option}: got {f'{name}={value}'!r}, expected {form}")
             if name == "dtype":
                 if value not in _DTYPES:
                     raise ValueError(f"{option}: dtype: got {value!r}, expected one of "
