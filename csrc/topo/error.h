@@ -3,6 +3,7 @@
 // Python exception class, so callers can tell a bad file from a missing library.
 #pragma once
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -73,6 +74,17 @@ class Mismatch : public Error {
 };
 
 namespace detail {
+/// `file` from its last "csrc/" on: __FILE__ holds the path the build used, which for an
+/// out-of-tree or cached build is a relative path through the build folder.
+inline const char* sourceRelative(const char* file) {
+  const char* from = file;
+  for (const char* hit = std::strstr(file, "csrc/"); hit != nullptr;
+       hit = std::strstr(hit + 1, "csrc/")) {
+    from = hit;
+  }
+  return from;
+}
+
 template <typename... Args>
 std::string concat(const char* file, int line, const Args&... args) {
   // Plain string building: streams would take the process's locale (digit grouping, or broken
@@ -80,7 +92,7 @@ std::string concat(const char* file, int line, const Args&... args) {
   std::string out;
   (appendText(&out, args), ...);
   out += " [";
-  out += file;
+  out += sourceRelative(file);
   out += ":";
   out += std::to_string(line);
   out += "]";

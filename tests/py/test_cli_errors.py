@@ -80,6 +80,16 @@ def test_user_error_is_one_line_and_exit_2(env, capsys, argv, environ, fragment)
     assert err.count("\n") == 1 and err.endswith("\n"), err
     assert err.startswith("torch_topo") and ": error: " in err, err
     assert fragment in err, err
+    # The native core's "[csrc/FILE:LINE]" is for the Python API's tracebacks, not the CLI.
+    assert "[csrc/" not in err and not err.rstrip().endswith("]"), err
+
+
+def test_native_errors_name_their_source_inside_csrc():
+    # Whatever path the build compiled from (a ccache'd CI clone compiles through ../..).
+    from torch_topo.topology import load_topology
+
+    with pytest.raises(ValueError, match=r"cannot open '/nonexistent/x', .* \[csrc/topo/loader\.cpp:\d+\]$"):
+        load_topology("/nonexistent/x")
 
 
 def test_help_still_prints_usage_and_exits_0(capsys):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import sys
 
 from torch_topo.config import TopoConfig
@@ -30,9 +31,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{name}: error: {message}; see `{self.prog} --help`\n")
 
 
+# The native core ends its messages with where it raised them; a CLI user needs the what.
+_SOURCE_LOCATION = re.compile(r" \[csrc/[^\]]+:\d+\]$")
+
+
 def _one_line(exc: BaseException) -> str:
     # Messages are written as one line; a multi-line one (a library's) must not break that.
-    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return _SOURCE_LOCATION.sub("", text)
 
 
 def build_parser() -> argparse.ArgumentParser:
