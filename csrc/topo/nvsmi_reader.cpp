@@ -249,8 +249,10 @@ class NvsmiParser {
     row_seen_[row] = true;
     pos += n;
     const size_t nd = columns_.size();
+    size_t last_cell = pos;
     for (size_t c = 0; c < nd; ++c) {
       pos = skipBlanks(s, pos);
+      last_cell = pos;
       size_t len = matchClassCell(s, pos);
       Cell cell;
       if (len == 0 || !parsePathClass(s.substr(pos, len), &cell.cls, &cell.lanes)) {
@@ -273,10 +275,11 @@ class NvsmiParser {
       cells_[row * nd + c] = cell;
       pos += len;
     }
-    parseAffinity(li, pos, row);
+    parseAffinity(li, pos, row, last_cell);
   }
 
-  void parseAffinity(size_t li, size_t pos, int row) {
+  /// `last_cell`: where the row's last path cell starts, to quote it when text is glued to it.
+  void parseAffinity(size_t li, size_t pos, int row, size_t last_cell) {
     const std::string& s = lines_[li];
     std::vector<Token> fields;
     if (s.find('\t', pos) != std::string::npos) {
@@ -284,9 +287,11 @@ class NvsmiParser {
       // surplus empty fields are padding.
       size_t start = s.find('\t', pos);
       if (skipBlanks(s, pos) < start)
-        fail(li, skipBlanks(s, pos),
-             "got " + excerpt(s, skipBlanks(s, pos)) +
-                 " glued to the last path cell, expected a tab");
+        fail(li, last_cell,
+             "row " + columns_[row].name + ", column " + columns_.back().name + ": got " +
+                 excerpt(s, last_cell) + ", expected a path class (X, NV#, PIX, PXB, PHB, " +
+                 "NODE, SYS, SOC) followed by a tab; " + excerpt(s, skipBlanks(s, pos)) +
+                 " is glued to it");
       while (start != std::string::npos) {
         size_t end = s.find('\t', start + 1);
         std::string f =

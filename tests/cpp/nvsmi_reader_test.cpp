@@ -128,6 +128,10 @@ TEST(NvsmiReaderTest, ErrorsNameLineColumnAndExpectation) {
             std::string::npos);
   EXPECT_NE(parseError("GPU0 CPU Affinity\nGPU0 X 0-99999999\n").find("CPU Affinity: got"),
             std::string::npos);
+  // Text glued to the last path cell in the tab layout: the message quotes the whole cell.
+  EXPECT_EQ(parseError("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV1X\t0-1\n"),
+            "t.txt:2:10: row GPU0, column GPU1: got 'NV1X', expected a path class (X, NV#, "
+            "PIX, PXB, PHB, NODE, SYS, SOC) followed by a tab; 'X' is glued to it");
   EXPECT_NE(parseError("hello world\n").find("t.txt:1:1: header"), std::string::npos);
   EXPECT_NE(parseError("").find("empty file"), std::string::npos);
 }
