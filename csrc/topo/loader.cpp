@@ -3,7 +3,9 @@
 #include "topo/loader.h"
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -72,9 +74,19 @@ std::string readFile(const std::string& path) {
              "', expected a readable topology file");
   std::string text;
   char buf[1 << 14];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), in.get())) > 0;) text.append(buf, n);
-  TOPO_CHECK(text.size() <= kMaxFileBytes, "loadTopologyFile: '", path, "' has ", text.size(),
-             " bytes, expected at most ", kMaxFileBytes);
+  // The limit is checked while reading: an endless source (/dev/zero, a device, a pipe fed
+  // forever) would otherwise grow the buffer until the allocator fails.
+  for (size_t n; text.size() <= kMaxFileBytes &&
+                 (n = std::fread(buf, 1, sizeof(buf), in.get())) > 0;) {
+    text.append(buf, n);
+  }
+  TOPO_CHECK(text.size() <= kMaxFileBytes, "loadTopologyFile: '", path, "' has more than ",
+             kMaxFileBytes, " bytes, expected at most ", kMaxFileBytes);
+  // fopen accepts a directory on Linux and fread then fails (EISDIR); without this check the
+  // empty text read so far was reported as an unknown topology format at 1:1.
+  const int err = errno;
+  TOPO_CHECK(!std::ferror(in.get()), "loadTopologyFile: cannot read '", path, "': ",
+             std::strerror(err), ", expected a readable topology file");
   return text;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "topo/cpulist.h"
 #include "topo/error.h"
 #include "topo/paths.h"
 
@@ -127,9 +128,13 @@ class Reader {
     if (v == nullptr) return fallback;
     if (!v->is_number_integer())
       fail(where + "." + key, "got " + v->dump().substr(0, 40) + ", expected an integer");
-    long long x = v->get<long long>();
-    if (x < lo || x > hi)
-      fail(where + "." + key, "got " + std::to_string(x) + ", expected an integer in [" +
+    // An unsigned value past LLONG_MAX would wrap in get<long long>(): it is out of range
+    // whatever the bounds, and the message quotes the file's text, not the wrapped number.
+    const bool too_big = v->is_number_unsigned() &&
+                         v->get<unsigned long long>() > static_cast<unsigned long long>(hi);
+    long long x = too_big ? hi : v->get<long long>();
+    if (too_big || x < lo || x > hi)
+      fail(where + "." + key, "got " + v->dump() + ", expected an integer in [" +
                                   std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return static_cast<long>(x);
   }
@@ -143,6 +148,18 @@ class Reader {
     if (!std::isfinite(x) || x < 0)
       fail(where + "." + key, "got " + v->dump() + ", expected a finite number >= 0");
     return x;
+  }
+
+  /// A cpulist field: checked here, where the field is known, rather than by the NUMA binding
+  /// or the NCCL XML writer long after the file was read.
+  std::string cpulist(const json& obj, const char* key, const std::string& where) const {
+    std::string text = str(obj, key, where);
+    try {
+      parseCpulist(text, key);
+    } catch (const InvalidArgument&) {
+      fail(where + "." + key, "got '" + text + "', expected a cpulist such as \"0-3,8\"");
+    }
+    return text;
   }
 
   const json& array(const json& obj, const char* key, const std::string& where) const {
@@ -243,8 +260,19 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     g.name = str(gpus[i], "name", w);
     g.sm = static_cast<int>(integer(gpus[i], "sm", w, 0, 0, 10000));
     g.numa_node = static_cast<int>(integer(gpus[i], "numa_node", w, -1, -1, 4095));
-    g.cpu_affinity = str(gpus[i], "cpu_affinity", w);
+    g.cpu_affinity = cpulist(gpus[i], "cpu_affinity", w);
     g.memory_numa_node = static_cast<int>(integer(gpus[i], "memory_numa_node", w, -1, -1, 4095));
+    // Two GPUs with one index or bus id would make ranks, play entries and the live probe's
+    // bus-id matching pick one of them silently.
+    for (size_t k = 0; k < h.gpus.size(); ++k) {
+      const std::string other = where + ".gpus[" + std::to_string(k) + "]";
+      if (h.gpus[k].index == g.index)
+        fail(w + ".index", "got " + std::to_string(g.index) + ", the index of " + other +
+                               ", expected a distinct index per GPU");
+      if (!g.bus_id.empty() && h.gpus[k].bus_id == g.bus_id)
+        fail(w + ".bus_id", "got '" + g.bus_id + "', the bus id of " + other +
+                                ", expected a distinct bus id per GPU");
+    }
     h.gpus.push_back(g);
   }
   const json& nics = array(obj, "nics", where);
@@ -262,7 +290,11 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   for (size_t i = 0; i < numa.size(); ++i) {
     std::string w = where + ".numa_nodes[" + std::to_string(i) + "]";
     int id = static_cast<int>(integer(numa[i], "id", w, -1, -1, 4095));
-    h.numa_nodes.push_back({id, str(numa[i], "cpus", w)});
+    for (const NumaNode& seen : h.numa_nodes) {
+      if (id >= 0 && seen.id == id)
+        fail(w + ".id", "got " + std::to_string(id) + " twice, expected one entry per NUMA node");
+    }
+    h.numa_nodes.push_back({id, cpulist(numa[i], "cpus", w)});
   }
   static const json kNoGraph = json::object();
   const json* graph = find(obj, "graph", where);
@@ -301,6 +333,27 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   }
   bool present = false, estimated = false;
   h.gpu_paths = matrix(obj, "gpu_paths", where, h.gpus.size(), h.gpus.size(), &present, &estimated);
+  // Readers write X on the diagonal only and a symmetric class and lane count; the planner
+  // and cost model read one triangle or the other, so a hand edit breaking either gave
+  // answers that depended on rank order instead of an error.
+  const size_t n = h.gpus.size();
+  for (size_t i = 0; present && i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      const PathInfo& p = h.gpu_paths[i * n + j];
+      const PathInfo& q = h.gpu_paths[j * n + i];
+      const std::string cell = where + ".gpu_paths[" + std::to_string(i) + "][" +
+                               std::to_string(j) + "]";
+      if ((i == j) != (p.cls == PathClass::X))
+        fail(cell, "got " + std::string(toString(p.cls)) +
+                       (i == j ? ", expected X (a GPU's path to itself)"
+                               : ", expected a class other than X between two GPUs"));
+      if (j > i && (p.cls != q.cls || p.nvlinks != q.nvlinks))
+        fail(cell, "got " + std::string(toString(p.cls)) + " with " + std::to_string(p.nvlinks) +
+                       " NVLinks, but gpu_paths[" + std::to_string(j) + "][" +
+                       std::to_string(i) + "] has " + toString(q.cls) + " with " +
+                       std::to_string(q.nvlinks) + ", expected the same both ways");
+    }
+  }
   bool nic_present = false;
   h.gpu_nic_paths =
       matrix(obj, "gpu_nic_paths", where, h.gpus.size(), h.nics.size(), &nic_present, &estimated);

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "test_data.h"
 #include "topo/error.h"
 #include "topo/topology_json.h"
@@ -12,6 +15,7 @@ namespace torch_topo::topo {
 namespace {
 
 using testing::dataFiles;
+using testing::dataPath;
 using testing::readText;
 
 TEST(LoaderTest, SniffsEveryDataFile) {
@@ -57,6 +61,23 @@ TEST(LoaderTest, ClusterFilesAreLoadedAsClusters) {
   std::string text = clusterToJson(c);
   EXPECT_THROW(loadTopologyText(text, "c.json"), ParseError);
   EXPECT_THROW(loadTopologyFile("/nonexistent/topo.xml"), InvalidArgument);
+}
+
+TEST(LoaderTest, UnreadableSourcesAreNamedAsSuch) {
+  // A directory opens but cannot be read: the error says so instead of "unknown format".
+  try {
+    loadTopologyFile(dataPath("hwloc"));
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find(std::strerror(EISDIR)), std::string::npos) << e.what();
+  }
+  // An endless device stops at the size limit rather than exhausting memory.
+  try {
+    loadClusterFile("/dev/zero");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("expected at most"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "test_data.h"
 #include "topo/error.h"
 #include "topo/loader.h"
@@ -134,6 +136,50 @@ TEST(TopologyJsonTest, ErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(jsonError(R"({"schema": "torch-topo/1", "kind": "cluster"})").find("expected 'host'"),
             std::string::npos);
+}
+
+// Hand edits of a real file's JSON that the readers never produce: each must be refused with
+// the field named, not read into a topology whose answers depend on which cell is consulted.
+TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
+  const HostTopology real =
+      loadTopologyFile(testing::dataPath("nccl_topo_xml/azure_ndv4_8xA100_topo.xml"));
+  const nlohmann::json base = nlohmann::json::parse(hostToJson(real));
+  ASSERT_GE(base["gpus"].size(), 2u);
+  ASSERT_GE(base["numa_nodes"].size(), 2u);
+  EXPECT_NO_THROW(hostFromJson(base.dump(), "h.json"));
+  struct Case {
+    const char* field;
+    void (*edit)(nlohmann::json&);
+  };
+  const Case cases[] = {
+      {"gpus[1].index", [](nlohmann::json& d) { d["gpus"][1]["index"] = d["gpus"][0]["index"]; }},
+      {"gpus[1].bus_id",
+       [](nlohmann::json& d) { d["gpus"][1]["bus_id"] = d["gpus"][0]["bus_id"]; }},
+      {"numa_nodes[1].id",
+       [](nlohmann::json& d) { d["numa_nodes"][1]["id"] = d["numa_nodes"][0]["id"]; }},
+      {"numa_nodes[0].cpus", [](nlohmann::json& d) { d["numa_nodes"][0]["cpus"] = "0-"; }},
+      {"gpus[0].cpu_affinity", [](nlohmann::json& d) { d["gpus"][0]["cpu_affinity"] = "x"; }},
+      {"gpu_paths[0][1]", [](nlohmann::json& d) { d["gpu_paths"][0][1]["cls"] = "X"; }},
+      {"gpu_paths[1][1]", [](nlohmann::json& d) { d["gpu_paths"][1][1]["cls"] = "PIX"; }},
+      {"gpu_paths[0][1]",
+       [](nlohmann::json& d) {
+         d["gpu_paths"][0][1]["cls"] = "NV";
+         d["gpu_paths"][0][1]["nvlinks"] = 12;
+       }},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json doc = base;
+    c.edit(doc);
+    const std::string what = jsonError(doc.dump());
+    EXPECT_EQ(what.rfind("h.json:1:1: field (root)." + std::string(c.field) + ":", 0), 0u)
+        << c.field << ": " << what;
+  }
+  // A number past the signed 64-bit range is quoted as written, not as the wrapped value.
+  nlohmann::json doc = base;
+  doc["gpus"][0]["sm"] = 18446744073709551615ull;
+  EXPECT_NE(jsonError(doc.dump()).find("got 18446744073709551615, expected an integer in"),
+            std::string::npos)
+      << jsonError(doc.dump());
 }
 
 }  // namespace

@@ -4,7 +4,9 @@ stderr that names the problem (no usage block, no traceback, nothing on stdout).
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import subprocess
 import sys
 
@@ -36,6 +38,11 @@ CASES = [
     (["nope"], {}, "invalid choice: 'nope'"),
     (["show", "--bogus"], {}, "unrecognized arguments: --bogus"),
     (["show", "{tmp}/missing.xml"], {}, "cannot open"),
+    # The OS's own words for reading a directory (was: "unknown topology format" at 1:1).
+    (["show", "{tmp}"], {}, f"cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
+    (["plan", "{tmp}", "--mesh", "tp=2"], {}, os.strerror(errno.EISDIR)),
+    # An endless device stops at the size limit (was: MemoryError after exhausting memory).
+    (["show", "/dev/zero"], {}, "bytes, expected at most"),
     (["show", "{tmp}/shown.json"], {}, "this is the report of `python -m torch_topo show --json`"),
     (["show"], {"TORCH_TOPO_FILE": "{tmp}/shown.json"}, "not a topology"),
     (["convert", str(DGX1)], {}, "the following arguments are required: --to"),
@@ -79,7 +86,7 @@ def test_user_error_is_one_line_and_exit_2(env, capsys, argv, environ, fragment)
     assert out == ""
     assert err.count("\n") == 1 and err.endswith("\n"), err
     assert err.startswith("torch_topo") and ": error: " in err, err
-    assert fragment in err, err
+    assert fragment.format(tmp=tmp) in err, err
     # The native core's "[csrc/FILE:LINE]" is for the Python API's tracebacks, not the CLI.
     assert "[csrc/" not in err and not err.rstrip().endswith("]"), err
 
@@ -103,3 +110,57 @@ def test_module_entry_point_usage_error_is_one_line():
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1
     assert "required: --mesh" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _edit(*keys, value=None, copy_from=None):
+    def apply(doc):
+        target = doc
+        for key in keys[:-1]:
+            target = target[key]
+        if copy_from is not None:
+            source = doc
+            for key in copy_from:
+                source = source[key]
+            value_ = source
+        else:
+            value_ = value
+        target[keys[-1]] = value_
+    return apply
+
+
+# Hand edits of a file `convert --to json` wrote from a real NCCL XML: each breaks what every
+# reader guarantees (distinct GPUs and NUMA ids, cpulists, X on the diagonal only, the same
+# path both ways) and was read without a word; now exit 2 naming the field.
+JSON_EDITS = [
+    ("gpus[1].index", _edit("gpus", 1, "index", copy_from=("gpus", 0, "index"))),
+    ("gpus[1].bus_id", _edit("gpus", 1, "bus_id", copy_from=("gpus", 0, "bus_id"))),
+    ("numa_nodes[1].id", _edit("numa_nodes", 1, "id", copy_from=("numa_nodes", 0, "id"))),
+    ("numa_nodes[0].cpus", _edit("numa_nodes", 0, "cpus", value="0-")),
+    ("gpus[0].cpu_affinity", _edit("gpus", 0, "cpu_affinity", value="twelve")),
+    ("gpu_paths[0][1]", _edit("gpu_paths", 0, 1, "cls", value="X")),
+    ("gpu_paths[2][2]", _edit("gpu_paths", 2, 2, "cls", value="SYS")),
+    ("gpu_paths[0][1]", _edit("gpu_paths", 0, 1, value="NV12")),
+    ("graph.links[0].lanes", _edit("graph", "links", 0, "lanes", value=2**64 - 1)),
+]
+
+
+@pytest.mark.parametrize("field, edit", JSON_EDITS, ids=[f"{i}-{f}" for i, (f, _) in
+                                                        enumerate(JSON_EDITS)])
+def test_inconsistent_json_edit_names_the_field(env, capsys, field, edit):
+    _, tmp = env
+    written = tmp / "host.json"
+    assert main(["convert", str(P4D), "--to", "json", "-o", str(written)]) == 0
+    capsys.readouterr()
+    doc = json.loads(written.read_text())
+    assert main(["show", str(written)]) == 0  # the unedited file is fine
+    capsys.readouterr()
+    edit(doc)
+    edited = tmp / "edited.json"
+    edited.write_text(json.dumps(doc, indent=1))
+    assert main(["show", str(edited)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert f"{edited}:1:1: field (root).{field}: got " in err, err
+    # A value past 64-bit signed is quoted as the file has it, not wrapped negative.
+    if field.endswith("lanes"):
+        assert str(2**64 - 1) in err, err
