@@ -17,7 +17,37 @@ DeviceRoute::DeviceRoute(c10::DeviceType type, c10::intrusive_ptr<c10d::Backend>
       nativeAvg(this->inner->getBackendName() == "nccl"),
       // Gloo packs a coalesced op into one buffer of the first tensor's dtype (torch 2.14
       // returns garbage for the others); NCCL groups one call per tensor.
-      mixedDtypeCoalescing(this->inner->getBackendName() != "gloo") {}
+      mixedDtypeCoalescing(this->inner->getBackendName() != "gloo"),
+      glooDtypesOnly(this->inner->getBackendName() == "gloo") {}
+
+bool glooTakesDtype(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::Float:
+    case c10::ScalarType::Double:
+    case c10::ScalarType::Half:
+    case c10::ScalarType::BFloat16:
+    case c10::ScalarType::Char:
+    case c10::ScalarType::Byte:
+    case c10::ScalarType::Int:
+    case c10::ScalarType::Long:
+    case c10::ScalarType::Bool:
+    case c10::ScalarType::ComplexHalf:
+    case c10::ScalarType::ComplexFloat:
+    case c10::ScalarType::ComplexDouble:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::optional<c10::ScalarType> refusedDtype(const DeviceRoute& route,
+                                            const std::vector<at::Tensor>& tensors) {
+  if (!route.glooDtypesOnly) return std::nullopt;
+  for (const auto& t : tensors) {
+    if (!glooTakesDtype(t.scalar_type())) return t.scalar_type();
+  }
+  return std::nullopt;
+}
 
 std::vector<c10::intrusive_ptr<c10d::Backend>> DeviceRoute::backends() const {
   std::vector<c10::intrusive_ptr<c10d::Backend>> all{inner};

@@ -13,6 +13,7 @@
 
 #include <c10/core/Device.h>
 #include <c10/core/Event.h>
+#include <c10/core/ScalarType.h>
 #include <c10/core/Stream.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
@@ -34,6 +35,8 @@ struct DeviceRoute {
   bool nativeAvg;
   /// The inner backend's coalesced ops take tensors of several dtypes in one call.
   bool mixedDtypeCoalescing;
+  /// The inner backend is Gloo, whose collectives take only the dtypes of `glooTakesDtype`.
+  bool glooDtypesOnly;
   Levels levels;
   std::map<std::string, int64_t> hierarchicalMinBytes;
 
@@ -56,6 +59,15 @@ struct DeviceRoute {
   // Last member: destroyed first, so queued schedules still find the route's backends alive.
   std::unique_ptr<ScheduleWorker> worker_;
 };
+
+/// Whether Gloo's typed collectives take `dtype` (torch's ProcessGroupGloo GENERATE_ALL_TYPES;
+/// it refuses the others, int16, the unsigned and float8 types, with "Invalid scalar type").
+/// Complex tensors count: torch and the exchanges hand Gloo their real views.
+bool glooTakesDtype(c10::ScalarType dtype);
+
+/// The first dtype among `tensors` that the route's inner collectives refuse, if any.
+std::optional<c10::ScalarType> refusedDtype(const DeviceRoute& route,
+                                            const std::vector<at::Tensor>& tensors);
 
 /// Makes the route's internal stream current for the life of the scope, after making it wait
 /// on the caller's stream (an event, no host block); `end()` records the op's end event on it.

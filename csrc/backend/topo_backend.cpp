@@ -177,12 +177,15 @@ void TopoBackend::checkCoalescedDtypes(const char* op, const DeviceRoute& route,
 }
 
 bool TopoBackend::chooseHierarchical(DeviceRoute& route, const char* op, int64_t bytes,
-                                     bool hasHier) {
+                                     bool hasHier, std::optional<c10::ScalarType> refused) {
   bool hierarchical = false;
   int64_t threshold = -1;  // the cost model's crossover for this op, where it has one
   // Inside a coalesced group the inner ops must stay single calls: NCCL would deadlock on the
-  // waits between a schedule's steps.
-  if (hasHier && route.levels.valid() && !coalescing_) {
+  // waits between a schedule's steps. A dtype the inner collectives refuse stays flat: a
+  // schedule's steps differ between ranks (only the root's host scatters in a broadcast), so
+  // the refusal would come on some ranks only, leaving the others waiting in the level groups
+  // and every later op there out of step; flat, the inner backend refuses on every rank.
+  if (hasHier && !refused && route.levels.valid() && !coalescing_) {
     auto it = route.hierarchicalMinBytes.find(op);
     if (it != route.hierarchicalMinBytes.end()) threshold = it->second;
     hierarchical = threshold >= 0 && bytes >= threshold;
@@ -195,6 +198,7 @@ bool TopoBackend::chooseHierarchical(DeviceRoute& route, const char* op, int64_t
   if (debug_) {
     // Say why, so a user can tell "the model says flat is faster" from "no schedule applies".
     const char* why = !hasHier                ? "no hierarchical schedule for this op"
+                      : refused               ? "dtype refused by the inner backend"
                       : !route.levels.valid() ? "group has no intra/inter-host levels"
                       : coalescing_           ? "inside a coalesced group"
                       : threshold < 0         ? "cost model never prefers the schedule"
@@ -274,7 +278,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::collective(
     Epilogue epilogue) {
   int64_t bytes = 0;
   for (const auto& t : inputs) bytes += static_cast<int64_t>(t.numel()) * t.element_size();
-  if (chooseHierarchical(route, op, bytes, hier != nullptr)) {
+  std::optional<c10::ScalarType> refused = refusedDtype(route, inputs);
+  if (!refused) refused = refusedDtype(route, outputs);
+  if (chooseHierarchical(route, op, bytes, hier != nullptr, refused)) {
     return launch(route, type, op, outputs, inputs, [&] { return runHierarchical(route, hier); },
                   std::move(epilogue), /*direct=*/false);
   }

@@ -249,8 +249,9 @@ class TopoBackend : public c10d::Backend {
   DeviceRoute* buildLazyRoute(c10::DeviceType type);
   void addRoute(c10::DeviceType type, const c10::intrusive_ptr<c10d::Backend>& backend);
   /// Picks flat or hierarchical for a collective from the levels and thresholds, and logs the
-  /// choice.
-  bool chooseHierarchical(DeviceRoute& route, const char* op, int64_t bytes, bool hasHier);
+  /// choice. `refused`: a dtype the inner collectives refuse, which keeps the op flat.
+  bool chooseHierarchical(DeviceRoute& route, const char* op, int64_t bytes, bool hasHier,
+                          std::optional<c10::ScalarType> refused = std::nullopt);
   /// Starts a hierarchical schedule: inline on stream devices, on the route's worker on CPU.
   Issued runHierarchical(DeviceRoute& route, const HierFn& hier);
   /// Runs one op on its route. `direct` ops without epilogue outside a coalesced group return

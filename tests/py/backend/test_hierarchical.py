@@ -437,6 +437,62 @@ def test_topo_backend_dispatches_hierarchical(tmp_path):
                                    "broadcast")}, res["choices"]
 
 
+def _refused_dtype_worker(rank, hosts, tmp, _full):
+    """A dtype Gloo's collectives refuse (int16) with hierarchical="always": every rank raises
+    Gloo's own error, and the group stays in step. The broadcast schedule scatters on the root's
+    host only, so Gloo refused there alone and the other host's rank waited in the rail group:
+    every later op on the levels timed out."""
+    import torch_topo  # noqa: F401  (registers "topo")
+
+    size = len(hosts)
+    store = dist.FileStore(os.path.join(tmp, "store"), size)
+    # A short timeout: a desynchronised level group fails the next op in seconds, not minutes.
+    cfg = TopoConfig(hierarchical="always", play=_play(hosts), pipeline_chunk_bytes=1024,
+                     timeout_s=10)
+    dist.init_process_group("topo", store=store, rank=rank, world_size=size,
+                            timeout=TIMEOUT, pg_options=cfg)
+    ref = dist.new_group(backend="gloo")
+    check = Checker(rank)
+    calls = {
+        "broadcast": lambda x, g: dist.broadcast(x, size - 1, group=g),
+        "all_reduce": lambda x, g: dist.all_reduce(x, group=g),
+        "reduce": lambda x, g: dist.reduce(x, size - 1, group=g),
+        "all_gather_into_tensor": lambda x, g: dist.all_gather_into_tensor(
+            torch.empty(size * x.numel(), dtype=x.dtype), x, group=g),
+        "reduce_scatter_tensor": lambda x, g: dist.reduce_scatter_tensor(
+            torch.empty(x.numel() // size, dtype=x.dtype), x, group=g),
+    }
+    for name, call in calls.items():
+        errors = []
+        for group in (None, ref):
+            try:
+                call(torch.arange(6 * size, dtype=torch.int16), group)
+                errors.append("no error")
+            except RuntimeError as e:
+                errors.append(str(e))
+        if errors[0] != errors[1]:
+            check.failures.append(f"rank {rank} {name} int16: topo {errors[0]!r}, "
+                                  f"Gloo {errors[1]!r}")
+        x = torch.arange(700, dtype=torch.float32) * (rank + 1)
+        want = FlatRef(ref, size).all_reduce(x.clone(), "SUM")
+        dist.all_reduce(x)
+        check.same(f"all_reduce after {name} int16", x, want)
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    refused = [d for d in backend.last_decisions() if d[1] == 12 * size or d[1] == 12]
+    dist.barrier()
+    dist.destroy_process_group()
+    return {"checked": check.checked, "failures": check.failures,
+            "refused": [list(d) for d in refused]}
+
+
+@pytest.mark.timeout(150)
+def test_refused_dtype_stays_flat_and_in_step(tmp_path):
+    results = _spawn(["h0", "h1"], tmp_path, False, target=_refused_dtype_worker)
+    for res in results:
+        assert res["checked"] == 5, res["checked"]
+        assert res["refused"] and all(d[2] == "flat" for d in res["refused"]), res["refused"]
+
+
 def _async_worker(rank, hosts, tmp, _full):
     """Hierarchical ops on CPU run on the backend's schedule worker: an async_op call returns
     before its schedule has run, several may be in flight (mixed with flat ops), their futures
