@@ -27,11 +27,16 @@ constexpr double kMaxNetMbps = 1e7;     // 10 Tbit/s per port
 constexpr size_t kMaxMaskWords = 1024;  // 32768 CPUs
 const char* const kNvswitchClass = "0x068000";
 const char* const kGpuClass = "0x030200";
+// NCCL's class for an NVLink whose far end is the CPU (POWER9's NVLink to the host, tclass
+// of the NPU): kvDictPciClass in NCCL's topo.cc maps it to CPU, and ncclTopoAddNvLinks then
+// links the GPU to its own CPU, whatever the target bus id says.
+const char* const kNvlinkCpuClass = "0x068001";
 
 struct Pending {
   int gpu_node;
   std::string target;
   int count;
+  bool to_cpu;
 };
 
 bool isHexString(const std::string& s) {
@@ -302,7 +307,8 @@ class NcclXmlReader {
           fail(nv, "<gpu> child <" + std::string(nv->Name()) + ">: expected <nvlink>");
         }
         int count = static_cast<int>(intAttr(nv, "count", 1, 1, kMaxNvlinkCount));
-        pending_.push_back({node, busId(nv, "target"), count});
+        pending_.push_back(
+            {node, busId(nv, "target"), count, xmlAttr(nv, "tclass") == kNvlinkCpuClass});
       }
     }
     gpu_nodes_.push_back(node);
@@ -371,6 +377,20 @@ class NcclXmlReader {
     for (const Pending& p : pending_) {
       int target = host_.graph.findNode(NodeKind::Gpu, p.target);
       double lane = nvlinkLaneGBps(gpu_info_[p.gpu_node].sm);
+      if (p.to_cpu) {
+        // Read as an NVSwitch, every GPU with such a link met every other through one switch
+        // (NV lanes between sockets); NCCL links the GPU to its local CPU instead.
+        const int cpu = cpuOf(p.gpu_node);
+        if (cpu >= 0) {
+          host_.graph.addLink(
+              {cpu, p.gpu_node, LinkKind::NvLink, p.count, p.count * lane, kNvlinkHopLatencyUs});
+        } else {
+          host_.warnings.push_back("GPU " + host_.graph.nodes[p.gpu_node].id +
+                                   " lists an NVLink to a CPU (tclass " + kNvlinkCpuClass +
+                                   ") but sits under no <cpu>: ignored");
+        }
+        continue;
+      }
       if (target == p.gpu_node) {
         host_.warnings.push_back("GPU " + p.target + " lists an NVLink to itself (count " +
                                  std::to_string(p.count) + "): ignored");

@@ -5,8 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <tuple>
+
 #include "test_data.h"
 #include "topo/error.h"
+#include "topo/hwloc_reader.h"
 #include "topo/link_tables.h"
 #include "topo/topology_json.h"
 
@@ -60,6 +64,51 @@ TEST(NcclXmlTest, PlaceholderNvswitchOfAVm) {
   int sw = h.graph.findNode(NodeKind::NvSwitch, "fffffff:ff:ff.0");
   ASSERT_GE(sw, 0);
   EXPECT_EQ(h.gpus[0].numa_node, -1);
+}
+
+// POWER hosts link GPUs to their CPU over NVLink; NCCL dumps such a link with tclass 0x068001
+// and connects it to the GPU's own CPU. Reference: the hwloc reader's graph of a real POWER8
+// host, written as NCCL XML with those CPU links added the way NCCL writes them.
+TEST(NcclXmlTest, NvlinkToTheCpuJoinsTheGpusOwnCpu) {
+  const std::string hw_path = dataPath("hwloc/hwloc_power8_gpu_nvlink_distances.xml");
+  const HostTopology hw = readHwlocXml(readText(hw_path), hw_path);
+  std::string xml = writeNcclXml(hw);
+  int cpu_links = 0;
+  for (const Link& l : hw.graph.links) {
+    const Node& a = hw.graph.nodes[l.a];
+    const Node& b = hw.graph.nodes[l.b];
+    if (l.kind != LinkKind::NvLink) continue;
+    if (a.kind != NodeKind::Cpu && b.kind != NodeKind::Cpu) continue;
+    const Node& gpu = a.kind == NodeKind::Gpu ? a : b;
+    const size_t at = xml.find("</gpu>", xml.find("busid=\"" + gpu.id + "\""));
+    ASSERT_NE(at, std::string::npos) << gpu.id;
+    // NCCL names the NPU's bus id as the target; any id not of a GPU stands for it here.
+    xml.insert(at, "  <nvlink target=\"0007:00:00." + std::to_string(cpu_links) + "\" count=\"" +
+                       std::to_string(l.lanes) + "\" tclass=\"0x068001\"/>\n      ");
+    ++cpu_links;
+  }
+  ASSERT_GT(cpu_links, 0);
+  const HostTopology h = readNcclXml(xml, "power8.xml");
+  EXPECT_TRUE(h.graph.nodesOfKind(NodeKind::NvSwitch).empty());
+  auto cpuLinks = [](const HostTopology& t) {
+    std::multiset<std::tuple<int, std::string, int>> out;
+    for (const Link& l : t.graph.links) {
+      const Node& a = t.graph.nodes[l.a];
+      const Node& b = t.graph.nodes[l.b];
+      if (l.kind != LinkKind::NvLink) continue;
+      if (a.kind == NodeKind::Cpu) out.insert({a.numa_node, b.id, l.lanes});
+      if (b.kind == NodeKind::Cpu) out.insert({b.numa_node, a.id, l.lanes});
+    }
+    return out;
+  };
+  EXPECT_EQ(cpuLinks(h), cpuLinks(hw));
+  ASSERT_EQ(h.gpuCount(), hw.gpuCount());
+  for (int i = 0; i < h.gpuCount(); ++i) {
+    for (int j = 0; j < h.gpuCount(); ++j) {
+      EXPECT_EQ(h.path(i, j).cls, hw.path(i, j).cls) << i << "," << j;
+      EXPECT_EQ(h.path(i, j).nvlinks, hw.path(i, j).nvlinks) << i << "," << j;
+    }
+  }
 }
 
 TEST(NcclXmlTest, GraphFileIsRefusedWithWhatItIs) {
