@@ -2,6 +2,7 @@
 // TopoWork: completion, epilogue and future of one TopoBackend op (layer: csrc/backend).
 #include "backend/topo_work.h"
 
+#include <algorithm>
 #include <exception>
 #include <utility>
 
@@ -114,6 +115,10 @@ void TopoWork::attachCallbacks() {
     return;
   }
   if (!all) return;
+  // A future without devices (gloo's) is marked after the op's last step; a device future
+  // (NCCL's) when the op is queued, so only the former can settle isCompleted().
+  settledByFutures_ = std::all_of(futures.begin(), futures.end(),
+                                  [](const auto& f) { return f->devices().empty(); });
   remaining_ = static_cast<int>(futures.size());
   c10::intrusive_ptr<TopoWork> self = c10::intrusive_ptr<TopoWork>::reclaim_copy(this);
   for (auto& f : futures) {
@@ -150,6 +155,9 @@ void TopoWork::complete(std::exception_ptr error) {
 
 bool TopoWork::isCompleted() {
   if (end_) return end_->query();
+  // Gloo marks its future just before its own completed flag: a caller woken by this work's
+  // future could otherwise poll an inner work in between and read "not completed".
+  if (settledByFutures_ && status_ != Status::PENDING) return true;
   // Polled even once complete: an NCCL work's future is set when the op is queued, so only
   // the inner work knows whether the GPU has finished it.
   for (auto& w : inner_) {

@@ -23,7 +23,8 @@ namespace torch_topo::backend {
 ///  - pending mode (CPU ops, every op inside a coalesced block, and a block's end unless it is
 ///    one NCCL group alone): the inner works are still in flight; the epilogue runs when the last of them finishes, either from
 ///    the inner futures' callbacks or from `wait()`, whichever comes first (exactly once).
-///    `wait()` and `isCompleted()` always ask the inner works too: an NCCL work's future is set
+///    `wait()` always asks the inner works too, and so does `isCompleted()` unless every inner
+///    future is host-side (gloo's, marked when its op is done): an NCCL work's future is set
 ///    when the op is queued, so its callback says nothing about the GPU;
 ///  - stream mode (CUDA and other stream devices): every inner step and the epilogue were
 ///    already enqueued on the backend's internal stream, which ends with `end_`; completion is a
@@ -107,6 +108,8 @@ class TopoWork : public c10d::Work {
   std::once_flag completeOnce_;
   std::atomic<Status> status_{Status::PENDING};
   std::atomic<int> remaining_{0};
+  /// The inner futures are host-side (no devices): their callbacks mean the op is done.
+  std::atomic<bool> settledByFutures_{false};
   std::exception_ptr error_;
 };
 
