@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -164,3 +165,17 @@ def test_inconsistent_json_edit_names_the_field(env, capsys, field, edit):
     # A value past 64-bit signed is quoted as the file has it, not wrapped negative.
     if field.endswith("lanes"):
         assert str(2**64 - 1) in err, err
+
+
+def test_closed_stdout_is_not_an_error():
+    # `show FILE | head` closes the pipe early; the read end is closed before the child writes,
+    # so every write fails with EPIPE whatever the timing.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "torch_topo", "show", str(DGX1)],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert proc.stderr == ""
+    assert proc.returncode == 128 + signal.SIGPIPE

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import re
+import signal
 import sys
 
 from torch_topo.config import TopoConfig
@@ -60,6 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         # the user set it expecting an effect.
         TopoConfig.from_env()
         return int(args.run(args))
+    except BrokenPipeError:
+        # The reader went away (`show FILE | head`): nothing is wrong with the input, so no
+        # error line; stdout now points at /dev/null so the exit flush cannot raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 128 + signal.SIGPIPE  # what a shell reports for a writer stopped by SIGPIPE
     except (ValueError, OSError, RuntimeError) as exc:
         print(f"torch_topo {args.verb}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
