@@ -7,11 +7,32 @@
 #include <string>
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/view_as_real.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "backend/gloo_exchanges.h"
 
 namespace torch_topo::backend::hier {
+
+namespace {
+
+// Gloo's typed collectives know no complex type (torch's Python layer hands them real views):
+// moving data and summing give the same bits on the real view; other reductions do not.
+at::Tensor onWire(const at::Tensor& t) { return t.is_complex() ? at::view_as_real(t) : t; }
+
+at::Tensor reducibleOnWire(const at::Tensor& t, const c10d::ReduceOp& op, const char* step) {
+  // TopoBackend refuses the bitwise ops on complex tensors before any schedule starts.
+  const char* name = op.op_ == c10d::ReduceOp::PRODUCT ? "PRODUCT"
+                     : op.op_ == c10d::ReduceOp::MIN   ? "MIN"
+                     : op.op_ == c10d::ReduceOp::MAX   ? "MAX"
+                                                       : "other than SUM";
+  TORCH_CHECK_VALUE(!t.is_complex() || op.op_ == c10d::ReduceOp::SUM, step,
+                    ": got a complex tensor with ReduceOp.", name, ", expected SUM, AVG or "
+                    "PREMUL_SUM (a level group reduces complex values as their real view)");
+  return onWire(t);
+}
+
+}  // namespace
 
 Layout describeLevels(const Levels& levels, const char* where) {
   Layout lay;
@@ -145,7 +166,7 @@ WorkPtr allReduceOn(c10d::Backend& g, at::Tensor& t, const c10d::ReduceOp& op,
   c10d::AllreduceOptions opts;
   opts.reduceOp = op;
   opts.timeout = timeout;
-  std::vector<at::Tensor> ts{t};
+  std::vector<at::Tensor> ts{reducibleOnWire(t, op, "allReduceOn")};
   return g.allreduce(ts, opts);
 }
 
@@ -156,7 +177,9 @@ WorkPtr reduceScatterOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
   c10d::ReduceScatterOptions opts;
   opts.reduceOp = op;
   opts.timeout = timeout;
-  return g._reduce_scatter_base(out, in, opts);
+  at::Tensor wireOut = reducibleOnWire(out, op, "reduceScatterOn");
+  at::Tensor wireIn = onWire(in);
+  return g._reduce_scatter_base(wireOut, wireIn, opts);
 }
 
 WorkPtr allGatherOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
@@ -165,7 +188,9 @@ WorkPtr allGatherOn(c10d::Backend& g, at::Tensor& out, at::Tensor& in,
   if (auto w = oneStepAllGather(g, out, in, timeout)) return w;
   c10d::AllgatherOptions opts;
   opts.timeout = timeout;
-  return g._allgather_base(out, in, opts);
+  at::Tensor wireOut = onWire(out);
+  at::Tensor wireIn = onWire(in);
+  return g._allgather_base(wireOut, wireIn, opts);
 }
 
 WorkPtr broadcastOn(c10d::Backend& g, at::Tensor& t, int64_t root,
@@ -173,7 +198,7 @@ WorkPtr broadcastOn(c10d::Backend& g, at::Tensor& t, int64_t root,
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
   opts.timeout = timeout;
-  std::vector<at::Tensor> ts{t};
+  std::vector<at::Tensor> ts{onWire(t)};
   return g.broadcast(ts, opts);
 }
 
@@ -183,7 +208,7 @@ WorkPtr reduceOn(c10d::Backend& g, at::Tensor& t, int64_t root, const c10d::Redu
   opts.reduceOp = op;
   opts.rootRank = root;
   opts.timeout = timeout;
-  std::vector<at::Tensor> ts{t};
+  std::vector<at::Tensor> ts{reducibleOnWire(t, op, "reduceOn")};
   return g.reduce(ts, opts);
 }
 
@@ -192,11 +217,11 @@ WorkPtr scatterOn(c10d::Backend& g, at::Tensor& out, const at::Tensor& rows, int
   c10d::ScatterOptions opts;
   opts.rootRank = root;
   opts.timeout = timeout;
-  std::vector<at::Tensor> outs{out};
+  std::vector<at::Tensor> outs{onWire(out)};
   // c10d wants the per-rank list on the root only (Gloo and NCCL reject it elsewhere).
   std::vector<std::vector<at::Tensor>> ins;
   if (g.getRank() == root) {
-    ins.push_back(rows.unbind(0));
+    ins.push_back(onWire(rows).unbind(0));
   }
   return g.scatter(outs, ins, opts);
 }
@@ -206,10 +231,10 @@ WorkPtr gatherOn(c10d::Backend& g, const at::Tensor& rows, at::Tensor& in, int64
   c10d::GatherOptions opts;
   opts.rootRank = root;
   opts.timeout = timeout;
-  std::vector<at::Tensor> ins{in};
+  std::vector<at::Tensor> ins{onWire(in)};
   std::vector<std::vector<at::Tensor>> outs;
   if (g.getRank() == root) {
-    outs.push_back(rows.unbind(0));
+    outs.push_back(onWire(rows).unbind(0));
   }
   return g.gather(outs, ins, opts);
 }

@@ -493,6 +493,45 @@ def test_refused_dtype_stays_flat_and_in_step(tmp_path):
         assert res["refused"] and all(d[2] == "flat" for d in res["refused"]), res["refused"]
 
 
+def _complex_worker(rank, hosts, tmp, _full):
+    """Complex reduce-scatters (torch's Python layer hands them to the backend as they are) on
+    uneven hosts with hierarchical="always": the leaders' schedule reduces and scatters over
+    the intra-host group, where Gloo refused complex tensors ("Invalid scalar type") although
+    the flat op and the uniform schedule take them. Integer-valued inputs make every
+    summation order exact, so the reference (Gloo-gathered inputs summed here) is bitwise."""
+    size = len(hosts)
+    ref, check = _init_topo_always(rank, hosts, tmp)
+    gen = torch.Generator().manual_seed(5 + rank)
+    for dtype in (torch.complex64, torch.complex128):
+        part = torch.float32 if dtype == torch.complex64 else torch.float64
+        x = torch.complex(torch.randint(-9, 10, (size * 5,), generator=gen).to(part),
+                          torch.randint(-9, 10, (size * 5,), generator=gen).to(part))
+        gathered = ref.all_gather(torch.view_as_real(x))
+        total = sum(torch.view_as_complex(g).chunk(size)[rank] for g in gathered)
+        for op in ("SUM", "AVG", "PREMUL_SUM"):
+            want = total / size if op == "AVG" else total * PREMUL_FACTOR \
+                if op == "PREMUL_SUM" else total
+            out = torch.empty(5, dtype=dtype)
+            dist.reduce_scatter_tensor(out, x, op=_reduce_op(op))
+            check.same(f"reduce_scatter_tensor {dtype} {op}", out, want)
+            out = torch.empty(5, dtype=dtype)
+            dist.reduce_scatter(out, list(x.chunk(size)), op=_reduce_op(op))
+            check.same(f"reduce_scatter {dtype} {op}", out, want)
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    choices = {c for _, _, c in backend.last_decisions()}
+    dist.barrier()
+    dist.destroy_process_group()
+    return {"checked": check.checked, "failures": check.failures, "choices": sorted(choices)}
+
+
+@pytest.mark.timeout(150)
+def test_complex_reduce_scatter_on_uneven_hosts(tmp_path):
+    results = _spawn(CONFIGS["1+2"], tmp_path, False, target=_complex_worker)
+    for res in results:
+        assert res["checked"] == 12, res["checked"]
+        assert "hierarchical" in res["choices"], res["choices"]
+
+
 def _async_worker(rank, hosts, tmp, _full):
     """Hierarchical ops on CPU run on the backend's schedule worker: an async_op call returns
     before its schedule has run, several may be in flight (mixed with flat ops), their futures
