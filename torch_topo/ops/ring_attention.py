@@ -16,6 +16,7 @@ from torch_topo.ops.attention_blocks import block_backward, block_forward, selec
 from torch_topo.ops.utils import (
     CheckInputs,
     RingExchange,
+    check_floating,
     check_qkv,
     check_same_shape,
     group_rank_size,
@@ -183,6 +184,11 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
         raise ValueError(f"ring_attention: balance='zigzag' needs an even local length (two "
                          f"chunks): got {q.shape[1]}; shard with zigzag_shard")
     check_same_shape("ring_attention", group, {"q": q, "k": k}, check_inputs)
+    check_floating("ring_attention", q)
+    if q.shape[1] == 0 or q.shape[3] == 0:
+        # torch's CPU flash kernel dies of SIGFPE on an empty sequence (integer division).
+        raise ValueError(f"ring_attention: q has shape {tuple(q.shape)}: expected a local "
+                         "sequence length and head_dim >= 1")
     scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
     out, lse = RingAttentionFunction.apply(q, k, v, group, causal, scale, balance)
     return (out, lse) if return_lse else out

@@ -12,7 +12,13 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from torch_topo import _C
-from torch_topo.ops.utils import CheckInputs, check_qkv, check_same_shape, group_rank_size
+from torch_topo.ops.utils import (
+    CheckInputs,
+    check_floating,
+    check_qkv,
+    check_same_shape,
+    group_rank_size,
+)
 
 __all__ = ["UlyssesExchangeFunction", "ulysses_all_to_all", "ulysses_attention"]
 
@@ -145,6 +151,7 @@ def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=N
     _, world = group_rank_size(group)
     check_ulysses_heads("ulysses_attention", q.shape[2], k.shape[2], world)
     check_same_shape("ulysses_attention", group, {"q": q, "k": k}, check_inputs)
+    check_floating("ulysses_attention", q)
     replicate = (False, k.shape[2] < world, k.shape[2] < world)
     qg, kg, vg = UlyssesExchangeFunction.apply(group, 2, 1, replicate, q, k, v)
     out = (attn_fn or sdpa_attention)(qg, kg, vg, causal=causal, softmax_scale=softmax_scale)

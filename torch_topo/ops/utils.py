@@ -16,6 +16,7 @@ from torch_topo import _C
 __all__ = [
     "CheckInputs",
     "RingExchange",
+    "check_floating",
     "check_qkv",
     "check_same_shape",
     "group_rank_size",
@@ -71,6 +72,15 @@ def check_qkv(where: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> 
     if k.shape[2] == 0 or q.shape[2] % k.shape[2] != 0:
         raise ValueError(f"{where}: query heads {q.shape[2]} are not a multiple of key/value "
                          f"heads {k.shape[2]}")
+
+
+def check_floating(where: str, q: torch.Tensor) -> None:
+    """Attention needs a floating-point dtype. Called after check_same_shape, so that every
+    rank holds the same dtype and raises alike: found later, by the kernel, the error would come
+    after the first exchange was posted (the ring leaves its transfers in flight)."""
+    if not q.dtype.is_floating_point:
+        raise ValueError(f"{where}: q, k and v have dtype {q.dtype}, expected a floating-point "
+                         "dtype")
 
 
 def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],

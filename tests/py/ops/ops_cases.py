@@ -416,6 +416,12 @@ _BAD = {
     "ring_seq_differs": _seq_differs("ring_attention"),
     "ulysses_dtype_differs": _dtype_differs("ulysses_attention"),
     "ring_dtype_differs": _dtype_differs("ring_attention"),
+    # Integer tensors reached the kernels only after the first exchange (the ring's transfers
+    # were left posted); an empty sequence killed the ring's CPU flash kernel with SIGFPE.
+    "ulysses_int_dtype": lambda r, w: torch_topo.ulysses_attention(
+        *(t.long() for t in _qkv(h=w, hk=w))),
+    "ring_int_dtype": lambda r, w: torch_topo.ring_attention(*(t.long() for t in _qkv())),
+    "ring_empty_seq": lambda r, w: torch_topo.ring_attention(*_qkv(s=0)),
     "ring_balance": lambda r, w: torch_topo.ring_attention(*_qkv(), balance="diagonal"),
     "ring_zigzag_odd": lambda r, w: torch_topo.ring_attention(*_qkv(s=3), balance="zigzag"),
     "zigzag_not_2p": lambda r, w: torch_topo.zigzag_shard(torch.zeros(1, 2 * w + 1, 1), 1),

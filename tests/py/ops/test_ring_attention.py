@@ -52,6 +52,10 @@ def test_zigzag_positions_shard_unshard(world):
     ("ring_balance", r"balance='diagonal', expected one of"),
     ("ring_kv_length", r"ring_attention: k has local sequence length 6, expected 4 like q"),
     ("ring_zigzag_odd", r"needs an even local length"),
+    ("ring_int_dtype", r"ring_attention: q, k and v have dtype torch.int64, expected a "
+                       r"floating-point dtype"),
+    ("ring_empty_seq", r"ring_attention: q has shape \(1, 0, 4, 4\): expected a local sequence "
+                       r"length and head_dim >= 1"),
     ("zigzag_not_2p", r"not divisible by 2 x group size"),
 ])
 def test_ring_bad_input(world, call, match):

@@ -85,6 +85,8 @@ def test_all_to_all_exchange_and_gradient(world, scatter_dim, gather_dim, shape)
     ("ulysses_dtype_differs", r"shapes or dtypes differ across ranks: rank \d has q float(32|64) "
                               r"\[1, 4, .*rank \d has q float(32|64) \[1, 4, "),
     ("a2a_not_divisible", r"cannot be split over the group"),
+    ("ulysses_int_dtype", r"ulysses_attention: q, k and v have dtype torch.int64, expected a "
+                          r"floating-point dtype"),
 ])
 def test_ulysses_bad_input(world, call, match):
     get_pool(world).run("raises", call=call, match=match)
