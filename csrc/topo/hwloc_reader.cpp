@@ -279,6 +279,12 @@ void HwlocXmlReader::addPciDevice(const XmlElement* obj, const Context& ctx) {
   bool nic = t.cls == 0x0200 || t.cls == 0x0207;
   if (nic) return addNic(obj, ctx, bus_id);
   if (!gpu && !nvswitch) return;
+  // GPUs and NVSwitches are found again by bus id (paths, the NVLink matrix, the live probe);
+  // a second device under one id made two GPUs one, with an X path between them.
+  if (host_.graph.findNode(NodeKind::Gpu, bus_id) >= 0 ||
+      host_.graph.findNode(NodeKind::NvSwitch, bus_id) >= 0) {
+    fail(obj, "pci_busid " + bus_id + " appears twice, expected one PCI device per bus id");
+  }
   Node node;
   node.kind = gpu ? NodeKind::Gpu : NodeKind::NvSwitch;
   node.id = bus_id;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -180,6 +181,28 @@ TEST(HwlocReaderTest, BadNumbersAreParseErrorsAtTheirObject) {
             "h200.xml:237:10: bad osdev_type: got '2x', expected an unsigned 32-bit integer");
   EXPECT_EQ(parseErrorOf(with("\"NUMANode\" os_index=\"0\"", "\"NUMANode\" os_index=\"+0\"")),
             "h200.xml:20:8: bad NUMANode os_index: got '+0', expected 0..4095");
+}
+
+// Two GPUs under one bus id were read as one device seen twice (an X path between GPU 0 and 1);
+// the error now points at the second device's object.
+TEST(HwlocReaderTest, DuplicateGpuBusIdIsAParseErrorAtTheSecondDevice) {
+  const std::string path = dataPath("hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml");
+  const HostTopology host = readData("hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml");
+  ASSERT_GE(host.gpuCount(), 2);
+  const std::string a = "pci_busid=\"" + host.gpus[0].bus_id + "\"";
+  const std::string b = "pci_busid=\"" + host.gpus[1].bus_id + "\"";
+  std::string text = slurp(path);
+  const size_t at = text.find(a);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, a.size(), b);
+  const size_t first = text.find(b);
+  const size_t second = text.find(b, first + 1);
+  ASSERT_NE(second, std::string::npos);
+  const size_t line = 1 + std::count(text.begin(), text.begin() + second, '\n');
+  const std::string what = parseErrorOf(text);
+  EXPECT_EQ(what.rfind("h200.xml:" + std::to_string(line) + ":", 0), 0u) << what;
+  EXPECT_NE(what.find("pci_busid " + host.gpus[1].bus_id + " appears twice"), std::string::npos)
+      << what;
 }
 
 TEST(HwlocReaderTest, SmFromGpuNamePrefersLongerFamilies) {
