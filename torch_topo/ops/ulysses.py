@@ -41,7 +41,18 @@ def _exchange(tensors: Sequence[torch.Tensor], scatter_dim: int, gather_dim: int
     dist.all_to_all_single(recv.view(-1), send.view(-1), group=group)
     sizes = [_C.ulysses_slice_shape(list(t.shape), scatter_dim, world, r)[cat_dim]
              for t, r in zip(tensors, replicate, strict=True)]
-    return _C.ulysses_unpack(recv, sizes, cat_dim, gather_dim, list(reduce_replicas))
+    return [_detach_view(t) for t in
+            _C.ulysses_unpack(recv, sizes, cat_dim, gather_dim, list(reduce_replicas))]
+
+
+def _detach_view(t: torch.Tensor) -> torch.Tensor:
+    """The same memory as a tensor autograd does not know as a view. A custom Function's view
+    outputs refuse in-place ops ("is a view and is being modified inplace"), and the unpack
+    returns views only at batch 1: an attn_fn or caller that writes its tensor in place (RoPE,
+    a residual) worked at batch 2 and failed at batch 1. The outputs never overlap."""
+    if t._base is None:
+        return t
+    return t.new_empty(0).set_(t.untyped_storage(), t.storage_offset(), t.shape, t.stride())
 
 
 class UlyssesExchangeFunction(torch.autograd.Function):

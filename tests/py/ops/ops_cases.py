@@ -127,6 +127,36 @@ def attention(rank, world, *, op, causal, heads, kv_heads, seq_local, dtype="flo
                                    msg=lambda m, n=name: f"{n}: {m}")
 
 
+def ulysses_in_place(rank, world, *, batch, kv_heads):
+    """An attn_fn that scales q in place and a caller that scales the output in place, against
+    the reference on the full sequence (at batch 1 the exchange's outputs share its buffer)."""
+    import torch_topo.ops.ulysses as ulysses
+
+    heads, seq, dt = 2 * world, 3 * world, torch.float64
+    gen = torch.Generator().manual_seed(4)
+    q, dout = (torch.randn(batch, seq, heads, 8, generator=gen, dtype=dt) for _ in range(2))
+    k, v = (torch.randn(batch, seq, kv_heads, 8, generator=gen, dtype=dt) for _ in range(2))
+    qr, kr, vr = (t.clone().requires_grad_() for t in (q, k, v))
+    ref = F.scaled_dot_product_attention(
+        (qr * 2).transpose(1, 2), kr.transpose(1, 2), vr.transpose(1, 2), is_causal=True,
+        enable_gqa=kv_heads != heads).transpose(1, 2) * 3
+    ref.backward(dout)
+
+    def attn_fn(q, k, v, *, causal, softmax_scale):
+        q.mul_(2.0)
+        return ulysses.sdpa_attention(q, k, v, causal=causal, softmax_scale=softmax_scale)
+
+    pos = expected_positions("contiguous", seq, rank, world)
+    ql, kl, vl = (t[:, pos].clone().requires_grad_() for t in (q, k, v))
+    out = torch_topo.ulysses_attention(ql, kl, vl, causal=True, attn_fn=attn_fn)
+    out.mul_(3.0)
+    out.backward(dout[:, pos])
+    for name, got, want in (("out", out, ref), ("dq", ql.grad, qr.grad),
+                            ("dk", kl.grad, kr.grad), ("dv", vl.grad, vr.grad)):
+        torch.testing.assert_close(got, want[:, pos], rtol=1e-10, atol=1e-10,
+                                   msg=lambda m, n=name: f"{n}: {m}")
+
+
 class _Scatter(torch.autograd.Function):
     """Test harness: full tensor -> this rank's rows `pos`; the backward all-gathers the shard
     gradients, so every rank sees the full gradient of a function every rank computes alike."""

@@ -38,6 +38,15 @@ def test_ulysses_gradcheck_float64(world, heads, kv_heads, causal):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("world,kv_heads", [(2, 4), (3, 1)])
+@pytest.mark.parametrize("batch", [1, 2])
+def test_ulysses_in_place_on_exchanged_tensors(world, kv_heads, batch):
+    # In-place writes worked at batch 2 and raised at batch 1, where the exchange returned
+    # views of its receive buffer.
+    get_pool(world).run("ulysses_in_place", batch=batch, kv_heads=kv_heads)
+
+
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("world,heads,kv_heads", [(2, 4, 4), (4, 8, 2), (3, 3, 1)])
 @pytest.mark.parametrize("check_inputs", [False, True])
 def test_ulysses_one_exchange_for_qkv(world, heads, kv_heads, check_inputs):
