@@ -174,6 +174,11 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
     EXPECT_EQ(what.rfind("h.json:1:1: field (root)." + std::string(c.field) + ":", 0), 0u)
         << c.field << ": " << what;
   }
+  // CPU ids this machine may lack are still a cpulist: the nvidia-smi reader accepts ids up to
+  // 2^20, and what it wrote must read back.
+  nlohmann::json far = base;
+  far["gpus"][0]["cpu_affinity"] = "100000-100003,1048576\n";
+  EXPECT_NO_THROW(hostFromJson(far.dump(), "h.json"));
   // A number past the signed 64-bit range is quoted as written, not as the wrapped value.
   nlohmann::json doc = base;
   doc["gpus"][0]["sm"] = 18446744073709551615ull;
