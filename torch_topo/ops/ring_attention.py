@@ -21,6 +21,7 @@ from torch_topo.ops.utils import (
     check_same_shape,
     group_rank_size,
     merge_block,
+    resolve_group,
 )
 
 __all__ = [
@@ -173,7 +174,7 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
     Returns:
         out [b, s_local, heads, d] in q's dtype, and the LSE when return_lse.
     """
-    group = group if group is not None else dist.group.WORLD
+    group = resolve_group("ring_attention", group)
     if balance not in _BALANCES:
         raise ValueError(f"ring_attention: balance={balance!r}, expected one of {_BALANCES}")
     check_qkv("ring_attention", q, k, v)

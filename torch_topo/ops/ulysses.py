@@ -18,6 +18,7 @@ from torch_topo.ops.utils import (
     check_qkv,
     check_same_shape,
     group_rank_size,
+    resolve_group,
 )
 
 __all__ = ["UlyssesExchangeFunction", "ulysses_all_to_all", "ulysses_attention"]
@@ -99,7 +100,7 @@ def ulysses_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group
             the same shape (a mismatch would otherwise abort Gloo or corrupt NCCL): "once" per
             group and shape, True on every call, False never (see check_same_shape).
     """
-    group = group if group is not None else dist.group.WORLD
+    group = resolve_group("ulysses_all_to_all", group)
     ndim = x.dim()
     s, g = scatter_dim % ndim if -ndim <= scatter_dim < ndim else None, \
         gather_dim % ndim if -ndim <= gather_dim < ndim else None
@@ -157,7 +158,7 @@ def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=N
             (K/V may have fewer heads); default torch's scaled_dot_product_attention.
         check_inputs: verify that all ranks' shapes agree, as in ulysses_all_to_all.
     """
-    group = group if group is not None else dist.group.WORLD
+    group = resolve_group("ulysses_attention", group)
     check_qkv("ulysses_attention", q, k, v)
     _, world = group_rank_size(group)
     check_ulysses_heads("ulysses_attention", q.shape[2], k.shape[2], world)

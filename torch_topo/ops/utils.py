@@ -21,6 +21,7 @@ __all__ = [
     "check_same_shape",
     "group_rank_size",
     "merge_block",
+    "resolve_group",
 ]
 
 # Fixed-size shape record so the agreement check is itself a safe, equal-size collective.
@@ -39,6 +40,19 @@ first call per group, op and shapes; True every call; False never."""
 # deterministic too) and make the same skip-or-check decision on the next call.
 _AGREED: OrderedDict[tuple, None] = OrderedDict()
 _AGREED_MAX = 1024
+
+
+def resolve_group(where: str, group):
+    """`group`, or the world for None. new_group hands the ranks it leaves out an int
+    (GroupMember.NON_GROUP_MEMBER), on which the ops failed with "'int' object has no attribute
+    'group_name'"."""
+    if group is None:
+        return dist.group.WORLD
+    if not isinstance(group, dist.ProcessGroup):
+        raise ValueError(f"{where}: group: got {group!r}, expected a ProcessGroup this rank "
+                         "belongs to (new_group returns GroupMember.NON_GROUP_MEMBER to the "
+                         "ranks it leaves out: call the op only on the group's members)")
+    return group
 
 
 def group_rank_size(group) -> tuple[int, int]:

@@ -461,6 +461,25 @@ _BAD = {
 }
 
 
+def non_member(rank, world, *, op):
+    """Ranks that new_group leaves out get an int, not a group: the ops must say so (they
+    failed with "'int' object has no attribute 'group_name'")."""
+    group = dist.new_group([0, 1])  # every rank creates every group
+    if rank in (0, 1):
+        return None
+    q, k, v = _qkv(h=4, hk=4)
+    call = {"ulysses": lambda: torch_topo.ulysses_attention(q, k, v, group=group),
+            "ring": lambda: torch_topo.ring_attention(q, k, v, group=group),
+            "a2a": lambda: torch_topo.ulysses_all_to_all(q, 2, 1, group=group)}[op]
+    try:
+        call()
+    except ValueError as e:
+        if "expected a ProcessGroup this rank belongs to" not in str(e):
+            raise AssertionError(f"{op}: message {str(e)!r}") from e
+        return str(e)
+    raise AssertionError(f"{op}: no ValueError raised")
+
+
 def pool_info(rank, world):
     return (dist.get_rank(), dist.get_world_size(), dist.get_backend())
 

@@ -60,3 +60,12 @@ def test_zigzag_positions_shard_unshard(world):
 ])
 def test_ring_bad_input(world, call, match):
     get_pool(world).run("raises", call=call, match=match)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("op", ["ring", "ulysses", "a2a"])
+def test_rank_outside_the_group(op):
+    got = get_pool(3).run("non_member", op=op)
+    assert got[:2] == [None, None] and got[2].startswith(
+        {"ring": "ring_attention", "ulysses": "ulysses_attention", "a2a": "ulysses_all_to_all"}[op]
+        + ": group: got -100, expected a ProcessGroup this rank belongs to")
