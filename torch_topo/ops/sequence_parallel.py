@@ -24,7 +24,7 @@ from torch_topo.ops.sequence_split import (
     split_mesh,
 )
 from torch_topo.ops.ulysses import ulysses_attention
-from torch_topo.ops.utils import CheckInputs, group_rank_size
+from torch_topo.ops.utils import CheckInputs, group_rank_size, resolve_group
 
 __all__ = [
     "SequenceParallelAttention",
@@ -288,6 +288,9 @@ class SequenceParallelAttention(nn.Module):
             sp_group, ring_group = build_sequence_parallel_groups(config, plan)
         if sp_group is None:
             raise ValueError("SequenceParallelAttention: ring_group given without sp_group")
+        sp_group = resolve_group("SequenceParallelAttention (sp_group)", sp_group)
+        if ring_group is not None:
+            ring_group = resolve_group("SequenceParallelAttention (ring_group)", ring_group)
         ulysses = dist.get_world_size(sp_group)
         ring = _ring_size(ring_group) if config.enable_ring_exchange else 1
         if ulysses * ring != config.sequence_parallel_size or (

@@ -470,7 +470,10 @@ def non_member(rank, world, *, op):
     q, k, v = _qkv(h=4, hk=4)
     call = {"ulysses": lambda: torch_topo.ulysses_attention(q, k, v, group=group),
             "ring": lambda: torch_topo.ring_attention(q, k, v, group=group),
-            "a2a": lambda: torch_topo.ulysses_all_to_all(q, 2, 1, group=group)}[op]
+            "a2a": lambda: torch_topo.ulysses_all_to_all(q, 2, 1, group=group),
+            "2d": lambda: torch_topo.SequenceParallelAttention(
+                torch_topo.UlyssesConfig(sequence_parallel_size=2, ulysses_degree=2,
+                                         enable_ring_exchange=False), sp_group=group)}[op]
     try:
         call()
     except ValueError as e:

@@ -63,9 +63,11 @@ def test_ring_bad_input(world, call, match):
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("op", ["ring", "ulysses", "a2a"])
+@pytest.mark.parametrize("op", ["ring", "ulysses", "a2a", "2d"])
 def test_rank_outside_the_group(op):
+    # SequenceParallelAttention said "sp_group has -1 ranks".
     got = get_pool(3).run("non_member", op=op)
+    where = {"ring": "ring_attention", "ulysses": "ulysses_attention",
+             "a2a": "ulysses_all_to_all", "2d": "SequenceParallelAttention (sp_group)"}[op]
     assert got[:2] == [None, None] and got[2].startswith(
-        {"ring": "ring_attention", "ulysses": "ulysses_attention", "a2a": "ulysses_all_to_all"}[op]
-        + ": group: got -100, expected a ProcessGroup this rank belongs to")
+        where + ": group: got -100, expected a ProcessGroup this rank belongs to")
