@@ -315,6 +315,14 @@ c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route
                                            " needs a floating-point or complex tensor: got ",
                                            t.scalar_type()));
     }
+    // Complex numbers have no order: the fold would fail only after the exchange, with
+    // ATen's "maximum not implemented for complex tensors".
+    if ((kind == c10d::ReduceOp::MIN || kind == c10d::ReduceOp::MAX) &&
+        c10::isComplexType(t.scalar_type())) {
+      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", opName, ": ReduceOp.",
+                                           reduceOpName(kind), " needs a real tensor: got ",
+                                           t.scalar_type()));
+    }
     if (kind == c10d::ReduceOp::UNUSED) {
       C10_THROW_ERROR(ValueError,
                       c10::str("TopoBackend::", opName, ": ReduceOp.UNUSED is not a reduction"));

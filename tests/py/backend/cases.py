@@ -491,6 +491,12 @@ def bad_inputs(rank, size, ref):
            lambda: dist.all_reduce(f, op=R.BAND))
     expect("TopoBackend::allreduce: ReduceOp.AVG needs a floating-point or complex tensor",
            lambda: dist.all_reduce(i, op=R.AVG))
+    c = torch.ones(4 * size, dtype=torch.complex64)
+    expect("TopoBackend::_reduce_scatter_base: ReduceOp.MAX needs a real tensor: got ComplexFloat",
+           lambda: dist.reduce_scatter_tensor(torch.empty(4, dtype=c.dtype), c, op=R.MAX))
+    expect("TopoBackend::reduce_scatter: ReduceOp.MIN needs a real tensor: got ComplexFloat",
+           lambda: dist.reduce_scatter(torch.empty(4, dtype=c.dtype), list(c.chunk(size)),
+                                       op=R.MIN))
     opts = dist.BroadcastOptions()
     opts.rootRank = size
     expect("TopoBackend::broadcast: root rank out of range", lambda: backend.broadcast([f], opts))
