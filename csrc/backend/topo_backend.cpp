@@ -359,6 +359,31 @@ c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route
   return c10d::ReduceOp(c10d::ReduceOp::SUM);
 }
 
+TopoBackend::Epilogue TopoBackend::stageContiguous(const DeviceRoute& route,
+                                                   std::vector<at::Tensor>& tensors) {
+  if (route.streamed) return nullptr;
+  std::vector<std::pair<at::Tensor, at::Tensor>> staged;  // (caller's, contiguous copy)
+  for (auto& t : tensors) {
+    // Sparse tensors (CPU ones arrive through allreduce) have no strides to stage.
+    if (t.layout() != at::kStrided || t.is_contiguous()) continue;
+    staged.emplace_back(t, t.contiguous());
+    t = staged.back().second;
+  }
+  if (staged.empty()) return nullptr;
+  return [staged] {
+    for (const auto& [caller, copy] : staged) caller.copy_(copy);
+  };
+}
+
+TopoBackend::Epilogue TopoBackend::then(Epilogue first, Epilogue second) {
+  if (!first) return second;
+  if (!second) return first;
+  return [first = std::move(first), second = std::move(second)] {
+    first();
+    second();
+  };
+}
+
 void TopoBackend::setSequenceNumberForGroup() { seq_ = 0; }
 
 uint64_t TopoBackend::getSequenceNumberForGroup() { return seq_; }

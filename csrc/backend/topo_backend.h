@@ -273,6 +273,14 @@ class TopoBackend : public c10d::Backend {
   c10d::ReduceOp prepareReduce(const char* opName, DeviceRoute& route, const c10d::ReduceOp& op,
                                const std::vector<at::Tensor>& tensors,
                                const std::vector<at::Tensor>& outputs, Epilogue* epilogue) const;
+  /// Gloo reads and writes a CPU tensor as one dense block from its data pointer, so a strided
+  /// view (x[:, ::2]) came back wrong with its storage neighbours overwritten. Replaces each
+  /// tensor of `tensors` that is not contiguous by a contiguous copy and returns the step that
+  /// writes the results back (null when none was replaced). Stream routes keep their tensors:
+  /// NCCL refuses such tensors itself.
+  static Epilogue stageContiguous(const DeviceRoute& route, std::vector<at::Tensor>& tensors);
+  /// `first`, then `second`; either may be null.
+  static Epilogue then(Epilogue first, Epilogue second);
   /// ValueError naming `op` once shutdown() has freed the inner backends.
   void checkLive(const char* op) const;
   void checkRank(const char* op, const char* what, int64_t rank) const;

@@ -14,37 +14,42 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::broadcast(std::vector<at::Tensor>& t
                                                       const c10d::BroadcastOptions& opts) {
   checkRank("broadcast", "root rank", opts.rootRank);
   auto& route = routeFor("broadcast", tensors);
-  return collective(route, c10d::OpType::BROADCAST, "broadcast", tensors, tensors,
-                    [&](c10d::Backend& b) { return b.broadcast(tensors, opts); },
-                    single(tensors, [=](const Levels& lv) mutable {
-                      return hierarchicalBroadcast(lv, tensors[0], opts.rootRank, opts.timeout);
-                    }));
+  std::vector<at::Tensor> dense = tensors;
+  Epilogue copyBack = stageContiguous(route, dense);
+  return collective(route, c10d::OpType::BROADCAST, "broadcast", tensors, dense,
+                    [&](c10d::Backend& b) { return b.broadcast(dense, opts); },
+                    single(dense, [=](const Levels& lv) mutable {
+                      return hierarchicalBroadcast(lv, dense[0], opts.rootRank, opts.timeout);
+                    }),
+                    std::move(copyBack));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                       const c10d::AllreduceOptions& opts) {
   auto& route = routeFor("allreduce", tensors);
+  std::vector<at::Tensor> dense = tensors;
+  Epilogue copyBack = stageContiguous(route, dense);
   Epilogue epilogue;
   c10d::AllreduceOptions inner = opts;
-  inner.reduceOp = prepareReduce("allreduce", route, opts.reduceOp, tensors, tensors, &epilogue);
-  return collective(route, c10d::OpType::ALLREDUCE, "allreduce", tensors, tensors,
+  inner.reduceOp = prepareReduce("allreduce", route, opts.reduceOp, dense, dense, &epilogue);
+  return collective(route, c10d::OpType::ALLREDUCE, "allreduce", tensors, dense,
                     [&](c10d::Backend& b) {
                       // One exchange instead of Gloo's two ring steps pays where the two ranks
                       // sit on different hosts (levels exist only then): the link's latency
                       // sets the time. On one host Gloo's own all-reduce costs less per call
                       // (about 100 us less at 4 B with two ranks: wrapper_overhead.py).
-                      if (tensors.size() == 1 && route.levels.valid()) {
-                        if (auto w = oneStepAllReduce(b, tensors[0], inner.reduceOp,
+                      if (dense.size() == 1 && route.levels.valid()) {
+                        if (auto w = oneStepAllReduce(b, dense[0], inner.reduceOp,
                                                       opts.timeout)) {
                           return w;
                         }
                       }
-                      return b.allreduce(tensors, inner);
+                      return b.allreduce(dense, inner);
                     },
-                    single(tensors, [=](const Levels& lv) mutable {
-                      return hierarchicalAllReduce(lv, tensors[0], inner.reduceOp, opts.timeout);
+                    single(dense, [=](const Levels& lv) mutable {
+                      return hierarchicalAllReduce(lv, dense[0], inner.reduceOp, opts.timeout);
                     }),
-                    std::move(epilogue));
+                    then(std::move(epilogue), std::move(copyBack)));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce_sparse(std::vector<at::Tensor>& tensors,
@@ -63,32 +68,36 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   auto& route = routeFor("allreduce_coalesced", tensors);
   checkCoalescedDtypes("allreduce_coalesced", route, tensors);
+  std::vector<at::Tensor> dense = tensors;
+  Epilogue copyBack = stageContiguous(route, dense);
   Epilogue epilogue;
   c10d::AllreduceCoalescedOptions inner = opts;
   inner.reduceOp =
-      prepareReduce("allreduce_coalesced", route, opts.reduceOp, tensors, tensors, &epilogue);
+      prepareReduce("allreduce_coalesced", route, opts.reduceOp, dense, dense, &epilogue);
   return collective(route, c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors,
-                    tensors, [&](c10d::Backend& b) { return b.allreduce_coalesced(tensors, inner); },
-                    nullptr, std::move(epilogue));
+                    dense, [&](c10d::Backend& b) { return b.allreduce_coalesced(dense, inner); },
+                    nullptr, then(std::move(epilogue), std::move(copyBack)));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::reduce(std::vector<at::Tensor>& tensors,
                                                    const c10d::ReduceOptions& opts) {
   checkRank("reduce", "root rank", opts.rootRank);
   auto& route = routeFor("reduce", tensors);
+  std::vector<at::Tensor> dense = tensors;
+  Epilogue copyBack = stageContiguous(route, dense);
   Epilogue epilogue;
   c10d::ReduceOptions inner = opts;
   // Only the root holds the reduced value, so only the root scales.
   const std::vector<at::Tensor> scaled =
-      rank_ == opts.rootRank ? tensors : std::vector<at::Tensor>{};
-  inner.reduceOp = prepareReduce("reduce", route, opts.reduceOp, tensors, scaled, &epilogue);
-  return collective(route, c10d::OpType::REDUCE, "reduce", tensors, tensors,
-                    [&](c10d::Backend& b) { return b.reduce(tensors, inner); },
-                    single(tensors, [=](const Levels& lv) mutable {
-                      return hierarchicalReduce(lv, tensors[0], inner.rootRank, inner.reduceOp,
+      rank_ == opts.rootRank ? dense : std::vector<at::Tensor>{};
+  inner.reduceOp = prepareReduce("reduce", route, opts.reduceOp, dense, scaled, &epilogue);
+  return collective(route, c10d::OpType::REDUCE, "reduce", tensors, dense,
+                    [&](c10d::Backend& b) { return b.reduce(dense, inner); },
+                    single(dense, [=](const Levels& lv) mutable {
+                      return hierarchicalReduce(lv, dense[0], inner.rootRank, inner.reduceOp,
                                                 opts.timeout);
                     }),
-                    std::move(epilogue));
+                    then(std::move(epilogue), std::move(copyBack)));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter(

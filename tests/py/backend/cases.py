@@ -94,6 +94,38 @@ def allreduce_future(rank, size, ref):
     return bad
 
 
+def strided_views(rank, size, ref):
+    """In-place ops on views that are not contiguous (every other column): plain Gloo reads
+    and writes their storage as one block (wrong values, neighbours overwritten); the reference
+    is plain Gloo on contiguous copies, and the columns between must stay as they were."""
+    bad = []
+    for name in ("all_reduce AVG", "all_reduce SUM async", "broadcast", "reduce",
+                 "all_reduce_coalesced"):
+        base = seeded(rank, (4, 6), torch.float64)
+        view, between = base[:, ::2], base[:, 1::2].clone()
+        want = view.contiguous()
+        if name == "all_reduce AVG":
+            dist.all_reduce(view, op=R.AVG)
+            dist.all_reduce(want, group=ref)
+            want.div_(size)
+        elif name == "all_reduce SUM async":
+            _finish(dist.all_reduce(view, async_op=True), True)
+            dist.all_reduce(want, group=ref)
+        elif name == "broadcast":
+            dist.broadcast(view, src=size - 1)
+            dist.broadcast(want, src=size - 1, group=ref)
+        elif name == "reduce":
+            dist.reduce(view, dst=0, op=R.MAX)
+            dist.reduce(want, dst=0, op=R.MAX, group=ref)
+        else:
+            dist.all_reduce_coalesced([view], group=dist.group.WORLD)
+            dist.all_reduce(want, group=ref)
+        if name != "reduce" or rank == 0:
+            _diff(f"{name} strided view", view, want, bad)
+        _diff(f"{name} columns between the view's", base[:, 1::2], between, bad)
+    return bad
+
+
 def allreduce_sparse(rank, size, ref):
     """Sparse tensors (DDP's sparse gradients) stay on Gloo's sparse all-reduce."""
     bad = []

@@ -16,6 +16,7 @@ ALL_CASES = [
     cases.allreduce_future,
     cases.allreduce_sparse,
     cases.allreduce_coalesced_all,
+    cases.strided_views,
     cases.reduce_all,
     cases.broadcast_all,
     cases.allgather_all,
