@@ -210,8 +210,11 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::scatter(std::vector<at::Tensor>& out
   std::vector<at::Tensor> flat;
   if (rank_ == opts.rootRank) flat = checkGatherLists("scatter", inputs, outputs, size_);
   auto& route = routeFor("scatter", outputs);
+  std::vector<at::Tensor> dense = outputs;
+  Epilogue copyBack = stageContiguous(route, dense);
   return launch(route, c10d::OpType::SCATTER, "scatter", outputs, flat,
-                [&] { return Issued{route.inner->scatter(outputs, inputs, opts), {}}; });
+                [&] { return Issued{route.inner->scatter(dense, inputs, opts), {}}; },
+                std::move(copyBack));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -221,9 +224,12 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::alltoall_base(at::Tensor& output, at
   checkSplits("input", inputSplits, input, size_);
   checkSplits("output", outputSplits, output, size_);
   auto& route = routeFor("alltoall_base", {output, input});
+  std::vector<at::Tensor> out{output}, in{input};
+  Epilogue copyBack = stageContiguous(route, out);
+  stageContiguous(route, in);  // the input is only read: its write-back is not needed
   return launch(route, c10d::OpType::ALLTOALL_BASE, "alltoall_base", {output}, {input}, [&] {
-    return Issued{route.inner->alltoall_base(output, input, outputSplits, inputSplits, opts), {}};
-  });
+    return Issued{route.inner->alltoall_base(out[0], in[0], outputSplits, inputSplits, opts), {}};
+  }, std::move(copyBack));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::alltoall(std::vector<at::Tensor>& outputs,

@@ -100,8 +100,8 @@ def strided_views(rank, size, ref):
     is plain Gloo on contiguous copies, and the columns between must stay as they were."""
     bad = []
     for name in ("all_reduce AVG", "all_reduce SUM async", "broadcast", "reduce",
-                 "all_reduce_coalesced"):
-        base = seeded(rank, (4, 6), torch.float64)
+                 "all_reduce_coalesced", "all_to_all_single", "scatter"):
+        base = seeded(rank, (2 * size, 6), torch.float64)
         view, between = base[:, ::2], base[:, 1::2].clone()
         want = view.contiguous()
         if name == "all_reduce AVG":
@@ -117,6 +117,14 @@ def strided_views(rank, size, ref):
         elif name == "reduce":
             dist.reduce(view, dst=0, op=R.MAX)
             dist.reduce(want, dst=0, op=R.MAX, group=ref)
+        elif name == "all_to_all_single":
+            source = seeded(rank, (2 * size, 6), torch.float64, salt=1)
+            dist.all_to_all_single(view, source[:, 1::2])
+            dist.all_to_all_single(want, source[:, 1::2].contiguous(), group=ref)
+        elif name == "scatter":
+            pieces = [seeded(r, (2 * size, 3), torch.float64, salt=2) for r in range(size)]
+            dist.scatter(view, pieces if rank == 0 else None, src=0)
+            dist.scatter(want, pieces if rank == 0 else None, src=0, group=ref)
         else:
             dist.all_reduce_coalesced([view], group=dist.group.WORLD)
             dist.all_reduce(want, group=ref)
