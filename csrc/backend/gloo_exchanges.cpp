@@ -137,10 +137,6 @@ bool isGloo(const c10d::Backend& backend) { return backend.getBackendName() == "
 
 bool isDense(const at::Tensor& t) { return t.layout() == c10::kStrided; }
 
-// What Gloo's typed collectives are handed: they know no complex type, so a complex tensor
-// travels as its real view (the exchanges only move bytes; folds use the complex tensors).
-at::Tensor onWire(const at::Tensor& t) { return t.is_complex() ? at::view_as_real(t) : t; }
-
 // Sends and receives of one peer exchange; wait() waits for all of them, then runs `after`
 // (the fold) once. Gloo's send/recv works have no future, so neither has this one.
 class PeerWork : public c10d::Work {
@@ -372,5 +368,7 @@ c10::intrusive_ptr<c10d::Work> oneStepAllGather(c10d::Backend& backend, at::Tens
   opts.timeout = timeout;
   return backend.alltoall_base(received, send, even, even, opts);
 }
+
+at::Tensor onWire(const at::Tensor& t) { return t.is_complex() ? at::view_as_real(t) : t; }
 
 }  // namespace torch_topo::backend

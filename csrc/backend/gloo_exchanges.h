@@ -32,6 +32,11 @@
 
 namespace torch_topo::backend {
 
+/// What Gloo's typed collectives are handed: they know no complex type (torch's Python layer
+/// hands them real views too), so a complex tensor travels as its real view. Moving bytes and
+/// summing give the same bits on it; the exchanges fold the complex tensors themselves.
+at::Tensor onWire(const at::Tensor& t);
+
 // Each function returns the Work of the one-step form where it applies (a Gloo backend; for
 // the all-reduce a dense tensor on two ranks; for the all-gather a dense input and a contiguous
 // output), else null: the caller then issues the backend's own collective. The decision lives

@@ -7,7 +7,6 @@
 #include <string>
 
 #include <ATen/ops/empty.h>
-#include <ATen/ops/view_as_real.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "backend/gloo_exchanges.h"
@@ -16,10 +15,7 @@ namespace torch_topo::backend::hier {
 
 namespace {
 
-// Gloo's typed collectives know no complex type (torch's Python layer hands them real views):
-// moving data and summing give the same bits on the real view; other reductions do not.
-at::Tensor onWire(const at::Tensor& t) { return t.is_complex() ? at::view_as_real(t) : t; }
-
+// onWire for a reduction: only SUM gives the same bits on the real view.
 at::Tensor reducibleOnWire(const at::Tensor& t, const c10d::ReduceOp& op, const char* step) {
   // TopoBackend refuses the bitwise ops on complex tensors before any schedule starts.
   const char* name = op.op_ == c10d::ReduceOp::PRODUCT ? "PRODUCT"
