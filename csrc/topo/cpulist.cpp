@@ -2,6 +2,7 @@
 // Cpulist and hwloc bitmap conversions (layer: csrc/topo).
 #include "topo/cpulist.h"
 
+#include <algorithm>
 #include <cctype>
 #include <vector>
 
@@ -11,42 +12,64 @@
 namespace torch_topo::topo {
 namespace {
 
-// Larger ids are a corrupt file, not a machine: Linux caps NR_CPUS at 8192 on x86-64.
-constexpr long kMaxCpuId = 1 << 16;
-
-long parseCpuId(const std::string& token, const std::string& where, const std::string& text) {
-  if (token.empty() || token.size() > 6) {
-    throw InvalidArgument(where + ": bad cpulist: got '" + text + "', expected e.g. '0-3,8'");
-  }
+// At most 7 digits: any id above kMaxCpuId is refused without overflowing a long.
+bool readCpuId(std::string_view token, long* id) {
+  if (token.empty() || token.size() > 7) return false;
   for (char c : token) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) {
-      throw InvalidArgument(where + ": bad cpulist: got '" + text + "', expected e.g. '0-3,8'");
-    }
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
   }
-  long id = static_cast<long>(parseInteger(token).value);  // digits only, at most 6
-  if (id >= kMaxCpuId) {
-    throw InvalidArgument(where + ": cpu id out of range: got " + token + ", expected < " +
-                          std::to_string(kMaxCpuId));
-  }
-  return id;
+  *id = static_cast<long>(parseInteger(token).value);
+  return true;
 }
 
 }  // namespace
 
-std::set<int> parseCpulist(const std::string& text, const std::string& where) {
+CpulistScan scanCpulist(std::string_view text) {
   std::string clean;
   for (char c : text) {
     if (!std::isspace(static_cast<unsigned char>(c))) clean += c;
   }
-  std::set<int> cpus;
-  if (clean.empty()) return cpus;
-  for (const std::string& part : splitList(clean, ',')) {
-    size_t dash = part.find('-');
-    long lo = parseCpuId(part.substr(0, dash), where, text);
-    long hi = dash == std::string::npos ? lo : parseCpuId(part.substr(dash + 1), where, text);
-    if (hi < lo) {
-      throw InvalidArgument(where + ": bad cpulist range: got '" + part + "', expected lo-hi");
+  CpulistScan scan;
+  if (clean.empty()) return scan;
+  size_t start = 0;
+  for (int item = 1;; ++item) {
+    const size_t comma = clean.find(',', start);
+    const std::string_view part =
+        std::string_view(clean).substr(start, comma == std::string::npos ? comma : comma - start);
+    const size_t dash = part.find('-');
+    long lo = 0, hi = 0;
+    if (part.empty()) {
+      scan.problem = "item " + std::to_string(item) + " is empty";
+    } else if (!readCpuId(part.substr(0, dash), &lo) ||
+               (dash != std::string_view::npos && !readCpuId(part.substr(dash + 1), &hi))) {
+      scan.problem = "item '" + std::string(part) + "' is not an id or lo-hi";
+    } else if (dash == std::string_view::npos) {
+      hi = lo;
     }
+    if (scan.problem.empty() && std::max(lo, hi) > kMaxCpuId) {
+      scan.problem = "id " + std::to_string(std::max(lo, hi)) + " is above " +
+                     std::to_string(kMaxCpuId);
+    } else if (scan.problem.empty() && hi < lo) {
+      scan.problem = "range '" + std::string(part) + "' runs backwards";
+    }
+    if (!scan.problem.empty()) {
+      scan.ranges.clear();
+      return scan;
+    }
+    scan.ranges.emplace_back(lo, hi);
+    if (comma == std::string::npos) return scan;
+    start = comma + 1;
+  }
+}
+
+std::set<int> parseCpulist(const std::string& text, const std::string& where) {
+  const CpulistScan scan = scanCpulist(text);
+  if (!scan.problem.empty()) {
+    throw InvalidArgument(where + ": bad cpulist '" + text + "': " + scan.problem +
+                          " (expected e.g. '0-3,8')");
+  }
+  std::set<int> cpus;
+  for (auto [lo, hi] : scan.ranges) {
     for (long id = lo; id <= hi; ++id) cpus.insert(static_cast<int>(id));
   }
   return cpus;

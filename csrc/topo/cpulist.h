@@ -5,13 +5,29 @@
 
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "topo/graph.h"
 
 namespace torch_topo::topo {
 
+/// Larger CPU or NUMA ids are a corrupt file, not a machine: Linux caps NR_CPUS at 8192 on x86-64.
+constexpr long kMaxCpuId = 1L << 16;
+
+/// A cpulist's ranges in the order written, or the first problem found in words ("item 2 is
+/// empty"); every reader of cpulist text (sysfs, nvidia-smi, torch-topo JSON) checks with this,
+/// so one file is accepted or refused alike whatever reads it. Blanks are ignored, "" has no
+/// ranges, and a trailing comma is an empty item: Linux never writes one.
+struct CpulistScan {
+  std::vector<std::pair<long, long>> ranges;
+  std::string problem;  // empty when the text is a cpulist
+};
+CpulistScan scanCpulist(std::string_view text);
+
 /// Parses a Linux cpulist ("0-3,8"; whitespace and a trailing newline allowed, "" is empty).
-/// Throws InvalidArgument naming `where` and the bad text.
+/// Throws InvalidArgument naming `where`, the bad text and what is wrong with it.
 std::set<int> parseCpulist(const std::string& text, const std::string& where);
 
 /// Formats a set as the shortest cpulist ("0-3,8"); the empty set gives "".

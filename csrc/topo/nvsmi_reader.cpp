@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "topo/cpulist.h"
 #include "topo/error.h"
 #include "topo/paths.h"
 #include "topo/text_numbers.h"
@@ -17,7 +18,6 @@ namespace torch_topo::topo {
 namespace {
 
 constexpr int kMaxDeviceIndex = 4095;  // above any real host; keeps ids in int range
-constexpr long kMaxCpuId = 1 << 20;    // cpulist ids beyond this are corrupt input
 const char* const kAffinityColumns[] = {"CPU Affinity", "NUMA Affinity", "GPU NUMA ID"};
 const char* const kClassWords[] = {"NODE", "PIX", "PXB", "PHB", "SYS", "SOC"};
 
@@ -108,27 +108,14 @@ int parseIndex(const std::string& digits, const std::string& path, int line, siz
 /// Validates a cpulist ("0-23,48-71") and returns its first id.
 long parseIdList(const std::string& text, const std::string& path, int line, size_t col,
                  const char* what) {
-  long first = -1;
-  auto fail = [&]() {
+  const CpulistScan scan = scanCpulist(text);
+  if (!scan.problem.empty() || scan.ranges.empty()) {
     throw ParseError(path, line, static_cast<int>(col) + 1,
-                     std::string(what) + ": got '" + text +
-                         "', expected a list such as 0-23,48-71 (ids up to " +
-                         std::to_string(kMaxCpuId) + ") or N/A");
-  };
-  for (const std::string& part : splitList(text, ',')) {
-    size_t dash = part.find('-');
-    std::string lo = part.substr(0, dash),
-                hi = dash == std::string::npos ? lo : part.substr(dash + 1);
-    for (const std::string* num : {&lo, &hi}) {
-      if (num->empty() || num->size() > 7 || digitsAt(*num, 0) != num->size()) fail();
-    }
-    // Digits only, at most 7: always fits.
-    long long a = parseInteger(lo).value, b = parseInteger(hi).value;
-    if (a > kMaxCpuId || b > kMaxCpuId || a > b) fail();
-    if (first < 0) first = static_cast<long>(a);
+                     std::string(what) + ": got '" + text + "' (" +
+                         (scan.problem.empty() ? "empty" : scan.problem) +
+                         "), expected a list such as 0-23,48-71 or N/A");
   }
-  if (first < 0) fail();
-  return first;
+  return scan.ranges.front().first;
 }
 
 struct Cell {

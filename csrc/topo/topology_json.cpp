@@ -8,6 +8,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "topo/cpulist.h"
 #include "topo/error.h"
 #include "topo/paths.h"
 
@@ -151,41 +152,13 @@ class Reader {
   }
 
   /// A cpulist field: checked here, where the field is known, rather than by the NUMA binding
-  /// or the NCCL XML writer long after the file was read. Syntax only, with the nvidia-smi
-  /// reader's id bound: whatever a reader wrote must read back (a CPU id this machine lacks is
-  /// the binding's business, not the file's).
+  /// or the NCCL XML writer long after the file was read.
   std::string cpulist(const json& obj, const char* key, const std::string& where) const {
     const std::string text = str(obj, key, where);
-    std::string list;  // the probes' sysfs text may keep its newline; readers ignore blanks
-    for (char c : text) {
-      if (!std::isspace(static_cast<unsigned char>(c))) list += c;
-    }
-    constexpr long kMaxId = 1L << 20;
-    auto id = [](const std::string& t, long* out) {
-      if (t.empty() || t.size() > 7) return false;
-      for (char c : t) {
-        if (c < '0' || c > '9') return false;
-      }
-      *out = std::stol(t);
-      return *out <= kMaxId;
-    };
-    bool ok = true;
-    size_t start = 0;
-    while (ok && !list.empty() && start <= list.size()) {
-      size_t comma = list.find(',', start);
-      const std::string part =
-          list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      const size_t dash = part.find('-');
-      long lo = 0, hi = 0;
-      ok = dash == std::string::npos
-               ? id(part, &lo)
-               : id(part.substr(0, dash), &lo) && id(part.substr(dash + 1), &hi) && lo <= hi;
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    if (!ok) {
-      fail(where + "." + key, "got '" + text + "', expected a cpulist such as \"0-3,8\" (ids " +
-                                  "up to " + std::to_string(kMaxId) + ")");
+    const CpulistScan scan = scanCpulist(text);
+    if (!scan.problem.empty()) {
+      fail(where + "." + key,
+           "got '" + text + "': " + scan.problem + ", expected a cpulist such as \"0-3,8\"");
     }
     return text;
   }

@@ -22,10 +22,14 @@ TEST(CpulistTest, RefusesGarbageNamingTheSource) {
   EXPECT_THROW(parseCpulist("3-1", "x"), InvalidArgument);
   EXPECT_THROW(parseCpulist("a", "x"), InvalidArgument);
   EXPECT_THROW(parseCpulist("99999999", "x"), InvalidArgument);
+  EXPECT_THROW(parseCpulist("0-3,", "x"), InvalidArgument);  // Linux writes no empty item
   try {
     parseCpulist("1,,x", "node0/cpulist");
+    ADD_FAILURE() << "1,,x was accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("node0/cpulist"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("node0/cpulist: bad cpulist '1,,x': item 2 is empty"),
+              std::string::npos)
+        << e.what();
   }
 }
 

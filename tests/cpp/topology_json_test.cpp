@@ -9,7 +9,9 @@
 
 #include "test_data.h"
 #include "topo/error.h"
+#include "topo/cpulist.h"
 #include "topo/loader.h"
+#include "topo/nvsmi_reader.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -174,17 +176,57 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
     EXPECT_EQ(what.rfind("h.json:1:1: field (root)." + std::string(c.field) + ":", 0), 0u)
         << c.field << ": " << what;
   }
-  // CPU ids this machine may lack are still a cpulist: the nvidia-smi reader accepts ids up to
-  // 2^20, and what it wrote must read back.
-  nlohmann::json far = base;
-  far["gpus"][0]["cpu_affinity"] = "100000-100003,1048576\n";
-  EXPECT_NO_THROW(hostFromJson(far.dump(), "h.json"));
   // A number past the signed 64-bit range is quoted as written, not as the wrapped value.
   nlohmann::json doc = base;
   doc["gpus"][0]["sm"] = 18446744073709551615ull;
   EXPECT_NE(jsonError(doc.dump()).find("got 18446744073709551615, expected an integer in"),
             std::string::npos)
       << jsonError(doc.dump());
+}
+
+// The JSON reader, the nvidia-smi reader and the sysfs/binding parser share one cpulist check:
+// a text one of them accepts, the others accept, so a file converted between formats (or bound
+// to CPUs later) is never refused after it was read.
+TEST(TopologyJsonTest, EveryReaderAcceptsTheSameCpulists) {
+  const HostTopology real =
+      loadTopologyFile(testing::dataPath("nccl_topo_xml/azure_ndv4_8xA100_topo.xml"));
+  const nlohmann::json base = nlohmann::json::parse(hostToJson(real));
+  const std::string top = std::to_string(kMaxCpuId);
+  const struct {
+    std::string text;
+    bool ok;
+  } cases[] = {
+      {"0-3,8", true},       {"100000-100003," + top, false},
+      {"0-3," + top, true},  {"0-" + std::to_string(kMaxCpuId + 1), false},
+      {"0-3,", false},       {",0-3", false},
+      {"0-3,,8", false},     {"3-1", false},
+      {"1-2-3", false},      {"0-", false},
+      {"x", false},          {"99999999", false},
+  };
+  for (const auto& c : cases) {
+    bool json_ok = true, nvsmi_ok = true, sysfs_ok = true;
+    nlohmann::json doc = base;
+    doc["gpus"][0]["cpu_affinity"] = c.text;
+    try {
+      hostFromJson(doc.dump(), "h.json");
+    } catch (const ParseError&) {
+      json_ok = false;
+    }
+    try {
+      readNvidiaSmi("GPU0 CPU Affinity\nGPU0 X " + c.text + "\n", "t.txt");
+    } catch (const ParseError&) {
+      nvsmi_ok = false;
+    }
+    try {
+      parseCpulist(c.text, "cpulist");
+    } catch (const InvalidArgument& e) {
+      sysfs_ok = false;
+      EXPECT_NE(std::string(e.what()).find("'" + c.text + "'"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(json_ok, c.ok) << c.text;
+    EXPECT_EQ(nvsmi_ok, c.ok) << c.text;
+    EXPECT_EQ(sysfs_ok, c.ok) << c.text;
+  }
 }
 
 }  // namespace

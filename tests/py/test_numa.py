@@ -66,7 +66,7 @@ def test_binds_to_gpu_cpus_that_exist_here():
 
 @pytest.mark.skipif(set(os.sched_getaffinity(0)) != _online(), reason="this process is already bound")
 def test_reports_when_no_cpu_overlaps():
-    doc = _doc_with_affinity("100000-100003")
+    doc = _doc_with_affinity("60000-60003")
     report = _run(BIND.replace("DOC", repr(doc)).replace("RANK", "1"))
     assert report["action"] == "no_overlap"
     assert set(report["cpus"]) == _online()  # left unchanged
