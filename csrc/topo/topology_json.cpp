@@ -151,6 +151,19 @@ class Reader {
     return x;
   }
 
+  /// A bandwidth (GB/s) or latency (us): 0 means unknown, anything else must be a rate or delay
+  /// of a real (or emulated) link. 1e-300 GB/s would price a message at infinite seconds and
+  /// 1e300 at none, and every comparison between plans would then be decided by the typo.
+  double rate(const json& obj, const char* key, const std::string& where) const {
+    constexpr double kLo = 1e-6, kHi = 1e6;  // 1 kB/s .. 1 PB/s; 1 ps .. 1 s of latency
+    const double x = number(obj, key, where, 0.0);
+    if (x != 0 && (x < kLo || x > kHi)) {
+      fail(where + "." + key, "got " + find(obj, key, where)->dump() +
+                                  ", expected 0 (unknown) or a value in [1e-06, 1e+06]");
+    }
+    return x;
+  }
+
   /// A cpulist field: checked here, where the field is known, rather than by the NUMA binding
   /// or the NCCL XML writer long after the file was read.
   std::string cpulist(const json& obj, const char* key, const std::string& where) const {
@@ -201,7 +214,8 @@ class Reader {
     PathInfo p;
     int lanes = 0;
     if (cell.is_string()) {
-      if (!parsePathClass(cell.get<std::string>(), &p.cls, &lanes))
+      if (!parsePathClass(cell.get<std::string>(), &p.cls, &lanes) ||
+          (p.cls == PathClass::NV && lanes == 0))
         fail(where, "got '" + cell.get<std::string>() +
                         "', expected a path class such as NV12, PIX or SYS");
       p.nvlinks = lanes;
@@ -212,8 +226,14 @@ class Reader {
     if (!parsePathClass(cls, &p.cls, &lanes))
       fail(where + ".cls", "got '" + cls + "', expected X, NV, PIX, PXB, PHB, NODE, SYS or NET");
     p.nvlinks = static_cast<int>(integer(cell, "nvlinks", where, lanes, 0, 4096));
-    p.bandwidth_gbps = number(cell, "bandwidth_gbps", where, 0.0);
-    p.latency_us = number(cell, "latency_us", where, 0.0);
+    // NV without a lane would be priced as an NVLink of no bandwidth by some stages and as PCIe
+    // by others; lanes on another class would be counted into NVLink cliques.
+    if ((p.cls == PathClass::NV) != (p.nvlinks > 0)) {
+      fail(where, "got cls " + cls + " with nvlinks " + std::to_string(p.nvlinks) +
+                      ", expected nvlinks >= 1 for NV and 0 for any other class");
+    }
+    p.bandwidth_gbps = rate(cell, "bandwidth_gbps", where);
+    p.latency_us = rate(cell, "latency_us", where);
     return p;
   }
 
@@ -283,7 +303,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     n.name = str(nics[i], "name", w);
     n.bus_id = str(nics[i], "bus_id", w);
     n.numa_node = static_cast<int>(integer(nics[i], "numa_node", w, -1, -1, 4095));
-    n.speed_gbps = number(nics[i], "speed_gbps", w, 0.0);
+    n.speed_gbps = rate(nics[i], "speed_gbps", w);
     n.attrs = attrs(nics[i], w);
     h.nics.push_back(n);
   }
@@ -322,8 +342,8 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     if (l.a < 0 || l.b < 0) fail(w, "expected node indices a and b");
     l.kind = kind(str(links[i], "kind", w), kLinkKinds, w + ".kind");
     l.lanes = static_cast<int>(integer(links[i], "lanes", w, 0, 0, 4096));
-    l.bandwidth_gbps = number(links[i], "bandwidth_gbps", w, 0.0);
-    l.latency_us = number(links[i], "latency_us", w, 0.0);
+    l.bandwidth_gbps = rate(links[i], "bandwidth_gbps", w);
+    l.latency_us = rate(links[i], "latency_us", w);
     h.graph.links.push_back(l);
   }
   const json& warnings = array(obj, "warnings", where);
@@ -464,8 +484,8 @@ ClusterTopology clusterFromJson(const std::string& text, const std::string& path
     }
     c.ranks.push_back(p);
   }
-  c.inter_host_bandwidth_gbps = r.number(doc, "inter_host_bandwidth_gbps", "(root)", 0.0);
-  c.inter_host_latency_us = r.number(doc, "inter_host_latency_us", "(root)", 0.0);
+  c.inter_host_bandwidth_gbps = r.rate(doc, "inter_host_bandwidth_gbps", "(root)");
+  c.inter_host_latency_us = r.rate(doc, "inter_host_latency_us", "(root)");
   return c;
 }
 

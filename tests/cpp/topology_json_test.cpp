@@ -96,6 +96,17 @@ TEST(TopologyJsonTest, ClusterRoundTrip) {
   EXPECT_EQ(back.ranks[3].local_gpu, 1);
   EXPECT_EQ(back.inter_host_bandwidth_gbps, 0.1 + 0.2);
   EXPECT_EQ(clusterToJson(back, 2), text);
+  // A network of 1e-300 GB/s would price every exchange between hosts at infinite seconds.
+  nlohmann::json doc = nlohmann::json::parse(text);
+  doc["inter_host_bandwidth_gbps"] = 1e-300;
+  try {
+    clusterFromJson(doc.dump(), "c.json");
+    ADD_FAILURE() << "1e-300 GB/s accepted";
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("(root).inter_host_bandwidth_gbps: got 1e-300"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(TopologyJsonTest, HandWrittenShorthand) {
@@ -148,6 +159,7 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
   const nlohmann::json base = nlohmann::json::parse(hostToJson(real));
   ASSERT_GE(base["gpus"].size(), 2u);
   ASSERT_GE(base["numa_nodes"].size(), 2u);
+  ASSERT_GE(base["nics"].size(), 1u);
   EXPECT_NO_THROW(hostFromJson(base.dump(), "h.json"));
   struct Case {
     const char* field;
@@ -168,6 +180,22 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
          d["gpu_paths"][0][1]["cls"] = "NV";
          d["gpu_paths"][0][1]["nvlinks"] = 12;
        }},
+      {"gpu_paths[0][1]",
+       [](nlohmann::json& d) {
+         d["gpu_paths"][0][1]["cls"] = "NV";
+         d["gpu_paths"][0][1]["nvlinks"] = 0;
+       }},
+      {"gpu_paths[0][1]",
+       [](nlohmann::json& d) {
+         d["gpu_paths"][0][1]["cls"] = "PIX";
+         d["gpu_paths"][0][1]["nvlinks"] = 2;
+       }},
+      {"gpu_paths[0][1]", [](nlohmann::json& d) { d["gpu_paths"][0][1] = "NV"; }},
+      {"gpu_paths[0][1].bandwidth_gbps",
+       [](nlohmann::json& d) { d["gpu_paths"][0][1]["bandwidth_gbps"] = 1e-300; }},
+      {"gpu_paths[0][1].latency_us",
+       [](nlohmann::json& d) { d["gpu_paths"][0][1]["latency_us"] = 1e300; }},
+      {"nics[0].speed_gbps", [](nlohmann::json& d) { d["nics"][0]["speed_gbps"] = 1e-9; }},
   };
   for (const Case& c : cases) {
     nlohmann::json doc = base;
