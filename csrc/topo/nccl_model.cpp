@@ -47,7 +47,9 @@ CostEstimate finish(CollectiveOp op, int64_t bytes, int ranks, Algorithm algorit
   est.seconds = kInf;
   for (const Candidate& c : candidates) {
     if (!(c.alg_gbps > 0)) continue;
-    const double payload = bytes + (c.proto == NcclProto::Simple ? kSimpleFillBytes : 0.0);
+    // A message smaller than the fill occupies only its own bytes of the Simple buffers.
+    const double payload =
+        bytes + (c.proto == NcclProto::Simple ? std::min<double>(bytes, kSimpleFillBytes) : 0.0);
     const double t = (kNcclCallOverheadUs + c.latency_us) * 1e-6 + payload / (c.alg_gbps * kBytesPerGB);
     if (t < est.seconds) {
       est.seconds = t;

@@ -49,7 +49,9 @@ constexpr double kNcclCallOverheadUs = 8.0;
 /// rate (pipeline fill: NCCL's Simple buffers are 4 MiB per channel, filled before a step's
 /// flag is posted). Fitted: 8x H200 NVLS from 8 MiB to 256 MiB ran 40-55 us above latency plus
 /// payload at full rate (stas00/ml-engineering), a 2-GPU NV4 send/recv 87 us at 16 MiB
-/// (nccl-tests #331); 8 MiB at each system's rate gives 31 us and 105 us.
+/// (nccl-tests #331); 8 MiB at each system's rate gives 31 us and 105 us. A smaller message
+/// pays its own size instead: a 2 x 8 H20 NVLSTree all-reduce took 46-48 us from 4 B to 512 B
+/// (NVIDIA/nccl #1244), where a full 8 MiB fill would add 31 us to NCCL's 67 us latency.
 constexpr double kSimpleFillBytes = 8.0 * (1 << 20);
 /// Latency multiplier of a multi-host ring with the Simple protocol once each rank's share of
 /// every channel is past 64 bytes (NCCL's "plateau effect of ring"): sm80 and later / older.

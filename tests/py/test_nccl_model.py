@@ -126,3 +126,39 @@ def test_network_assumption_is_printed_never_silent():
                                                                  environ={})}
     # A spanning dimension gets both sides of the flat-or-hierarchical choice.
     assert "predicted all_reduce 64 KiB: flat " in text
+
+
+# Held out: published runs added after the model was tuned (benchmarks print them last).
+
+def test_held_out_h100_reduce_scatter_ring():
+    # NVIDIA/nccl #1047: 8x H100, reduce_scatter forced to ring, 128 MiB to 8 GiB.
+    rows = compare(BY_FILE["PARTIAL_nccl1047_h100_8xSXM_reduce_scatter_perf_ring.txt"])
+    assert [r.published.size for r in rows] == [128 << 20 << k for k in range(7)]
+    for r in rows:
+        assert (r.published.algorithm, r.algorithm) == ("ring", "ring")
+        assert 0.95 <= r.busbw_ratio <= 1.05, r
+
+
+def test_held_out_nvls_tree_small_messages_pay_no_full_fill():
+    # NVIDIA/nccl #1244: 2 x 8 H20 with NCCL_ALGO=NVLSTree took 46-48 us from 4 B to 512 B.
+    # NCCL's latency for it: NVLink hop 25 us + 2 log2(2 hosts) network hops of 20.9 us, plus
+    # nccl-tests' call overhead (8 us); a 4 B message adds nothing measurable to that.
+    rows = compare(BY_FILE["PARTIAL_nccl1244_H20_2node_16GPU_NVLSTree_all_reduce_perf.txt"])
+    assert len(rows) == 8
+    for r in rows:
+        assert r.algorithm == "nvls_tree" and r.protocol == "Simple"
+        assert r.model_us == pytest.approx(8 + 25 + 2 * 20.9, abs=0.05), r
+        assert 1.5 <= r.time_ratio <= 1.65, r
+
+
+def test_held_out_one_gpu_per_host():
+    # nccl-tests #232: one H100 per host, tree forced; the GPU's own 400G NIC from 4 MiB.
+    tree = compare(BY_FILE["PARTIAL_ncclTests232_2node_1xH100_4NIC_tree_all_reduce_perf.txt"])
+    assert [r.algorithm for r in tree] == ["tree"] * 5
+    for r in tree[1:]:
+        assert 0.95 <= r.busbw_ratio <= 1.15, r
+    # DGX Spark pair, one 200G link: all_gather at 16 GiB and all_reduce latency to 32 KiB.
+    (gather,) = compare(BY_FILE["gb10training_2xGB10_200G_all_gather_perf_16G.txt"])
+    assert 1.0 <= gather.busbw_ratio <= 1.15
+    small = compare(BY_FILE["PARTIAL_dgxSparkPlaybooks103_2xGB10_200G_all_reduce_perf.txt"])
+    assert [TIME_GOAL[0] <= r.time_ratio <= TIME_GOAL[1] for r in small] == [True] * 3 + [False]
