@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from torch_topo.cli import main
 from torch_topo.config import ENV_VARS, TopoConfig
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -44,3 +45,16 @@ def test_emulated_collectives_takes_sizes_with_units_as_docs_emulator_md_runs_it
     assert (args.min_bytes, args.max_bytes) == (1 << 20, 64 << 20)
     with pytest.raises(SystemExit):
         module.build_parser().parse_args(["--min-bytes", "1X"])
+
+
+def test_ops_md_split_listing_is_what_plan_attention_prints(capsys):
+    # docs/ops.md shows the split listing of one command; the cost model has moved under it
+    # before without the page following.
+    text = ROOT.joinpath("docs", "ops.md").read_text()
+    shown = re.search(r"it prints:\n\n```\n(.*?)```", text, re.DOTALL).group(1)
+    dgx1 = ROOT / "tests" / "data" / "nvidia_smi_topo" / \
+        "dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt"
+    assert main(["plan", str(dgx1), "--hosts", "2", "--mesh", "sp=16", "--attention",
+                 "heads=8,kv_heads=2,head_dim=128,seq_len=8192,dtype=bf16"]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if "Ulysses" in line]
+    assert shown.splitlines() == printed
