@@ -72,7 +72,8 @@ def add_parser(subparsers) -> None:
                    help=f"a figure below this fraction of its expectation is a finding "
                         f"({DEFAULT_MIN_FRACTION})")
     p.add_argument("--check", action="store_true",
-                   help="print findings (code, severity, message, fix); exit 1 when there are any")
+                   help="print findings (code, severity, message, fix); exit 1 when any is a "
+                        "warning or error")
     p.add_argument("--plot", metavar="FILE.png", default=None, help="write busbw against size here")
     p.add_argument("--json", action="store_true", help=f"print one JSON object ({BENCH_SCHEMA})")
     p.set_defaults(run=run)
