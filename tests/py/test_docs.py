@@ -10,7 +10,7 @@ import re
 import pytest
 
 from torch_topo.cli import main
-from torch_topo.config import ENV_VARS, TopoConfig
+from torch_topo.config import ENV_VARS, OTHER_VARS, TopoConfig
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -35,6 +35,22 @@ def test_every_variable_the_docs_name_is_one_the_config_accepts(doc):
     for var in sorted(named):
         TopoConfig.from_env({var: ""})  # raises ValueError naming an unknown variable
 
+
+
+def test_every_variable_the_sources_name_is_accepted_and_in_the_readme():
+    # The package, the build and the scripts; tests name made-up variables on purpose.
+    sources = [ROOT / "setup.py", ROOT / ".ci" / "run", *ROOT.glob("torch_topo/**/*.py"),
+               *ROOT.glob("scripts/*.sh"), *ROOT.glob("benchmarks/*.py"),
+               *ROOT.glob("examples/*.py")]
+    named = set()
+    for path in sources:
+        if path.is_file():
+            named |= set(re.findall(r"(?<!-D)\b(TORCH_TOPO_[A-Z_]+)", path.read_text()))
+    named.discard("TORCH_TOPO_WITH_CUDA")  # a C macro setup.py defines, not a variable
+    readme = ROOT.joinpath("README.md").read_text()
+    known = set(ENV_VARS.values()) | set(OTHER_VARS)
+    assert sorted(named - known) == []
+    assert sorted(v for v in known if f"`{v}" not in readme) == []
 
 def test_emulated_collectives_takes_sizes_with_units_as_docs_emulator_md_runs_it():
     spec = importlib.util.spec_from_file_location(
