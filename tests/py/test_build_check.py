@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -104,3 +105,38 @@ def test_setup_build_ext_removes_a_private_runtime_module(tmp_path, monkeypatch)
         cmd.run()
     assert wrapper in str(err.value)
     assert not list(tmp_path.glob("m*.so"))
+
+
+def _run_paths(path):
+    out = subprocess.run(["readelf", "-d", "--wide", path], capture_output=True, text=True,
+                         check=True).stdout
+    found = re.search(r"\((?:RUNPATH|RPATH)\)\s+Library r\w+: \[([^\]]*)\]", out)
+    return found.group(1).split(":") if found else []
+
+
+@pytest.mark.parametrize("through_wheel,inplace,keeps_build_path", [
+    (True, False, False),  # pip install . / pip wheel: the module runs where it is installed
+    (True, True, True),    # pip install -e . (editable builds in place, also through a wheel)
+    (False, False, True),  # setup.py build, run from the build folder (scripts/test_torch.sh)
+])
+def test_wheel_module_has_no_run_path_into_the_build_environment(
+        tmp_path, monkeypatch, through_wheel, inplace, keeps_build_path):
+    """setup.py's build_ext on a plain C++ extension given setup.py's two run paths."""
+    from setuptools import Distribution, Extension
+    from setuptools.command.build_ext import build_ext
+
+    (tmp_path / "m.cpp").write_text(SOURCE)
+    monkeypatch.chdir(tmp_path)
+    beside = "$ORIGIN/../cmeel.prefix/lib"
+    build_env = str(tmp_path / "venv" / "cmeel.prefix" / "lib")
+    ext = Extension("m", ["m.cpp"], language="c++",
+                    extra_link_args=["-Wl,-rpath," + beside, "-Wl,-rpath," + build_env])
+    dist = Distribution({"name": "m", "ext_modules": [ext]})
+    if through_wheel:
+        dist.get_command_obj("bdist_wheel")
+    cmd = build_check.checked_build_ext(build_ext)(dist)
+    cmd.inplace = inplace
+    cmd.ensure_finalized()
+    cmd.run()
+    expected = [beside, build_env] if keeps_build_path else [beside]
+    assert _run_paths(cmd.get_ext_fullpath("m")) == expected
