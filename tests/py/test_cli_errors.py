@@ -105,9 +105,10 @@ def test_help_still_prints_usage_and_exits_0(capsys):
     assert "--mesh" in capsys.readouterr().out
 
 
-def test_module_entry_point_usage_error_is_one_line():
+def test_module_entry_point_usage_error_is_one_line(tmp_path):
+    # cwd outside the checkout, as in test_cli_topology's entry-point test.
     proc = subprocess.run([sys.executable, "-m", "torch_topo", "plan"], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1
     assert "required: --mesh" in proc.stderr and "Traceback" not in proc.stderr
@@ -167,14 +168,20 @@ def test_inconsistent_json_edit_names_the_field(env, capsys, field, edit):
         assert str(2**64 - 1) in err, err
 
 
-def test_closed_stdout_is_not_an_error():
+@pytest.mark.parametrize("unbuffered", ["1", None])
+def test_closed_stdout_is_not_an_error(tmp_path, unbuffered):
     # `show FILE | head` closes the pipe early; the read end is closed before the child writes,
-    # so every write fails with EPIPE whatever the timing.
+    # so every write fails with EPIPE whatever the timing. Without PYTHONUNBUFFERED (a user's
+    # shell) the short output is still in the buffer when the verb returns.
     read_end, write_end = os.pipe()
     os.close(read_end)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = unbuffered
     try:
         proc = subprocess.run([sys.executable, "-m", "torch_topo", "show", str(DGX1)],
-                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+                              cwd=tmp_path, env=env)
     finally:
         os.close(write_end)
     assert proc.stderr == ""

@@ -86,8 +86,10 @@ def test_convert_nvidia_smi_to_xml_is_refused(capsys):
 def test_module_entry_point_has_no_traceback(tmp_path):
     bad = tmp_path / "bad.xml"
     bad.write_text("<system>\n  <cpu numaid='x'/>\n</system>\n")
+    # Outside the checkout: `-m` puts the working folder first on sys.path, which would shadow
+    # an installed package with the checkout's unbuilt one.
     proc = subprocess.run([sys.executable, "-m", "torch_topo", "show", str(bad)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 2
     assert f"{bad}:2:3:" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -61,7 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         # Every verb, even one that reads no option, refuses a misspelt TORCH_TOPO_* variable:
         # the user set it expecting an effect.
         TopoConfig.from_env()
-        return int(args.run(args))
+        status = int(args.run(args))
+        # Output to a pipe is buffered unless PYTHONUNBUFFERED is set: flushed here, a reader
+        # that has gone shows up below rather than as "Exception ignored" at interpreter exit.
+        sys.stdout.flush()
+        return status
     except BrokenPipeError:
         # The reader went away (`show FILE | head`): nothing is wrong with the input, so no
         # error line; stdout now points at /dev/null so the exit flush cannot raise again.
