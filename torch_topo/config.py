@@ -43,6 +43,20 @@ OTHER_VARS: dict[str, str] = {
 }
 
 
+# A timeout below a millisecond reaches c10d as 0 ms, and every wait then times out at once;
+# 1e10 s made Gloo time out at once too (its deadline, now + timeout in nanoseconds, wrapped),
+# and 1e13 s failed its "Invalid timeout" check. 1e9 s (about 31 years) stays clear of both.
+MIN_TIMEOUT_S = 1e-3
+MAX_TIMEOUT_S = 1e9
+# The C++ levels take the chunk as int64; no tensor comes near 1 TiB, so the bound only refuses
+# values that would fail there (2**70 was a pybind11 TypeError at group creation).
+MAX_CHUNK_BYTES = 1 << 40
+# csrc/topo/topology_json.cpp holds a file's link bandwidths to the same range: 1e-300 GB/s would
+# price every inter-host message at infinite time and 1e300 at none.
+MIN_LINK_GBPS = 1e-6
+MAX_LINK_GBPS = 1e6
+
+
 def parse_bool(name: str, text: str) -> bool:
     """The one reading of a boolean variable: 1/true/yes/on or 0/false/no/off, any case.
 
@@ -144,15 +158,27 @@ class TopoConfig(_RecordsGivenFields):
                                       or not math.isfinite(value) or not value > 0):
                 raise ValueError(f"TopoConfig.{name}: got {value!r}, expected a finite number "
                                  "> 0 or None")
+        if self.inter_host_gbps is not None and not (
+                MIN_LINK_GBPS <= self.inter_host_gbps <= MAX_LINK_GBPS):
+            raise ValueError(f"TopoConfig.inter_host_gbps: got {self.inter_host_gbps!r}, expected "
+                             f">= {MIN_LINK_GBPS:g} and <= {MAX_LINK_GBPS:g} GB/s (the range a "
+                             "topology file's bandwidths are held to)")
+        if self.timeout_s is not None and not (
+                MIN_TIMEOUT_S <= self.timeout_s <= MAX_TIMEOUT_S):
+            raise ValueError(f"TopoConfig.timeout_s: got {self.timeout_s!r}, expected >= "
+                             f"{MIN_TIMEOUT_S} and <= {MAX_TIMEOUT_S:g} seconds (c10d counts "
+                             "whole milliseconds, and Gloo's deadlines in nanoseconds overflow "
+                             "past 292 years)")
         if self.hierarchical not in ("auto", "always", "never"):
             raise ValueError(
                 f"TopoConfig.hierarchical: got {self.hierarchical!r}, "
                 "expected 'auto', 'always' or 'never'"
             )
-        if self.pipeline_chunk_bytes < 1024:
+        if not 1024 <= self.pipeline_chunk_bytes <= MAX_CHUNK_BYTES:
             raise ValueError(
                 f"TopoConfig.pipeline_chunk_bytes: got {self.pipeline_chunk_bytes}, "
-                "expected >= 1024"
+                f"expected >= 1024 and <= {MAX_CHUNK_BYTES} (2**40: a larger chunk pipelines "
+                "nothing more)"
             )
 
     @property

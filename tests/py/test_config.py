@@ -136,6 +136,10 @@ def test_parse_bool_is_the_one_parser():
          "TORCH_TOPO_CHUNK_BYTES: TopoConfig.pipeline_chunk_bytes: got 12"),
         ({"TORCH_TOPO_INTER_HOST_GBPS": "0"},
          "TORCH_TOPO_INTER_HOST_GBPS: TopoConfig.inter_host_gbps: got 0.0"),
+        ({"TORCH_TOPO_TIMEOUT": "1e10"},
+         "TORCH_TOPO_TIMEOUT: TopoConfig.timeout_s: got 10000000000.0, expected"),
+        ({"TORCH_TOPO_CHUNK_BYTES": str(2**41)},
+         f"TORCH_TOPO_CHUNK_BYTES: TopoConfig.pipeline_chunk_bytes: got {2**41}"),
     ],
 )
 def test_bad_values_name_the_variable(env, fragment):
@@ -154,6 +158,18 @@ def test_bad_values_name_the_variable(env, fragment):
         ({"pipeline_chunk_bytes": 4096.0}, "TopoConfig.pipeline_chunk_bytes: got 4096.0"),
         ({"topology_file": 3}, "TopoConfig.topology_file: got 3"),
         ({"inter_host_gbps": float("inf")}, "TopoConfig.inter_host_gbps: got inf"),
+        # Values of the right type that failed only far away: 2**70 as a pybind11 TypeError at
+        # group creation, 1e300 s as an OverflowError in timedelta, 1e-4 s as a 0 ms timeout
+        # that expired every wait at once, 1e300 GB/s as a network of no cost.
+        ({"pipeline_chunk_bytes": 2**70}, r"TopoConfig.pipeline_chunk_bytes: got "
+                                          r"1180591620717411303424, expected >= 1024 and <= "
+                                          r"1099511627776"),
+        ({"timeout_s": 1e300}, r"TopoConfig.timeout_s: got 1e\+300, expected >= 0.001 and <= "
+                               r"1e\+09 seconds"),
+        ({"timeout_s": 1e-4}, r"TopoConfig.timeout_s: got 0.0001, expected >= 0.001"),
+        ({"inter_host_gbps": 1e300}, r"TopoConfig.inter_host_gbps: got 1e\+300, expected >= "
+                                     r"1e-06 and <= 1e\+06 GB/s"),
+        ({"inter_host_gbps": 1e-9}, r"TopoConfig.inter_host_gbps: got 1e-09"),
     ],
 )
 def test_bad_field_types_name_the_field(kwargs, fragment):
