@@ -320,6 +320,12 @@ def _run(op: str, x: torch.Tensor, weight: torch.Tensor, group, chunks: int | No
     """Runs the C++ all_gather_matmul (`gather_first`) or matmul_reduce_scatter, with the
     calibrated chunk count when `chunks` is None, recording its timing under the label `op`
     when a recorder is active."""
+    for name, value in (("chunks", chunks), ("max_inflight", max_inflight)):
+        # The C++ op checks the range; a float or an int past int64 reached it as a pybind11
+        # "incompatible function arguments" TypeError.
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 1 <= value < 2**63):
+            raise ValueError(f"{op}: {name}: got {value!r}, expected an int >= 1")
     if chunks is None:
         chunks = _choose_chunks(op, x, weight, group, max_inflight, gather_first, keep_gathered)
     recording = bool(_state.recorders)
@@ -381,9 +387,14 @@ class AllGatherMatmulFunction(torch.autograd.Function):
         return d_x, d_w, None, None, None
 
 
-def _flatten_rows(name: str, x: torch.Tensor, group_size: int | None) -> torch.Tensor:
+def _flatten_rows(name: str, x: torch.Tensor, weight: torch.Tensor,
+                  group_size: int | None) -> torch.Tensor:
     if x.dim() < 2:
         raise ValueError(f"{name}: x: got {x.dim()}-D shape {tuple(x.shape)}, expected >= 2-D")
+    # Checked here on the caller's shapes: the core sees x flattened to [rows, K].
+    if weight.dim() == 2 and x.shape[-1] != weight.shape[1]:
+        raise ValueError(f"{name}: in_features: got x {list(x.shape)} and weight "
+                         f"{list(weight.shape)}, expected x.shape[-1] == weight.shape[1]")
     if group_size is not None and x.shape[0] % group_size:
         raise ValueError(
             f"{name}: x.shape[0]: got {x.shape[0]}, expected a multiple of the group size "
@@ -413,7 +424,7 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
     """
     group = _resolve_group(group)
     size = group.size()
-    flat = _flatten_rows("matmul_reduce_scatter", x, size)
+    flat = _flatten_rows("matmul_reduce_scatter", x, weight, size)
     out = MatmulReduceScatterFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(x.shape[0] // size, *x.shape[1:-1], weight.shape[0])
 
@@ -433,6 +444,6 @@ def all_gather_matmul(x: torch.Tensor, weight: torch.Tensor,
         [P * D0_local, ..., N_local], rows in rank order.
     """
     group = _resolve_group(group)
-    flat = _flatten_rows("all_gather_matmul", x, None)
+    flat = _flatten_rows("all_gather_matmul", x, weight, None)
     out = AllGatherMatmulFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(group.size() * x.shape[0], *x.shape[1:-1], weight.shape[0])
