@@ -78,6 +78,9 @@ class FoldWork : public c10d::Work {
     try {
       exchange_->wait(timeout);
     } catch (...) {
+      // The caller's own timeout ran out with the exchange still in flight: the op goes on,
+      // and a later wait() folds it (settling now left the output unwritten for good).
+      if (timeout != kNoTimeout && !exchange_->isCompleted()) throw;
       error = std::current_exception();
     }
     settle(error);

@@ -115,6 +115,7 @@ void TopoWork::attachCallbacks() {
     return;
   }
   if (!all) return;
+  futureSettles_ = true;
   // A future without devices (gloo's) is marked after the op's last step; a device future
   // (NCCL's) when the op is queued, so only the former can settle isCompleted().
   settledByFutures_ = std::all_of(futures.begin(), futures.end(),
@@ -211,6 +212,10 @@ bool TopoWork::wait(std::chrono::milliseconds timeout) {
   try {
     for (auto& w : inner_) w->wait(timeout);
   } catch (...) {
+    // A caller's own `timeout` that ran out while the op is still in flight ("Operation timed
+    // out!") leaves the op running, as the inner backend does: a later wait() still completes
+    // it, epilogue included. Failing the work here lost the AVG scaling for good.
+    if (timeout != kNoTimeout && anyInFlight()) throw;
     complete(std::current_exception());
   }
   complete(nullptr);
@@ -222,6 +227,17 @@ void TopoWork::abort() {
   for (auto& w : inner_) w->abort();
 }
 
-c10::intrusive_ptr<c10::ivalue::Future> TopoWork::getFuture() { return future_; }
+bool TopoWork::anyInFlight() {
+  return std::any_of(inner_.begin(), inner_.end(), [](auto& w) { return !w->isCompleted(); });
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> TopoWork::getFuture() {
+  // Without inner futures only wait() or isCompleted() can complete the work, so a caller
+  // waiting on the future alone would wait forever; Gloo's own send/recv works refuse too.
+  TORCH_CHECK(futureSettles_ || status_ != Status::PENDING, "TopoWork::getFuture: ", title_,
+              " has no future until it completes: its inner work (Gloo's send, recv or a "
+              "coalesced block holding them) completes only in wait(); call wait() first");
+  return future_;
+}
 
 }  // namespace torch_topo::backend

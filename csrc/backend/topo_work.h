@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // TopoWork: the c10d::Work that every TopoBackend op returns (layer: csrc/backend). It wraps
 // the inner backends' works of one op, runs the op's local epilogue (e.g. the AVG scaling) once
-// and completes a future that is always valid.
+// and completes its future (valid for every collective; see getFuture for send/recv).
 #pragma once
 
 #include <atomic>
@@ -81,12 +81,15 @@ class TopoWork : public c10d::Work {
   void blockCurrentStream() override;
   /// Pending mode: waits on every inner work (each bounded by `timeout`, or the inner
   /// backend's own timeout when unset), then runs the epilogue if not yet run; rethrows the
-  /// first error and sets status TIMEDOUT or ERROR. Stream mode: `synchronize()` (no host block).
+  /// first error and sets status TIMEDOUT or ERROR. A `timeout` that runs out while an inner
+  /// work is still in flight raises and leaves the work pending, as c10d's works do. Stream
+  /// mode: `synchronize()` (no host block).
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   /// Aborts the inner works still in flight.
   void abort() override;
   /// Completed with the output tensors (or the error) when the op completes; never null, so
-  /// DDP's reducer can wait on it.
+  /// DDP's reducer can wait on it. A work whose inner works have no future (CPU send/recv and
+  /// coalesced blocks of them) raises while pending, as Gloo's do: nothing would complete it.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
   Status status() const { return status_.load(); }
@@ -95,6 +98,8 @@ class TopoWork : public c10d::Work {
   /// Runs once: on success the epilogue, then the future and the base Work state are settled.
   void complete(std::exception_ptr error);
   void attachCallbacks();
+  /// Some inner work has not finished (polled).
+  bool anyInFlight();
 
   std::string title_;
   std::vector<at::Tensor> outputs_;
@@ -110,6 +115,8 @@ class TopoWork : public c10d::Work {
   std::atomic<int> remaining_{0};
   /// The inner futures are host-side (no devices): their callbacks mean the op is done.
   std::atomic<bool> settledByFutures_{false};
+  /// The inner futures' callbacks (or an empty inner list) complete this work without wait().
+  bool futureSettles_ = false;
   std::exception_ptr error_;
 };
 

@@ -7,6 +7,8 @@ lacks, are referenced as Gloo SUM followed by the same scaling written out here.
 
 from __future__ import annotations
 
+import time
+
 import torch
 import torch.distributed as dist
 
@@ -624,4 +626,82 @@ def decisions_logged(rank, size, ref):
     if got != want:
         bad.append(f"decisions {got}, expected {want}")
     backend.set_hierarchical_thresholds("cpu", {})
+    return bad
+
+
+def wait_timeout_then_wait(rank, size, ref):
+    """wait(timeout) that runs out while a late rank has not joined raises and leaves the op
+    running, as on plain Gloo: a later wait() completes it, with the AVG scaling and the
+    one-step reduce-scatter's fold. Inputs are small integers, so every order sums exactly."""
+    import datetime
+
+    bad = []
+    short = datetime.timedelta(milliseconds=50)
+    for name in ("all_reduce AVG", "reduce_scatter_tensor"):
+        results = {}
+        for label, group in (("gloo", ref), ("topo", dist.group.WORLD)):
+            x = torch.arange(2 * size, dtype=torch.float64) + rank
+            out = torch.empty(2, dtype=torch.float64)
+            if rank == 0 and size > 1:
+                time.sleep(0.5)
+            if name == "all_reduce AVG":
+                # Gloo has no AVG: its reference is the SUM, scaled below.
+                op = R.SUM if label == "gloo" else R.AVG
+                work, got = dist.all_reduce(x, op=op, group=group, async_op=True), x
+            else:
+                work = dist.reduce_scatter_tensor(out, x, group=group, async_op=True)
+                got = out
+            try:
+                work.wait(timeout=short)
+            except RuntimeError as e:
+                if "timed out" not in str(e):
+                    bad.append(f"{name} {label}: first wait raised {e}")
+            try:
+                work.wait()
+            except RuntimeError as e:
+                bad.append(f"{name} {label}: wait() after a wait(timeout) raised {e}")
+                continue
+            if label == "gloo" and name == "all_reduce AVG":
+                got = got / size
+            results[label] = got
+            # Gloo's own reduce-scatter work never reports itself completed: topo's only.
+            if label == "topo" and (not work.is_completed() or work.exception() is not None):
+                bad.append(f"{name} topo: not completed successfully after wait()")
+        if len(results) == 2:
+            _diff(f"{name} after wait(timeout)", results["topo"], results["gloo"], bad)
+    return bad
+
+
+def p2p_future_refused(rank, size, ref):
+    """Gloo's send and recv works have no future, and "topo"'s refuse theirs while pending too:
+    only wait() completes them, so a caller waiting on the future would wait forever."""
+    bad = []
+    if size == 1 or rank > 1:
+        return bad
+    peer = 1 - rank
+    for label, group in (("gloo", ref), ("topo", dist.group.WORLD)):
+        t = torch.full((3,), float(rank))
+        work = dist.isend(t, peer, group=group) if rank == 0 else dist.irecv(t, peer, group=group)
+        try:
+            work.get_future()
+            bad.append(f"{label}: get_future() of a pending {'send' if rank == 0 else 'recv'} "
+                       "returned a future that only wait() completes")
+        except RuntimeError as e:
+            if label == "topo" and "wait()" not in str(e):
+                bad.append(f"topo: get_future() error does not say to call wait(): {e}")
+        work.wait()
+        _diff(f"{label} p2p", t, torch.zeros(3), bad)
+    # A batch of sends and receives ends in one work over Gloo's: the same holds for it.
+    t = torch.full((3,), float(rank))
+    op = dist.isend if rank == 0 else dist.irecv
+    works = dist.batch_isend_irecv([dist.P2POp(op, t, peer)])
+    for w in works:
+        try:
+            w.get_future()
+            bad.append("topo: get_future() of a pending batch_isend_irecv work returned a future "
+                       "that only wait() completes")
+        except RuntimeError:
+            pass
+        w.wait()
+    _diff("topo batch_isend_irecv", t, torch.zeros(3), bad)
     return bad

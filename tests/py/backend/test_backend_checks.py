@@ -27,6 +27,16 @@ def test_bad_inputs_raise_value_error(pool_factory, world):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("case", [cases.wait_timeout_then_wait, cases.p2p_future_refused],
+                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize("world", [2, 3])
+def test_work_edges_match_gloo(pool_factory, world, case):
+    results = pool_factory(world).run(case)
+    problems = [f"rank {r}: {m}" for r, bad in enumerate(results) for m in bad]
+    assert not problems, "\n".join(problems)
+
+
 def test_unknown_config_field_is_refused():
     from torch_topo.backend import resolve_config
 
