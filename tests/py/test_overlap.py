@@ -181,6 +181,9 @@ def task_bad_input(gloo) -> list[str]:
         lambda: all_gather_matmul(torch.randn(4, K), w, chunks=1, max_inflight=0),
         # A 3-D x is flattened to rows inside: the message must still show the caller's shape.
         lambda: matmul_reduce_scatter(torch.randn(world, 3, K + 1), w, chunks=1),
+        # A float or an int past int64 was a pybind11 "incompatible function arguments".
+        lambda: matmul_reduce_scatter(torch.randn(world * 2, K), w, chunks=2.0),
+        lambda: all_gather_matmul(torch.randn(4, K), w, chunks=1, max_inflight=2**64),
     ]
     messages = []
     for case in cases:
@@ -287,7 +290,9 @@ def test_backward_matches_unsharded_autograd(pool, delays):
 def test_bad_input_names_the_problem(pool):
     expected = ["x.shape[0]: got", "chunks: got 3, expected <= rows per rank 2", "in_features",
                 "chunks: got 0", "dtypes", "max_inflight: got 0",
-                f", 3, {K + 1}] and weight [{N}, {K}], expected x.shape[-1] == weight.shape[1]"]
+                f", 3, {K + 1}] and weight [{N}, {K}], expected x.shape[-1] == weight.shape[1]",
+                "matmul_reduce_scatter: chunks: got 2.0, expected an int >= 1",
+                f"all_gather_matmul: max_inflight: got {2**64}, expected an int >= 1"]
     for messages in pool.run("task_bad_input"):
         for fragment, message in zip(expected, messages, strict=True):
             assert fragment in message, (fragment, message)
