@@ -14,7 +14,14 @@ VERSION="${1:?usage: bash scripts/test_torch.sh VERSION [--build-only] [pytest a
 shift
 BUILD_ONLY=0
 if [ "${1:-}" = --build-only ]; then BUILD_ONLY=1; shift; fi
-CUDA="${TORCH_TOPO_BUILD_CUDA:-0}"
+# Off unless set; when set, read by setup.py's own parser (1/true/yes/on, any case), so the
+# build folder's name says what setup.py builds into it.
+CUDA="$(TORCH_TOPO_BUILD_CUDA="${TORCH_TOPO_BUILD_CUDA:-0}" python3 -c '
+import os, sys
+sys.path.insert(0, sys.argv[1])  # config.py alone: it needs no torch and no built module
+from config import parse_bool
+print(int(parse_bool("TORCH_TOPO_BUILD_CUDA", os.environ["TORCH_TOPO_BUILD_CUDA"])))
+' "$ROOT/torch_topo")"
 # An exact release is asked for: a machine's pip constraints (these machines cap torch at the
 # wheels they hold) must not refuse it.
 VENV="$(PIP_CONSTRAINT=/dev/null TORCH_TOPO_TORCH_VERSION="$VERSION" TORCH_TOPO_VENV= \
