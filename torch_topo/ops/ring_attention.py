@@ -16,6 +16,7 @@ from torch_topo.ops.attention_blocks import block_backward, block_forward, selec
 from torch_topo.ops.utils import (
     CheckInputs,
     RingExchange,
+    check_attention_options,
     check_floating,
     check_qkv,
     check_same_shape,
@@ -178,6 +179,7 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
     if balance not in _BALANCES:
         raise ValueError(f"ring_attention: balance={balance!r}, expected one of {_BALANCES}")
     check_qkv("ring_attention", q, k, v)
+    check_attention_options("ring_attention: ", causal, softmax_scale)
     if k.shape[1] != q.shape[1]:
         raise ValueError(f"ring_attention: k has {k.shape[1]} local positions, q has "
                          f"{q.shape[1]}: expected the same sequence shard")
@@ -197,13 +199,13 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
 
 def zigzag_shard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
     """This rank's zigzag shard of the full sequence `x` along `dim` (differentiable)."""
-    rank, world = group_rank_size(group if group is not None else dist.group.WORLD)
+    rank, world = group_rank_size(resolve_group("zigzag_shard", group))
     return _C.zigzag_shard(x, dim, world, rank)
 
 
 def zigzag_unshard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
     """The full sequence from every rank's zigzag shard (an all_gather; not differentiable)."""
-    group = group if group is not None else dist.group.WORLD
+    group = resolve_group("zigzag_unshard", group)
     _, world = group_rank_size(group)
     shards = [torch.empty_like(x) for _ in range(world)]
     dist.all_gather(shards, x.contiguous(), group=group)
@@ -212,5 +214,8 @@ def zigzag_unshard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
 
 def zigzag_positions(seq_len: int, group=None) -> torch.Tensor:
     """Global position ids (int64, CPU) of this rank's zigzag shard, e.g. for RoPE."""
-    rank, world = group_rank_size(group if group is not None else dist.group.WORLD)
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 0:
+        # -2 reached torch.arange ("upper bound and lower bound inconsistent"), 4.0 pybind11.
+        raise ValueError(f"zigzag_positions: seq_len: got {seq_len!r}, expected an int >= 0")
+    rank, world = group_rank_size(resolve_group("zigzag_positions", group))
     return _C.zigzag_index(seq_len, world, rank)

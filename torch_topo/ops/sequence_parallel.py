@@ -24,7 +24,13 @@ from torch_topo.ops.sequence_split import (
     split_mesh,
 )
 from torch_topo.ops.ulysses import ulysses_attention
-from torch_topo.ops.utils import CheckInputs, group_rank_size, resolve_group
+from torch_topo.ops.utils import (
+    CheckInputs,
+    check_attention_options,
+    check_dim,
+    group_rank_size,
+    resolve_group,
+)
 
 __all__ = [
     "SequenceParallelAttention",
@@ -85,9 +91,7 @@ class UlyssesConfig:
         if self.ring_balance not in ("none", "zigzag"):
             raise ValueError(f"UlyssesConfig.ring_balance: got {self.ring_balance!r}, expected "
                              "'none' or 'zigzag'")
-        if self.softmax_scale is not None and not self.softmax_scale > 0:
-            raise ValueError(f"UlyssesConfig.softmax_scale: got {self.softmax_scale!r}, "
-                             "expected None or > 0")
+        check_attention_options("UlyssesConfig.", self.causal, self.softmax_scale)
         if self.check_inputs is not True and self.check_inputs is not False \
                 and self.check_inputs != "once":
             raise ValueError(f"UlyssesConfig.check_inputs: got {self.check_inputs!r}, expected "
@@ -237,6 +241,7 @@ def shard_sequence(x: torch.Tensor, dim: int = 1, sp_group=None, ring_group=None
 
     The ring level comes first (zigzag or contiguous over ring_group), then the ring block is
     cut contiguously over sp_group, so that Ulysses' gather rebuilds exactly the ring block."""
+    dim = _check_layout("shard_sequence", x, dim, balance)
     if _ring_size(ring_group) > 1:
         if balance == "zigzag":
             x = zigzag_shard(x, dim, ring_group)
@@ -248,11 +253,19 @@ def shard_sequence(x: torch.Tensor, dim: int = 1, sp_group=None, ring_group=None
 def unshard_sequence(x: torch.Tensor, dim: int = 1, sp_group=None, ring_group=None,
                      balance: Literal["none", "zigzag"] = "zigzag") -> torch.Tensor:
     """Inverse of shard_sequence (all_gathers; not differentiable)."""
+    dim = _check_layout("unshard_sequence", x, dim, balance)
     x = _gather_cat(x, dim, sp_group)
     if _ring_size(ring_group) > 1:
         x = zigzag_unshard(x, dim, ring_group) if balance == "zigzag" else \
             _gather_cat(x, dim, ring_group)
     return x
+
+
+def _check_layout(where: str, x: torch.Tensor, dim: object, balance: object) -> int:
+    # Any balance but "zigzag" used to shard contiguously without a word.
+    if balance not in ("none", "zigzag"):
+        raise ValueError(f"{where}: balance: got {balance!r}, expected 'none' or 'zigzag'")
+    return check_dim(where, "dim", x, dim)
 
 
 def _contiguous_slice(x: torch.Tensor, dim: int, group) -> torch.Tensor:

@@ -14,6 +14,8 @@ import torch.nn.functional as F
 from torch_topo import _C
 from torch_topo.ops.utils import (
     CheckInputs,
+    check_attention_options,
+    check_dim,
     check_floating,
     check_qkv,
     check_same_shape,
@@ -101,12 +103,8 @@ def ulysses_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group
             group and shape, True on every call, False never (see check_same_shape).
     """
     group = resolve_group("ulysses_all_to_all", group)
-    ndim = x.dim()
-    s, g = scatter_dim % ndim if -ndim <= scatter_dim < ndim else None, \
-        gather_dim % ndim if -ndim <= gather_dim < ndim else None
-    if s is None or g is None:
-        raise ValueError(f"ulysses_all_to_all: scatter_dim {scatter_dim} / gather_dim "
-                         f"{gather_dim} out of range for a tensor with {ndim} dims")
+    s = check_dim("ulysses_all_to_all", "scatter_dim", x, scatter_dim)
+    g = check_dim("ulysses_all_to_all", "gather_dim", x, gather_dim)
     if s == g:
         raise ValueError(f"ulysses_all_to_all: scatter_dim and gather_dim are both {s}, "
                          "expected two different dims")
@@ -160,6 +158,7 @@ def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=N
     """
     group = resolve_group("ulysses_attention", group)
     check_qkv("ulysses_attention", q, k, v)
+    check_attention_options("ulysses_attention: ", causal, softmax_scale)
     _, world = group_rank_size(group)
     check_ulysses_heads("ulysses_attention", q.shape[2], k.shape[2], world)
     check_same_shape("ulysses_attention", group, {"q": q, "k": k}, check_inputs)

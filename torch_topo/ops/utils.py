@@ -4,6 +4,7 @@ exchange (one module for all algorithms, as in zhuzilin/ring-flash-attention's u
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections import OrderedDict
 from typing import Literal
@@ -86,6 +87,28 @@ def check_qkv(where: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> 
     if k.shape[2] == 0 or q.shape[2] % k.shape[2] != 0:
         raise ValueError(f"{where}: query heads {q.shape[2]} are not a multiple of key/value "
                          f"heads {k.shape[2]}")
+
+
+def check_attention_options(prefix: str, causal: object, softmax_scale: object) -> None:
+    """`causal` a bool and `softmax_scale` None or a finite number > 0: a NaN scale came back
+    as a finite output (SDPA), inf as NaNs, and causal="no" masked as if True. `prefix` starts
+    the message ("ring_attention: ", "UlyssesConfig.")."""
+    if not isinstance(causal, bool):
+        raise ValueError(f"{prefix}causal: got {causal!r}, expected True or False")
+    if softmax_scale is not None and (
+            isinstance(softmax_scale, bool) or not isinstance(softmax_scale, int | float)
+            or not math.isfinite(softmax_scale) or not softmax_scale > 0):
+        raise ValueError(f"{prefix}softmax_scale: got {softmax_scale!r}, expected None or a "
+                         "finite number > 0")
+
+
+def check_dim(where: str, name: str, x: torch.Tensor, dim: object) -> int:
+    """`dim` of `x` as a non-negative index; a float dim was a pybind11 TypeError and one out
+    of range a bare IndexError."""
+    if isinstance(dim, bool) or not isinstance(dim, int) or not -x.dim() <= dim < x.dim():
+        raise ValueError(f"{where}: {name}: got {dim!r}, expected an int in "
+                         f"[{-x.dim()}, {x.dim() - 1}] for a tensor with {x.dim()} dims")
+    return dim % x.dim()
 
 
 def check_floating(where: str, q: torch.Tensor) -> None:

@@ -458,6 +458,18 @@ _BAD = {
     "a2a_not_divisible": lambda r, w: torch_topo.ulysses_all_to_all(torch.zeros(w + 1, 2), 0, 1),
     "sp_not_dividing_world": lambda r, w: torch_topo.build_sequence_parallel_groups(
         torch_topo.UlyssesConfig(sequence_parallel_size=w + 1)),
+    # Accepted before: a NaN scale gave a finite output, inf NaNs, causal="no" a causal mask;
+    # a float dim was a pybind11 TypeError, an out-of-range one an IndexError, a negative
+    # length a torch.arange error, and an unknown balance sharded contiguously.
+    "ulysses_scale_nan": lambda r, w: torch_topo.ulysses_attention(
+        *_qkv(h=w, hk=w), softmax_scale=float("nan")),
+    "ring_scale_inf": lambda r, w: torch_topo.ring_attention(*_qkv(), softmax_scale=float("inf")),
+    "ring_causal_str": lambda r, w: torch_topo.ring_attention(*_qkv(), causal="no"),
+    "a2a_float_dim": lambda r, w: torch_topo.ulysses_all_to_all(torch.zeros(w, 2), 0.0, 1),
+    "zigzag_positions_negative": lambda r, w: torch_topo.zigzag_positions(-2),
+    "shard_dim_out_of_range": lambda r, w: torch_topo.shard_sequence(torch.zeros(1, 2 * w), 5),
+    "shard_balance": lambda r, w: torch_topo.shard_sequence(torch.zeros(1, 2 * w), 1,
+                                                            balance="stripe"),
 }
 
 

@@ -57,6 +57,11 @@ def test_zigzag_positions_shard_unshard(world):
     ("ring_empty_seq", r"ring_attention: q has shape \(1, 0, 4, 4\): expected a local sequence "
                        r"length and head_dim >= 1"),
     ("zigzag_not_2p", r"not divisible by 2 x group size"),
+    ("ring_scale_inf", r"ring_attention: softmax_scale: got inf, expected None or a finite"),
+    ("ring_causal_str", r"ring_attention: causal: got 'no', expected True or False"),
+    ("zigzag_positions_negative", r"zigzag_positions: seq_len: got -2, expected an int >= 0"),
+    ("shard_dim_out_of_range", r"shard_sequence: dim: got 5, expected an int in \[-2, 1\]"),
+    ("shard_balance", r"shard_sequence: balance: got 'stripe', expected 'none' or 'zigzag'"),
 ])
 def test_ring_bad_input(world, call, match):
     get_pool(world).run("raises", call=call, match=match)

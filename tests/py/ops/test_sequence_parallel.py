@@ -52,6 +52,9 @@ def test_sp_size_not_dividing_world(world):
     ({"sequence_parallel_size": 2.0}, r"sequence_parallel_size: got 2.0"),
     ({"sequence_parallel_size": 2, "ring_balance": "stripe"}, r"ring_balance: got 'stripe'"),
     ({"sequence_parallel_size": 2, "softmax_scale": -1.0}, r"softmax_scale: got -1.0"),
+    ({"sequence_parallel_size": 2, "softmax_scale": float("inf")},
+     r"UlyssesConfig.softmax_scale: got inf, expected None or a finite number > 0"),
+    ({"sequence_parallel_size": 2, "causal": 1}, r"UlyssesConfig.causal: got 1"),
 ])
 def test_config_validation(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -96,6 +96,9 @@ def test_all_to_all_exchange_and_gradient(world, scatter_dim, gather_dim, shape)
     ("a2a_not_divisible", r"cannot be split over the group"),
     ("ulysses_int_dtype", r"ulysses_attention: q, k and v have dtype torch.int64, expected a "
                           r"floating-point dtype"),
+    ("ulysses_scale_nan", r"ulysses_attention: softmax_scale: got nan, expected None or a "
+                          r"finite number > 0"),
+    ("a2a_float_dim", r"ulysses_all_to_all: scatter_dim: got 0.0, expected an int in \[-2, 1\]"),
 ])
 def test_ulysses_bad_input(world, call, match):
     get_pool(world).run("raises", call=call, match=match)
