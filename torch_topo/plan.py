@@ -118,7 +118,11 @@ def parse_mesh(text: str, option: str = "--mesh") -> dict[str, int]:
 def _mesh_items(mesh: Mapping[str, int] | Sequence[tuple[str, int]] | str) -> list[tuple[str, int]]:
     if isinstance(mesh, str):
         return list(parse_mesh(mesh, "mesh").items())
-    items = list(mesh.items()) if isinstance(mesh, Mapping) else [tuple(i) for i in mesh]
+    if not isinstance(mesh, Mapping | Sequence):  # None or 8 failed as "not iterable"
+        raise ValueError(f"mesh: got {mesh!r}, expected {{name: size}}, [(name, size)] or a "
+                         "string such as 'dp=2,tp=4'")
+    items = list(mesh.items()) if isinstance(mesh, Mapping) else [
+        tuple(i) if isinstance(i, Sequence) else (i,) for i in mesh]
     for item in items:
         if len(item) != 2 or not isinstance(item[0], str) or isinstance(item[1], bool) or not isinstance(item[1], int):
             raise ValueError(f"mesh: got {item!r}, expected (name, size) with an int size")
@@ -145,6 +149,8 @@ def check_hosts(hosts: int, option: str = "hosts") -> int:
 def _traffic_map(traffic: Mapping[str, Any] | None) -> dict[str, tuple[float, str]] | None:
     if traffic is None:
         return None
+    if not isinstance(traffic, Mapping):  # a list failed with "has no attribute 'items'"
+        raise ValueError(f"traffic: got {traffic!r}, expected {{dim: bytes or (bytes, op)}}")
     out: dict[str, tuple[float, str]] = {}
     for name, value in traffic.items():
         op = ""
@@ -236,7 +242,10 @@ def completed_source(path: str, live=None):
 def _drop_empty_nic_paths(text: str) -> str:
     # The JSON writer emits `gpu_nic_paths: []` for hosts whose source has NICs but no GPU-NIC
     # paths, and the reader then wants one row per GPU; a missing field is accepted.
-    doc = json.loads(text)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        return text  # the C++ reader reports it with line and column, as for a file
     changed = False
     for host in doc.get("hosts", [doc]) if isinstance(doc, dict) else []:
         if host.get("gpu_nic_paths") == [] and host.get("gpus"):
@@ -300,6 +309,9 @@ class Plan:
     def build(cls, topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
               contiguous: bool = False, nccl_hints: bool = False,
               chunk_bytes: int = 4 << 20, inter_host_gbps: float | None = None) -> Plan:
+        for name, flag in (("contiguous", contiguous), ("nccl_hints", nccl_hints)):
+            if not isinstance(flag, bool):  # "no" would count as True
+                raise ValueError(f"plan: {name}: got {flag!r}, expected True or False")
         cluster = resolve_cluster(topology_or_cluster, hosts, chunk_bytes,
                                   inter_host_gbps=inter_host_gbps)
         raw = cluster.plan_mesh(_mesh_items(mesh), _traffic_map(traffic), contiguous)
@@ -316,6 +328,9 @@ class Plan:
     def from_config(cls, config, world_size: int, mesh, traffic=None) -> Plan:
         """A plan for `world_size` ranks on copies of the pinned topology of `config`
         (`TopoConfig.topology_file`, else `NCCL_TOPO_FILE`), as many hosts as the ranks fill."""
+        if not isinstance(config, TopoConfig):
+            raise ValueError(f"Plan.from_config: config: got {type(config).__name__}, expected "
+                             "a torch_topo.TopoConfig")
         path = config.topology_file or os.environ.get("NCCL_TOPO_FILE")
         if not path:
             raise ValueError(

@@ -216,6 +216,9 @@ def load_topology(path: str | os.PathLike, *, nvlink: str = "file",
     """
     if nvlink not in ("file", "complete"):
         raise ValueError(f"load_topology: nvlink: got {nvlink!r}, expected 'file' or 'complete'")
+    if live is not None and not isinstance(live, Topology):
+        raise ValueError(f"load_topology: live: got {type(live).__name__}, expected a Topology "
+                         "(torch_topo.probe()) or None")
     host = _C.load_topology_file(os.fspath(path))
     if nvlink == "complete":
         _C.complete_nvlink(host, None if live is None else live.native)

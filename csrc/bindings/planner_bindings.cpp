@@ -115,6 +115,17 @@ class PlannerCluster {
   const ClusterTopology& cluster() const { return cluster_; }
   const topo::CostModel& model() const { return model_; }
 
+  /// The placement of `rank`, refused with a ValueError naming `method` when out of range
+  /// (a bare vector::at IndexError said neither which argument nor the range).
+  const topo::RankPlacement& rank(const char* method, const char* arg, int r) const {
+    if (r < 0 || r >= static_cast<int>(cluster_.ranks.size())) {
+      throw py::value_error(std::string("PlannerCluster.") + method + ": " + arg + ": got " +
+                            std::to_string(r) + ", expected 0.." +
+                            std::to_string(cluster_.ranks.size() - 1));
+    }
+    return cluster_.ranks[r];
+  }
+
  private:
   ClusterTopology cluster_;
   topo::CostModel model_;
@@ -186,6 +197,13 @@ Args:
           for (const auto& row : bandwidth) {
             TOPO_CHECK(row.size() == bandwidth.size(), "find_ring_order: bandwidth: row of ",
                        row.size(), " entries, expected ", bandwidth.size());
+            for (double gbps : row) {
+              // NaN compares false both ways, so the search would keep whichever order came first.
+              if (!(std::isfinite(gbps) && gbps >= 0)) {
+                throw py::value_error("find_ring_order: bandwidth: got " + std::to_string(gbps) +
+                                      " GB/s, expected a finite number >= 0");
+              }
+            }
             flat.insert(flat.end(), row.begin(), row.end());
           }
           return valueErrors([&] {
@@ -200,7 +218,10 @@ Args:
 
   m.def("bus_bandwidth_factor",
         [](const std::string& op, int n) {
-          return valueErrors([&] { return topo::busBandwidthFactor(topo::parseCollectiveOp(op), n); });
+          return valueErrors([&] {
+            TOPO_CHECK(n >= 1, "bus_bandwidth_factor: group_size: got ", n, ", expected >= 1");
+            return topo::busBandwidthFactor(topo::parseCollectiveOp(op), n);
+          });
         },
         py::arg("op"), py::arg("group_size"),
         R"(nccl-tests bus bandwidth factor of a collective.
@@ -224,13 +245,13 @@ Args:
   model: "auto" (NCCL's algorithms for groups of GPU ranks, the alpha-beta schedules of the
     Gloo side otherwise), "alpha_beta" or "nccl".)")
       .def_property_readonly("world_size", [](const PlannerCluster& c) { return c.model().rankCount(); })
-      .def("rank_host", [](const PlannerCluster& c, int r) { return c.cluster().ranks.at(r).host; },
+      .def("rank_host", [](const PlannerCluster& c, int r) { return c.rank("rank_host", "rank", r).host; },
            py::arg("rank"), "Host index of a rank.\n\nArgs:\n  rank: global rank.")
-      .def("rank_gpu", [](const PlannerCluster& c, int r) { return c.cluster().ranks.at(r).local_gpu; },
+      .def("rank_gpu", [](const PlannerCluster& c, int r) { return c.rank("rank_gpu", "rank", r).local_gpu; },
            py::arg("rank"), "Local GPU of a rank (-1 for CPU-only).\n\nArgs:\n  rank: global rank.")
       .def("rank_cpus",
            [](const PlannerCluster& c, int r) {
-             const auto& p = c.cluster().ranks.at(r);
+             const auto& p = c.rank("rank_cpus", "rank", r);
              const auto& host = c.cluster().hosts.at(p.host);
              py::dict d;
              d["numa_node"] = p.local_gpu >= 0 ? host.gpus.at(p.local_gpu).numa_node : -1;
@@ -245,8 +266,8 @@ Args:
            "NUMA node and cpulists nearest a rank's GPU (empty when unknown).\n\nArgs:\n  rank: global rank.")
       .def("pair_path",
            [](const PlannerCluster& c, int a, int b) {
-             const auto& pa = c.cluster().ranks.at(a);
-             const auto& pb = c.cluster().ranks.at(b);
+             const auto& pa = c.rank("pair_path", "a", a);
+             const auto& pb = c.rank("pair_path", "b", b);
              if (pa.host != pb.host) return std::make_pair(std::string("NET"), 0);
              if (pa.local_gpu < 0 || pb.local_gpu < 0) return std::make_pair(std::string("SYS"), 0);
              const auto& p = c.cluster().hosts[pa.host].path(pa.local_gpu, pb.local_gpu);
@@ -258,7 +279,13 @@ Args:
            [](const PlannerCluster& c, int host) {
              // (gpu index, lanes, GB/s) of every PCIe link that ends at a GPU of the host.
              std::vector<std::tuple<int, int, double>> out;
-             const auto& g = c.cluster().hosts.at(host).graph;
+             const int hosts = static_cast<int>(c.cluster().hosts.size());
+             if (host < 0 || host >= hosts) {
+               throw py::value_error("PlannerCluster.gpu_pcie_links: host: got " +
+                                     std::to_string(host) + ", expected 0.." +
+                                     std::to_string(hosts - 1));
+             }
+             const auto& g = c.cluster().hosts[host].graph;
              for (const auto& link : g.links) {
                if (link.kind != topo::LinkKind::Pci) continue;
                for (int end : {link.a, link.b}) {
@@ -281,10 +308,16 @@ Args:
                              [](const PlannerCluster& c) { return c.model().networkAssumed(); },
                              "True when no NIC speed or inter-host bandwidth is known and the "
                              "model assumes 100 Gbit/s.")
-      .def("rail", [](const PlannerCluster& c, int r) { return c.model().railOf(r); },
+      .def("rail", [](const PlannerCluster& c, int r) {
+             c.rank("rail", "rank", r);
+             return c.model().railOf(r);
+           },
            py::arg("rank"), "NIC index (rail) of a rank.\n\nArgs:\n  rank: global rank.")
       .def("bandwidth", [](const PlannerCluster& c, int a, int b) {
-             return valueErrors([&] { return c.model().pairBandwidth(a, b); });
+             // Checked here: the model's table is flat, so (0, n + 3) read another pair's value.
+             c.rank("bandwidth", "a", a);
+             c.rank("bandwidth", "b", b);
+             return c.model().pairBandwidth(a, b);
            }, py::arg("a"), py::arg("b"),
            "Path bandwidth between two ranks, GB/s.\n\nArgs:\n  a: rank.\n  b: rank.")
       .def("estimate",

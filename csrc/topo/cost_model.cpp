@@ -608,9 +608,12 @@ void CostModel::appendLevels(std::vector<Schedule>& levels, std::vector<Schedule
 
 bool CostModel::usesNccl(const std::vector<std::vector<int>>& groups) const {
   if (options_.model != ModelKind::Auto) return options_.model == ModelKind::Nccl;
-  for (const auto& g : groups)
-    for (int r : g)
-      if (cluster_.ranks.at(r).local_gpu < 0) return false;
+  for (const auto& g : groups) {
+    for (int r : g) {
+      TOPO_CHECK(r >= 0 && r < n_, "CostModel: group rank: got ", r, ", expected 0..", n_ - 1);
+      if (cluster_.ranks[r].local_gpu < 0) return false;
+    }
+  }
   return true;
 }
 

@@ -205,3 +205,54 @@ def test_bad_inputs():
         parse_mesh("dp4,tp=2", "--mesh")
     with pytest.raises(ValueError, match="^hosts: got 0, expected >= 1"):
         torch_topo.plan(DGX1, {"dp": 1}, hosts=0)
+
+
+@pytest.mark.parametrize("call, fragment", [
+    # vector::at's IndexError named neither the argument nor the range.
+    (lambda c: c.rank_host(16), r"PlannerCluster.rank_host: rank: got 16, expected 0..15"),
+    (lambda c: c.rank_gpu(-1), r"PlannerCluster.rank_gpu: rank: got -1, expected 0..15"),
+    (lambda c: c.rank_cpus(99), r"PlannerCluster.rank_cpus: rank: got 99"),
+    (lambda c: c.rail(16), r"PlannerCluster.rail: rank: got 16"),
+    (lambda c: c.pair_path(0, 16), r"PlannerCluster.pair_path: b: got 16"),
+    (lambda c: c.gpu_pcie_links(2), r"PlannerCluster.gpu_pcie_links: host: got 2, expected 0..1"),
+    (lambda c: c.hierarchical_thresholds([0, 99]), r"group rank: got 99, expected 0..15"),
+    # The model's bandwidth table is flat: (0, 99) read pair (6, 3)'s value and returned it.
+    (lambda c: c.bandwidth(0, 99), r"PlannerCluster.bandwidth: b: got 99, expected 0..15"),
+    (lambda c: c.bandwidth(-1, 0), r"PlannerCluster.bandwidth: a: got -1"),
+])
+def test_planner_cluster_ranks_out_of_range(call, fragment):
+    cluster = torch_topo.plan(DGX1, {"dp": 16}, hosts=2).cluster
+    with pytest.raises(ValueError, match=fragment):
+        call(cluster)
+
+
+def test_planner_helpers_refuse_what_they_cannot_price():
+    # Both returned an answer: a bus bandwidth factor of 0 for no ranks, a ring kept in input
+    # order because NaN compares false both ways.
+    with pytest.raises(ValueError, match=r"group_size: got 0, expected >= 1"):
+        _C.bus_bandwidth_factor("all_reduce", 0)
+    with pytest.raises(ValueError, match=r"find_ring_order: bandwidth: got nan GB/s, expected a "
+                                         r"finite number >= 0"):
+        _C.find_ring_order([[0.0, float("nan")], [1.0, 0.0]])
+
+
+@pytest.mark.parametrize("call, error, fragment", [
+    # Each failed inside with a TypeError/AttributeError/JSONDecodeError that named no argument,
+    # or (nccl_hints="no") was taken as True.
+    (lambda: torch_topo.plan(DGX1, None), ValueError, r"mesh: got None, expected \{name: size\}"),
+    (lambda: torch_topo.plan(DGX1, 8), ValueError, r"mesh: got 8, expected"),
+    (lambda: torch_topo.plan(DGX1, [8]), ValueError, r"mesh: got \(8,\), expected \(name, size\)"),
+    (lambda: torch_topo.plan(DGX1, {"dp": 8}, [1]), ValueError,
+     r"traffic: got \[1\], expected \{dim: bytes or \(bytes, op\)\}"),
+    (lambda: torch_topo.plan(DGX1, {"dp": 8}, nccl_hints="no"), ValueError,
+     r"plan: nccl_hints: got 'no', expected True or False"),
+    (lambda: torch_topo.plan('{"schema": ', {"dp": 8}), torch_topo.TopoParseError,
+     r"^<topology>:1:\d+: malformed JSON"),
+    (lambda: Plan.from_config(None, 8, {"dp": 8}), ValueError,
+     r"Plan.from_config: config: got NoneType, expected a torch_topo.TopoConfig"),
+    (lambda: torch_topo.load_topology(DGX1, nvlink="complete", live="host.json"), ValueError,
+     r"load_topology: live: got str, expected a Topology"),
+])
+def test_plan_arguments_of_the_wrong_kind(call, error, fragment):
+    with pytest.raises(error, match=fragment):
+        call()
