@@ -145,13 +145,17 @@ bool isDense(const at::Tensor& t) { return t.layout() == c10::kStrided; }
 class PeerWork : public c10d::Work {
  public:
   PeerWork(c10d::OpType type, std::vector<c10::intrusive_ptr<c10d::Work>> steps,
-           std::function<void()> after)
-      : c10d::Work(-1, type), steps_(std::move(steps)), after_(std::move(after)) {}
+           std::function<void()> after, std::chrono::milliseconds stepTimeout)
+      : c10d::Work(-1, type),
+        steps_(std::move(steps)),
+        after_(std::move(after)),
+        stepTimeout_(stepTimeout) {}
 
   bool wait(std::chrono::milliseconds timeout) override {
     std::exception_ptr error;
     try {
-      for (auto& step : steps_) step->wait(timeout);
+      const auto bound = timeout != kNoTimeout ? timeout : stepTimeout_;
+      for (auto& step : steps_) step->wait(bound);
       if (after_) after_();
     } catch (...) {
       error = std::current_exception();
@@ -169,7 +173,15 @@ class PeerWork : public c10d::Work {
  private:
   std::vector<c10::intrusive_ptr<c10d::Work>> steps_;
   std::function<void()> after_;
+  std::chrono::milliseconds stepTimeout_;
 };
+
+// The bound of a peer exchange's steps: the op's timeout, else the group's current one. Gloo's
+// send and recv, waited without a bound, wait as long as their pair's timeout when the group
+// connected, so a collective made of them ignored set_timeout (Gloo's own collectives follow it).
+std::chrono::milliseconds stepTimeout(c10d::Backend& backend, std::chrono::milliseconds timeout) {
+  return timeout != c10d::kUnsetTimeout ? timeout : backend.getBackendOptions()->timeout;
+}
 
 bool overlaps(const at::Tensor& a, const at::Tensor& b) {
   const auto* a0 = static_cast<const char*>(a.data_ptr());
@@ -234,7 +246,7 @@ c10::intrusive_ptr<c10d::Work> recvFrom(c10d::Backend& backend, const at::Tensor
 
 c10::intrusive_ptr<c10d::Work> peerAllGather(c10d::Backend& backend, at::Tensor output,
                                              const at::Tensor& input,
-                                             std::chrono::milliseconds /*timeout*/) {
+                                             std::chrono::milliseconds timeout) {
   if (!peerApplies(backend, output, input)) return {};
   const int ranks = backend.getSize();
   const int me = backend.getRank();
@@ -256,13 +268,14 @@ c10::intrusive_ptr<c10d::Work> peerAllGather(c10d::Backend& backend, at::Tensor 
   // An input that is this rank's block of the output (FSDP2) needs no copy; any other input
   // is only read, so its block can be written now.
   if (!inPlace) blocks.select(0, me).copy_(mine);
-  return c10::make_intrusive<PeerWork>(c10d::OpType::_ALLGATHER_BASE, std::move(steps), nullptr);
+  return c10::make_intrusive<PeerWork>(c10d::OpType::_ALLGATHER_BASE, std::move(steps), nullptr,
+                                       stepTimeout(backend, timeout));
 }
 
 c10::intrusive_ptr<c10d::Work> peerReduceScatter(c10d::Backend& backend, at::Tensor output,
                                                  const at::Tensor& input,
                                                  const c10d::ReduceOp& op,
-                                                 std::chrono::milliseconds /*timeout*/) {
+                                                 std::chrono::milliseconds timeout) {
   if (!peerApplies(backend, output, input) || overlaps(output, input)) return {};
   const int ranks = backend.getSize();
   const int me = backend.getRank();
@@ -287,12 +300,12 @@ c10::intrusive_ptr<c10d::Work> peerReduceScatter(c10d::Backend& backend, at::Ten
     scratchPool().give(std::move(received));
   };
   return c10::make_intrusive<PeerWork>(c10d::OpType::_REDUCE_SCATTER_BASE, std::move(steps),
-                                       std::move(after));
+                                       std::move(after), stepTimeout(backend, timeout));
 }
 
 c10::intrusive_ptr<c10d::Work> peerAllReduce(c10d::Backend& backend, at::Tensor tensor,
                                              const c10d::ReduceOp& op,
-                                             std::chrono::milliseconds /*timeout*/) {
+                                             std::chrono::milliseconds timeout) {
   if (backend.getSize() != 2 || !peerApplies(backend, tensor, tensor)) return {};
   const int me = backend.getRank();
   const int peer = 1 - me;
@@ -307,7 +320,7 @@ c10::intrusive_ptr<c10d::Work> peerAllReduce(c10d::Backend& backend, at::Tensor 
     scratchPool().give(std::move(theirs));
   };
   return c10::make_intrusive<PeerWork>(c10d::OpType::ALLREDUCE, std::move(steps),
-                                       std::move(after));
+                                       std::move(after), stepTimeout(backend, timeout));
 }
 
 c10::intrusive_ptr<c10d::Work> oneStepReduceScatter(c10d::Backend& backend, at::Tensor output,

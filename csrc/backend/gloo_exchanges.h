@@ -73,8 +73,10 @@ c10::intrusive_ptr<c10d::Work> oneStepAllGather(c10d::Backend& backend, at::Tens
 // tensors' own memory: no staging copy of the input (the all-to-all all-gather sends a P-fold
 // copy), no flat copy of the output (Gloo's all-gather), no copy of a rank's own block, and
 // no hop through Gloo's worker threads. Their Works have no future (Gloo's send/recv works
-// have none) and complete in wait(), where the fold runs: callers must wait on them. Null where
-// they do not apply (not Gloo, sparse or non-contiguous tensors, output overlapping input).
+// have none) and complete in wait(), where the fold runs: callers must wait on them. A wait()
+// without a bound of its own bounds each step by `timeout`, else by the group's current timeout
+// (set_timeout included). Null where they do not apply (not Gloo, sparse or non-contiguous
+// tensors, output overlapping input).
 
 /// All-gather of `input` into `output` (rank-major blocks), as `oneStepAllGather`.
 c10::intrusive_ptr<c10d::Work> peerAllGather(c10d::Backend& backend, at::Tensor output,

@@ -653,3 +653,55 @@ def test_destroy_frees_inner_backends_that_ddp_still_holds(tmp_path):
         assert res["after"] == 0, res
         for op, message in res["refused"].items():
             assert message.startswith(f"TopoBackend::{op}: the group was shut down"), res
+
+
+SET_TIMEOUT_S = 2.0
+STALL_S = 12.0  # the stalled rank's sleep: well past the shortened timeout, well before TIMEOUT
+
+
+def _set_timeout_worker(rank, hosts, tmp, _full):
+    """dist.set_timeout shortens the group's timeout after creation; with a rank stalled, the
+    others' hierarchical collectives must fail within it, as plain Gloo's do. The schedules'
+    peer steps are Gloo sends and receives, whose unbounded wait lasts the timeout their pair
+    had when the group connected: they waited for the stalled rank to exit instead."""
+    import time
+
+    import torch_topo  # noqa: F401  (registers "topo")
+
+    size = len(hosts)
+    store = dist.FileStore(os.path.join(tmp, "store"), size)
+    cfg = TopoConfig(hierarchical="always", play=_play(hosts), pipeline_chunk_bytes=1024)
+    dist.init_process_group("topo", store=store, rank=rank, world_size=size,
+                            timeout=TIMEOUT, pg_options=cfg)
+    ref = dist.new_group(backend="gloo")
+    x = torch.ones(700)
+    dist.all_reduce(x)
+    dist.all_reduce(x, group=ref)  # every connection is up before the stall
+    short = timedelta(seconds=SET_TIMEOUT_S)
+    dist.set_timeout(short)
+    dist.set_timeout(short, group=ref)
+    outcome = {}
+    if rank != size - 1:
+        for label, group in (("gloo", ref), ("topo", None)):
+            start = time.monotonic()
+            try:
+                dist.all_reduce(x, group=group)
+                outcome[label] = ("no error", time.monotonic() - start)
+            except RuntimeError as e:
+                outcome[label] = (str(e).splitlines()[0], time.monotonic() - start)
+    else:
+        time.sleep(STALL_S)
+    with open(os.path.join(tmp, f"result{rank}.json"), "w") as f:
+        json.dump({"failures": [], "outcome": outcome}, f)
+    os._exit(0)  # a group with a stalled peer cannot be torn down cleanly
+
+
+@pytest.mark.timeout(150)
+def test_set_timeout_bounds_hierarchical_collectives(tmp_path):
+    if not hasattr(dist, "set_timeout"):
+        pytest.skip("this torch has no dist.set_timeout")
+    results = _spawn(CONFIGS["2x2"], tmp_path, False, target=_set_timeout_worker)
+    for rank, res in enumerate(results[:-1]):
+        for label, (message, elapsed) in res["outcome"].items():
+            assert "imed out" in message, f"rank {rank} {label}: {message}"
+            assert elapsed < SET_TIMEOUT_S + 4.0, f"rank {rank} {label}: {elapsed:.1f}s, {message}"
