@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+from collections.abc import Sequence
 
 import torch
 import torch.distributed as dist
@@ -107,10 +108,9 @@ def cpu_cluster_doc(world_size: int) -> dict:
 def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
                    config: TopoConfig | None = None) -> Plan:
     """The plan init_device_mesh would use, computed on every rank (deterministic)."""
-    cfg = (config or TopoConfig()).merged_with_env()
+    mesh = _check_mesh(mesh_shape, mesh_dim_names)
+    cfg = _resolve_config(config)
     world = dist.get_world_size()
-    names = _check_names(mesh_shape, mesh_dim_names)
-    mesh = dict(zip(names, (int(s) for s in mesh_shape), strict=False))
     cluster = _world_cluster(cfg, world, topology)
     if cluster is None:
         # No topology: a CPU-only cluster of one host; the layout stays contiguous.
@@ -118,15 +118,39 @@ def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
     return Plan.build(cluster, mesh, traffic, nccl_hints=cfg.nccl_hints)
 
 
-def _check_names(mesh_shape, mesh_dim_names) -> tuple[str, ...]:
+def _check_mesh(mesh_shape, mesh_dim_names) -> dict[str, int]:
+    """{name: size} in mesh order. Sizes went through int() (1.5 planned as 1), a repeated
+    name collapsed two dimensions into one, and a string of names was split into letters."""
+    if isinstance(mesh_shape, str) or not isinstance(mesh_shape, Sequence):
+        raise ValueError(f"mesh_shape: got {mesh_shape!r}, expected a tuple of sizes, e.g. "
+                         "(2, 4)")
+    for size in mesh_shape:
+        if isinstance(size, bool) or not isinstance(size, int):
+            raise ValueError(f"mesh_shape: got {tuple(mesh_shape)!r}, expected int sizes")
     if mesh_dim_names is None:
         raise ValueError("mesh_dim_names: required, expected one name per mesh dimension "
                          "(names tell the planner what traffic each dimension carries)")
+    if isinstance(mesh_dim_names, str) or not isinstance(mesh_dim_names, Sequence):
+        raise ValueError(f"mesh_dim_names: got {mesh_dim_names!r}, expected a tuple of names, "
+                         "e.g. ('dp', 'tp')")
     names = tuple(mesh_dim_names)
-    if len(names) != len(tuple(mesh_shape)):
+    if len(names) != len(mesh_shape):
         raise ValueError(f"mesh_dim_names: got {len(names)} names for mesh_shape "
                          f"{tuple(mesh_shape)}, expected one per dimension")
-    return names
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"mesh_dim_names: got {names!r}, expected non-empty strings")
+        if names.count(name) > 1:
+            raise ValueError(f"mesh_dim_names: {name!r} appears twice in {names!r}, expected "
+                             "distinct names")
+    return dict(zip(names, mesh_shape, strict=True))
+
+
+def _resolve_config(config) -> TopoConfig:
+    if config is not None and not isinstance(config, TopoConfig):
+        raise ValueError(f"config: got {type(config).__name__}, expected a torch_topo.TopoConfig "
+                         "or None")
+    return (config or TopoConfig()).merged_with_env()
 
 
 def _slices(mesh: torch.Tensor, dim: int) -> list[list[int]]:
@@ -229,10 +253,14 @@ def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, topol
     The plan is on the returned mesh as `mesh.topo_plan`; the NUMA report as
     `mesh.topo_numa_report`.
     """
+    if device_type not in ("cpu", "cuda"):  # "gpu" built a mesh no collective could use
+        raise ValueError(f"init_device_mesh: device_type: got {device_type!r}, expected 'cpu' "
+                         "or 'cuda'")
+    _check_mesh(mesh_shape, mesh_dim_names)
+    cfg = _resolve_config(config)
     if not dist.is_initialized():
         raise ValueError("init_device_mesh: torch.distributed is not initialised; call "
                          "init_process_group first")
-    cfg = (config or TopoConfig()).merged_with_env()
     plan = plan_for_world(mesh_shape, mesh_dim_names, topology=topology, traffic=traffic,
                           config=cfg)
     # Every rank must build the same mesh; a rank with a different topology file would not.

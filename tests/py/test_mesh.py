@@ -143,3 +143,26 @@ def test_pinned_file_wins_over_the_live_cluster(monkeypatch):
     monkeypatch.setattr(mesh, "world_cluster", no_live)
     cluster = mesh._world_cluster(TopoConfig(topology_file=str(DGX1)), 8)
     assert cluster.world_size == 8
+
+
+@pytest.mark.parametrize("args, kwargs, fragment", [
+    # Checked before any collective, so no process group is needed. Before: 1.5 was planned as
+    # 1 (int()), a repeated name folded two dimensions into one mesh dimension without a word,
+    # "dp" was split into the names 'd' and 'p', "gpu" built a mesh, an int shape and a dict
+    # config failed inside (TypeError, AttributeError).
+    (("cpu", (1.5,)), {"mesh_dim_names": ("dp",)}, r"mesh_shape: got \(1.5,\), expected int"),
+    (("cpu", 4), {"mesh_dim_names": ("dp",)}, r"mesh_shape: got 4, expected a tuple of sizes"),
+    (("cpu", (2, 2)), {"mesh_dim_names": ("dp", "dp")},
+     r"mesh_dim_names: 'dp' appears twice in \('dp', 'dp'\), expected distinct names"),
+    (("cpu", (2, 2)), {"mesh_dim_names": "dp"}, r"mesh_dim_names: got 'dp', expected a tuple"),
+    (("cpu", (4,)), {"mesh_dim_names": ("",)}, r"mesh_dim_names: got \('',\), expected non-empty"),
+    (("gpu", (4,)), {"mesh_dim_names": ("dp",)}, r"device_type: got 'gpu', expected 'cpu' or"),
+    (("cpu", (4,)), {"mesh_dim_names": ("dp",), "config": {"debug": True}},
+     r"config: got dict, expected a torch_topo.TopoConfig or None"),
+])
+def test_mesh_arguments_name_the_problem(args, kwargs, fragment):
+    import torch_topo
+
+    assert not dist.is_initialized()
+    with pytest.raises(ValueError, match=fragment):
+        torch_topo.init_device_mesh(*args, **kwargs)
