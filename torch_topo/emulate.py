@@ -30,6 +30,7 @@ from torch_topo.emulation.launcher import (
     place_ranks,
 )
 from torch_topo.emulation.shaping import LinkSpec, parse_delay_us, parse_rate_bps
+from torch_topo.plan import MAX_RANKS
 
 __all__ = ["main", "build_parser"]
 
@@ -82,10 +83,18 @@ def _validate(args: argparse.Namespace) -> tuple[LinkSpec | None, list[str]]:
         raise ValueError(f"--nodes: got {args.nodes}, expected 1..{_MAX_NODES}")
     if args.procs_per_node < 1:
         raise ValueError(f"--procs-per-node: got {args.procs_per_node}, expected >= 1")
+    if args.nodes * args.procs_per_node > MAX_RANKS:
+        # A typo such as 10000 started that many processes before anything could fail.
+        raise ValueError(f"--procs-per-node: got {args.procs_per_node} x --nodes {args.nodes} = "
+                         f"{args.nodes * args.procs_per_node} ranks, expected at most "
+                         f"{MAX_RANKS} (the most ranks the planner takes)")
     if args.master_port is not None and not 1 <= args.master_port <= 65535:
         raise ValueError(f"--master-port: got {args.master_port}, expected 1..65535")
-    if args.grace_s < 0 or (args.timeout_s is not None and args.timeout_s <= 0):
-        raise ValueError("--grace-s must be >= 0 and --timeout-s > 0")
+    # NaN passed both comparisons: the run then never timed out and never waited its grace.
+    if not args.grace_s >= 0:
+        raise ValueError(f"--grace-s: got {args.grace_s}, expected a number >= 0")
+    if args.timeout_s is not None and not args.timeout_s > 0:
+        raise ValueError(f"--timeout-s: got {args.timeout_s}, expected a number > 0")
     if args.topology is not None and not os.path.isfile(args.topology):
         raise ValueError(f"--topology: {args.topology!r} is not a file")
     command = args.command[1:] if args.command[:1] == ["--"] else args.command

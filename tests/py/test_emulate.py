@@ -263,6 +263,14 @@ def test_refuses_when_namespaces_unavailable(monkeypatch, capsys):
     (["--nodes", "2", "--procs-per-node", "1", "--inter-delay", "1 parsec", "--", "true"],
      "--inter-delay: got '1 parsec'"),
     (["--nodes", "2", "--procs-per-node", "1"], "no COMMAND given"),
+    # Accepted before: NaN disabled the timeout and the grace period; 10000 ranks per node
+    # started 10000 processes.
+    (["--nodes", "1", "--procs-per-node", "1", "--timeout-s", "nan", "--", "true"],
+     "--timeout-s: got nan, expected a number > 0"),
+    (["--nodes", "1", "--procs-per-node", "1", "--grace-s", "nan", "--", "true"],
+     "--grace-s: got nan, expected a number >= 0"),
+    (["--nodes", "1", "--procs-per-node", "10000", "--", "true"],
+     "--procs-per-node: got 10000 x --nodes 1 = 10000 ranks, expected at most 4096"),
 ])
 def test_bad_options_exit_2(argv, fragment, capsys):
     assert emulate.main(argv) == 2
