@@ -83,6 +83,12 @@ class Placement:
     """Rank among the ranks of its host (launcher's LOCAL_RANK, else order of global rank)."""
 
 
+def _checked_index(what: str, index: object, count: int) -> int:
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+        raise ValueError(f"{what}: got {index!r}, expected an int in 0..{count - 1}")
+    return index
+
+
 class Cluster:
     """Hosts joined by a network, with each rank's placement. Identical on every rank."""
 
@@ -111,10 +117,13 @@ class Cluster:
 
     def host_of(self, rank: int) -> int:
         """Host index of `rank`."""
-        return self.placements[rank].host
+        # A list index: -1 answered for the last rank and 99 was a bare IndexError.
+        return self.placements[_checked_index("Cluster.host_of: rank", rank,
+                                              self.world_size)].host
 
     def ranks_on_host(self, host: int) -> list[int]:
         """Ranks of host `host`, ascending."""
+        _checked_index("Cluster.ranks_on_host: host", host, len(self.hosts))  # not [] for 99
         return [r for r, p in enumerate(self.placements) if p.host == host]
 
     @property

@@ -146,6 +146,9 @@ def probe(config: TopoConfig | None = None, *, live=None) -> Topology:
         live: a live probe result (`torch_topo._C.HostTopology` or `Topology`) to use instead of
             probing, for tests and for callers that probed already.
     """
+    if config is not None and not isinstance(config, TopoConfig):
+        raise ValueError(f"probe: config: got {type(config).__name__}, expected a "
+                         "torch_topo.TopoConfig or None")
     cfg = TopoConfig.from_env() if config is None else config
     if live is None:
         live_topo = live_probe()
@@ -177,10 +180,13 @@ def cpus_near_gpu(topology: Topology, gpu: int) -> set[int]:
         topology: the host topology.
         gpu: CUDA index on that host.
     """
+    if not isinstance(topology, Topology):
+        raise ValueError(f"cpus_near_gpu: topology: got {type(topology).__name__}, expected a "
+                         "Topology (torch_topo.probe() or load_topology)")
     host = topology.native
-    if not 0 <= gpu < len(host.gpus):
+    if isinstance(gpu, bool) or not isinstance(gpu, int) or not 0 <= gpu < len(host.gpus):
         raise ValueError(
-            f"cpus_near_gpu: gpu: got {gpu}, expected 0..{len(host.gpus) - 1} "
+            f"cpus_near_gpu: gpu: got {gpu!r}, expected 0..{len(host.gpus) - 1} "
             f"({len(host.gpus)} GPUs in {host.source or 'the topology'})"
         )
     info = host.gpus[gpu]

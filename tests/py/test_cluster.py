@@ -277,3 +277,17 @@ def test_hosts_of_two_shapes_write_one_host_record_each():
     for d in digests:
         assert group.add(f"torch_topo/cluster/writer/{d}", 0) == 2
         assert group.check([f"{HOST_PREFIX}{d}"])
+
+
+def test_rank_and_host_out_of_range_name_the_problem():
+    # A list index before: host_of(-1) answered for the last rank, host_of(1) was a bare
+    # IndexError and ranks_on_host(1) an empty list.
+    cfg = TopoConfig(topology_file=P4D, play="hostA:0", timeout_s=60.0)
+    one = exchange_cluster(dist.PrefixStore("range", dist.HashStore()), 0, 1, cfg)
+    assert one.host_of(0) == 0 and one.ranks_on_host(0) == [0]
+    with pytest.raises(ValueError, match=r"Cluster.host_of: rank: got -1, expected an int in 0..0"):
+        one.host_of(-1)
+    with pytest.raises(ValueError, match=r"Cluster.host_of: rank: got 1, expected"):
+        one.host_of(1)
+    with pytest.raises(ValueError, match=r"Cluster.ranks_on_host: host: got 1, expected an int"):
+        one.ranks_on_host(1)

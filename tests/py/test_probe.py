@@ -246,3 +246,17 @@ def test_hwloc_reader_refuses_console_text_and_bad_xml():
         _C.read_hwloc_xml(Path(CONSOLE).read_text(), CONSOLE)
     with pytest.raises(ValueError, match=r"half\.xml:\d+:\d+: malformed XML"):
         _C.read_hwloc_xml(Path(POWER8).read_text()[:5000], "half.xml")
+
+
+def test_cpus_near_gpu_and_probe_name_bad_arguments():
+    # Before: "'<=' not supported between int and str", "'NoneType' object has no attribute
+    # 'native'" and "'dict' object has no attribute 'topology_file'".
+    dgx2 = torch_topo.load_topology(DGX2)
+    with pytest.raises(ValueError, match=r"cpus_near_gpu: gpu: got '0', expected 0..15"):
+        cpus_near_gpu(dgx2, "0")
+    with pytest.raises(ValueError, match=r"cpus_near_gpu: topology: got NoneType, expected a "
+                                         r"Topology"):
+        cpus_near_gpu(None, 0)
+    with pytest.raises(ValueError, match=r"probe: config: got dict, expected a "
+                                         r"torch_topo.TopoConfig or None"):
+        torch_topo.probe({"topology_file": DGX2})
