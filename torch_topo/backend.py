@@ -153,7 +153,11 @@ def _create_backend(dist_opts, pg_options):
     config = resolve_config(pg_options)
     timeout = config.timeout if config.timeout is not None else dist_opts.timeout
     # The cluster exchange and the levels wait as long as the group's collectives would.
-    config = dataclasses.replace(config, timeout_s=timeout.total_seconds())
+    try:
+        config = dataclasses.replace(config, timeout_s=timeout.total_seconds())
+    except ValueError as exc:  # only init_process_group's / new_group's timeout can get here
+        raise ValueError(f"topo backend: the process group's timeout: {exc} (set by "
+                         "init_process_group or new_group(timeout=...))") from None
     store = dist_opts.store
     rank, size = dist_opts.group_rank, dist_opts.group_size
     group_name = str(getattr(dist_opts, "group_id", ""))

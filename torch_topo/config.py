@@ -44,10 +44,11 @@ OTHER_VARS: dict[str, str] = {
 
 
 # A timeout below a millisecond reaches c10d as 0 ms, and every wait then times out at once;
-# 1e10 s made Gloo time out at once too (its deadline, now + timeout in nanoseconds, wrapped),
-# and 1e13 s failed its "Invalid timeout" check. 1e9 s (about 31 years) stays clear of both.
+# 9.5e9 s made Gloo time out at once too (its deadline, now + timeout in nanoseconds, passed
+# 2**63 ns = 292 years and wrapped), and 1e13 s failed its "Invalid timeout" check. 5e9 s
+# (about 158 years) still admits the "100 years means never" idiom.
 MIN_TIMEOUT_S = 1e-3
-MAX_TIMEOUT_S = 1e9
+MAX_TIMEOUT_S = 5e9
 # The C++ levels take the chunk as int64; no tensor comes near 1 TiB, so the bound only refuses
 # values that would fail there (2**70 was a pybind11 TypeError at group creation).
 MAX_CHUNK_BYTES = 1 << 40

@@ -9,6 +9,8 @@ import dataclasses
 import json
 import os
 import re
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -165,7 +167,7 @@ def test_bad_values_name_the_variable(env, fragment):
                                           r"1180591620717411303424, expected >= 1024 and <= "
                                           r"1099511627776"),
         ({"timeout_s": 1e300}, r"TopoConfig.timeout_s: got 1e\+300, expected >= 0.001 and <= "
-                               r"1e\+09 seconds"),
+                               r"5e\+09 seconds"),
         ({"timeout_s": 1e-4}, r"TopoConfig.timeout_s: got 0.0001, expected >= 0.001"),
         ({"inter_host_gbps": 1e300}, r"TopoConfig.inter_host_gbps: got 1e\+300, expected >= "
                                      r"1e-06 and <= 1e\+06 GB/s"),
@@ -377,3 +379,20 @@ def test_every_cli_verb_refuses_a_bad_variable(argv, monkeypatch, capsys):
     monkeypatch.setenv("TORCH_TOPO_TIMEOUT", "inf")
     assert main(argv) == 2
     assert "TORCH_TOPO_TIMEOUT: TopoConfig.timeout_s: got inf" in capsys.readouterr().err
+
+
+def test_a_group_timeout_out_of_range_names_init_process_group(tmp_path):
+    # 0.5 ms reached Gloo as 0 ms ("Timed out waiting 0ms" at the first wait); the bound is
+    # TopoConfig's, but the value came from init_process_group, and the message must say so.
+    script = (
+        "import datetime, torch.distributed as dist, torch_topo\n"
+        f"store = dist.FileStore({str(tmp_path / 'store')!r}, 1)\n"
+        "dist.init_process_group('topo', store=store, rank=0, world_size=1,\n"
+        "                        timeout=datetime.timedelta(microseconds=500))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TOPO_")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode != 0
+    assert ("topo backend: the process group's timeout: TopoConfig.timeout_s: got 0.0005, "
+            "expected >= 0.001") in done.stderr
