@@ -298,6 +298,37 @@ def test_bad_input_names_the_problem(pool):
             assert fragment in message, (fragment, message)
 
 
+def task_shapes_differ(gloo) -> list[str]:
+    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    # Every rank holds a shape of its own that no other test used: the check runs once per
+    # shape a group agreed on, so a rank whose shape was agreed earlier would skip it.
+    cases = [
+        lambda: matmul_reduce_scatter(torch.randn(world * (11 + rank), K), torch.randn(N, K),
+                                      chunks=1),
+        lambda: all_gather_matmul(torch.randn(2, K + 7 + rank), torch.randn(N, K + 7 + rank),
+                                  chunks=1),
+    ]
+    messages = []
+    for case in cases:
+        try:
+            case()
+            messages.append("no error")
+        except ValueError as e:
+            messages.append(str(e))
+    return messages
+
+
+def test_shapes_that_differ_across_ranks_fail_on_every_rank(pool):
+    # Both aborted Gloo (SIGABRT in the exchange) before the ranks compared shapes.
+    for messages in pool.run("task_shapes_differ"):
+        assert "matmul_reduce_scatter: tensor shapes or dtypes differ across ranks" in messages[0]
+        assert "every rank must hold the same dtype, rows and out_features" in messages[0]
+        assert "all_gather_matmul: tensor shapes or dtypes differ across ranks" in messages[1]
+        assert "in_features" in messages[1]
+
+
 def test_timing_records_every_chunk_in_order(pool):
     for calls in pool.run("task_timing", 4):
         assert [c[0] for c in calls] == ["matmul_reduce_scatter", "all_gather_matmul"]

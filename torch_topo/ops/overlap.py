@@ -29,6 +29,7 @@ import torch.distributed as dist
 
 from torch_topo import _C
 from torch_topo.config import parse_bool
+from torch_topo.ops.utils import check_same_shape
 
 __all__ = [
     "CALIBRATION_CHUNKS",
@@ -425,6 +426,12 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
     group = _resolve_group(group)
     size = group.size()
     flat = _flatten_rows("matmul_reduce_scatter", x, weight, size)
+    # Ranks that disagree on the exchanged block aborted Gloo (SIGABRT); a zero-stride view
+    # carries the [rows, N] shape without allocating it.
+    product = torch.empty((), dtype=x.dtype, device=x.device).expand(flat.shape[0],
+                                                                     weight.shape[0])
+    check_same_shape("matmul_reduce_scatter", group, {"x @ weight.T": product},
+                     rule="the same dtype, rows and out_features")
     out = MatmulReduceScatterFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(x.shape[0] // size, *x.shape[1:-1], weight.shape[0])
 
@@ -445,5 +452,7 @@ def all_gather_matmul(x: torch.Tensor, weight: torch.Tensor,
     """
     group = _resolve_group(group)
     flat = _flatten_rows("all_gather_matmul", x, weight, None)
+    check_same_shape("all_gather_matmul", group, {"x": flat},
+                     rule="the same dtype, rows and in_features")
     out = AllGatherMatmulFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(group.size() * x.shape[0], *x.shape[1:-1], weight.shape[0])

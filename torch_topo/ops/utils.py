@@ -121,7 +121,8 @@ def check_floating(where: str, q: torch.Tensor) -> None:
 
 
 def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
-                     check_inputs: CheckInputs = "once") -> None:
+                     check_inputs: CheckInputs = "once",
+                     rule: str = "the same dtype, local sequence length and head counts") -> None:
     """Raises ValueError on every rank when the ranks of `group` hold tensors of different
     shapes or dtypes.
 
@@ -162,7 +163,7 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
             raise ValueError(
                 f"{where}: tensor shapes or dtypes differ across ranks: rank {rank} has "
                 f"{_describe(tensors, rows[rank])}, rank {other} has {_describe(tensors, row)}; "
-                f"every rank must hold the same dtype, local sequence length and head counts")
+                f"every rank must hold {rule}")
     _AGREED[key] = None
     if len(_AGREED) > _AGREED_MAX:
         _AGREED.popitem(last=False)
