@@ -185,13 +185,18 @@ def task_bad_input(gloo) -> list[str]:
         lambda: matmul_reduce_scatter(torch.randn(world * 2, K), w, chunks=2.0),
         lambda: all_gather_matmul(torch.randn(4, K), w, chunks=1, max_inflight=2**64),
     ]
+    return [line.splitlines()[0] for line in _value_errors(cases)]
+
+
+def _value_errors(cases) -> list[str]:
+    """Each case's ValueError message, or "no error"."""
     messages = []
     for case in cases:
         try:
             case()
             messages.append("no error")
         except ValueError as e:
-            messages.append(str(e).splitlines()[0])
+            messages.append(str(e))
     return messages
 
 
@@ -310,14 +315,7 @@ def task_shapes_differ(gloo) -> list[str]:
         lambda: all_gather_matmul(torch.randn(2, K + 7 + rank), torch.randn(N, K + 7 + rank),
                                   chunks=1),
     ]
-    messages = []
-    for case in cases:
-        try:
-            case()
-            messages.append("no error")
-        except ValueError as e:
-            messages.append(str(e))
-    return messages
+    return _value_errors(cases)
 
 
 def test_shapes_that_differ_across_ranks_fail_on_every_rank(pool):
