@@ -391,8 +391,10 @@ def test_a_group_timeout_out_of_range_names_init_process_group(tmp_path):
         "                        timeout=datetime.timedelta(microseconds=500))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TOPO_")}
+    # Outside the checkout: `-c` puts the working folder first on sys.path, and the checkout's
+    # in-place module may be built for another torch than the one under test.
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, env=env)
+                          timeout=120, env=env, cwd=tmp_path)
     assert done.returncode != 0
     assert ("topo backend: the process group's timeout: TopoConfig.timeout_s: got 0.0005, "
             "expected >= 0.001") in done.stderr
