@@ -44,6 +44,7 @@ from torch_topo.config import TopoConfig
 from torch_topo.local_device import local_cuda_index
 from torch_topo.probe import probe, resolve_pinned_file
 from torch_topo.topology import Topology, load_topology
+from torch_topo.validation import is_int_in
 
 __all__ = ["Cluster", "Placement", "exchange_cluster", "exchange_records", "world_cluster",
            "own_record", "parse_play", "play_entries",
@@ -84,7 +85,7 @@ class Placement:
 
 
 def _checked_index(what: str, index: object, count: int) -> int:
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+    if not is_int_in(index, 0, count - 1):
         raise ValueError(f"{what}: got {index!r}, expected an int in 0..{count - 1}")
     return index
 

@@ -27,6 +27,7 @@ from torch_topo.nccl_hints import register_plan_hints
 from torch_topo.numa import apply_numa_binding, init_report
 from torch_topo.plan import Plan, resolve_cluster
 from torch_topo.probe import resolve_pinned_file
+from torch_topo.validation import is_int_in
 
 __all__ = ["cpu_cluster_doc", "init_device_mesh", "plan_for_world", "played_placements",
            "world_planner_cluster"]
@@ -125,8 +126,8 @@ def _check_mesh(mesh_shape, mesh_dim_names) -> dict[str, int]:
         raise ValueError(f"mesh_shape: got {mesh_shape!r}, expected a tuple of sizes, e.g. "
                          "(2, 4)")
     for size in mesh_shape:
-        if isinstance(size, bool) or not isinstance(size, int):
-            raise ValueError(f"mesh_shape: got {tuple(mesh_shape)!r}, expected int sizes")
+        if not is_int_in(size, 1):
+            raise ValueError(f"mesh_shape: got {tuple(mesh_shape)!r}, expected int sizes >= 1")
     if mesh_dim_names is None:
         raise ValueError("mesh_dim_names: required, expected one name per mesh dimension "
                          "(names tell the planner what traffic each dimension carries)")

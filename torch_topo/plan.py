@@ -19,6 +19,7 @@ from torch_topo import _C
 from torch_topo.config import TopoConfig
 from torch_topo.probe import live_probe
 from torch_topo.topology import load_topology
+from torch_topo.validation import is_int_in
 
 __all__ = ["CHOICE_SIZES", "MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "predicted_choices",
            "resolve_cluster", "check_hosts", "check_traffic_bytes", "completed_source", "SIZE_CLASSES"]
@@ -124,23 +125,23 @@ def _mesh_items(mesh: Mapping[str, int] | Sequence[tuple[str, int]] | str) -> li
     items = list(mesh.items()) if isinstance(mesh, Mapping) else [
         tuple(i) if isinstance(i, Sequence) else (i,) for i in mesh]
     for item in items:
-        if len(item) != 2 or not isinstance(item[0], str) or isinstance(item[1], bool) or not isinstance(item[1], int):
+        if len(item) != 2 or not isinstance(item[0], str):
             raise ValueError(f"mesh: got {item!r}, expected (name, size) with an int size")
-    return [(str(n), _check_dim_size("mesh", str(n), int(s))) for n, s in items]
+    return [(n, _check_dim_size("mesh", n, s)) for n, s in items]
 
 
-def _check_dim_size(option: str, name: str, size: int) -> int:
+def _check_dim_size(option: str, name: str, size: object) -> int:
     # The native planner takes C ints; a size past MAX_RANKS can match no cluster anyway.
-    if not 1 <= size <= MAX_RANKS:
-        raise ValueError(f"{option}: dimension '{name}': size got {size}, expected >= 1 and "
-                         f"<= {MAX_RANKS} (the most ranks the planner takes)")
+    if not is_int_in(size, 1, MAX_RANKS):
+        raise ValueError(f"{option}: dimension '{name}': size got {size!r}, expected an int >= 1 "
+                         f"and <= {MAX_RANKS} (the most ranks the planner takes)")
     return size
 
 
 def check_hosts(hosts: int, option: str = "hosts") -> int:
     """`hosts` copies of a one-host topology, refused (ValueError naming `option`) outside
     1..MAX_RANKS; the native side also bounds hosts x ranks per host by MAX_RANKS."""
-    if isinstance(hosts, bool) or not isinstance(hosts, int) or not 1 <= hosts <= MAX_RANKS:
+    if not is_int_in(hosts, 1, MAX_RANKS):
         raise ValueError(f"{option}: got {hosts!r}, expected >= 1 and <= {MAX_RANKS} (an int; "
                          "the most ranks the planner takes)")
     return hosts

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from torch_topo import _C
 from torch_topo.config import TopoConfig
 from torch_topo.topology import Topology, load_topology
+from torch_topo.validation import is_int_in
 
 __all__ = [
     "probe",
@@ -184,7 +185,7 @@ def cpus_near_gpu(topology: Topology, gpu: int) -> set[int]:
         raise ValueError(f"cpus_near_gpu: topology: got {type(topology).__name__}, expected a "
                          "Topology (torch_topo.probe() or load_topology)")
     host = topology.native
-    if isinstance(gpu, bool) or not isinstance(gpu, int) or not 0 <= gpu < len(host.gpus):
+    if not is_int_in(gpu, 0, len(host.gpus) - 1):
         raise ValueError(
             f"cpus_near_gpu: gpu: got {gpu!r}, expected 0..{len(host.gpus) - 1} "
             f"({len(host.gpus)} GPUs in {host.source or 'the topology'})"

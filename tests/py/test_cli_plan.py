@@ -172,7 +172,7 @@ def test_plan_shows_the_nccl_hints_it_would_apply(capsys, monkeypatch):
 @pytest.mark.parametrize("verb", ["plan", "doctor"])
 @pytest.mark.parametrize("argv,fragment", [
     (["--mesh", "dp=4,tp=4294967298"],
-     "--mesh: dimension 'tp': size got 4294967298, expected >= 1 and <= 4096"),
+     "--mesh: dimension 'tp': size got 4294967298, expected an int >= 1 and <= 4096"),
     (["--mesh", "dp=8", "--hosts", "99999999999"], "--hosts: got 99999999999, expected >= 1 and <= 4096"),
     (["--mesh", "dp=8", "--hosts", "100000"], "--hosts: got 100000, expected >= 1 and <= 4096"),
     # 8 GPUs a host: 513 hosts pass the bound on hosts but not the one on ranks.

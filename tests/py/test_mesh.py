@@ -151,6 +151,7 @@ def test_pinned_file_wins_over_the_live_cluster(monkeypatch):
     # "dp" was split into the names 'd' and 'p', "gpu" built a mesh, an int shape and a dict
     # config failed inside (TypeError, AttributeError).
     (("cpu", (1.5,)), {"mesh_dim_names": ("dp",)}, r"mesh_shape: got \(1.5,\), expected int"),
+    (("cpu", (0, 4)), {"mesh_dim_names": ("dp", "tp")}, r"mesh_shape: got \(0, 4\), expected int"),
     (("cpu", 4), {"mesh_dim_names": ("dp",)}, r"mesh_shape: got 4, expected a tuple of sizes"),
     (("cpu", (2, 2)), {"mesh_dim_names": ("dp", "dp")},
      r"mesh_dim_names: 'dp' appears twice in \('dp', 'dp'\), expected distinct names"),

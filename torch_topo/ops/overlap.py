@@ -30,6 +30,7 @@ import torch.distributed as dist
 from torch_topo import _C
 from torch_topo.config import parse_bool
 from torch_topo.ops.utils import check_same_shape
+from torch_topo.validation import is_int_in
 
 __all__ = [
     "CALIBRATION_CHUNKS",
@@ -324,8 +325,7 @@ def _run(op: str, x: torch.Tensor, weight: torch.Tensor, group, chunks: int | No
     for name, value in (("chunks", chunks), ("max_inflight", max_inflight)):
         # The C++ op checks the range; a float or an int past int64 reached it as a pybind11
         # "incompatible function arguments" TypeError.
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or not 1 <= value < 2**63):
+        if value is not None and not is_int_in(value, 1, 2**63 - 1):
             raise ValueError(f"{op}: {name}: got {value!r}, expected an int >= 1")
     if chunks is None:
         chunks = _choose_chunks(op, x, weight, group, max_inflight, gather_first, keep_gathered)

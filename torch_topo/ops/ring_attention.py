@@ -24,6 +24,7 @@ from torch_topo.ops.utils import (
     merge_block,
     resolve_group,
 )
+from torch_topo.validation import is_int_in
 
 __all__ = [
     "RingAttentionFunction",
@@ -214,7 +215,7 @@ def zigzag_unshard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
 
 def zigzag_positions(seq_len: int, group=None) -> torch.Tensor:
     """Global position ids (int64, CPU) of this rank's zigzag shard, e.g. for RoPE."""
-    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 0:
+    if not is_int_in(seq_len, 0):
         # -2 reached torch.arange ("upper bound and lower bound inconsistent"), 4.0 pybind11.
         raise ValueError(f"zigzag_positions: seq_len: got {seq_len!r}, expected an int >= 0")
     rank, world = group_rank_size(resolve_group("zigzag_positions", group))

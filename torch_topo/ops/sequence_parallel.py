@@ -31,6 +31,7 @@ from torch_topo.ops.utils import (
     group_rank_size,
     resolve_group,
 )
+from torch_topo.validation import is_int_in
 
 __all__ = [
     "SequenceParallelAttention",
@@ -73,12 +74,12 @@ class UlyssesConfig:
 
     def __post_init__(self) -> None:
         sp = self.sequence_parallel_size
-        if not isinstance(sp, int) or isinstance(sp, bool) or sp < 1:
+        if not is_int_in(sp, 1):
             raise ValueError(f"UlyssesConfig.sequence_parallel_size: got {sp!r}, expected an "
                              "int >= 1")
         u = self.ulysses_degree
         if u is not None:
-            if not isinstance(u, int) or isinstance(u, bool) or u < 1 or sp % u:
+            if not is_int_in(u, 1) or sp % u:
                 raise ValueError(f"UlyssesConfig.ulysses_degree: got {u!r}, expected None or an "
                                  f"int >= 1 dividing sequence_parallel_size {sp}")
             if not self.enable_ring_exchange and u != sp:

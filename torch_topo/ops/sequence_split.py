@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from torch_topo.validation import is_int_in
+
 __all__ = [
     "AttentionShape",
     "SplitCandidate",
@@ -66,7 +68,7 @@ class AttentionShape:
     def __post_init__(self) -> None:
         for name in ("heads", "kv_heads", "head_dim", "seq_len", "batch"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            if not is_int_in(value, 1):
                 raise ValueError(f"AttentionShape.{name}: got {value!r}, expected an int >= 1")
         if self.heads % self.kv_heads:
             raise ValueError(f"AttentionShape.kv_heads: got {self.kv_heads}, expected a divisor "

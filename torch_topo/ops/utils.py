@@ -13,6 +13,7 @@ import torch
 import torch.distributed as dist
 
 from torch_topo import _C
+from torch_topo.validation import is_int_in
 
 __all__ = [
     "CheckInputs",
@@ -105,7 +106,7 @@ def check_attention_options(prefix: str, causal: object, softmax_scale: object) 
 def check_dim(where: str, name: str, x: torch.Tensor, dim: object) -> int:
     """`dim` of `x` as a non-negative index; a float dim was a pybind11 TypeError and one out
     of range a bare IndexError."""
-    if isinstance(dim, bool) or not isinstance(dim, int) or not -x.dim() <= dim < x.dim():
+    if not is_int_in(dim, -x.dim(), x.dim() - 1):
         raise ValueError(f"{where}: {name}: got {dim!r}, expected an int in "
                          f"[{-x.dim()}, {x.dim() - 1}] for a tensor with {x.dim()} dims")
     return dim % x.dim()
