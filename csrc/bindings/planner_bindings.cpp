@@ -105,6 +105,16 @@ std::pair<std::vector<MeshDim>, topo::PlanOptions> toDims(
   return {dims, options};
 }
 
+/// `value` as an index below `count`, refused with a ValueError naming the PlannerCluster
+/// method and argument (a bare vector::at IndexError said neither which argument nor the range).
+size_t checkedIndex(const char* method, const char* arg, int64_t value, size_t count) {
+  if (value < 0 || static_cast<uint64_t>(value) >= count) {
+    throw py::value_error(std::string("PlannerCluster.") + method + ": " + arg + ": got " +
+                          std::to_string(value) + ", expected 0.." + std::to_string(count - 1));
+  }
+  return static_cast<size_t>(value);
+}
+
 /// A cluster with a cost model built once; the Python Plan keeps one per topology.
 class PlannerCluster {
  public:
@@ -115,15 +125,13 @@ class PlannerCluster {
   const ClusterTopology& cluster() const { return cluster_; }
   const topo::CostModel& model() const { return model_; }
 
-  /// The placement of `rank`, refused with a ValueError naming `method` when out of range
-  /// (a bare vector::at IndexError said neither which argument nor the range).
-  const topo::RankPlacement& rank(const char* method, const char* arg, int r) const {
-    if (r < 0 || r >= static_cast<int>(cluster_.ranks.size())) {
-      throw py::value_error(std::string("PlannerCluster.") + method + ": " + arg + ": got " +
-                            std::to_string(r) + ", expected 0.." +
-                            std::to_string(cluster_.ranks.size() - 1));
-    }
-    return cluster_.ranks[r];
+  /// The placement of rank `r` and the host `h`. They take int64 so that 2**40 is a ValueError
+  /// too, not a pybind11 TypeError.
+  const topo::RankPlacement& rank(const char* method, const char* arg, int64_t r) const {
+    return cluster_.ranks[checkedIndex(method, arg, r, cluster_.ranks.size())];
+  }
+  const topo::HostTopology& host(const char* method, const char* arg, int64_t h) const {
+    return cluster_.hosts[checkedIndex(method, arg, h, cluster_.hosts.size())];
   }
 
  private:
@@ -245,12 +253,12 @@ Args:
   model: "auto" (NCCL's algorithms for groups of GPU ranks, the alpha-beta schedules of the
     Gloo side otherwise), "alpha_beta" or "nccl".)")
       .def_property_readonly("world_size", [](const PlannerCluster& c) { return c.model().rankCount(); })
-      .def("rank_host", [](const PlannerCluster& c, int r) { return c.rank("rank_host", "rank", r).host; },
+      .def("rank_host", [](const PlannerCluster& c, int64_t r) { return c.rank("rank_host", "rank", r).host; },
            py::arg("rank"), "Host index of a rank.\n\nArgs:\n  rank: global rank.")
-      .def("rank_gpu", [](const PlannerCluster& c, int r) { return c.rank("rank_gpu", "rank", r).local_gpu; },
+      .def("rank_gpu", [](const PlannerCluster& c, int64_t r) { return c.rank("rank_gpu", "rank", r).local_gpu; },
            py::arg("rank"), "Local GPU of a rank (-1 for CPU-only).\n\nArgs:\n  rank: global rank.")
       .def("rank_cpus",
-           [](const PlannerCluster& c, int r) {
+           [](const PlannerCluster& c, int64_t r) {
              const auto& p = c.rank("rank_cpus", "rank", r);
              const auto& host = c.cluster().hosts.at(p.host);
              py::dict d;
@@ -265,7 +273,7 @@ Args:
            py::arg("rank"),
            "NUMA node and cpulists nearest a rank's GPU (empty when unknown).\n\nArgs:\n  rank: global rank.")
       .def("pair_path",
-           [](const PlannerCluster& c, int a, int b) {
+           [](const PlannerCluster& c, int64_t a, int64_t b) {
              const auto& pa = c.rank("pair_path", "a", a);
              const auto& pb = c.rank("pair_path", "b", b);
              if (pa.host != pb.host) return std::make_pair(std::string("NET"), 0);
@@ -276,16 +284,10 @@ Args:
            py::arg("a"), py::arg("b"),
            "(path class, NVLink lanes) between two ranks.\n\nArgs:\n  a: rank.\n  b: rank.")
       .def("gpu_pcie_links",
-           [](const PlannerCluster& c, int host) {
+           [](const PlannerCluster& c, int64_t host) {
              // (gpu index, lanes, GB/s) of every PCIe link that ends at a GPU of the host.
              std::vector<std::tuple<int, int, double>> out;
-             const int hosts = static_cast<int>(c.cluster().hosts.size());
-             if (host < 0 || host >= hosts) {
-               throw py::value_error("PlannerCluster.gpu_pcie_links: host: got " +
-                                     std::to_string(host) + ", expected 0.." +
-                                     std::to_string(hosts - 1));
-             }
-             const auto& g = c.cluster().hosts[host].graph;
+             const auto& g = c.host("gpu_pcie_links", "host", host).graph;
              for (const auto& link : g.links) {
                if (link.kind != topo::LinkKind::Pci) continue;
                for (int end : {link.a, link.b}) {
@@ -308,16 +310,16 @@ Args:
                              [](const PlannerCluster& c) { return c.model().networkAssumed(); },
                              "True when no NIC speed or inter-host bandwidth is known and the "
                              "model assumes 100 Gbit/s.")
-      .def("rail", [](const PlannerCluster& c, int r) {
+      .def("rail", [](const PlannerCluster& c, int64_t r) {
              c.rank("rail", "rank", r);
-             return c.model().railOf(r);
+             return c.model().railOf(static_cast<int>(r));
            },
            py::arg("rank"), "NIC index (rail) of a rank.\n\nArgs:\n  rank: global rank.")
-      .def("bandwidth", [](const PlannerCluster& c, int a, int b) {
+      .def("bandwidth", [](const PlannerCluster& c, int64_t a, int64_t b) {
              // Checked here: the model's table is flat, so (0, n + 3) read another pair's value.
              c.rank("bandwidth", "a", a);
              c.rank("bandwidth", "b", b);
-             return c.model().pairBandwidth(a, b);
+             return c.model().pairBandwidth(static_cast<int>(a), static_cast<int>(b));
            }, py::arg("a"), py::arg("b"),
            "Path bandwidth between two ranks, GB/s.\n\nArgs:\n  a: rank.\n  b: rank.")
       .def("estimate",

@@ -166,6 +166,8 @@ def test_traffic_changes_priority():
     ({"dp": 4, "tp": 2}, {"tp": 1e9}, "traffic: dimension 'dp'"),
     ({"dp": 4, "tp": 2}, {"tp": 1e9, "dp": 1, "xx": 3}, "traffic: unknown dimension 'xx'"),
     ({"dp": 8, "tp": 0}, None, "size got 0"),
+    ({"dp": 8, "tp": 1.0}, None, "dimension 'tp': size got 1.0, expected an int"),
+    ({"dp": 8, "tp": True}, None, "dimension 'tp': size got True, expected an int"),
     ({"dp": 4, "tp": 2}, {"tp": -1, "dp": 1}, "expected >= 0"),
 ])
 def test_bad_meshes_name_the_option(mesh, traffic, fragment):
@@ -215,6 +217,10 @@ def test_bad_inputs():
     (lambda c: c.rail(16), r"PlannerCluster.rail: rank: got 16"),
     (lambda c: c.pair_path(0, 16), r"PlannerCluster.pair_path: b: got 16"),
     (lambda c: c.gpu_pcie_links(2), r"PlannerCluster.gpu_pcie_links: host: got 2, expected 0..1"),
+    # Past a C int these were pybind11 TypeErrors ("incompatible function arguments").
+    (lambda c: c.rank_host(2**40), r"PlannerCluster.rank_host: rank: got 1099511627776, expected"),
+    (lambda c: c.gpu_pcie_links(-2**40), r"PlannerCluster.gpu_pcie_links: host: got -1099511627776"),
+    (lambda c: c.pair_path(2**40, 0), r"PlannerCluster.pair_path: a: got 1099511627776"),
     (lambda c: c.hierarchical_thresholds([0, 99]), r"group rank: got 99, expected 0..15"),
     # The model's bandwidth table is flat: (0, 99) read pair (6, 3)'s value and returned it.
     (lambda c: c.bandwidth(0, 99), r"PlannerCluster.bandwidth: b: got 99, expected 0..15"),
