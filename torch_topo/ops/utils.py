@@ -5,6 +5,7 @@ exchange (one module for all algorithms, as in zhuzilin/ring-flash-attention's u
 from __future__ import annotations
 
 import math
+import weakref
 import zlib
 from collections import OrderedDict
 from typing import Literal
@@ -37,10 +38,14 @@ CheckInputs = bool | Literal["once"]
 """How the sequence-parallel ops verify that every rank's shapes agree: "once" (default) the
 first call per group, op and shapes; True every call; False never."""
 
-# Shape records every rank of a group has agreed on, keyed by (group, op, records). Only a
-# passing check adds one, so all ranks hold the same keys in the same order (the eviction is
-# deterministic too) and make the same skip-or-check decision on the next call.
-_AGREED: OrderedDict[tuple, None] = OrderedDict()
+# Shape records every rank of a group has agreed on: per group object, keyed by (op, records).
+# Only a passing check adds one, so all ranks of the group hold the same keys in the same order
+# and evict the same ones: one table for all groups let a rank's other groups evict an entry
+# its peers kept, after which it alone gathered. Keyed by the object, not the name, because a
+# group re-created after destroy_process_group takes the old name ("0") and must not inherit
+# what another set of ranks agreed on.
+_AGREED: weakref.WeakKeyDictionary[dist.ProcessGroup, OrderedDict[tuple, None]] = \
+    weakref.WeakKeyDictionary()
 _AGREED_MAX = 1024
 
 
@@ -149,9 +154,10 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
         records += [zlib.crc32(str(t.dtype).encode()), t.dim(), *t.shape]
     if len(records) > _META_LEN:
         raise ValueError(f"{where}: too many dims to check ({len(records)}, max {_META_LEN})")
-    key = (group.group_name, where, tuple(records))
-    if check_inputs == "once" and key in _AGREED:
-        _AGREED.move_to_end(key)
+    agreed = _AGREED.setdefault(group, OrderedDict())
+    key = (where, tuple(records))
+    if check_inputs == "once" and key in agreed:
+        agreed.move_to_end(key)
         return
     device = next(iter(tensors.values())).device
     meta = torch.full((_META_LEN,), -1, dtype=torch.int64, device=device)
@@ -165,9 +171,9 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
                 f"{where}: tensor shapes or dtypes differ across ranks: rank {rank} has "
                 f"{_describe(tensors, rows[rank])}, rank {other} has {_describe(tensors, row)}; "
                 f"every rank must hold {rule}")
-    _AGREED[key] = None
-    if len(_AGREED) > _AGREED_MAX:
-        _AGREED.popitem(last=False)
+    agreed[key] = None
+    if len(agreed) > _AGREED_MAX:
+        agreed.popitem(last=False)
 
 
 def _describe(tensors, row) -> str:

@@ -103,3 +103,51 @@ def test_zigzag_index_math():
     torch.testing.assert_close(_C.zigzag_unshard(shards, 0), torch.arange(12))
     with pytest.raises(ValueError, match=r"sequence length 10 is not divisible by 2 x group size"):
         _C.zigzag_index(10, 3, 0)
+
+
+class _FakeGroup:
+    """Stands in for a ProcessGroup of two ranks whose peer always agrees."""
+
+    def __init__(self, name: str):
+        self.group_name = name
+
+
+def _count_shape_checks(monkeypatch):
+    from torch_topo.ops import utils
+
+    gathers = []
+
+    def all_gather(out, meta, group):
+        gathers.append(group)
+        for o in out:
+            o.copy_(meta)
+
+    monkeypatch.setattr(utils, "group_rank_size", lambda group: (0, 2))
+    monkeypatch.setattr(utils.dist, "all_gather", all_gather)
+    monkeypatch.setattr(utils, "_AGREED", type(utils._AGREED)())
+    return utils, gathers
+
+
+def test_once_check_is_not_inherited_by_a_recreated_group_of_the_same_name(monkeypatch):
+    # After destroy_process_group and a new init, the world is named "0" again; the old
+    # world's agreement skipped the check, so a rank whose peers held other shapes went into
+    # the exchange while they gathered records.
+    utils, gathers = _count_shape_checks(monkeypatch)
+    x = {"q": torch.empty(1, 4, 2, 8)}
+    old, new = _FakeGroup("0"), _FakeGroup("0")
+    for group in (old, old, new, new):
+        utils.check_same_shape("op", group, x, "once")
+    assert gathers == [old, new]
+
+
+def test_once_check_eviction_is_per_group(monkeypatch):
+    # One table for all groups: the entries a rank's other group added evicted the shape its
+    # peers in group A still held as agreed, so this rank alone gathered at A's next call.
+    utils, gathers = _count_shape_checks(monkeypatch)
+    monkeypatch.setattr(utils, "_AGREED_MAX", 2)
+    a, b = _FakeGroup("a"), _FakeGroup("b")
+    utils.check_same_shape("op", a, {"q": torch.empty(1, 4, 2, 8)}, "once")
+    for seq in (5, 6, 7):
+        utils.check_same_shape("op", b, {"q": torch.empty(1, seq, 2, 8)}, "once")
+    utils.check_same_shape("op", a, {"q": torch.empty(1, 4, 2, 8)}, "once")
+    assert gathers == [a, b, b, b]
