@@ -6,6 +6,7 @@
 #include "bindings/bindings.h"
 #include "topo/error.h"
 #include "topo/fuzz.h"
+#include "topo/link_tables.h"
 #include "topo/graph.h"
 #include "topo/loader.h"
 #include "topo/nccl_xml.h"
@@ -102,7 +103,8 @@ void defModelTypes(py::module_& m) {
       .def_readwrite("sm", &Gpu::sm, "Compute capability x 10, 0 when unknown.")
       .def_readwrite("numa_node", &Gpu::numa_node, "Nearest CPU NUMA node, -1 when unknown.")
       .def_readwrite("cpu_affinity", &Gpu::cpu_affinity, "cpulist, empty when unknown.")
-      .def_readwrite("memory_numa_node", &Gpu::memory_numa_node);
+      .def_readwrite("memory_numa_node", &Gpu::memory_numa_node)
+      .def_readwrite("nvlink_domain", &Gpu::nvlink_domain);
   py::class_<Nic>(m, "Nic", "One network interface of a host.")
       .def(py::init<>())
       .def_readwrite("name", &Nic::name)
@@ -187,6 +189,11 @@ void defReaders(py::module_& m) {
         "Reads a cluster JSON, or any host file as a one-host cluster.\n\nArgs:\n"
         "    path: the file.",
         py::arg("path"));
+  m.def("nvlink_lane_gbps", &nvlinkLaneGBps,
+        "GB/s per NVLink lane per direction as NCCL rates a GPU of compute capability sm\n"
+        "(x 10); sm <= 0 (unknown) gives the sm80 rate the readers assume.\n\nArgs:\n"
+        "    sm: compute capability x 10.",
+        py::arg("sm"));
   m.def(
       "sniff_topology_format",
       [](const std::string& text) { return std::string(toString(sniffTopologyFormat(text))); },

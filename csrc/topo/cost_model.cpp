@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "topo/error.h"
+#include "topo/link_tables.h"
 #include "topo/nccl_model.h"
 #include "topo/ring_order.h"
 
@@ -24,12 +25,12 @@ constexpr double kBytesPerGB = 1e9;
 
 // Fallbacks used only when a reader left a path's bandwidth or latency at 0. Bandwidths follow
 // NCCL src/graph/topo.h (v2.19): SM80_NVLINK_BW 20 GB/s per lane, PCI_BW 12 (Gen3 x16 as NCCL
-// counts it), SKL_QPI_BW 10; LOC_BW 5000 for a GPU with itself. Latencies are model defaults of
-// the order of NCCL's tuning.cc hwLat for the Simple protocol (a few microseconds per hop).
+// counts it), SKL_QPI_BW 10; a GPU with itself is link_tables' kLocalGBps. Latencies are model
+// defaults of the order of NCCL's tuning.cc hwLat for the Simple protocol (a few microseconds
+// per hop).
 constexpr double kNvlinkLaneGBps = 20.0;
 constexpr double kPciGBps = 12.0;
 constexpr double kSmpGBps = 10.0;
-constexpr double kLocalGBps = 5000.0;
 constexpr double kNvlinkLatencyUs = 1.0;
 constexpr double kPciLatencyUs = 1.5;
 constexpr double kSysLatencyUs = 2.5;
@@ -45,6 +46,9 @@ constexpr double kCrossRailLatencyUs = 1.0;
 // Largest NVLink lane count of any GPU so far (H100/B200: 18). More lanes to every peer than
 // this means the lanes go through NVSwitch and are shared, not one bundle per peer.
 constexpr int kMaxNvlinkLanesPerGpu = 18;
+// NVLink lanes of a GPU of a multi-node NVLink domain when its host shows no NVLink peer to
+// take the rate from (one GPU per host, as GH200 NVL32): Hopper and Blackwell GPUs have 18.
+constexpr int kDomainNvlinkLanes = 18;
 // Largest group for one-shot (direct) all-reduce, all-gather and reduce-scatter.
 constexpr int kDirectMaxGroup = 16;
 // Hierarchical size scan of computeHierarchicalThresholds.
@@ -86,24 +90,28 @@ bool hostNvlinkSwitched(const HostTopology& host) {
   return lanes * (g - 1) > kMaxNvlinkLanesPerGpu;
 }
 
-/// The rail (NIC index) of each GPU: the NIC with the best path class, ties to the lower
-/// index; without GPU-NIC paths, NICs are spread evenly over GPUs in index order.
+/// The rail (NIC index) of each GPU: the NIC with the best path class; GPUs that find the
+/// same NICs equally near take them in turn, in GPU order (NCCL spreads its channels over such
+/// NICs: four GPUs that all see four NICs at SYS, as on a GB200 tray, use all four, not the
+/// first). Without GPU-NIC paths, NICs are spread evenly over GPUs in index order.
 std::vector<int> railsOfHost(const HostTopology& host) {
   const int g = host.gpuCount();
   const int nics = static_cast<int>(host.nics.size());
   std::vector<int> rail(std::max(g, 0), 0);
   if (nics == 0) return rail;
   const bool have_paths = host.gpu_nic_paths.size() == static_cast<size_t>(g) * nics;
+  std::map<std::vector<int>, int> turns;  // tied NICs -> GPUs that took one of them so far
   for (int i = 0; i < g; ++i) {
     if (!have_paths) {
       rail[i] = std::min(nics - 1, i * nics / std::max(g, 1));
       continue;
     }
-    int best = 0;
-    for (int k = 1; k < nics; ++k) {
-      if (host.gpu_nic_paths[i * nics + k].cls < host.gpu_nic_paths[i * nics + best].cls) best = k;
-    }
-    rail[i] = best;
+    PathClass best = PathClass::NET;
+    for (int k = 0; k < nics; ++k) best = std::min(best, host.gpu_nic_paths[i * nics + k].cls);
+    std::vector<int> tied;
+    for (int k = 0; k < nics; ++k)
+      if (host.gpu_nic_paths[i * nics + k].cls == best) tied.push_back(k);
+    rail[i] = tied[turns[tied]++ % tied.size()];
   }
   return rail;
 }
@@ -225,6 +233,7 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
   }
   rail_.assign(n_, 0);
   numa_.assign(n_, -1);
+  assignNodes();
   nvlink_injection_gbps_.assign(n_, kInf);
   pcie_injection_gbps_.assign(n_, kInf);
   for (int r = 0; r < n_; ++r) {
@@ -247,6 +256,8 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
       }
     }
     if (nv_max > 0) nvlink_injection_gbps_[r] = switched_[p.host] ? nv_max : nv_sum;
+    if (nv_max == 0 && domain_[r] >= 0)
+      nvlink_injection_gbps_[r] = kDomainNvlinkLanes * nvlinkLaneGBps(host.gpus[p.local_gpu].sm);
     if (pcie_max > 0) pcie_injection_gbps_[r] = pcie_max;
   }
   bandwidth_.assign(static_cast<size_t>(n_) * n_, kLocalGBps);
@@ -257,7 +268,11 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
       if (a == b) continue;
       const RankPlacement& pb = cluster_.ranks[b];
       double bw, lat;
-      if (pa.host != pb.host) {
+      if (nvlinkDomainPair(a, b)) {
+        // Through the domain's NVSwitch trays: each GPU's NVLink bundle, one switch hop more.
+        bw = std::min(nvlink_injection_gbps_[a], nvlink_injection_gbps_[b]);
+        lat = kNvlinkLatencyUs + kNvlinkHopLatencyUs;
+      } else if (pa.host != pb.host) {
         bw = std::min({nic_gbps_[nic_base_[pa.host] + rail_[a]],
                        nic_gbps_[nic_base_[pb.host] + rail_[b]], host_uplink_gbps_[pa.host],
                        host_uplink_gbps_[pb.host]});
@@ -274,6 +289,28 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
       bandwidth_[a * n_ + b] = bw;
       latency_[a * n_ + b] = lat;
     }
+  }
+}
+
+void CostModel::assignNodes() {
+  std::map<std::string, int> domains;
+  std::map<int, int> host_nodes;
+  domain_.assign(n_, -1);
+  node_.assign(n_, -1);
+  for (int r = 0; r < n_; ++r) {
+    const RankPlacement& p = cluster_.ranks[r];
+    const std::string& name =
+        p.local_gpu >= 0 ? cluster_.hosts[p.host].gpus[p.local_gpu].nvlink_domain : "";
+    if (!name.empty()) domain_[r] = domains.emplace(name, static_cast<int>(domains.size())).first->second;
+  }
+  // Domains take node numbers 0..D-1, hosts outside any domain the numbers after them.
+  const int domain_count = static_cast<int>(domains.size());
+  for (int r = 0; r < n_; ++r) {
+    node_[r] = domain_[r] >= 0
+                   ? domain_[r]
+                   : host_nodes.emplace(cluster_.ranks[r].host,
+                                        domain_count + static_cast<int>(host_nodes.size()))
+                         .first->second;
   }
 }
 
@@ -358,7 +395,10 @@ double CostModel::phaseLoadSeconds(const Phase& phase, double* alpha_us) const {
     const RankPlacement& ps = cluster_.ranks[t.src];
     const RankPlacement& pd = cluster_.ranks[t.dst];
     path_load[static_cast<int64_t>(t.src) * n_ + t.dst] += t.bytes;
-    if (ps.host != pd.host) {
+    if (nvlinkDomainPair(t.src, t.dst)) {
+      nv_tx[t.src] += t.bytes;
+      nv_rx[t.dst] += t.bytes;
+    } else if (ps.host != pd.host) {
       nic_tx[nic_base_[ps.host] + rail_[t.src]] += t.bytes;
       nic_rx[nic_base_[pd.host] + rail_[t.dst]] += t.bytes;
       up_tx[ps.host] += t.bytes;

@@ -102,6 +102,15 @@ class CostModel {
   bool networkAssumed() const { return network_assumed_; }
   /// GPUs of the host reach their peers through NVSwitch (lanes shared, not per peer).
   bool nvlinkSwitched(int host) const { return switched_.at(host) != 0; }
+  /// Two ranks on different hosts of one multi-node NVLink domain (Gpu::nvlink_domain): their
+  /// traffic crosses NVLink and NVSwitch, never a NIC.
+  bool nvlinkDomainPair(int a, int b) const {
+    return domain_.at(a) >= 0 && domain_.at(a) == domain_.at(b) &&
+           cluster_.ranks.at(a).host != cluster_.ranks.at(b).host;
+  }
+  /// The node NCCL sees a rank on: its NVLink domain where it has one (NCCL treats one
+  /// multi-node NVLink clique as one node), else its host. Numbered from 0.
+  int nodeOf(int rank) const { return node_.at(rank); }
   /// Whether `groups` are priced with NCCL's algorithms (options().model and their ranks).
   bool usesNccl(const std::vector<std::vector<int>>& groups) const;
   /// Seconds the alpha-beta schedule of `algorithm` keeps its busiest resource busy, latency
@@ -176,6 +185,8 @@ class CostModel {
   std::vector<int> ringOrderOf(const std::vector<int>& ranks, bool keep_root) const;
   void checkRanks(const std::vector<int>& ranks) const;
   void describeNetwork();
+  /// Fills domain_ and node_ from the GPUs' nvlink_domain.
+  void assignNodes();
 
   ClusterTopology cluster_;
   CostOptions options_;
@@ -183,6 +194,8 @@ class CostModel {
   std::vector<double> bandwidth_;  // n_ x n_
   std::vector<double> latency_;    // n_ x n_
   std::vector<int> rail_;          // per rank
+  std::vector<int> domain_;        // per rank: multi-node NVLink domain, -1 none
+  std::vector<int> node_;          // per rank: see nodeOf
   std::vector<char> switched_;     // per host: NVLink through NVSwitch
   std::string network_source_;
   bool network_assumed_ = false;

@@ -98,6 +98,10 @@ struct Gpu {
   std::string cpu_affinity;  // cpulist such as "0-47,96-143", empty when unknown
   /// NUMA node of the GPU's own memory where it is one (GB200 "GPU NUMA ID"), -1 otherwise.
   int memory_numa_node = -1;
+  /// NVLink domain that reaches beyond this host (multi-node NVLink: GB200 NVL72, GH200 NVL32),
+  /// as NVML's fabric cluster UUID and clique id ("<uuid>/<clique>"); GPUs of several hosts
+  /// with one domain talk over NVLink, not NICs. Empty when the GPU has none.
+  std::string nvlink_domain;
 };
 
 struct Nic {

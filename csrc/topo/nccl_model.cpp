@@ -67,39 +67,52 @@ CostEstimate finish(CollectiveOp op, int64_t bytes, int ranks, Algorithm algorit
 }  // namespace
 
 NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups) const {
+  // Ranks are grouped by the node NCCL sees (CostModel::nodeOf): a host, or a whole
+  // multi-node NVLink domain, whose ranks NCCL joins over NVLink as if they shared a host.
   const ClusterTopology& cluster = model_.cluster();
   Shape s;
   s.ranks = static_cast<int>(groups.at(0).size());
-  std::vector<std::vector<int>> intra;   // every group's members on each host
-  std::vector<std::map<int, std::set<int>>> nics_of(groups.size());  // group -> host -> NICs
+  std::vector<std::vector<int>> intra;   // every group's members on each node
+  std::vector<std::map<int, std::set<int>>> nics_of(groups.size());  // group -> node -> NICs
+  std::vector<std::map<int, std::set<int>>> hosts_of(groups.size());  // group -> node -> hosts
   std::map<int, int> nic_users, host_users;
   int sm = 0;
   bool sm_known = false;
   s.nvlink = s.nvswitch = true;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    std::map<int, std::vector<int>> by_host;
-    for (int r : groups[gi]) by_host[cluster.ranks.at(r).host].push_back(r);
-    s.hosts = std::max(s.hosts, static_cast<int>(by_host.size()));
-    for (const auto& [h, members] : by_host) {
-      const HostTopology& host = cluster.hosts[h];
+    std::map<int, std::vector<int>> by_node;
+    for (int r : groups[gi]) by_node[model_.nodeOf(r)].push_back(r);
+    s.hosts = std::max(s.hosts, static_cast<int>(by_node.size()));
+    for (const auto& [node, members] : by_node) {
       s.per_host = std::max(s.per_host, static_cast<int>(members.size()));
       if (members.size() >= 2) intra.push_back(members);
-      s.nvswitch = s.nvswitch && model_.nvlinkSwitched(h);
-      ++host_users[h];
+      std::set<int> hosts;
       for (int a : members) {
-        nics_of[gi][h].insert(model_.nicOf(a));
-        const int ga = cluster.ranks[a].local_gpu;
-        if (host.gpus[ga].sm > 0) sm = sm_known ? std::min(sm, host.gpus[ga].sm) : host.gpus[ga].sm;
-        sm_known = sm_known || host.gpus[ga].sm > 0;
-        for (int b : members)
-          if (a != b && host.path(ga, cluster.ranks[b].local_gpu).cls != PathClass::NV)
+        const RankPlacement& pa = cluster.ranks.at(a);
+        const HostTopology& host = cluster.hosts[pa.host];
+        hosts.insert(pa.host);
+        nics_of[gi][node].insert(model_.nicOf(a));
+        const int sm_a = host.gpus[pa.local_gpu].sm;
+        if (sm_a > 0) sm = sm_known ? std::min(sm, sm_a) : sm_a;
+        sm_known = sm_known || sm_a > 0;
+        for (int b : members) {
+          const RankPlacement& pb = cluster.ranks[b];
+          if (a != b && pa.host == pb.host &&
+              host.path(pa.local_gpu, pb.local_gpu).cls != PathClass::NV)
             s.nvlink = false;
+        }
       }
-      for (const Node& node : host.graph.nodes)
-        if (node.kind == NodeKind::Cpu && findAttr(node.attrs, "vendor", "") == "AuthenticAMD")
-          s.amd_cpu = true;
+      for (int h : hosts) {
+        // A domain spanning hosts is switched whatever one tray's own matrix shows.
+        s.nvswitch = s.nvswitch && (hosts.size() > 1 || model_.nvlinkSwitched(h));
+        ++host_users[h];
+        hosts_of[gi][node].insert(h);
+        for (const Node& n : cluster.hosts[h].graph.nodes)
+          if (n.kind == NodeKind::Cpu && findAttr(n.attrs, "vendor", "") == "AuthenticAMD")
+            s.amd_cpu = true;
+      }
     }
-    for (const auto& [h, nics] : nics_of[gi])
+    for (const auto& [node, nics] : nics_of[gi])
       for (int nic : nics) ++nic_users[nic];
   }
   s.nvlink = s.nvlink && s.per_host >= 2;
@@ -108,7 +121,7 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
   s.intra_bus_gbps = kInf;
   if (!intra.empty()) {
     // A ring all-gather of 1 GB moves (L-1)/L GB over each edge: its bandwidth term gives the
-    // ring's bus bandwidth with every link the host-local rings share.
+    // ring's bus bandwidth with every link the node-local rings share.
     const double t = model_.bandwidthSeconds(CollectiveOp::AllGather, kBytesPerGB, intra,
                                              Algorithm::Ring);
     const double L = s.per_host;
@@ -118,11 +131,11 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
   s.collnet = s.hosts >= 2;
   if (s.hosts >= 2) {
     for (size_t gi = 0; gi < groups.size(); ++gi) {
-      for (const auto& [h, nics] : nics_of[gi]) {
-        double sum = 0.0;
+      for (const auto& [node, nics] : nics_of[gi]) {
+        double sum = 0.0, uplink = 0.0;
         for (int nic : nics) sum += model_.nicBandwidth(nic) / nic_users[nic];
-        sum = std::min(sum, model_.hostUplinkBandwidth(h) / host_users[h]);
-        s.net_gbps = std::min(s.net_gbps, sum);
+        for (int h : hosts_of[gi][node]) uplink += model_.hostUplinkBandwidth(h) / host_users[h];
+        s.net_gbps = std::min(s.net_gbps, std::min(sum, uplink));
       }
     }
     for (const auto& g : groups)

@@ -39,12 +39,14 @@ class NcclModel {
   /// What one group set looks like to NCCL's tuning.
   struct Shape {
     int ranks = 0;           // per group
+    // "Host" here is the node NCCL sees (CostModel::nodeOf): a whole multi-node NVLink
+    // domain counts as one.
     int hosts = 0;           // per group
     int per_host = 0;        // most ranks of one group on one host
     NcclGeneration generation = NcclGeneration::Ampere;
     int sm = 0;              // lowest compute capability of the ranks' GPUs (0 unknown)
     bool nvlink = false;     // every pair of a group inside a host is NVLink
-    bool nvswitch = false;   // every host is an NVSwitch host
+    bool nvswitch = false;   // every host is an NVSwitch host (a domain spanning hosts is)
     bool amd_cpu = false;    // a host's CPU vendor is AMD
     bool collnet = false;    // every NIC used declares collective offload (NCCL XML coll="1")
     double intra_bus_gbps = 0.0;  // +inf with one rank per host

@@ -53,6 +53,9 @@ json hostJson(const HostTopology& h) {
                     {"numa_node", g.numa_node},
                     {"cpu_affinity", g.cpu_affinity},
                     {"memory_numa_node", g.memory_numa_node}});
+    // Written only where set: most hosts have no multi-node NVLink, and their documents stay
+    // as they were.
+    if (!g.nvlink_domain.empty()) gpus.back()["nvlink_domain"] = g.nvlink_domain;
   }
   for (const Nic& n : h.nics) {
     nics.push_back({{"name", n.name},
@@ -283,6 +286,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     g.numa_node = static_cast<int>(integer(gpus[i], "numa_node", w, -1, -1, 4095));
     g.cpu_affinity = cpulist(gpus[i], "cpu_affinity", w);
     g.memory_numa_node = static_cast<int>(integer(gpus[i], "memory_numa_node", w, -1, -1, 4095));
+    g.nvlink_domain = str(gpus[i], "nvlink_domain", w);
     // Two GPUs with one index or bus id would make ranks, play entries and the live probe's
     // bus-id matching pick one of them silently.
     for (size_t k = 0; k < h.gpus.size(); ++k) {

@@ -124,6 +124,52 @@ TEST(NcclModelTest, FlatRingUsesEveryRail) {
   EXPECT_NEAR(ring.bus_bandwidth_gbps, 360.0, 360.0 * 0.02);
 }
 
+TEST(NcclModelTest, AnNvlinkDomainSpanningHostsIsOneNode) {
+  // 4 hosts x 8 GPUs, one 50 GB/s NIC per host; hosts 0-1 and 2-3 form two NVLink domains.
+  // NCCL joins a domain's ranks over NVLink as one node: 2 nodes of 16, NVLink between hosts
+  // of a domain, NICs only between domains.
+  HostTopology host = switchedHost(90, 20.6);
+  host.nics.push_back({"mlx5_0", "", 0, 400.0, {}});
+  ClusterTopology cluster = makeCluster(host, 4, 0.0, 0.0);
+  for (size_t h = 0; h < cluster.hosts.size(); ++h)
+    for (Gpu& g : cluster.hosts[h].gpus) g.nvlink_domain = h < 2 ? "a/1" : "a/2";
+  const CostModel model(cluster);
+  EXPECT_TRUE(model.nvlinkDomainPair(0, 8));
+  EXPECT_FALSE(model.nvlinkDomainPair(0, 1));  // one host: its own path
+  EXPECT_FALSE(model.nvlinkDomainPair(0, 16));
+  EXPECT_NEAR(model.pairBandwidth(0, 8), 18 * 20.6, 1e-9);
+  EXPECT_NEAR(model.pairBandwidth(0, 16), 50.0, 1e-9);
+  EXPECT_EQ(model.nodeOf(8), model.nodeOf(15));
+  EXPECT_NE(model.nodeOf(15), model.nodeOf(16));
+  const NcclModel::Shape one = NcclModel(model).shapeOf({iota(16)});
+  EXPECT_EQ(one.hosts, 1);
+  EXPECT_EQ(one.per_host, 16);
+  EXPECT_TRUE(one.nvlink && one.nvswitch);
+  EXPECT_NEAR(one.intra_bus_gbps, 18 * 20.6, 1e-6);
+  const NcclModel::Shape both = NcclModel(model).shapeOf({iota(32)});
+  EXPECT_EQ(both.hosts, 2);
+  // Two NICs per node (one per host), each used by one group.
+  EXPECT_NEAR(both.net_gbps, 2 * 50.0, 1e-9);
+  // The domain's all-reduce is NVLink-fast; the same hosts without a domain are NIC-bound.
+  const CostEstimate fast = model.chooseAlgorithm(CollectiveOp::AllReduce, int64_t{1} << 30, iota(16));
+  ClusterTopology plain = makeCluster(host, 4, 0.0, 0.0);
+  const CostEstimate slow =
+      CostModel(plain).chooseAlgorithm(CollectiveOp::AllReduce, int64_t{1} << 30, iota(16));
+  EXPECT_GT(fast.bus_bandwidth_gbps, 300.0);
+  EXPECT_LT(slow.bus_bandwidth_gbps, 110.0);
+}
+
+TEST(NcclModelTest, GpusTiedBetweenNicsTakeThemInTurn) {
+  // Every GPU sees both NICs at SYS (as on a GB200 tray): they alternate, so a ring across two
+  // hosts leaves through both NICs; all on the first once halved the network.
+  HostTopology host = switchedHost(90, 20.6);
+  for (int k = 0; k < 2; ++k) host.nics.push_back({"mlx5_" + std::to_string(k), "", 0, 400.0, {}});
+  host.gpu_nic_paths.assign(16, PathInfo{PathClass::SYS, 0, 0.0, 0.0});
+  const CostModel model(makeCluster(host, 2, 0.0, 0.0));
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(model.railOf(r), r % 2) << r;
+  EXPECT_NEAR(NcclModel(model).shapeOf({iota(16)}).net_gbps, 2 * 50.0, 1e-9);
+}
+
 TEST(NcclModelTest, HierarchicalNeedsTheMargin) {
   // Thresholds follow the definition: from the threshold up, hierarchical x 1.15 beats NCCL's
   // best; just below it (when not the scan's first size) it does not.

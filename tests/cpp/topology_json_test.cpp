@@ -24,6 +24,7 @@ void expectSameHost(const HostTopology& a, const HostTopology& b) {
     EXPECT_EQ(a.gpus[i].bus_id, b.gpus[i].bus_id);
     EXPECT_EQ(a.gpus[i].numa_node, b.gpus[i].numa_node);
     EXPECT_EQ(a.gpus[i].memory_numa_node, b.gpus[i].memory_numa_node);
+    EXPECT_EQ(a.gpus[i].nvlink_domain, b.gpus[i].nvlink_domain);
   }
   ASSERT_EQ(a.gpu_paths.size(), b.gpu_paths.size());
   for (size_t i = 0; i < a.gpu_paths.size(); ++i) {
@@ -84,6 +85,9 @@ TEST(TopologyJsonTest, ClusterRoundTrip) {
       loadTopologyFile(testing::dataPath("nvidia_smi_topo/2xgpu_NV2_bridge_mlengineering.txt")));
   c.hosts.push_back(c.hosts[0]);
   c.hosts[1].hostname = "b";
+  // Both hosts in one multi-node NVLink domain; a GPU without one writes no field.
+  c.hosts[0].gpus[0].nvlink_domain = c.hosts[1].gpus[0].nvlink_domain = "0f1e/7";
+  c.hosts[1].gpus[1].nvlink_domain = "0f1e/7";
   c.ranks = {{0, 0, 0}, {0, 1, 1}, {1, 0, 0}, {1, 1, 1}};
   c.inter_host_bandwidth_gbps = 0.1 + 0.2;  // not representable in short decimal
   c.inter_host_latency_us = 1000.0;
@@ -95,6 +99,9 @@ TEST(TopologyJsonTest, ClusterRoundTrip) {
   EXPECT_EQ(back.ranks[3].host, 1);
   EXPECT_EQ(back.ranks[3].local_gpu, 1);
   EXPECT_EQ(back.inter_host_bandwidth_gbps, 0.1 + 0.2);
+  EXPECT_EQ(back.hosts[1].gpus[1].nvlink_domain, "0f1e/7");
+  EXPECT_EQ(back.hosts[0].gpus[1].nvlink_domain, "");
+  EXPECT_EQ(nlohmann::json::parse(text)["hosts"][0]["gpus"][1].count("nvlink_domain"), 0u);
   EXPECT_EQ(clusterToJson(back, 2), text);
   // A network of 1e-300 GB/s would price every exchange between hosts at infinite seconds.
   nlohmann::json doc = nlohmann::json::parse(text);

@@ -57,8 +57,13 @@ class System:
     sm: int
     """GPU compute capability x 10 from the output's device names (nvidia-smi text has none)."""
     nic_gbit: float = 0.0
-    """Line rate of each NIC, Gbit/s; nics: how many per host when the file lists none."""
+    """Line rate of each NIC, Gbit/s; nics: how many per host carry the run's traffic (the
+    host's network is capped at nics x nic_gbit, also where the file lists more NICs)."""
     nics: int = 0
+    domain_hosts: int = 0
+    """Hosts per multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs), 0 for none."""
+    label: str = ""
+    """For a summary table of several partitions: the rows whose first cell is this label."""
     note: str = ""
     """Why the system misses the goals, where it does."""
 
@@ -82,6 +87,8 @@ class Row:
 
 _H100 = "nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt"
 _A100 = "nvidia_smi_topo/a100_8xSXM_NV12_2numa_mlengineering_realigned.txt"
+_GB200 = "nvidia_smi_topo/PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt"
+_NCCL1801 = "nccl1801_GB200-NVL72_3partitions_12-24GPU_IB_ring-vs-tree_all_reduce_16G_summary.txt"
 
 SYSTEMS: tuple[System, ...] = (
     System(results="a100_8xSXM_single_node_all_reduce_perf_mlengineering_massaged.txt",
@@ -154,6 +161,32 @@ SYSTEMS: tuple[System, ...] = (
                 "(~1.2 GB/s at the margin); the model prices a GPUDirect path"),
     System(results="gb10training_2xGB10_200G_all_gather_perf_16G.txt", topology=_H100,
            hosts=2, ranks=(0,), sm=121, nic_gbit=200, nics=1, op="all_gather"),
+    # GB200 NVL72: trays of 4 GPUs, 18 trays (one rack) per multi-node NVLink domain, 4 NICs
+    # a tray (their rate is not published: 400G, the ConnectX-7 these racks ship with).
+    System(results="coreweaveNcclTests_GB200-NVL72_1rack_72GPU_18x4_all_reduce_perf_512M-8G.txt",
+           topology=_GB200, hosts=18, domain_hosts=18, sm=100, nic_gbit=400, nics=4,
+           note="one NVLink domain of 72 GPUs: 8.5% optimistic from 2 GiB, but the published "
+                "curve still climbs at 512 MiB-1 GiB (~570 us fixed cost, the latency of a "
+                "72-rank ring) where the model prices NVLS, whose latency is one hop: 1.3-1.5x"),
+    System(results="coreweaveNcclTests_GB200-NVL72_2rack_144GPU_36x4_all_reduce_perf_512M-16G.txt",
+           topology=_GB200, hosts=36, domain_hosts=18, sm=100, nic_gbit=400, nics=4,
+           note="two NVLink domains over InfiniBand: within the goal from 4 GiB, 1.3-1.7x "
+                "optimistic below (the same climb as one rack)"),
+    System(results="coreweaveNcclTests_GB200-NVL72_20rack_1440GPU_360x4_all_reduce_perf_512M-16G.txt",
+           topology=_GB200, hosts=360, domain_hosts=18, sm=100, nic_gbit=400, nics=4,
+           note="20 NVLink domains over InfiniBand: 2.2-5x optimistic. The published 405 GB/s "
+                "at 16 GiB is what an NVLS tree gets from 8 NICs of 400G per domain beyond two "
+                "domains, where the model lets a domain's 72 NICs feed it; how many NICs NCCL "
+                "drives per multi-node domain is not published, so the model does not cap it"),
+    System(results=_NCCL1801, topology=_GB200, hosts=3, domain_hosts=1, sm=100, nic_gbit=400,
+           nics=4, label="NVL4",
+           note="three 4-GPU partitions over InfiniBand, NVLS off: ring within 1%; the "
+                "forced tree is 0.72 (beyond two hosts the model sends each byte twice over a "
+                "host's NICs, where this run's tree beats its ring by 1.2x)"),
+    System(results=_NCCL1801, topology=_GB200, hosts=6, domain_hosts=2, sm=100, nic_gbit=400,
+           nics=4, label="NVL8",
+           note="three 8-GPU partitions (2 trays each, one NVLink domain): ring within 1%, "
+                "the 8 NICs of a partition feeding it; the forced tree 0.72, as NVL4"),
 )
 
 _NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
@@ -202,29 +235,56 @@ def _markdown_rows(lines: list[str]) -> list[Published]:
     return out
 
 
+def _partition_rows(lines: list[str], label: str) -> list[Published]:
+    """NVIDIA/nccl #1801's summary: 'NVL4  12  ring, default  17179869184  107.30  196.72  0
+    159983  107.39  196.87  0' (partition, GPUs, algorithm, size, out-of-place algbw and busbw,
+    #wrong, then the in-place columns, the only time). "ring, default" was NCCL's choice with
+    NVLS off, so it is priced as ring."""
+    out = []
+    for line in lines:
+        tok = line.replace(",", " ").split()
+        if not tok or tok[0] != label:
+            continue
+        size, busbw, time_us = int(tok[-8]), float(tok[-6]), float(tok[-4])
+        out.append(Published(size=size, time_us=time_us, busbw=busbw, algorithm=tok[2]))
+    return out
+
+
 def parse_published(system: System) -> list[Published]:
     """The measurements of `system.results`, smallest size first."""
     lines = (DATA / "nccl_tests" / system.results).read_text().splitlines()
+    if system.label:
+        return _partition_rows(lines, system.label)
     if system.results.endswith(".md") or any(ln.lstrip().startswith("| payload") for ln in lines):
         return _markdown_rows(lines)
     return _nccl_tests_rows(lines, system.op, system.algorithm)
 
 
 def cluster_doc(topology: str, *, hosts: int, sm: int, nic_gbit: float = 0.0,
-                nics: int = 0) -> dict:
+                nics: int = 0, domain_hosts: int = 0) -> dict:
     """Cluster JSON of `hosts` copies of a tests/data host file, completed with what published
-    runs say and the file does not: the GPUs' compute capability, every NIC's line rate
-    (Gbit/s), and for files listing no NIC the host's bandwidth over `nics` of them."""
+    runs say and the file does not: the GPUs' compute capability (and the NVLink rate that
+    goes with it), every NIC's line rate (Gbit/s), the host's bandwidth over the `nics` NICs
+    the run used, and the multi-node NVLink domains of `domain_hosts` consecutive hosts."""
     from torch_topo import _C
 
     doc = json.loads(_C.planner_cluster_json(path=str(DATA / topology), hosts=hosts))
-    for host in doc["hosts"]:
+    for h, host in enumerate(doc["hosts"]):
+        if sm and not any(gpu["sm"] for gpu in host["gpus"]):
+            # A file without GPU models had its NVLink lanes rated at sm80's rate.
+            for row in host["gpu_paths"]:
+                for path in row:
+                    if path["cls"] == "NV" and path["nvlinks"] and path["bandwidth_gbps"] == \
+                            path["nvlinks"] * _C.nvlink_lane_gbps(0):
+                        path["bandwidth_gbps"] = path["nvlinks"] * _C.nvlink_lane_gbps(sm)
         for gpu in host["gpus"]:
             gpu["sm"] = gpu["sm"] or sm
+            if domain_hosts:
+                gpu["nvlink_domain"] = f"domain{h // domain_hosts}"
         for nic in host["nics"]:
             nic["speed_gbps"] = nic["speed_gbps"] or nic_gbit
-        if not host["nics"] and nic_gbit:
-            doc["inter_host_bandwidth_gbps"] = nics * nic_gbit / 8
+    if nics and nic_gbit:
+        doc["inter_host_bandwidth_gbps"] = nics * nic_gbit / 8
     return doc
 
 
@@ -233,7 +293,7 @@ def _cluster(system: System):
 
     return _C.PlannerCluster(json.dumps(cluster_doc(
         system.topology, hosts=system.hosts, sm=system.sm, nic_gbit=system.nic_gbit,
-        nics=system.nics)))
+        nics=system.nics, domain_hosts=system.domain_hosts)))
 
 
 def compare(system: System) -> list[Row]:
