@@ -22,7 +22,8 @@ from torch_topo.topology import load_topology
 from torch_topo.validation import is_int_in
 
 __all__ = ["CHOICE_SIZES", "MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "predicted_choices",
-           "resolve_cluster", "check_hosts", "check_traffic_bytes", "completed_source", "SIZE_CLASSES"]
+           "resolve_cluster", "check_hosts", "check_traffic_bytes", "completed_source", "SIZE_CLASSES",
+           "with_nvlink_domains"]
 
 MAX_RANKS: int = _C.MAX_RANKS
 """Most ranks (hosts x ranks per host) the planner takes: its memory grows with the square of
@@ -200,25 +201,46 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
         if hosts != 1:
             raise ValueError("hosts: a PlannerCluster already fixes its hosts; expected hosts=1")
         return obj
+    text = _cluster_text(obj, hosts)
+    if inter_host_gbps is not None:
+        text = json.dumps({**json.loads(text), "inter_host_bandwidth_gbps": inter_host_gbps})
+    return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes, model)
+
+
+def _cluster_text(obj: Any, hosts: int) -> str:
+    """Cluster JSON of a file path, `Topology`/cluster object or torch-topo JSON, a one-host
+    topology repeated `hosts` times."""
     if _is_path(obj):
         path = os.fspath(obj)
         if not os.path.exists(path):
             raise ValueError(f"topology: {path}: no such file")
-        text = _C.planner_cluster_json(path=path, hosts=hosts)
-    else:
-        if hasattr(obj, "to_json"):
-            obj = obj.to_json()
-        if isinstance(obj, Mapping):
-            obj = json.dumps(obj)
-        if not isinstance(obj, str):
-            raise ValueError(
-                f"topology: got {type(topology_or_cluster).__name__}, expected a file path, a "
-                "Topology or cluster object, or torch-topo JSON"
-            )
-        text = _C.planner_cluster_json(text=_drop_empty_nic_paths(obj), hosts=hosts)
-    if inter_host_gbps is not None:
-        text = json.dumps({**json.loads(text), "inter_host_bandwidth_gbps": inter_host_gbps})
-    return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes, model)
+        return _C.planner_cluster_json(path=path, hosts=hosts)
+    if hasattr(obj, "to_json"):
+        obj = obj.to_json()
+    if isinstance(obj, Mapping):
+        obj = json.dumps(obj)
+    if not isinstance(obj, str):
+        raise ValueError(f"topology: got {type(obj).__name__}, expected a file path, a Topology "
+                         "or cluster object, or torch-topo JSON")
+    return _C.planner_cluster_json(text=_drop_empty_nic_paths(obj), hosts=hosts)
+
+
+def with_nvlink_domains(topology_or_cluster: Any, hosts: int, hosts_per_domain: int,
+                        option: str = "hosts_per_domain") -> dict:
+    """Cluster JSON (a dict) of a topology as `resolve_cluster` takes it, a one-host topology
+    repeated `hosts` times, with every `hosts_per_domain` consecutive hosts in one multi-node
+    NVLink domain (GB200 NVL72: 18 trays of 4 GPUs; the last domain may be smaller). The live
+    probe reads the domains from NVML; a file of one tray cannot say them. A bad size raises a
+    ValueError naming `option`."""
+    check_hosts(hosts)
+    if not is_int_in(hosts_per_domain, 1, MAX_RANKS):
+        raise ValueError(f"{option}: got {hosts_per_domain!r}, expected an int >= 1 (hosts per "
+                         "NVLink domain)")
+    doc = json.loads(_cluster_text(topology_or_cluster, hosts))
+    for h, host in enumerate(doc["hosts"]):
+        for gpu in host["gpus"]:
+            gpu["nvlink_domain"] = f"hosts-per-domain-{hosts_per_domain}/{h // hosts_per_domain}"
+    return doc
 
 
 def _is_path(obj: Any) -> bool:

@@ -24,7 +24,7 @@ def _options(verb: str) -> set[str]:
 
 def test_option_sets_are_frozen():
     assert _options("plan") == {"-h", "--help", "--mesh", "--hosts", "--traffic", "--compare",
-                                "--attention", "--nvlink", "--json"}
+                                "--attention", "--nvlink", "--nvlink-domain-hosts", "--json"}
     assert _options("doctor") == {"-h", "--help", "--mesh", "--hosts", "--kv-heads", "--json"}
     assert _options("bench") == {"-h", "--help", "--collectives", "--min-bytes", "--max-bytes",
                                  "--factor", "--reps", "--dtype", "--procs", "--topology",
@@ -298,3 +298,37 @@ def test_cluster_file_with_two_ranks_on_one_gpu_is_refused(verb, tmp_path, capsy
     assert (f"{path}:1:1: field ranks[3].local_gpu: ranks[2] and ranks[3] on host 0 both claim "
             "GPU 2, expected one rank per GPU") in err
     assert "Traceback" not in err
+
+
+GB200_TRAY = DATA / "nvidia_smi_topo" / "PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt"
+
+
+def test_plan_nvlink_domain_hosts(capsys):
+    # 4 trays of a GB200 rack: tp=8 spans two trays. In one NVLink domain its all-reduce runs
+    # over NVLink; without, over the trays' NICs. The plan equals the library's on the same
+    # cluster document with the domains written into it.
+    argv = ["plan", str(GB200_TRAY), "--hosts", "4", "--mesh", "dp=2,tp=8", "--json"]
+    assert main(argv + ["--nvlink-domain-hosts", "4"]) == 0
+    domain = json.loads(capsys.readouterr().out)
+    assert main(argv) == 0
+    flat = json.loads(capsys.readouterr().out)
+    doc = json.loads(_C.planner_cluster_json(path=str(GB200_TRAY), hosts=4))
+    for host in doc["hosts"]:
+        for gpu in host["gpus"]:
+            gpu["nvlink_domain"] = "rack"
+    assert domain["cost"]["tp"] == pytest.approx(plan(doc, {"dp": 2, "tp": 8}).cost("tp"), rel=1e-12)
+    assert flat["cost"]["tp"] > 3 * domain["cost"]["tp"]
+    # Two domains of two trays: each tp group fills one domain, and dp crosses them by NIC.
+    assert main(argv + ["--nvlink-domain-hosts", "2"]) == 0
+    halves = json.loads(capsys.readouterr().out)
+    assert halves["cost"]["tp"] == pytest.approx(domain["cost"]["tp"], rel=1e-12)
+    assert halves["cost"]["dp"] > 3 * domain["cost"]["dp"]
+    assert all(len({r // 8 for r in g}) == 1 for g in halves["groups"]["tp"])
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_plan_nvlink_domain_hosts_refuses_bad_sizes(value, capsys):
+    argv = ["plan", str(GB200_TRAY), "--hosts", "4", "--mesh", "dp=16",
+            "--nvlink-domain-hosts", value]
+    assert main(argv) == 2
+    assert f"--nvlink-domain-hosts: got {value}, expected an int >= 1" in capsys.readouterr().err

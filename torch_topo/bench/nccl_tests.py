@@ -267,9 +267,12 @@ def cluster_doc(topology: str, *, hosts: int, sm: int, nic_gbit: float = 0.0,
     goes with it), every NIC's line rate (Gbit/s), the host's bandwidth over the `nics` NICs
     the run used, and the multi-node NVLink domains of `domain_hosts` consecutive hosts."""
     from torch_topo import _C
+    from torch_topo.plan import with_nvlink_domains
 
-    doc = json.loads(_C.planner_cluster_json(path=str(DATA / topology), hosts=hosts))
-    for h, host in enumerate(doc["hosts"]):
+    path = str(DATA / topology)
+    doc = with_nvlink_domains(path, hosts, domain_hosts) if domain_hosts else \
+        json.loads(_C.planner_cluster_json(path=path, hosts=hosts))
+    for host in doc["hosts"]:
         if sm and not any(gpu["sm"] for gpu in host["gpus"]):
             # A file without GPU models had its NVLink lanes rated at sm80's rate.
             for row in host["gpu_paths"]:
@@ -279,8 +282,6 @@ def cluster_doc(topology: str, *, hosts: int, sm: int, nic_gbit: float = 0.0,
                         path["bandwidth_gbps"] = path["nvlinks"] * _C.nvlink_lane_gbps(sm)
         for gpu in host["gpus"]:
             gpu["sm"] = gpu["sm"] or sm
-            if domain_hosts:
-                gpu["nvlink_domain"] = f"domain{h // domain_hosts}"
         for nic in host["nics"]:
             nic["speed_gbps"] = nic["speed_gbps"] or nic_gbit
     if nics and nic_gbit:

@@ -31,6 +31,7 @@ from torch_topo.plan import (
     completed_source,
     parse_mesh,
     resolve_cluster,
+    with_nvlink_domains,
 )
 from torch_topo.topology import Topology, load_topology
 
@@ -68,6 +69,9 @@ def add_parser(subparsers) -> None:
                    "file as written (default for FILE)")
     p.add_argument("--mesh", required=True, help="dimensions outermost first, e.g. dp=4,tp=2 or dp=2,cp=2,sp=2")
     p.add_argument("--hosts", type=int, default=1, help="copies of a one-host FILE (default 1)")
+    p.add_argument("--nvlink-domain-hosts", type=int, default=None, metavar="K",
+                   help="every K consecutive hosts share one multi-node NVLink domain (GB200 "
+                   "NVL72: 18 trays); the live probe reads domains from NVML")
     p.add_argument("--traffic", default=None,
                    help="bytes per step per dimension, e.g. tp=1e9,dp=2e8 (must name every dimension)")
     p.add_argument("--compare", choices=["naive"], default=None, help="also cost the contiguous layout")
@@ -164,12 +168,15 @@ def run(args) -> int:
     # A live cluster carries the bandwidth its group was configured with; a file or this
     # host's probe gets the environment's.
     gbps = config.inter_host_gbps if not isinstance(source, dict) else None
+    if args.nvlink_domain_hosts is not None:
+        source, hosts = with_nvlink_domains(source, hosts, args.nvlink_domain_hosts,
+                                            "--nvlink-domain-hosts"), 1
     if args.attention is not None:
         if traffic is not None:
             raise ValueError("--traffic: not with --attention, expected one of them (the split "
                              "adds a cp dimension the traffic would have to name)")
         shape = AttentionShape.parse(args.attention)
-        source, hosts = resolve_cluster(source, args.hosts, inter_host_gbps=gbps), 1
+        source, hosts = resolve_cluster(source, hosts, inter_host_gbps=gbps), 1
         candidates = sequence_split_candidates(source, mesh, shape)
         split = (shape, candidates, choose_sequence_split(candidates))
         mesh = split_mesh(mesh, split[2].ulysses)
