@@ -451,9 +451,11 @@ class Plan:
         hosts = len({self._cluster.rank_host(r) for r in group})
         if hosts == 1:
             return "inside hosts"
-        if hosts == len(group):
-            return "across hosts"
-        return f"{len(group) // hosts} per host x {hosts} hosts"
+        # A domain is shared by all its GPUs: the first rank's pairs tell (linear in the group).
+        nvlink = all(self._cluster.pair_path(group[0], b)[0] == "NV" for b in group[1:])
+        where = "across hosts" if hosts == len(group) else \
+            f"{len(group) // hosts} per host x {hosts} hosts"
+        return where + (" of one NVLink domain" if nvlink else "")
 
     def explain(self) -> str:
         """Human-readable account of the layout, its cost and the choices behind it."""

@@ -133,6 +133,14 @@ class PlannerCluster {
   const topo::HostTopology& host(const char* method, const char* arg, int64_t h) const {
     return cluster_.hosts[checkedIndex(method, arg, h, cluster_.hosts.size())];
   }
+  /// Most NVLink lanes the rank's GPU has to a peer on its host (0: none known).
+  int nvlinkLanes(const topo::RankPlacement& p) const {
+    const topo::HostTopology& h = cluster_.hosts[p.host];
+    int lanes = 0;
+    for (int j = 0; p.local_gpu >= 0 && j < h.gpuCount(); ++j)
+      if (j != p.local_gpu) lanes = std::max(lanes, h.path(p.local_gpu, j).nvlinks);
+    return lanes;
+  }
 
  private:
   ClusterTopology cluster_;
@@ -276,13 +284,19 @@ Args:
            [](const PlannerCluster& c, int64_t a, int64_t b) {
              const auto& pa = c.rank("pair_path", "a", a);
              const auto& pb = c.rank("pair_path", "b", b);
+             if (c.model().nvlinkDomainPair(static_cast<int>(a), static_cast<int>(b))) {
+               // NVLink through the domain's switches: the lanes both GPUs have to it.
+               return std::make_pair(std::string("NV"),
+                                     std::min(c.nvlinkLanes(pa), c.nvlinkLanes(pb)));
+             }
              if (pa.host != pb.host) return std::make_pair(std::string("NET"), 0);
              if (pa.local_gpu < 0 || pb.local_gpu < 0) return std::make_pair(std::string("SYS"), 0);
              const auto& p = c.cluster().hosts[pa.host].path(pa.local_gpu, pb.local_gpu);
              return std::make_pair(std::string(topo::toString(p.cls)), p.nvlinks);
            },
            py::arg("a"), py::arg("b"),
-           "(path class, NVLink lanes) between two ranks.\n\nArgs:\n  a: rank.\n  b: rank.")
+           "(path class, NVLink lanes) between two ranks; NV between hosts of one multi-node\n"
+           "NVLink domain.\n\nArgs:\n  a: rank.\n  b: rank.")
       .def("gpu_pcie_links",
            [](const PlannerCluster& c, int64_t host) {
              // (gpu index, lanes, GB/s) of every PCIe link that ends at a GPU of the host.

@@ -324,6 +324,20 @@ def test_plan_nvlink_domain_hosts(capsys):
     assert halves["cost"]["tp"] == pytest.approx(domain["cost"]["tp"], rel=1e-12)
     assert halves["cost"]["dp"] > 3 * domain["cost"]["dp"]
     assert all(len({r // 8 for r in g}) == 1 for g in halves["groups"]["tp"])
+    assert main(argv[:-1] + ["--nvlink-domain-hosts", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "tp: all_reduce 1024 MiB/step, 4 per host x 2 hosts of one NVLink domain," in text
+    assert "dp: all_reduce 128 MiB/step, across hosts, " in text
+
+
+def test_domain_pairs_are_nvlink_paths():
+    from torch_topo.plan import resolve_cluster, with_nvlink_domains
+
+    cluster = resolve_cluster(with_nvlink_domains(GB200_TRAY, 4, 2), 1)
+    assert cluster.pair_path(0, 5) == ("NV", 18)  # two trays of one domain
+    assert cluster.pair_path(0, 1) == ("NV", 18)  # one tray
+    assert cluster.pair_path(0, 8) == ("NET", 0)  # two domains
+    assert cluster.bandwidth(0, 5) == cluster.bandwidth(0, 1)
 
 
 @pytest.mark.parametrize("value", ["0", "-3"])
