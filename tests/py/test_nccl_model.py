@@ -179,10 +179,14 @@ def test_held_out_multi_node_nvlink_domains():
         assert 1.0 <= r.busbw_ratio <= 1.25 and r.algorithm == "nvls", r
     flat = compare(dataclasses.replace(one_rack, domain_hosts=0))
     assert max(r.busbw_ratio for r in flat) < 0.35
-    two_racks = compare(_gb200(
-        "coreweaveNcclTests_GB200-NVL72_2rack_144GPU_36x4_all_reduce_perf_512M-16G.txt"))
-    assert [BUSBW_GOAL[0] <= r.busbw_ratio <= BUSBW_GOAL[1] for r in two_racks] == \
+    two_racks = _gb200("coreweaveNcclTests_GB200-NVL72_2rack_144GPU_36x4_all_reduce_perf_512M-16G.txt")
+    assert [BUSBW_GOAL[0] <= r.busbw_ratio <= BUSBW_GOAL[1] for r in compare(two_racks)] == \
         [False] * 3 + [True] * 3
+    # Both runs have a ring's shape (a 72-rank ring's ~570 us of steps up front): priced as
+    # ring, every size of both is inside the goal.
+    for system in (one_rack, two_racks):
+        for r in compare(dataclasses.replace(system, algorithm="ring")):
+            assert 0.8 <= r.busbw_ratio <= 1.0 and 1.0 <= r.time_ratio <= 1.25, r
 
 
 def test_held_out_nvlink_partitions_feed_the_ring_from_every_tray_nic():

@@ -165,13 +165,16 @@ SYSTEMS: tuple[System, ...] = (
     # a tray (their rate is not published: 400G, the ConnectX-7 these racks ship with).
     System(results="coreweaveNcclTests_GB200-NVL72_1rack_72GPU_18x4_all_reduce_perf_512M-8G.txt",
            topology=_GB200, hosts=18, domain_hosts=18, sm=100, nic_gbit=400, nics=4,
-           note="one NVLink domain of 72 GPUs: 8.5% optimistic from 2 GiB, but the published "
-                "curve still climbs at 512 MiB-1 GiB (~570 us fixed cost, the latency of a "
-                "72-rank ring) where the model prices NVLS, whose latency is one hop: 1.3-1.5x"),
+           note="one NVLink domain of 72 GPUs. The model's choice, NVLS, is 1.08-1.19x from "
+                "2 GiB and 1.3-1.5x below; the published curve has a ring's shape (~570 us "
+                "fixed: the 142 steps of a 72-rank ring), and priced as ring every size is "
+                "0.82-0.96x. Whether NVLS was on is not published (CoreWeave's scripts turned "
+                "it off and on again in 2025)"),
     System(results="coreweaveNcclTests_GB200-NVL72_2rack_144GPU_36x4_all_reduce_perf_512M-16G.txt",
            topology=_GB200, hosts=36, domain_hosts=18, sm=100, nic_gbit=400, nics=4,
-           note="two NVLink domains over InfiniBand: within the goal from 4 GiB, 1.3-1.7x "
-                "optimistic below (the same climb as one rack)"),
+           note="two NVLink domains over InfiniBand: the model's NVLS tree is within the "
+                "goal from 4 GiB and 1.3-1.7x below; priced as ring, 0.86-0.99x at every size "
+                "(the same ring shape as one rack)"),
     System(results="coreweaveNcclTests_GB200-NVL72_20rack_1440GPU_360x4_all_reduce_perf_512M-16G.txt",
            topology=_GB200, hosts=360, domain_hosts=18, sm=100, nic_gbit=400, nics=4,
            note="20 NVLink domains over InfiniBand: 2.2-5x optimistic. The published 405 GB/s "
