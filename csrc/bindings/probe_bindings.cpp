@@ -42,6 +42,7 @@ class FailingNvml : public topo::NvmlApi {
   bool computeCapability(int, int*) override { return false; }
   bool numaNode(int, int*) override { return false; }
   bool nvlinkRemote(int, int, std::string*, topo::NvlinkPeer*) override { return false; }
+  bool gpuFabric(int, topo::NvmlFabricInfo*) override { return false; }
 };
 
 topo::HostTopology probeWithFaults(const std::vector<std::string>& faults,

@@ -3,9 +3,32 @@
 // inject a fake built from a real topology file, as torchcomms does with its NcclApi.
 #pragma once
 
+#include <array>
 #include <string>
 
 namespace torch_topo::topo {
+
+/// nvmlReturn_t values the probe tells apart (nvml.h); any other is reported by number.
+constexpr int kNvmlSuccess = 0;
+constexpr int kNvmlErrorNotSupported = 3;
+
+/// nvmlGpuFabricState_t: how far the GPU's registration with the NVLink fabric got.
+enum class NvmlFabricState : unsigned char {
+  NotSupported = 0,
+  NotStarted = 1,
+  InProgress = 2,
+  Completed = 3
+};
+
+/// NVML's answer to the GPU fabric query (nvmlDeviceGetGpuFabricInfoV, r550+, else
+/// nvmlDeviceGetGpuFabricInfo, r535), as returned: the probe decides what counts as a domain.
+struct NvmlFabricInfo {
+  int result = kNvmlErrorNotSupported;  // nvmlReturn_t of the call; the rest only on success
+  std::array<unsigned char, 16> cluster_uuid{};  // NVML_GPU_FABRIC_UUID_LEN
+  int status = kNvmlSuccess;  // nvmlReturn_t of the registration, meaningful once Completed
+  unsigned clique_id = 0;     // "partitionId" in r535's nvml.h, same place
+  NvmlFabricState state = NvmlFabricState::NotSupported;
+};
 
 /// What sits at the far end of an NVLink (nvmlIntNvLinkDeviceType_t).
 enum class NvlinkPeer { Gpu, Cpu, Switch, Unknown };
@@ -37,6 +60,11 @@ class NvmlApi {
   /// when the link is absent or inactive. `kind` is Unknown where the driver cannot tell
   /// (nvmlDeviceGetNvLinkRemoteDeviceType appeared in r450).
   virtual bool nvlinkRemote(int dev, int link, std::string* remote_bus_id, NvlinkPeer* kind) = 0;
+  /// The GPU's multi-node NVLink fabric. Unlike the queries above, NVML's answer is passed on
+  /// whatever it is (errors in `info->result`), since a fabric the GPU is still joining differs
+  /// from none; false only when the driver has neither call (before r535) or `dev` has no
+  /// handle.
+  virtual bool gpuFabric(int dev, NvmlFabricInfo* info) = 0;
 };
 
 }  // namespace torch_topo::topo

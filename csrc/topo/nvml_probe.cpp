@@ -6,7 +6,9 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <set>
 #include <vector>
@@ -23,7 +25,7 @@ constexpr const char* kNvmlCheckFix = "check the GPUs with nvidia-smi -q";
 // nvml.h types, by value as the C API defines them (nvmlPciInfo_t layout of the _v3 call).
 using NvmlReturn = int;
 using NvmlDevice = struct NvmlDeviceOpaque*;
-constexpr NvmlReturn kNvmlSuccess = 0;
+constexpr NvmlReturn kNvmlErrorArgumentVersionMismatch = 25;
 constexpr int kNvmlNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 struct NvmlPciInfo {
   char bus_id_legacy[16];
@@ -34,6 +36,43 @@ struct NvmlPciInfo {
   unsigned int pci_subsystem_id;
   char bus_id[32];
 };
+
+// GPU fabric info as nvml.h declares it (NVIDIA/go-nvml gen/nvml/nvml.h): nvmlGpuFabricInfo_t of
+// r535 (CUDA 12.2 header, go-nvml 075f45f, the clique id then named partitionId), and
+// nvmlGpuFabricInfo_v3_t of r580 (CUDA 13.0 header, go-nvml 9da9e13; unchanged in 13.3,
+// 2f9e261), whose fields up to healthMask are r550's nvmlGpuFabricInfo_v2_t (CUDA 12.4, f7ceebd).
+struct NvmlGpuFabricInfo {
+  unsigned char cluster_uuid[16];  // NVML_GPU_FABRIC_UUID_LEN
+  NvmlReturn status;
+  unsigned int clique_id;
+  unsigned char state;  // nvmlGpuFabricState_t
+};
+struct NvmlGpuFabricInfoV3 {
+  unsigned int version;
+  unsigned char cluster_uuid[16];
+  NvmlReturn status;
+  unsigned int clique_id;
+  unsigned char state;
+  unsigned int health_mask;
+  unsigned char health_summary;  // v3 only
+};
+// NVML_STRUCT_VERSION(GpuFabricInfo, v) = sizeof(nvmlGpuFabricInfo_v<v>_t) | v << 24.
+constexpr unsigned kNvmlGpuFabricInfoV2 =
+    offsetof(NvmlGpuFabricInfoV3, health_summary) | (2u << 24);
+constexpr unsigned kNvmlGpuFabricInfoV3 = sizeof(NvmlGpuFabricInfoV3) | (3u << 24);
+static_assert(kNvmlGpuFabricInfoV2 == 0x02000024 && kNvmlGpuFabricInfoV3 == 0x03000028,
+              "nvml.h's nvmlGpuFabricInfo_v2_t has 36 bytes and _v3_t 40");
+
+template <typename Raw>
+NvmlFabricInfo toFabricInfo(NvmlReturn result, const Raw& raw) {
+  NvmlFabricInfo info;
+  info.result = result;
+  std::copy(std::begin(raw.cluster_uuid), std::end(raw.cluster_uuid), info.cluster_uuid.begin());
+  info.status = raw.status;
+  info.clique_id = raw.clique_id;
+  info.state = static_cast<NvmlFabricState>(raw.state);
+  return info;
+}
 
 std::string formatBusId(const NvmlPciInfo& pci) {
   char text[32];
@@ -65,6 +104,10 @@ class DlNvml : public NvmlApi {
         "nvmlDeviceGetNvLinkRemoteDeviceType");
     // Optional: added in r470 drivers; older ones leave the NUMA node to sysfs.
     numa_ = sym<NvmlReturn (*)(NvmlDevice, unsigned*)>("nvmlDeviceGetNumaNodeId");
+    // Optional: r550 added the versioned call; r535 has only the plain one.
+    fabric_v_ =
+        sym<NvmlReturn (*)(NvmlDevice, NvmlGpuFabricInfoV3*)>("nvmlDeviceGetGpuFabricInfoV");
+    fabric_ = sym<NvmlReturn (*)(NvmlDevice, NvmlGpuFabricInfo*)>("nvmlDeviceGetGpuFabricInfo");
     if (!init_ || !count_ || !handle_by_index_ || !pci_) {
       reason_ = library + ": missing nvmlInit_v2/nvmlDeviceGetCount_v2/nvmlDeviceGetPciInfo_v3 "
                           "(driver older than r418?)";
@@ -145,6 +188,29 @@ class DlNvml : public NvmlApi {
     return true;
   }
 
+  bool gpuFabric(int dev, NvmlFabricInfo* info) override {
+    NvmlDevice d = device(dev);
+    if (!d || (!fabric_v_ && !fabric_)) return false;
+    if (!fabric_v_) {
+      NvmlGpuFabricInfo raw{};
+      NvmlReturn rc = fabric_(d, &raw);
+      *info = toFabricInfo(rc, raw);
+      return true;
+    }
+    // v2 first: every driver with the call knows it (r550 on), and it holds all the probe
+    // reads; v3 only for a driver that has dropped v2 (deprecated since r580's nvml.h).
+    NvmlGpuFabricInfoV3 raw{};
+    raw.version = kNvmlGpuFabricInfoV2;
+    NvmlReturn rc = fabric_v_(d, &raw);
+    if (rc == kNvmlErrorArgumentVersionMismatch) {
+      raw = {};
+      raw.version = kNvmlGpuFabricInfoV3;
+      rc = fabric_v_(d, &raw);
+    }
+    *info = toFabricInfo(rc, raw);
+    return true;
+  }
+
  private:
   template <typename Fn>
   Fn sym(const char* name) {
@@ -173,6 +239,8 @@ class DlNvml : public NvmlApi {
   NvmlReturn (*link_remote_)(NvmlDevice, unsigned, NvmlPciInfo*) = nullptr;
   NvmlReturn (*numa_)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*link_type_)(NvmlDevice, unsigned, int*) = nullptr;
+  NvmlReturn (*fabric_v_)(NvmlDevice, NvmlGpuFabricInfoV3*) = nullptr;
+  NvmlReturn (*fabric_)(NvmlDevice, NvmlGpuFabricInfo*) = nullptr;
 };
 
 int cpuNodeFor(Graph* graph, int numa) {
@@ -182,6 +250,63 @@ int cpuNodeFor(Graph* graph, int numa) {
   std::vector<int> cpus = graph->nodesOfKind(NodeKind::Cpu);
   if (!cpus.empty()) return cpus.front();
   return graph->addNode(makeCpuNode(0));
+}
+
+const char* fabricStateName(NvmlFabricState state) {
+  switch (state) {
+    case NvmlFabricState::NotSupported:
+      return "not supported";
+    case NvmlFabricState::NotStarted:
+      return "not started";
+    case NvmlFabricState::InProgress:
+      return "in progress";
+    case NvmlFabricState::Completed:
+      return "completed";
+  }
+  return "unknown";
+}
+
+// The GPU's multi-node NVLink domain, "<cluster uuid as hex>/<clique id>", "" without one. Hosts
+// without multi-node NVLink answer "not supported" (result or state) or lack the call: no
+// warning. A query that fails otherwise, or a registration that has not completed, leaves the
+// domain unknown: the GPU is taken as having none (its peers on other hosts then cost NIC time)
+// and a warning says why.
+std::string nvlinkDomain(NvmlApi* nvml, int dev, const Gpu& gpu,
+                         std::vector<std::string>* warnings) {
+  NvmlFabricInfo f;
+  if (!nvml->gpuFabric(dev, &f) || f.result == kNvmlErrorNotSupported ||
+      (f.result == kNvmlSuccess && f.state == NvmlFabricState::NotSupported)) {
+    return "";
+  }
+  std::string problem;
+  if (f.result != kNvmlSuccess) {
+    problem = "GPU fabric query: got NVML error " + std::to_string(f.result) +
+              ", expected success or not supported";
+  } else if (f.state != NvmlFabricState::Completed) {
+    problem = "GPU fabric state: got " + std::to_string(static_cast<int>(f.state)) + " (" +
+              fabricStateName(f.state) + "), expected 3 (completed)";
+  }
+  if (!problem.empty()) {
+    warnings->push_back("probe:nvml failed: NVML device " + std::to_string(dev) + " (GPU " +
+                        std::to_string(gpu.index) + ", " + gpu.bus_id + "): " + problem +
+                        "; its NVLink domain is unknown, taken as none (other hosts reached "
+                        "through NICs); check the Fabric section of nvidia-smi -q");
+    return "";
+  }
+  // Completed with an error status and a zero cluster UUID is what single-host H100s report
+  // (meta-pytorch/torchcomms PR 936, 1385), so neither is a domain nor worth a warning; a
+  // GB200 whose registration failed looks the same (Azure/azhpc-images PR 506) and stays
+  // silent too.
+  bool zero_uuid = std::all_of(f.cluster_uuid.begin(), f.cluster_uuid.end(),
+                               [](unsigned char b) { return b == 0; });
+  if (f.status != kNvmlSuccess || zero_uuid) return "";
+  std::string domain;
+  char hex[3];
+  for (unsigned char b : f.cluster_uuid) {
+    std::snprintf(hex, sizeof(hex), "%02x", b);
+    domain += hex;
+  }
+  return domain + "/" + std::to_string(f.clique_id);
 }
 
 }  // namespace
@@ -245,6 +370,7 @@ void addNvmlGpus(NvmlApi* nvml, HostTopology* host) {
       if (numa.id == gpu.numa_node) gpu.cpu_affinity = numa.cpus;
     }
     node_of_bus[gpu.bus_id] = node;
+    gpu.nvlink_domain = nvlinkDomain(nvml, found[i].dev, gpu, &host->warnings);
     host->gpus.push_back(gpu);
   }
   // Lanes per peer; a GPU pair is counted from the lower index only (NVML reports it twice).

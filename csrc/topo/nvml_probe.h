@@ -23,8 +23,10 @@ std::unique_ptr<NvmlApi> loadNvml(const std::string& library = kNvmlLibrary);
 /// and NvLink links to each peer, lanes = active links to it: GPU-to-GPU, GPU-to-CPU (peer kind
 /// Cpu: POWER), else GPU-to-NVSwitch (any other peer that is not one of the GPUs). An
 /// unavailable `nvml` adds nothing. A GPU whose bus id is unreadable, malformed or repeated is
-/// skipped with a warning; a link back to the GPU itself is ignored. Exceptions of `nvml`
-/// propagate (probeHost isolates them).
+/// skipped with a warning; a link back to the GPU itself is ignored. Each GPU's nvlink_domain
+/// comes from NVML's fabric query (docs/probe.md); a query that fails other than with "not
+/// supported", or a fabric registration not completed, leaves it empty with a warning. Exceptions
+/// of `nvml` propagate (probeHost isolates them).
 void addNvmlGpus(NvmlApi* nvml, HostTopology* host);
 
 }  // namespace torch_topo::topo

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -32,7 +33,8 @@ inline std::string dataFile(const std::string& rel) {
 }
 
 /// NVML as the host described by `host` would answer: its GPUs in reverse order (NVML's order
-/// need not be bus order), and one NVML link per NVLink lane of the graph.
+/// need not be bus order), one NVML link per NVLink lane of the graph, and a GPU fabric query
+/// answering "not supported" (a host without multi-node NVLink) unless setFabric says otherwise.
 class FakeNvml : public NvmlApi {
  public:
   explicit FakeNvml(const HostTopology& host) {
@@ -69,6 +71,20 @@ class FakeNvml : public NvmlApi {
     *kind = links[link].second;
     return true;
   }
+  bool gpuFabric(int dev, NvmlFabricInfo* info) override {
+    auto it = fabric_.find(dev);
+    if (it == fabric_.end()) it = fabric_.find(kAllDevices);
+    if (it == fabric_.end()) {
+      *info = NvmlFabricInfo{};
+      return true;
+    }
+    if (it->second) *info = *it->second;
+    return it->second.has_value();
+  }
+  /// The fabric NVML device `dev` reports (kAllDevices: every device without its own);
+  /// nullopt: the driver lacks the fabric calls.
+  static constexpr int kAllDevices = -1;
+  void setFabric(int dev, std::optional<NvmlFabricInfo> info) { fabric_[dev] = info; }
 
  private:
   void addLanes(const Graph& graph, int from, int to, int lanes) {
@@ -82,6 +98,7 @@ class FakeNvml : public NvmlApi {
   }
   std::vector<Gpu> gpus_;
   std::map<std::string, std::vector<std::pair<std::string, NvlinkPeer>>> links_;
+  std::map<int, std::optional<NvmlFabricInfo>> fabric_;
 };
 
 /// NVML on a machine without the driver.
@@ -95,6 +112,7 @@ class AbsentNvml : public NvmlApi {
   bool computeCapability(int, int*) override { return false; }
   bool numaNode(int, int*) override { return false; }
   bool nvlinkRemote(int, int, std::string*, NvlinkPeer*) override { return false; }
+  bool gpuFabric(int, NvmlFabricInfo*) override { return false; }
 };
 
 /// NVML that breaks the way drivers do; `device` is the NVML index the per-device faults hit.

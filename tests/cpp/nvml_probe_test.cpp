@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of csrc/topo/nvml_probe: GPUs and NVLinks from an NVML whose answers come from real hwloc
-// files (tests/data/hwloc), and the dlopen path on a machine without the driver.
+// Tests of csrc/topo/nvml_probe: GPUs, NVLinks and multi-node NVLink domains from an NVML whose
+// answers come from real hwloc files (tests/data/hwloc), and the dlopen path on a machine without
+// the driver.
 #include "topo/nvml_probe.h"
 
 #include <gtest/gtest.h>
@@ -82,6 +83,100 @@ TEST(NvmlProbeTest, Power8CountsGpuPairsOnceAndLinksGpusToTheirSocket) {
   EXPECT_TRUE(host.graph.nodesOfKind(NodeKind::NvSwitch).empty());
 }
 
+// The DGX-2 file's GPUs through a FakeNvml whose fabric query is set by `setup`.
+template <typename Setup>
+HostTopology dgx2WithFabric(Setup setup) {
+  testing::FakeNvml nvml(fileHost("hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml"));
+  setup(&nvml);
+  HostTopology host;
+  addNvmlGpus(&nvml, &host);
+  EXPECT_EQ(host.gpuCount(), 16);
+  return host;
+}
+
+// A GB200 tray's fabric as nvidia-smi -q printed it (leptonai/gpud PR 1108): ClusterUUID
+// 9c6f5af3-53bf-49b5-a436-b66766c413c3, CliqueId 4026.
+NvmlFabricInfo gb200Fabric() {
+  NvmlFabricInfo f;
+  f.result = kNvmlSuccess;
+  f.cluster_uuid = {0x9c, 0x6f, 0x5a, 0xf3, 0x53, 0xbf, 0x49, 0xb5,
+                    0xa4, 0x36, 0xb6, 0x67, 0x66, 0xc4, 0x13, 0xc3};
+  f.clique_id = 4026;
+  f.state = NvmlFabricState::Completed;
+  return f;
+}
+
+void expectNoDomainNorWarning(const HostTopology& host) {
+  for (const Gpu& gpu : host.gpus) EXPECT_EQ(gpu.nvlink_domain, "") << gpu.bus_id;
+  EXPECT_TRUE(host.warnings.empty()) << host.warnings.front();
+}
+
+TEST(NvmlProbeTest, ADriverWithoutTheFabricCallsGivesNoDomainAndNoWarning) {
+  expectNoDomainNorWarning(dgx2WithFabric(
+      [](testing::FakeNvml* n) { n->setFabric(testing::FakeNvml::kAllDevices, std::nullopt); }));
+}
+
+TEST(NvmlProbeTest, AFabricNotSupportedGivesNoDomainAndNoWarning) {
+  expectNoDomainNorWarning(dgx2WithFabric([](testing::FakeNvml*) {}));  // the call's result
+  NvmlFabricInfo f = gb200Fabric();
+  f.state = NvmlFabricState::NotSupported;  // a successful call saying so (GB200, gpud PR 1108)
+  expectNoDomainNorWarning(dgx2WithFabric(
+      [&](testing::FakeNvml* n) { n->setFabric(testing::FakeNvml::kAllDevices, f); }));
+}
+
+TEST(NvmlProbeTest, ACompletedFabricGivesEachGpuItsClusterAndClique) {
+  NvmlFabricInfo other = gb200Fabric();
+  other.clique_id = 7;
+  HostTopology host = dgx2WithFabric([&](testing::FakeNvml* n) {
+    n->setFabric(testing::FakeNvml::kAllDevices, gb200Fabric());
+    n->setFabric(15, other);  // NVML device 15 is GPU 0: FakeNvml lists GPUs in reverse
+  });
+  EXPECT_EQ(host.gpus[0].nvlink_domain, "9c6f5af353bf49b5a436b66766c413c3/7");
+  for (int i = 1; i < 16; ++i) {
+    EXPECT_EQ(host.gpus[i].nvlink_domain, "9c6f5af353bf49b5a436b66766c413c3/4026");
+  }
+  EXPECT_TRUE(host.warnings.empty());
+}
+
+TEST(NvmlProbeTest, AnUnfinishedOrFailedFabricQueryLeavesTheDomainEmptyWithAWarning) {
+  NvmlFabricInfo in_progress = gb200Fabric();
+  in_progress.state = NvmlFabricState::InProgress;
+  NvmlFabricInfo failed;
+  failed.result = 999;  // NVML_ERROR_UNKNOWN
+  HostTopology host = dgx2WithFabric([&](testing::FakeNvml* n) {
+    n->setFabric(testing::FakeNvml::kAllDevices, gb200Fabric());
+    n->setFabric(15, in_progress);
+    n->setFabric(0, failed);  // GPU 15
+  });
+  EXPECT_EQ(host.gpus[0].nvlink_domain, "");
+  EXPECT_EQ(host.gpus[15].nvlink_domain, "");
+  EXPECT_EQ(host.gpus[1].nvlink_domain, "9c6f5af353bf49b5a436b66766c413c3/4026");
+  ASSERT_EQ(host.warnings.size(), 2u);
+  EXPECT_EQ(host.warnings[0].rfind("probe:nvml failed: NVML device 15 (GPU 0, 0000:34:00.0): "
+                                   "GPU fabric state: got 2 (in progress), expected 3 "
+                                   "(completed); its NVLink domain is unknown",
+                                   0),
+            0u)
+      << host.warnings[0];
+  EXPECT_NE(host.warnings[1].find("NVML device 0 (GPU 15, 0000:e7:00.0): GPU fabric query: got "
+                                  "NVML error 999"),
+            std::string::npos)
+      << host.warnings[1];
+}
+
+TEST(NvmlProbeTest, AZeroClusterUuidOrAFailedRegistrationIsNoDomain) {
+  NvmlFabricInfo zero = gb200Fabric();
+  zero.cluster_uuid = {};
+  expectNoDomainNorWarning(dgx2WithFabric(
+      [&](testing::FakeNvml* n) { n->setFabric(testing::FakeNvml::kAllDevices, zero); }));
+  // Completed with an error status: what H100s without multi-node NVLink report
+  // (meta-pytorch/torchcomms PR 936), so no warning either.
+  NvmlFabricInfo failed = gb200Fabric();
+  failed.status = 23;  // NVML_ERROR_INSUFFICIENT_RESOURCES
+  expectNoDomainNorWarning(dgx2WithFabric(
+      [&](testing::FakeNvml* n) { n->setFabric(testing::FakeNvml::kAllDevices, failed); }));
+}
+
 TEST(NvmlProbeTest, MissingLibraryIsUnavailableWithAReasonAndAddsNothing) {
   std::unique_ptr<NvmlApi> nvml = loadNvml("libtorch-topo-no-such-nvml.so.1");
   EXPECT_FALSE(nvml->available());
@@ -89,6 +184,8 @@ TEST(NvmlProbeTest, MissingLibraryIsUnavailableWithAReasonAndAddsNothing) {
   EXPECT_EQ(nvml->deviceCount(), 0);
   std::string bus;
   EXPECT_FALSE(nvml->pciBusId(0, &bus));
+  NvmlFabricInfo fabric;
+  EXPECT_FALSE(nvml->gpuFabric(0, &fabric));
   HostTopology host;
   addNvmlGpus(nvml.get(), &host);
   EXPECT_EQ(host.gpuCount(), 0);
