@@ -7,6 +7,8 @@ so the NCCL check runs in a fresh interpreter."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -46,6 +48,38 @@ def test_live_probe_finds_each_gpu_by_torchs_bus_id():
     topology = torch_topo.probe()
     probed = sorted(_normal(g.bus_id) for g in topology.gpus if g.bus_id)
     assert probed == sorted(_torch_bus_ids()), (probed, topology.warnings)
+
+
+def _smi_fabric_domains() -> dict[str, str]:
+    """{bus id: the domain nvidia-smi -q's Fabric section implies ("" for none)}."""
+    out = subprocess.run(["nvidia-smi", "-q"], capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    domains = {}
+    for section in re.split(r"\n(?=GPU [0-9A-Fa-f]+:)", out)[1:]:
+        bus = _normal(section.split()[1])
+        fabric = section.split("Fabric", 1)[1] if "Fabric" in section else ""
+        state = re.search(r"State\s*:\s*(\S+)", fabric)
+        status = re.search(r"Status\s*:\s*(\S+)", fabric)
+        uuid = re.search(r"ClusterUUID\s*:\s*([0-9A-Fa-f-]+)", fabric)
+        clique = re.search(r"CliqueId\s*:\s*(\d+)", fabric)
+        hex_uuid = uuid.group(1).replace("-", "").lower() if uuid else ""
+        complete = (state and state.group(1) == "Completed" and status
+                    and status.group(1) == "Success" and clique and hex_uuid.strip("0"))
+        domains[bus] = f"{hex_uuid}/{int(clique.group(1))}" if complete else ""
+    return domains
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="needs nvidia-smi")
+def test_nvlink_domain_agrees_with_nvidia_smi_fabric():
+    # The probe's NVML fabric query against nvidia-smi's own report of it (on a host without
+    # multi-node NVLink: no domain and no fabric warning).
+    import torch_topo
+
+    topology = torch_topo.probe()
+    expected = _smi_fabric_domains()
+    got = {_normal(g.bus_id): g.nvlink_domain for g in topology.native.gpus}
+    assert got == {bus: expected[bus] for bus in got}, (got, expected)
+    assert not [w for w in topology.warnings if "fabric" in w], topology.warnings
 
 
 @pytest.mark.timeout(120)
