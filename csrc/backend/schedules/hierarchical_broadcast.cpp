@@ -18,38 +18,30 @@ ScheduleBuffers hierarchicalBroadcast(const Levels& levels, at::Tensor& tensor, 
   const int64_t root_local = levels.local_of_rank[root];
   const bool on_root_host = levels.host_index == root_host;
   c10d::Backend& intra = *levels.intra;
-  const int64_t grain = lay.uniform ? lay.local_size : 1;
-  bool staged = false;
-  at::Tensor buf = hier::stageFlat(tensor, grain, /*force_copy=*/false, staged);
-  const hier::Chunking chunks =
-      hier::planChunks(buf.numel(), levels.chunk_bytes, buf.element_size(), 1, grain);
+  hier::InPlaceBuffers work = hier::inPlaceBuffers(levels, lay, tensor, /*force_copy=*/false);
   // Everything the stages capture lives at function scope: they run after the branches end.
   const bool leader = levels.local_rank == 0;
   // Uneven hosts: the root's host hears the root directly; other hosts hear their leader.
   const bool root_is_leader = root_local == 0;
-  hier::Chunking shards;
   hier::Stages stages;
-  at::Tensor shard;
   if (lay.uniform) {
     // Every rail carries 1/local_size of the tensor, so all NICs of a host work at once.
-    shard = at::empty({buf.numel() / grain}, buf.options());
-    shards = hier::Chunking{shard.numel(), chunks.elems / grain};
     c10d::Backend& rail = *levels.rail;
     stages.fast_in = [&](int64_t k) -> hier::WorkPtr {
       if (!on_root_host) {
         return {};
       }
-      at::Tensor s = shards.of(shard, k);
-      at::Tensor c = chunks.of(buf, k).view({grain, s.numel()});
+      at::Tensor s = work.shards.of(work.shard, k);
+      at::Tensor c = work.chunks.of(work.buf, k).view({work.grain, s.numel()});
       return hier::scatterOn(intra, s, c, root_local, timeout);
     };
     stages.slow = [&](int64_t k) {
-      at::Tensor s = shards.of(shard, k);
+      at::Tensor s = work.shards.of(work.shard, k);
       return hier::broadcastOn(rail, s, root_host, timeout);
     };
     stages.fast_out = [&](int64_t k) {
-      at::Tensor s = shards.of(shard, k);
-      at::Tensor c = chunks.of(buf, k);
+      at::Tensor s = work.shards.of(work.shard, k);
+      at::Tensor c = work.chunks.of(work.buf, k);
       return hier::allGatherOn(intra, c, s, timeout);
     };
   } else {
@@ -57,29 +49,29 @@ ScheduleBuffers hierarchicalBroadcast(const Levels& levels, at::Tensor& tensor, 
       if (!on_root_host || root_is_leader) {
         return {};
       }
-      at::Tensor c = chunks.of(buf, k);
+      at::Tensor c = work.chunks.of(work.buf, k);
       return hier::broadcastOn(intra, c, root_local, timeout);
     };
     stages.slow = [&](int64_t k) -> hier::WorkPtr {
       if (!leader) {
         return {};
       }
-      at::Tensor c = chunks.of(buf, k);
+      at::Tensor c = work.chunks.of(work.buf, k);
       return hier::broadcastOn(*levels.leaders, c, root_host, timeout);
     };
     stages.fast_out = [&](int64_t k) -> hier::WorkPtr {
       if (on_root_host && !root_is_leader) {
         return {};
       }
-      at::Tensor c = chunks.of(buf, k);
+      at::Tensor c = work.chunks.of(work.buf, k);
       return hier::broadcastOn(intra, c, 0, timeout);
     };
   }
-  hier::runPipeline(chunks.count(), stages);
-  if (staged && lay.rank != root) {
-    hier::unstage(tensor, buf);
+  hier::runPipeline(work.chunks.count(), stages);
+  if (work.staged && lay.rank != root) {
+    hier::unstage(tensor, work.buf);
   }
-  return {buf, shard};
+  return {work.buf, work.shard};
 }
 
 }  // namespace torch_topo::backend

@@ -145,6 +145,19 @@ at::Tensor stageFlat(const at::Tensor& t, int64_t grain, bool force_copy, bool& 
   return flat;
 }
 
+InPlaceBuffers inPlaceBuffers(const Levels& levels, const Layout& lay, const at::Tensor& tensor,
+                              bool force_copy) {
+  InPlaceBuffers w;
+  w.grain = lay.uniform ? lay.local_size : 1;
+  w.buf = stageFlat(tensor, w.grain, force_copy, w.staged);
+  w.chunks = planChunks(w.buf.numel(), levels.chunk_bytes, w.buf.element_size(), 1, w.grain);
+  if (lay.uniform) {
+    w.shard = at::empty({w.buf.numel() / w.grain}, w.buf.options());
+    w.shards = Chunking{w.shard.numel(), w.chunks.elems / w.grain};
+  }
+  return w;
+}
+
 void unstage(at::Tensor& t, const at::Tensor& flat) {
   t.copy_(flat.narrow(0, 0, t.numel()).view(t.sizes()));
 }

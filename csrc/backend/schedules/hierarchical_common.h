@@ -70,6 +70,22 @@ void scaleReduced(at::Tensor& tensor, const c10d::ReduceOp& op, int64_t group_si
 /// false, else a copy (then `staged` is true and `unstage` writes results back).
 at::Tensor stageFlat(const at::Tensor& t, int64_t grain, bool force_copy, bool& staged);
 
+/// Working buffers of the schedules that keep the tensor's shape (all-reduce, reduce,
+/// broadcast): the tensor staged flat (stageFlat) and cut into pipeline chunks. On uniform
+/// hosts the buffer is padded to whole multiples of local_size and `shard` holds this rank's
+/// 1/local_size of it, chunked alike (shard chunk k belongs to chunk k), so every rail carries
+/// an equal share; on uneven hosts `shard` stays undefined.
+struct InPlaceBuffers {
+  int64_t grain = 1;
+  bool staged = false;
+  at::Tensor buf;
+  Chunking chunks;
+  at::Tensor shard;
+  Chunking shards;
+};
+InPlaceBuffers inPlaceBuffers(const Levels& levels, const Layout& lay, const at::Tensor& tensor,
+                              bool force_copy);
+
 /// Copies the first t.numel() elements of `flat` back into `t` (any strides).
 void unstage(at::Tensor& t, const at::Tensor& flat);
 

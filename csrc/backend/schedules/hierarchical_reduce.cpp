@@ -20,49 +20,41 @@ ScheduleBuffers hierarchicalReduce(const Levels& levels, at::Tensor& tensor, int
   const bool on_root_host = levels.host_index == root_host;
   const bool is_root = lay.rank == root;
   c10d::Backend& intra = *levels.intra;
-  const int64_t grain = lay.uniform ? lay.local_size : 1;
   // Inner reduces use their buffer as scratch on every rank; a copy keeps the promise that
   // only the root's tensor changes.
-  bool staged = false;
-  at::Tensor buf = hier::stageFlat(tensor, grain, /*force_copy=*/!is_root, staged);
-  const hier::Chunking chunks =
-      hier::planChunks(buf.numel(), levels.chunk_bytes, buf.element_size(), 1, grain);
+  hier::InPlaceBuffers work = hier::inPlaceBuffers(levels, lay, tensor, /*force_copy=*/!is_root);
   // Everything the stages capture lives at function scope: they run after the branches end.
   const bool leader = levels.local_rank == 0;
-  hier::Chunking shards;
   hier::Stages stages;
-  at::Tensor shard;
   if (lay.uniform) {
-    shard = at::empty({buf.numel() / grain}, buf.options());
-    shards = hier::Chunking{shard.numel(), chunks.elems / grain};
     c10d::Backend& rail = *levels.rail;
     stages.fast_in = [&](int64_t k) {
-      at::Tensor c = chunks.of(buf, k);
-      at::Tensor s = shards.of(shard, k);
+      at::Tensor c = work.chunks.of(work.buf, k);
+      at::Tensor s = work.shards.of(work.shard, k);
       return hier::reduceScatterOn(intra, s, c, inner, timeout);
     };
     stages.slow = [&](int64_t k) {
-      at::Tensor s = shards.of(shard, k);
+      at::Tensor s = work.shards.of(work.shard, k);
       return hier::reduceOn(rail, s, root_host, inner, timeout);
     };
     stages.fast_out = [&](int64_t k) -> hier::WorkPtr {
       if (!on_root_host) {
         return {};
       }
-      at::Tensor s = shards.of(shard, k);
-      at::Tensor c = chunks.of(buf, k).view({grain, s.numel()});
+      at::Tensor s = work.shards.of(work.shard, k);
+      at::Tensor c = work.chunks.of(work.buf, k).view({work.grain, s.numel()});
       return hier::gatherOn(intra, c, s, root_local, timeout);
     };
   } else {
     stages.fast_in = [&](int64_t k) {
-      at::Tensor c = chunks.of(buf, k);
+      at::Tensor c = work.chunks.of(work.buf, k);
       return hier::reduceOn(intra, c, 0, inner, timeout);
     };
     stages.slow = [&](int64_t k) -> hier::WorkPtr {
       if (!leader) {
         return {};
       }
-      at::Tensor c = chunks.of(buf, k);
+      at::Tensor c = work.chunks.of(work.buf, k);
       return hier::reduceOn(*levels.leaders, c, root_host, inner, timeout);
     };
     // The root's leader holds the result; a root elsewhere on that host hears it from there.
@@ -70,19 +62,19 @@ ScheduleBuffers hierarchicalReduce(const Levels& levels, at::Tensor& tensor, int
       if (!on_root_host || root_local == 0) {
         return {};
       }
-      at::Tensor c = chunks.of(buf, k);
+      at::Tensor c = work.chunks.of(work.buf, k);
       return hier::broadcastOn(intra, c, 0, timeout);
     };
   }
-  hier::runPipeline(chunks.count(), stages);
+  hier::runPipeline(work.chunks.count(), stages);
   if (is_root) {
-    at::Tensor result = buf.narrow(0, 0, tensor.numel());
+    at::Tensor result = work.buf.narrow(0, 0, tensor.numel());
     hier::scaleReduced(result, op, lay.group_size);
-    if (staged) {
-      hier::unstage(tensor, buf);
+    if (work.staged) {
+      hier::unstage(tensor, work.buf);
     }
   }
-  return {buf, shard};
+  return {work.buf, work.shard};
 }
 
 }  // namespace torch_topo::backend
