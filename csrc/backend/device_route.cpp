@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <c10/core/impl/VirtualGuardImpl.h>
+#include <c10/util/Exception.h>
 
 namespace torch_topo::backend {
 
@@ -47,6 +48,20 @@ std::optional<c10::ScalarType> refusedDtype(const DeviceRoute& route,
     if (!glooTakesDtype(t.scalar_type())) return t.scalar_type();
   }
   return std::nullopt;
+}
+
+void checkListShapes(const char* op, const DeviceRoute& route, const char* listName,
+                     const std::vector<at::Tensor>& list, const char* likeName,
+                     const at::Tensor& like) {
+  if (!route.glooDtypesOnly) return;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i].sizes() != like.sizes()) {
+      C10_THROW_ERROR(ValueError,
+                      c10::str("TopoBackend::", op, ": ", listName, " ", i, " has shape ",
+                               list[i].sizes(), ", expected the ", likeName, "'s shape ",
+                               like.sizes(), " (Gloo's list form takes equal shapes only)"));
+    }
+  }
 }
 
 std::vector<c10::intrusive_ptr<c10d::Backend>> DeviceRoute::backends() const {

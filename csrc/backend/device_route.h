@@ -69,6 +69,16 @@ bool glooTakesDtype(c10::ScalarType dtype);
 std::optional<c10::ScalarType> refusedDtype(const DeviceRoute& route,
                                             const std::vector<at::Tensor>& tensors);
 
+/// ValueError unless every tensor of `list` has the shape of `like`, on a route whose inner
+/// backend is Gloo (its list all-gather and reduce-scatter take equal shapes only). Checked up
+/// front because topo's one-step exchange and hierarchical schedules move elements by count: a
+/// list of equal counts but other shapes went through them (or failed inside at::stack) where
+/// Gloo refuses it, so the outcome depended on the flat/hierarchical choice. `op` and
+/// `listName` / `likeName` name the call's tensors in the message.
+void checkListShapes(const char* op, const DeviceRoute& route, const char* listName,
+                     const std::vector<at::Tensor>& list, const char* likeName,
+                     const at::Tensor& like);
+
 /// Makes the route's internal stream current for the life of the scope, after making it wait
 /// on the caller's stream (an event, no host block); `end()` records the op's end event on it.
 /// Device-generic (c10::impl::VirtualGuardImpl, c10::Event), so it compiles without CUDA.

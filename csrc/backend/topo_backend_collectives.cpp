@@ -125,6 +125,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter(
     }
   }
   auto& route = routeFor("reduce_scatter", outputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkListShapes("reduce_scatter", route, "input tensor", inputs[i], "output", outputs[i]);
+  }
   Epilogue epilogue;
   c10d::ReduceScatterOptions inner = opts;
   inner.reduceOp = prepareReduce("reduce_scatter", route, opts.reduceOp, outputs, outputs,

@@ -112,6 +112,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allgather(
     const c10d::AllgatherOptions& opts) {
   auto flat = checkGatherLists("allgather", outputs, inputs, size_);
   auto& route = routeFor("allgather", inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkListShapes("allgather", route, "output tensor", outputs[i], "input", inputs[i]);
+  }
   return collective(route, c10d::OpType::ALLGATHER, "allgather", flat, inputs,
                     [&](c10d::Backend& b) { return b.allgather(outputs, inputs, opts); },
                     single(inputs, [=](const Levels& lv) mutable {
@@ -212,8 +215,13 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::scatter(std::vector<at::Tensor>& out
   auto& route = routeFor("scatter", outputs);
   std::vector<at::Tensor> dense = outputs;
   Epilogue copyBack = stageContiguous(route, dense);
+  // Gloo sends each of the root's tensors as one dense block from its first element: a strided
+  // one reached its rank with the storage's values, not its own. They are only read, so their
+  // copies need no write-back.
+  std::vector<std::vector<at::Tensor>> denseInputs = inputs;
+  for (auto& list : denseInputs) stageContiguous(route, list);
   return launch(route, c10d::OpType::SCATTER, "scatter", outputs, flat,
-                [&] { return Issued{route.inner->scatter(dense, inputs, opts), {}}; },
+                [&] { return Issued{route.inner->scatter(dense, denseInputs, opts), {}}; },
                 std::move(copyBack));
 }
 

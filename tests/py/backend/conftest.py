@@ -9,14 +9,15 @@ from pool import RankPool
 _active: dict[str, RankPool] = {}
 
 
-def get_pool(size: int) -> RankPool:
-    """The pool of `size` ranks; the previous pool of another size is closed first (memory)."""
+def get_pool(size: int, env: dict[str, str] | None = None) -> RankPool:
+    """The pool of `size` ranks with the extra environment `env`; the previous pool of another
+    size or environment is closed first (memory)."""
     pool = _active.get("pool")
-    if pool is not None and pool.size != size:
+    if pool is not None and (pool.size, pool.env) != (size, dict(env or {})):
         pool.close()
         pool = None
     if pool is None:
-        pool = _active["pool"] = RankPool(size)
+        pool = _active["pool"] = RankPool(size, env)
     return pool
 
 

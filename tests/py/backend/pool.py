@@ -20,7 +20,8 @@ import torch.multiprocessing as mp
 CASE_TIMEOUT_S = 120
 
 
-def _worker(rank: int, size: int, store_path: str, tasks, results) -> None:
+def _worker(rank: int, size: int, store_path: str, env: dict, tasks, results) -> None:
+    os.environ.update(env)  # before the group reads its TORCH_TOPO_* config
     import torch.distributed as dist
 
     import torch_topo  # noqa: F401  (registers "topo")
@@ -43,17 +44,20 @@ def _worker(rank: int, size: int, store_path: str, tasks, results) -> None:
 
 
 class RankPool:
-    """`size` ranks running `fn(rank, size, gloo_group, *args)` on request."""
+    """`size` ranks running `fn(rank, size, gloo_group, *args)` on request; `env` adds
+    environment variables (the group's TORCH_TOPO_* config) to every rank."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, env: dict[str, str] | None = None):
         self.size = size
+        self.env = dict(env or {})
         ctx = mp.get_context("spawn")
         self._dir = tempfile.TemporaryDirectory()
         store_path = os.path.join(self._dir.name, "store")
         self._tasks = [ctx.Queue() for _ in range(size)]
         self._results = ctx.Queue()
         self._procs = [
-            ctx.Process(target=_worker, args=(r, size, store_path, self._tasks[r], self._results),
+            ctx.Process(target=_worker,
+                        args=(r, size, store_path, self.env, self._tasks[r], self._results),
                         daemon=True)
             for r in range(size)
         ]

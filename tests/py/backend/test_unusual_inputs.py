@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Unusual but legal tensors (layouts, zero-element and 0-dim, complex/bool/8-bit dtypes, list
+forms of mixed shapes, async works waited out of order) on "topo" against plain Gloo, flat and
+with hierarchical="always" on ranks played as two hosts (world 4: 2 x 2, so the schedules' rail
+and intra-host steps both run)."""
+
+from __future__ import annotations
+
+import pytest
+import unusual_cases
+
+CASES = [unusual_cases.layouts, unusual_cases.empty_and_scalar, unusual_cases.dtypes,
+         unusual_cases.list_shapes, unusual_cases.async_out_of_order]
+
+
+def _env(world: int, hierarchical: str) -> dict[str, str]:
+    hosts = [f"h{2 * r // world}" for r in range(world)]
+    return {"TORCH_TOPO_HIERARCHICAL": hierarchical,
+            "TORCH_TOPO_PLAY": ",".join(f"{h}:{hosts[:r].count(h)}" for r, h in enumerate(hosts)),
+            # The smallest chunk: a few dozen elements already cross several pipeline chunks.
+            "TORCH_TOPO_CHUNK_BYTES": "1024"}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("hierarchical", ["never", "always"])
+@pytest.mark.parametrize("world", [2, 4])
+def test_unusual_inputs_match_gloo(pool_factory, world, hierarchical, case):
+    pool = pool_factory(world, _env(world, hierarchical))
+    results = pool.run(case)
+    problems = [f"rank {r}: {m}" for r, bad in enumerate(results) for m in bad]
+    assert not problems, "\n".join(problems[:20])
+
+
+@pytest.mark.parametrize("world", [4])
+def test_hierarchical_pool_runs_the_schedules(pool_factory, world):
+    # Every call of async_out_of_order has a hierarchical form, so "always" must take it.
+    for bad, choices in pool_factory(world, _env(world, "always")).run(
+            unusual_cases.decisions_of_async):
+        assert not bad and choices == ["hierarchical"], (bad, choices)
