@@ -416,7 +416,6 @@ void TopoBackend::abort() {
   forEachBackend([&](c10d::Backend& backend) { backend.abort(); });
 }
 
-#if TORCH_TOPO_TORCH_AT_LEAST(2, 13)
 void TopoBackend::setTimeout(std::chrono::milliseconds timeout) {
   options_->timeout = timeout;
   forEachBackend([&](c10d::Backend& backend) { backend.setTimeout(timeout); });
@@ -429,7 +428,6 @@ c10d::ErrorType TopoBackend::getError() {
   }
   return c10d::ErrorType::SUCCESS;
 }
-#endif
 
 #if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
 void TopoBackend::addEphemeralTimeout(const std::chrono::milliseconds& timeout) {

@@ -175,12 +175,10 @@ class TopoBackend : public c10d::Backend {
   /// threads); every later op is a ValueError.
   void shutdown() override;
   void abort() override;
-#if TORCH_TOPO_TORCH_AT_LEAST(2, 13)
   /// Sets the group's default timeout here and on every inner backend.
   void setTimeout(std::chrono::milliseconds timeout) override;
   /// The first inner backend's error that is not SUCCESS, else SUCCESS.
   c10d::ErrorType getError() override;
-#endif
 #if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
   void addEphemeralTimeout(const std::chrono::milliseconds& timeout) override;
   /// Also binds the inner backend of the device's type (torch binds only the backends it

@@ -660,7 +660,7 @@ STALL_S = 12.0  # the stalled rank's sleep: well past the shortened timeout, wel
 
 
 def _set_timeout_worker(rank, hosts, tmp, _full):
-    """dist.set_timeout shortens the group's timeout after creation; with a rank stalled, the
+    """set_timeout shortens the group's timeout after creation; with a rank stalled, the
     others' hierarchical collectives must fail within it, as plain Gloo's do. The schedules'
     peer steps are Gloo sends and receives, whose unbounded wait lasts the timeout their pair
     had when the group connected: they waited for the stalled rank to exit instead."""
@@ -678,8 +678,10 @@ def _set_timeout_worker(rank, hosts, tmp, _full):
     dist.all_reduce(x)
     dist.all_reduce(x, group=ref)  # every connection is up before the stall
     short = timedelta(seconds=SET_TIMEOUT_S)
-    dist.set_timeout(short)
-    dist.set_timeout(short, group=ref)
+    # ProcessGroup.set_timeout, which dist.set_timeout (torch 2.14) calls: torch 2.11-2.13 have
+    # only it (their private _set_pg_timeout skips backends other than Gloo and NCCL).
+    dist.group.WORLD.set_timeout(short)
+    ref.set_timeout(short)
     outcome = {}
     if rank != size - 1:
         for label, group in (("gloo", ref), ("topo", None)):
@@ -698,8 +700,6 @@ def _set_timeout_worker(rank, hosts, tmp, _full):
 
 @pytest.mark.timeout(150)
 def test_set_timeout_bounds_hierarchical_collectives(tmp_path):
-    if not hasattr(dist, "set_timeout"):
-        pytest.skip("this torch has no dist.set_timeout")
     results = _spawn(CONFIGS["2x2"], tmp_path, False, target=_set_timeout_worker)
     for rank, res in enumerate(results[:-1]):
         for label, (message, elapsed) in res["outcome"].items():
