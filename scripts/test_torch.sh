@@ -46,4 +46,4 @@ echo "== torch $VERSION: pytest against $LIB =="
 # The pytest script, not `python -m pytest`: the latter puts the checkout (and its module for
 # the main torch) first on sys.path.
 PYTHONPATH="$LIB" pytest -q -p no:cacheprovider tests/py/backend tests/py/test_mesh.py \
-  tests/py/test_config.py tests/py/test_build_info.py "$@"
+  tests/py/test_mesh_order.py tests/py/test_config.py tests/py/test_build_info.py "$@"

@@ -170,8 +170,19 @@ def _ordered_groups(rank_lists: list[list[int]]):
     return mine
 
 
+def _flattened_layout(layout):
+    """`layout` as one dimension, as torch's own _create_flatten_mesh builds it: a list of flat
+    axes collapsed into one from torch 2.13, a coalesced (and nested) pycute layout in 2.12."""
+    from torch.distributed._mesh_layout import _MeshLayout
+
+    if hasattr(layout, "collapse"):
+        return _MeshLayout([layout.collapse()])
+    flat = layout.coalesce()
+    return flat.nest() if len(flat) > 1 else flat
+
+
 class _RankOrderedMesh(DeviceMesh):
-    """torch 2.13-2.14: a DeviceMesh whose flattened dimensions keep the mesh's rank order.
+    """torch 2.12-2.14: a DeviceMesh whose flattened dimensions keep the mesh's rank order.
 
     torch creates a flattened dimension's groups itself, with new_group's sorted ranks, or, when
     the dimension spans the world, by reusing the default group, whose ranks are sorted
@@ -186,10 +197,8 @@ class _RankOrderedMesh(DeviceMesh):
         return sub
 
     def _create_flatten_mesh(self, mesh_dim_name, backend_override=(None, None)):
-        from torch.distributed._mesh_layout import _MeshLayout
-
         root = self._get_root_mesh()
-        layout = _MeshLayout([self._layout.collapse()])
+        layout = _flattened_layout(self._layout)
         rank_lists = layout.remap_to_tensor(root._rank_map).tolist()
         if (all(g == sorted(g) for g in rank_lists) or backend_override != (None, None)
                 or mesh_dim_name in root._flatten_mapping
@@ -215,7 +224,7 @@ def _device_mesh(device_type: str, mesh: torch.Tensor, names: tuple[str, ...]) -
     ranks are not in order (a planned [[0, 3], [1, 2]] has the dp slice [3, 2], and flattened
     [0, 3, 1, 2]) would get group ranks that disagree with the mesh coordinates, and DTensor
     would place shards wrongly. torch >= 2.15 keeps the order when asked
-    (preserve_rank_order); on 2.13-2.14 the groups are built here, in mesh order, handed over
+    (preserve_rank_order); on 2.12-2.14 the groups are built here, in mesh order, handed over
     with from_group, and flattening goes through _RankOrderedMesh. Older torch (no sort_ranks)
     takes meshes whose every slice is ascending, whose flattened dimensions do lose the order.
     """
@@ -229,7 +238,7 @@ def _device_mesh(device_type: str, mesh: torch.Tensor, names: tuple[str, ...]) -
         raise RuntimeError(
             f"init_device_mesh: the planned mesh {mesh.tolist()} has groups whose rank order is "
             f"not ascending, which this torch ({torch.__version__}) cannot keep "
-            "(new_group has no sort_ranks); use torch >= 2.13")
+            "(new_group has no sort_ranks); use torch >= 2.12")
     groups = [_ordered_groups(_slices(mesh, d)) for d in range(mesh.dim())]
     device_mesh = DeviceMesh.from_group(groups, device_type, mesh=mesh, mesh_dim_names=names)
     device_mesh.__class__ = _RankOrderedMesh

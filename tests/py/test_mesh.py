@@ -61,9 +61,9 @@ def test_four_ranks_playing_dgx1_get_nv2_pairs(tmp_path):
     # would pair 0-1 (NV1).
     spec = {"backend": BACKEND, "pg_options": None, "mesh_config": {"topology_file": str(DGX1)}}
     if "sort_ranks" not in inspect.signature(dist.new_group).parameters:
-        # torch < 2.13 sorts every group's ranks: the planned dp groups ([0, 1], [3, 2]) cannot
+        # torch < 2.12 sorts every group's ranks: the planned dp groups ([0, 1], [3, 2]) cannot
         # keep their order, and the mesh must say so instead of mislabelling coordinates.
-        with pytest.raises(AssertionError, match="cannot keep .*use torch >= 2.13"):
+        with pytest.raises(AssertionError, match="cannot keep .*use torch >= 2.12"):
             _launch(tmp_path, [spec] * 4)
         return
     results = _launch(tmp_path, [spec] * 4)
