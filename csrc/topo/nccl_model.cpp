@@ -86,7 +86,7 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
     for (const auto& [node, members] : by_node) {
       s.per_host = std::max(s.per_host, static_cast<int>(members.size()));
       if (members.size() >= 2) intra.push_back(members);
-      std::set<int> hosts;
+      std::set<int>& hosts = hosts_of[gi][node];
       for (int a : members) {
         const RankPlacement& pa = cluster.ranks.at(a);
         const HostTopology& host = cluster.hosts[pa.host];
@@ -106,7 +106,6 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
         // A domain spanning hosts is switched whatever one tray's own matrix shows.
         s.nvswitch = s.nvswitch && (hosts.size() > 1 || model_.nvlinkSwitched(h));
         ++host_users[h];
-        hosts_of[gi][node].insert(h);
         for (const Node& n : cluster.hosts[h].graph.nodes)
           if (n.kind == NodeKind::Cpu && findAttr(n.attrs, "vendor", "") == "AuthenticAMD")
             s.amd_cpu = true;

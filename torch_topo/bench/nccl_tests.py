@@ -279,10 +279,10 @@ def cluster_doc(topology: str, *, hosts: int, sm: int, nic_gbit: float = 0.0,
         if sm and not any(gpu["sm"] for gpu in host["gpus"]):
             # A file without GPU models had its NVLink lanes rated at sm80's rate.
             for row in host["gpu_paths"]:
-                for path in row:
-                    if path["cls"] == "NV" and path["nvlinks"] and path["bandwidth_gbps"] == \
-                            path["nvlinks"] * _C.nvlink_lane_gbps(0):
-                        path["bandwidth_gbps"] = path["nvlinks"] * _C.nvlink_lane_gbps(sm)
+                for cell in row:
+                    if cell["cls"] == "NV" and cell["nvlinks"] and cell["bandwidth_gbps"] == \
+                            cell["nvlinks"] * _C.nvlink_lane_gbps(0):
+                        cell["bandwidth_gbps"] = cell["nvlinks"] * _C.nvlink_lane_gbps(sm)
         for gpu in host["gpus"]:
             gpu["sm"] = gpu["sm"] or sm
         for nic in host["nics"]:
