@@ -8,7 +8,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from torch_topo.plan import Plan, resolve_cluster
+from torch_topo.plan import Plan, resolve_cluster, with_nvlink_domains
 from torch_topo.probe import live_probe, pinned_differences, probe_failed
 from torch_topo.topology import load_topology
 
@@ -221,7 +221,8 @@ def _kv_findings(mesh: dict[str, int], kv_heads: int | None) -> list[Finding]:
 
 def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
              kv_heads: int | None = None, pinned_path: str | None = None,
-             environ=None, live=None, inter_host_gbps: float | None = None) -> list[Finding]:
+             environ=None, live=None, inter_host_gbps: float | None = None,
+             nvlink_domain_hosts: int | None = None) -> list[Finding]:
     """Findings for a topology (file, Topology or cluster) and an optional mesh.
 
     Without a mesh, the common tensor-parallel degrees 2 and 4 are checked (dp filling the rest).
@@ -229,6 +230,8 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     live probe `Topology` (default: probe this host), after its missing NVLink is filled as for
     the run (`load_topology(..., nvlink="complete")`; finding `pinned-no-nvlink`).
     `inter_host_gbps` pins the network between hosts as `resolve_cluster` does.
+    `nvlink_domain_hosts` puts every that many consecutive hosts in one multi-node NVLink
+    domain (`with_nvlink_domains`; GB200 NVL72: 18 trays), so their GPU pairs are NVLink paths.
     """
     env = os.environ if environ is None else environ
     pinned = None
@@ -238,7 +241,13 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
         pinned = load_topology(pinned_path, nvlink="complete", live=live)
         if isinstance(topology, (str, os.PathLike)) and os.fspath(topology) == pinned_path:
             topology = pinned
-    cluster = resolve_cluster(topology, hosts, inter_host_gbps=inter_host_gbps)
+    source, source_hosts = topology, hosts
+    if nvlink_domain_hosts is not None:
+        # On the topology as it will run (a pinned file completed above); the document it
+        # gives holds every host, while `hosts` stays the count the per-host checks divide by.
+        source, source_hosts = with_nvlink_domains(topology, hosts, nvlink_domain_hosts,
+                                                   "nvlink_domain_hosts"), 1
+    cluster = resolve_cluster(source, source_hosts, inter_host_gbps=inter_host_gbps)
     findings: list[Finding] = []
     per_host = cluster.world_size // hosts
     meshes = [mesh] if mesh else [

@@ -22,8 +22,8 @@ from torch_topo.topology import load_topology
 from torch_topo.validation import is_int_in
 
 __all__ = ["CHOICE_SIZES", "MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "predicted_choices",
-           "resolve_cluster", "check_hosts", "check_traffic_bytes", "completed_source", "SIZE_CLASSES",
-           "with_nvlink_domains"]
+           "resolve_cluster", "check_hosts", "check_hosts_per_domain", "check_traffic_bytes",
+           "completed_source", "SIZE_CLASSES", "with_nvlink_domains"]
 
 MAX_RANKS: int = _C.MAX_RANKS
 """Most ranks (hosts x ranks per host) the planner takes: its memory grows with the square of
@@ -225,6 +225,16 @@ def _cluster_text(obj: Any, hosts: int) -> str:
     return _C.planner_cluster_json(text=_drop_empty_nic_paths(obj), hosts=hosts)
 
 
+def check_hosts_per_domain(hosts_per_domain: int, option: str = "hosts_per_domain") -> int:
+    """Hosts per multi-node NVLink domain, refused (ValueError naming `option`) outside
+    1..MAX_RANKS. Any size is taken, whatever the host count: the last domain may be smaller,
+    and a cluster document brings its own hosts."""
+    if not is_int_in(hosts_per_domain, 1, MAX_RANKS):
+        raise ValueError(f"{option}: got {hosts_per_domain!r}, expected an int >= 1 and <= "
+                         f"{MAX_RANKS} (hosts per NVLink domain)")
+    return hosts_per_domain
+
+
 def with_nvlink_domains(topology_or_cluster: Any, hosts: int, hosts_per_domain: int,
                         option: str = "hosts_per_domain") -> dict:
     """Cluster JSON (a dict) of a topology as `resolve_cluster` takes it, a one-host topology
@@ -233,9 +243,7 @@ def with_nvlink_domains(topology_or_cluster: Any, hosts: int, hosts_per_domain: 
     probe reads the domains from NVML; a file of one tray cannot say them. A bad size raises a
     ValueError naming `option`."""
     check_hosts(hosts)
-    if not is_int_in(hosts_per_domain, 1, MAX_RANKS):
-        raise ValueError(f"{option}: got {hosts_per_domain!r}, expected an int >= 1 (hosts per "
-                         "NVLink domain)")
+    check_hosts_per_domain(hosts_per_domain, option)
     doc = json.loads(_cluster_text(topology_or_cluster, hosts))
     for h, host in enumerate(doc["hosts"]):
         for gpu in host["gpus"]:

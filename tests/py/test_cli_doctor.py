@@ -12,6 +12,7 @@ from planner_support import DATA, DGX1
 
 from torch_topo import _C, load_topology
 from torch_topo.cli import main
+from torch_topo.doctor import diagnose
 
 P4D = DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml"
 DGX2 = DATA / "hwloc" / "hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml"
@@ -132,3 +133,23 @@ def test_pinned_file_on_this_cpu_host_is_unverified(env, capsys):
 
 def test_unreadable_file_is_a_parse_error(env, capsys):
     assert main(["doctor", str(DATA / "no-such-topology.xml")]) == 2
+
+
+def test_pinned_file_gets_nvlink_domains_after_its_nvlink_is_completed(env, capsys):
+    # Nebius's XML leaves NVLink out; pinned, doctor checks it with NV18 inferred from the GPU
+    # model, and the domains of --nvlink-domain-hosts go on that completed topology. Read as
+    # written (FILE), its GPU pairs are PCIe and the same mesh fails on link classes instead.
+    nebius = DATA / "nccl_topo_xml" / "nebius_h100_vm_8xH100_8xIB_topo_v1.xml"
+    argv = ("--hosts", "2", "--nvlink-domain-hosts", "2", "--mesh", "tp=4,dp=4")
+    expected = diagnose(load_topology(nebius, nvlink="complete"), {"tp": 4, "dp": 4}, hosts=2,
+                        nvlink_domain_hosts=2, environ={})
+    assert [f.code for f in expected] == ["tp-crosses-numa"]
+    assert "span NUMA nodes" in expected[0].message  # NV18 everywhere: only the NUMA check
+    env.setenv("TORCH_TOPO_FILE", str(nebius))
+    rc, out = _doctor(capsys, *argv)
+    assert rc == 1
+    assert [f for f in out["findings"] if f["code"].startswith("tp-")] == [expected[0].to_dict()]
+    env.delenv("TORCH_TOPO_FILE")
+    _, as_written = _doctor(capsys, str(nebius), *argv)
+    (raw,) = [f for f in as_written["findings"] if f["code"].startswith("tp-")]
+    assert "slowest pair SYS" in raw["message"]

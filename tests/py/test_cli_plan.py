@@ -25,7 +25,8 @@ def _options(verb: str) -> set[str]:
 def test_option_sets_are_frozen():
     assert _options("plan") == {"-h", "--help", "--mesh", "--hosts", "--traffic", "--compare",
                                 "--attention", "--nvlink", "--nvlink-domain-hosts", "--json"}
-    assert _options("doctor") == {"-h", "--help", "--mesh", "--hosts", "--kv-heads", "--json"}
+    assert _options("doctor") == {"-h", "--help", "--mesh", "--hosts", "--nvlink-domain-hosts",
+                                  "--kv-heads", "--json"}
     assert _options("bench") == {"-h", "--help", "--collectives", "--min-bytes", "--max-bytes",
                                  "--factor", "--reps", "--dtype", "--procs", "--topology",
                                  "--min-fraction", "--check", "--plot", "--json"}
@@ -340,9 +341,61 @@ def test_domain_pairs_are_nvlink_paths():
     assert cluster.bandwidth(0, 5) == cluster.bandwidth(0, 1)
 
 
-@pytest.mark.parametrize("value", ["0", "-3"])
-def test_plan_nvlink_domain_hosts_refuses_bad_sizes(value, capsys):
-    argv = ["plan", str(GB200_TRAY), "--hosts", "4", "--mesh", "dp=16",
+@pytest.mark.parametrize("domain_hosts", [None, 9, 12, 18, 36])
+def test_doctor_nvlink_domain_hosts(domain_hosts, capsys, monkeypatch):
+    # 18 GB200 trays with tp outermost: contiguous tp pairs rank r (tray r // 4) with r + 36
+    # (tray r // 4 + 9). Reference: the pairs' paths on a cluster document with the domains
+    # written in by hand. doctor must flag tp-crosses-hosts exactly when a pair is NET (no
+    # domain, or two domains: 9 trays each, or 12 + 6 where K does not divide the hosts, as
+    # plan takes it), and not when all 18 trays share one domain (K = 18, or K > hosts).
+    from torch_topo.plan import resolve_cluster
+
+    monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
+    doc = json.loads(_C.planner_cluster_json(path=str(GB200_TRAY), hosts=18))
+    if domain_hosts is not None:
+        for h, host in enumerate(doc["hosts"]):
+            for gpu in host["gpus"]:
+                gpu["nvlink_domain"] = f"rack{h // domain_hosts}"
+    cluster = resolve_cluster(doc, 1)
+    paths = {cluster.pair_path(r, r + 36) for r in range(36)}
+    assert paths <= {("NV", 18), ("NET", 0)}
+    crossing = ("NET", 0) in paths
+    assert crossing == (domain_hosts in (None, 9, 12))
+    argv = ["doctor", str(GB200_TRAY), "--hosts", "18", "--mesh", "tp=2,dp=36", "--json"]
+    if domain_hosts is not None:
+        argv += ["--nvlink-domain-hosts", str(domain_hosts)]
+    rc = main(argv)
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    tp = [f for f in findings if f["code"].startswith("tp-")]
+    assert rc == (1 if crossing else 0)
+    assert [f["code"] for f in tp] == (["tp-crosses-hosts"] if crossing else [])
+    if crossing:
+        assert "[[0, 36], [1, 37]" in tp[0]["message"] and "slowest pair NET" in tp[0]["message"]
+    # plan with the same flag prices the contiguous tp groups as the planned ones exactly then.
+    assert main(["plan", *argv[1:], "--compare", "naive"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    contiguous, planned = out["compare"]["naive"]["cost"]["tp"], out["cost"]["tp"]
+    assert (contiguous > 10 * planned) if crossing else contiguous == pytest.approx(planned, rel=1e-12)
+
+
+def test_doctor_nvlink_domain_hosts_keeps_the_per_host_checks(capsys, monkeypatch):
+    from torch_topo.doctor import diagnose
+
+    # The domains come as one cluster document; the odd-tp check still sees 8-GPU hosts.
+    monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
+    argv = ["doctor", str(A100_SXM), "--hosts", "3", "--mesh", "dp=8,tp=3", "--json"]
+    for extra in ([], ["--nvlink-domain-hosts", "3"]):
+        assert main(argv + extra) == 1
+        assert "odd-tp" in {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    with pytest.raises(ValueError, match=r"^nvlink_domain_hosts: got 0, expected an int >= 1"):
+        diagnose(A100_SXM, {"dp": 24}, hosts=3, nvlink_domain_hosts=0, environ={})
+
+
+@pytest.mark.parametrize("verb", ["plan", "doctor"])
+@pytest.mark.parametrize("value", ["0", "-3", "4097"])
+def test_nvlink_domain_hosts_refuses_bad_sizes(verb, value, capsys):
+    argv = [verb, str(GB200_TRAY), "--hosts", "4", "--mesh", "dp=16",
             "--nvlink-domain-hosts", value]
     assert main(argv) == 2
-    assert f"--nvlink-domain-hosts: got {value}, expected an int >= 1" in capsys.readouterr().err
+    assert (f"--nvlink-domain-hosts: got {value}, expected an int >= 1 and <= {MAX_RANKS} (hosts "
+            "per NVLink domain)") in capsys.readouterr().err

@@ -2,7 +2,9 @@
 """`python -m torch_topo doctor [FILE] [--mesh ...]`: lint a topology and a mesh; each finding
 says what to do. Exit 0 when clean, 1 with warnings or errors, 2 on bad input. Without FILE the
 pinned topology (TORCH_TOPO_FILE, NCCL_TOPO_FILE) is checked and compared with the live probe of
-this host; with neither, this host's live probe is checked, its failed sources included."""
+this host; with neither, this host's live probe is checked, its failed sources included.
+`--hosts N --nvlink-domain-hosts K` checks N copies of a one-tray FILE as multi-node NVLink
+domains of K hosts (GB200 NVL72: 18), so groups across trays of one domain are NVLink pairs."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import argparse
 import json
 import os
 
+from torch_topo.cli._options import add_nvlink_domain_hosts, nvlink_domain_hosts
 from torch_topo.config import TopoConfig
 from torch_topo.doctor import diagnose, live_probe_findings
 from torch_topo.plan import check_hosts, parse_mesh
@@ -26,6 +29,7 @@ def add_parser(subparsers) -> None:
                    "host)")
     p.add_argument("--mesh", default=None, help="mesh to check, e.g. dp=4,tp=2 (default: tp=2 and tp=4)")
     p.add_argument("--hosts", type=int, default=1, help="copies of a one-host FILE (default 1)")
+    add_nvlink_domain_hosts(p)
     p.add_argument("--kv-heads", type=int, default=None, help="K/V heads of the model (checks the sp degree)")
     p.add_argument("--json", action="store_true", help="print {schema, findings: [{code, severity, message, fix}]}")
     p.set_defaults(run=run)
@@ -33,17 +37,19 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     check_hosts(args.hosts, "--hosts")
+    domain_hosts = nvlink_domain_hosts(args)
     if args.kv_heads is not None and args.kv_heads < 1:
         raise ValueError(f"--kv-heads: got {args.kv_heads}, expected >= 1")
     pinned = os.environ.get("TORCH_TOPO_FILE") or os.environ.get("NCCL_TOPO_FILE")
     path = args.file or pinned
     mesh = parse_mesh(args.mesh, "--mesh") if args.mesh else None
     if path is None:
-        findings, source = _diagnose_live(args, mesh)
+        findings, source = _diagnose_live(args, mesh, domain_hosts)
     else:
         findings, source = diagnose(path, mesh, hosts=args.hosts, kv_heads=args.kv_heads,
                                     pinned_path=path if args.file is None else None,
-                                    inter_host_gbps=TopoConfig.from_env().inter_host_gbps), path
+                                    inter_host_gbps=TopoConfig.from_env().inter_host_gbps,
+                                    nvlink_domain_hosts=domain_hosts), path
     problems = [f for f in findings if f.severity != "info"]
     if args.json:
         print(json.dumps({"schema": "torch-topo-doctor/1", "file": path, "source": source,
@@ -55,12 +61,13 @@ def run(args) -> int:
     return 1 if problems else 0
 
 
-def _diagnose_live(args, mesh):
+def _diagnose_live(args, mesh, domain_hosts):
     """Findings for this host's live probe: its layout and environment, and its failed sources."""
     live = live_probe()
     if mesh and live.gpu_count == 0:
         raise ValueError(f"--mesh: the live probe of this host ({live.source}) found no GPU to "
                          "place a mesh on; give a topology FILE")
     findings = diagnose(live, mesh, hosts=args.hosts, kv_heads=args.kv_heads,
-                        inter_host_gbps=TopoConfig.from_env().inter_host_gbps)
+                        inter_host_gbps=TopoConfig.from_env().inter_host_gbps,
+                        nvlink_domain_hosts=domain_hosts)
     return findings + live_probe_findings(live), f"this host ({live.source})"

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 
+from torch_topo.cli._options import add_nvlink_domain_hosts, nvlink_domain_hosts
 from torch_topo.config import TopoConfig
 from torch_topo.ops.sequence_split import (
     AttentionShape,
@@ -69,9 +70,7 @@ def add_parser(subparsers) -> None:
                    "file as written (default for FILE)")
     p.add_argument("--mesh", required=True, help="dimensions outermost first, e.g. dp=4,tp=2 or dp=2,cp=2,sp=2")
     p.add_argument("--hosts", type=int, default=1, help="copies of a one-host FILE (default 1)")
-    p.add_argument("--nvlink-domain-hosts", type=int, default=None, metavar="K",
-                   help="every K consecutive hosts share one multi-node NVLink domain (GB200 "
-                   "NVL72: 18 trays); the live probe reads domains from NVML")
+    add_nvlink_domain_hosts(p)
     p.add_argument("--traffic", default=None,
                    help="bytes per step per dimension, e.g. tp=1e9,dp=2e8 (must name every dimension)")
     p.add_argument("--compare", choices=["naive"], default=None, help="also cost the contiguous layout")
@@ -151,6 +150,7 @@ def _require_gpus(topo: Topology, source) -> None:
 
 def run(args) -> int:
     check_hosts(args.hosts, "--hosts")
+    domain_hosts = nvlink_domain_hosts(args)
     mesh = parse_mesh(args.mesh, "--mesh")
     traffic = parse_traffic(args.traffic)
     source = args.file if args.file is not None else _live_source()
@@ -168,9 +168,8 @@ def run(args) -> int:
     # A live cluster carries the bandwidth its group was configured with; a file or this
     # host's probe gets the environment's.
     gbps = config.inter_host_gbps if not isinstance(source, dict) else None
-    if args.nvlink_domain_hosts is not None:
-        source, hosts = with_nvlink_domains(source, hosts, args.nvlink_domain_hosts,
-                                            "--nvlink-domain-hosts"), 1
+    if domain_hosts is not None:
+        source, hosts = with_nvlink_domains(source, hosts, domain_hosts), 1
     if args.attention is not None:
         if traffic is not None:
             raise ValueError("--traffic: not with --attention, expected one of them (the split "

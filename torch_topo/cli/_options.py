@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Options that several verbs take, defined and checked once (the CLI layer; `_` keeps this
+module out of the verb list)."""
+
+from __future__ import annotations
+
+from torch_topo.plan import check_hosts_per_domain
+
+__all__ = ["add_nvlink_domain_hosts", "nvlink_domain_hosts"]
+
+_NVLINK_DOMAIN_HOSTS = "--nvlink-domain-hosts"
+
+
+def add_nvlink_domain_hosts(parser) -> None:
+    parser.add_argument(_NVLINK_DOMAIN_HOSTS, type=int, default=None, metavar="K",
+                        help="every K consecutive hosts share one multi-node NVLink domain "
+                        "(GB200 NVL72: 18 trays); the live probe reads domains from NVML")
+
+
+def nvlink_domain_hosts(args) -> int | None:
+    """K of --nvlink-domain-hosts (None without it), checked before any source is read so a
+    bad K is reported by name whatever else is wrong; `with_nvlink_domains` applies it."""
+    if args.nvlink_domain_hosts is None:
+        return None
+    return check_hosts_per_domain(args.nvlink_domain_hosts, _NVLINK_DOMAIN_HOSTS)
