@@ -26,6 +26,12 @@ def pool_factory():
     return get_pool
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "breadth: the same code path on more shapes than the others in its test; "
+        "run on the main torch only (scripts/test_torch.sh deselects it for other releases)")
+
+
 def pytest_collection_modifyitems(items):
     # Group this folder's tests by world size so each pool is spawned once; others keep their
     # places.

@@ -62,7 +62,7 @@ def test_cpu_side_is_built_at_the_first_cpu_op_only(tmp_path):
     assert all(r["built"] == [[r_, world, 60.0]] for r_, r in enumerate(results))
 
 
-def _creator_main(rank, world, store_path, out_dir, bound):
+def _creator_main(rank, world, store_path, out_dir, bound, timeout_s):
     import torch_topo.backend as backend
     from torch_topo import nccl_hints
 
@@ -74,7 +74,7 @@ def _creator_main(rank, world, store_path, out_dir, bound):
     os.environ["TORCH_TOPO_AWARE"] = "0"
     try:
         dist.init_process_group("topo", store=dist.FileStore(store_path, world), rank=rank,
-                                world_size=world, timeout=timedelta(seconds=20))
+                                world_size=world, timeout=timedelta(seconds=timeout_s))
         topo = dist.group.WORLD._get_backend(torch.device("cpu"))
         result = {"lazy": topo.inner_backend("cpu") is None}
         x = torch.full((2,), float(rank + 1))
@@ -90,7 +90,7 @@ def _creator_main(rank, world, store_path, out_dir, bound):
 @pytest.mark.timeout(180)
 def test_creator_defers_gloo_when_every_rank_bound_cuda(tmp_path):
     mp.start_processes(_creator_main,
-                       args=(2, str(tmp_path / "store"), str(tmp_path), [True, True]),
+                       args=(2, str(tmp_path / "store"), str(tmp_path), [True, True], 20),
                        nprocs=2, start_method="spawn")
     for r in range(2):
         result = json.loads((tmp_path / f"{r}.json").read_text())
@@ -99,9 +99,10 @@ def test_creator_defers_gloo_when_every_rank_bound_cuda(tmp_path):
 
 @pytest.mark.timeout(180)
 def test_ranks_that_disagree_on_binding_get_an_error_naming_them(tmp_path):
-    # Rank 0 goes on alone and fails later, when its timeout ends.
+    # Rank 0 goes on alone and fails later, when its timeout ends: a short one, as only rank 1's
+    # error is checked.
     ranks = mp.start_processes(_creator_main,
-                               args=(2, str(tmp_path / "store"), str(tmp_path), [True, False]),
+                               args=(2, str(tmp_path / "store"), str(tmp_path), [True, False], 8),
                                nprocs=2, start_method="spawn", join=False)
     while not ranks.join():
         pass
