@@ -33,6 +33,29 @@ Algorithm algorithmOf(NcclAlgo algo) {
 
 double log2Floor(int x) { return std::floor(std::log2(std::max(x, 1))); }
 
+/// Links of position `r` in NCCL's binary tree over n nodes rooted at 0 (src/graph/trees.cc,
+/// ncclGetBtree): the root has one child; any other node a parent, and when its lowest set bit
+/// is above bit 0, a first child below it and a second one when a node above it exists.
+int btreeLinks(int n, int r) {
+  if (n <= 1) return 0;
+  if (r == 0) return 1;
+  const int lowest = r & -r;
+  return lowest == 1 ? 1 : 2 + (r + 1 < n ? 1 : 0);
+}
+
+/// The busiest node's network traffic per direction in NCCL's double binary tree, in units of
+/// the buffer: each tree carries half of it, which a node sends once up (reduce) and once to
+/// each child (broadcast). The second tree mirrors the first over an even node count and shifts
+/// it by one over an odd count (ncclGetDtree). 1 on two nodes, 1.5 on three, 2 from four.
+double treeNicLoad(int nodes) {
+  int busiest = 0;
+  for (int r = 0; r < nodes; ++r) {
+    const int second = nodes % 2 == 1 ? (r - 1 + nodes) % nodes : nodes - 1 - r;
+    busiest = std::max(busiest, btreeLinks(nodes, r) + btreeLinks(nodes, second));
+  }
+  return 0.5 * busiest;
+}
+
 /// One protocol's prediction: algorithm bandwidth (GB/s) and latency (us) of one call.
 struct Candidate {
   NcclProto proto;
@@ -193,10 +216,10 @@ CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& 
     }
     case NcclAlgo::Tree: {
       if (!all_reduce) break;
-      // Chain inside a host, double binary tree across hosts: every byte crosses a host's
-      // NICs once per direction with two hosts, twice beyond (an inner node of one tree has
-      // two children); NCCL's algorithm bandwidth is half its tree bus bandwidth.
-      const double net = hosts <= 2 ? 2 * s.net_gbps : s.net_gbps;
+      // Chain inside a host, double binary tree across hosts: the busiest host's NICs carry
+      // treeNicLoad(hosts) buffers per direction; NCCL's algorithm bandwidth is half its tree
+      // bus bandwidth.
+      const double net = hosts < 2 ? kInf : 2 * s.net_gbps / treeNicLoad(hosts);
       const double bus = kTreeEfficiency * std::min(s.intra_bus_gbps, net);
       for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
         if (p == NcclProto::LL128 && !ll128) continue;
@@ -224,7 +247,8 @@ CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& 
     }
     case NcclAlgo::NvlsTree: {
       if (!all_reduce || !nvls_hw || hosts < 2) break;
-      const double net = hosts <= 2 ? s.net_gbps : s.net_gbps / 2;
+      // NVLS reduces inside each host; the hosts' reductions meet in the double binary tree.
+      const double net = s.net_gbps / treeNicLoad(hosts);
       const double alg = std::min(nvlsAlgFraction(s.generation) * s.intra_bus_gbps, net);
       const double lat = hop(NcclHop::NvLink, NcclAlgo::NvlsTree, NcclProto::Simple) +
                          2 * log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::NvlsTree, NcclProto::Simple);
