@@ -167,7 +167,7 @@ def _pack_case(rows, reps, copy_rate, b, s, h, hk, world):
 class _LocalRing:
     """Stands in for RingExchange on one GPU: 'receiving' copies the sent block."""
 
-    def __init__(self, group) -> None:
+    def __init__(self, group, where: str = "") -> None:
         pass
 
     def post(self, send, recv, tag=0) -> None:

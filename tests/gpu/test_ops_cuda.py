@@ -196,7 +196,7 @@ class _DelayedRing:
 
     cycles = 0
 
-    def __init__(self, group) -> None:
+    def __init__(self, group, where: str = "") -> None:
         self.stream, self.done = torch.cuda.Stream(), None
 
     def post(self, send, recv, tag=0) -> None:

@@ -23,6 +23,7 @@ from torch_topo.ops.utils import (
     group_rank_size,
     merge_block,
     resolve_group,
+    settled_on_error,
 )
 from torch_topo.validation import is_int_in
 
@@ -70,39 +71,53 @@ class RingAttentionFunction(torch.autograd.Function):
     Buffers keep the [b, s, h, d] layout (K/V stacked as [2, b, s, kv_heads, d]) and the block
     kernels see [b, h, s, d] views of them, so nothing is transposed into a copy; the output
     and gradients come back in the caller's layout. At world size 1 the block's own output and
-    gradients are returned as they are (no fp32 round trip)."""
+    gradients are returned as they are (no fp32 round trip; the output copied when a backward
+    will run, see forward)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, group, causal: bool, scale: float, balance: Balance):
+    def forward(ctx, q, k, v, group, causal: bool, scale: float, balance: Balance,
+                grad_enabled: bool = True):
         rank, world = group_rank_size(group)
         qh = q.transpose(1, 2)
         kernel = select_for(qh, k.shape[2])
         # K and V travel as one buffer: one send and one receive per step.
         kv = torch.stack([k, v]) if world > 1 else (k, v)
-        ring, bufs = RingExchange(group), [kv, torch.empty_like(kv) if world > 1 else None]
+        ring = RingExchange(group, "ring_attention forward")
+        bufs = [kv, torch.empty_like(kv) if world > 1 else None]
         out = lse = rng = None
-        for step in range(world):
-            cur = bufs[step % 2]
-            if step + 1 < world:
-                ring.post(cur, bufs[(step + 1) % 2], _KV_TAG)
-            blk = block_slices(step, rank, world, causal, balance, q.shape[1])
-            if blk is not None:
-                qs, ks, blk_causal = blk
-                b_out, b_lse, b_rng = block_forward(
-                    qh[:, :, qs], cur[0][:, ks].transpose(1, 2), cur[1][:, ks].transpose(1, 2),
-                    blk_causal, scale, kernel)
-                if out is None:  # step 0 always covers every query row
-                    rng = b_rng
-                    out, lse = (b_out, b_lse) if world == 1 else \
-                        (b_out.to(acc_dtype(q.dtype)), b_lse.to(acc_dtype(q.dtype)))
-                else:
-                    merge_block(out[:, :, qs], lse[:, :, qs], b_out, b_lse)
-            ring.wait()
+        with settled_on_error(ring):
+            for step in range(world):
+                cur = bufs[step % 2]
+                if step + 1 < world:
+                    ring.post(cur, bufs[(step + 1) % 2], _KV_TAG)
+                blk = block_slices(step, rank, world, causal, balance, q.shape[1])
+                if blk is not None:
+                    qs, ks, blk_causal = blk
+                    b_out, b_lse, b_rng = block_forward(
+                        qh[:, :, qs], cur[0][:, ks].transpose(1, 2),
+                        cur[1][:, ks].transpose(1, 2), blk_causal, scale, kernel)
+                    if out is None:  # step 0 always covers every query row
+                        rng = b_rng
+                        out, lse = (b_out, b_lse) if world == 1 else \
+                            (b_out.to(acc_dtype(q.dtype)), b_lse.to(acc_dtype(q.dtype)))
+                    else:
+                        merge_block(out[:, :, qs], lse[:, :, qs], b_out, b_lse)
+                ring.wait()
         out_q = out.to(q.dtype).transpose(1, 2).contiguous()  # a no-op for flash at world 1
         ctx.save_for_backward(q, k, v, out_q, lse)
         ctx.group, ctx.causal, ctx.scale, ctx.balance = group, causal, scale, balance
         ctx.kernel, ctx.rng = kernel, rng
         ctx.mark_non_differentiable(lse)
+        if grad_enabled and any(ctx.needs_input_grad[:3]):
+            # The backward needs the output as computed (every kernel's backward takes it for
+            # rowsum(dO * O)), and a caller may write what it gets in place (a residual, a
+            # scale). out_q is a view of the kernel's buffer, which autograd refuses to let be
+            # written; an alias that is not a view would let the write reach the saved output
+            # and give wrong gradients without a word. The caller gets its own copy: one
+            # output-sized copy beside P attention blocks (torch's SDPA raises at backward
+            # instead). Without a backward (no_grad: `grad_enabled` is the caller's grad
+            # mode, off in here; needs_input_grad still says True) no copy is made.
+            return out_q.clone(), lse
         return out_q, lse
 
     @staticmethod
@@ -125,35 +140,36 @@ class RingAttentionFunction(torch.autograd.Function):
         if world == 1:
             dq, dk, dv = grads(0, (k, v))[2]
             return (dq.transpose(1, 2).to(q.dtype), dk.transpose(1, 2).to(k.dtype),
-                    dv.transpose(1, 2).to(v.dtype), None, None, None, None)
+                    dv.transpose(1, 2).to(v.dtype), None, None, None, None, None)
         acc = acc_dtype(q.dtype)
         dq = torch.zeros(q.shape, dtype=acc, device=q.device)
         kv = torch.stack([k, v])
-        ring, bufs = RingExchange(ctx.group), [kv, torch.empty_like(kv)]
+        ring, bufs = RingExchange(ctx.group, "ring_attention backward"), [kv, torch.empty_like(kv)]
         # dK/dV accumulators (fp32) follow the K/V block: the one at hand at step i is the
         # block's running sum from the ranks it visited; after the last step it goes home.
-        dring = RingExchange(ctx.group)
+        dring = RingExchange(ctx.group, "ring_attention backward (dK/dV)")
         dkv = [torch.zeros(kv.shape, dtype=acc, device=q.device),
                torch.empty(kv.shape, dtype=acc, device=q.device)]
-        for step in range(world):
-            cur = bufs[step % 2]
-            if step + 1 < world:
-                ring.post(cur, bufs[(step + 1) % 2], _KV_TAG)
-            got = grads(step, cur)  # computes while the previous step's dK/dV travel
-            if step > 0:
-                dring.wait()
-            carried = dkv[step % 2]
-            if got is not None:
-                qs, ks, (dq_b, dk_b, dv_b) = got
-                dq[:, qs] += dq_b.transpose(1, 2)
-                carried[0][:, ks] += dk_b.transpose(1, 2)
-                carried[1][:, ks] += dv_b.transpose(1, 2)
-            dring.post(carried, dkv[(step + 1) % 2], _DKV_TAG)
-            ring.wait()
-        dring.wait()
+        with settled_on_error(ring, dring):
+            for step in range(world):
+                cur = bufs[step % 2]
+                if step + 1 < world:
+                    ring.post(cur, bufs[(step + 1) % 2], _KV_TAG)
+                got = grads(step, cur)  # computes while the previous step's dK/dV travel
+                if step > 0:
+                    dring.wait()
+                carried = dkv[step % 2]
+                if got is not None:
+                    qs, ks, (dq_b, dk_b, dv_b) = got
+                    dq[:, qs] += dq_b.transpose(1, 2)
+                    carried[0][:, ks] += dk_b.transpose(1, 2)
+                    carried[1][:, ks] += dv_b.transpose(1, 2)
+                dring.post(carried, dkv[(step + 1) % 2], _DKV_TAG)
+                ring.wait()
+            dring.wait()
         home = dkv[world % 2]
         return (dq.to(q.dtype), home[0].to(k.dtype), home[1].to(v.dtype), None, None, None,
-                None)
+                None, None)
 
 
 def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None,
@@ -194,7 +210,8 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
         raise ValueError(f"ring_attention: q has shape {tuple(q.shape)}: expected a local "
                          "sequence length and head_dim >= 1")
     scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
-    out, lse = RingAttentionFunction.apply(q, k, v, group, causal, scale, balance)
+    out, lse = RingAttentionFunction.apply(q, k, v, group, causal, scale, balance,
+                                           torch.is_grad_enabled())
     return (out, lse) if return_lse else out
 
 

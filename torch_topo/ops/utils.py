@@ -4,6 +4,7 @@ exchange (one module for all algorithms, as in zhuzilin/ring-flash-attention's u
 
 from __future__ import annotations
 
+import contextlib
 import math
 import weakref
 import zlib
@@ -19,12 +20,14 @@ from torch_topo.validation import is_int_in
 __all__ = [
     "CheckInputs",
     "RingExchange",
+    "RingTransferError",
     "check_floating",
     "check_qkv",
     "check_same_shape",
     "group_rank_size",
     "merge_block",
     "resolve_group",
+    "settled_on_error",
 ]
 
 # Fixed-size shape record so the agreement check is itself a safe, equal-size collective.
@@ -120,7 +123,7 @@ def check_dim(where: str, name: str, x: torch.Tensor, dim: object) -> int:
 def check_floating(where: str, q: torch.Tensor) -> None:
     """Attention needs a floating-point dtype. Called after check_same_shape, so that every
     rank holds the same dtype and raises alike: found later, by the kernel, the error would come
-    after the first exchange was posted (the ring leaves its transfers in flight)."""
+    after the first exchange was posted, a kernel error rather than one naming the input."""
     if not q.dtype.is_floating_point:
         raise ValueError(f"{where}: q, k and v have dtype {q.dtype}, expected a floating-point "
                          "dtype")
@@ -191,6 +194,11 @@ def merge_block(out: torch.Tensor, lse: torch.Tensor, block_out: torch.Tensor,
     _C.merge_attn_block(out, lse, block_out, block_lse)
 
 
+class RingTransferError(RuntimeError):
+    """A ring transfer did not complete (on Gloo: the group's timeout ran out while a peer
+    never posted its side). The backend's own error is the cause (`__cause__`)."""
+
+
 class RingExchange:
     """Send to the next rank, receive from the previous one, over a process group.
 
@@ -199,21 +207,57 @@ class RingExchange:
     the caller owns two buffers and never writes one that is still being sent. On CUDA the
     NCCL point-to-point kernels run on c10d's internal per-peer streams, and `wait` only makes
     the current stream wait on them (no host sync); on CPU Gloo runs them on its own threads.
+    Run the steps inside `settled_on_error`, so that a failure between post and wait leaves
+    nothing in flight.
     """
 
-    def __init__(self, group) -> None:
+    def __init__(self, group, where: str = "ring exchange") -> None:
         self.group = group if group is not None else dist.group.WORLD
         self.rank, self.world = group_rank_size(self.group)
         self.next = dist.get_global_rank(self.group, (self.rank + 1) % self.world)
         self.prev = dist.get_global_rank(self.group, (self.rank - 1) % self.world)
+        self.where = where
         self._works: list = []
+        self._posted = 0
 
     def post(self, send: torch.Tensor, recv: torch.Tensor, tag: int = 0) -> None:
         ops = [dist.P2POp(dist.isend, send, self.next, self.group, tag),
                dist.P2POp(dist.irecv, recv, self.prev, self.group, tag)]
         self._works += dist.batch_isend_irecv(ops)
+        self._posted += 1
 
     def wait(self) -> None:
-        for work in self._works:
-            work.wait()
-        self._works = []
+        works, self._works = self._works, []
+        for work in works:
+            try:
+                work.wait()
+            except RuntimeError as e:
+                raise RingTransferError(
+                    f"{self.where}: transfer {self._posted} (send to rank {self.next}, receive "
+                    f"from rank {self.prev}) did not complete: {e}; a rank that raised "
+                    "mid-ring (e.g. in its attention kernel) or stopped calling the op never "
+                    "posts its side, so this rank waited for the group's timeout: the group "
+                    "may still hold unmatched transfers, destroy and re-create it") from e
+
+
+@contextlib.contextmanager
+def settled_on_error(*rings: RingExchange):
+    """Re-raises an error of the ring steps inside only after every ring's posted transfers
+    have finished, so none completes after the op has returned: into a buffer the allocator
+    may hand out again, or matched against a later op's transfer with the same tag. Every rank
+    posts the same transfers up to the step where it stops, and its neighbours go on at least
+    that far, so these waits return as soon as the peers get there. A failed transfer
+    (RingTransferError) is re-raised at once: the group is broken, and waiting for the other
+    transfers would cost one more timeout each; a wait that fails here becomes a note on the
+    error being raised."""
+    try:
+        yield
+    except Exception as error:
+        if not isinstance(error, RingTransferError):
+            for ring in rings:
+                try:
+                    ring.wait()
+                except RingTransferError as e:
+                    error.add_note(f"while finishing the posted transfers: {e}")
+                    break
+        raise

@@ -6,6 +6,7 @@ runs the distributed op on its shard and compares its slice of outputs and gradi
 from __future__ import annotations
 
 import functools
+import re
 
 import torch
 import torch.distributed as dist
@@ -155,6 +156,96 @@ def ulysses_in_place(rank, world, *, batch, kv_heads):
                             ("dk", kl.grad, kr.grad), ("dv", vl.grad, vr.grad)):
         torch.testing.assert_close(got, want[:, pos], rtol=1e-10, atol=1e-10,
                                    msg=lambda m, n=name: f"{n}: {m}")
+
+
+def ring_in_place(rank, world, *, op, causal, balance, batch=2):
+    """The caller scales the ring's (or the 2-D op's) output in place, then backward, against
+    the reference on the full sequence: the backward must see the output as computed."""
+    heads, seq, dt = 4, 4 * world, torch.float64
+    gen = torch.Generator().manual_seed(6)
+    q, dout = (torch.randn(batch, seq, heads, 8, generator=gen, dtype=dt) for _ in range(2))
+    k, v = (torch.randn(batch, seq, 2, 8, generator=gen, dtype=dt) for _ in range(2))
+    qr, kr, vr = (t.clone().requires_grad_() for t in (q, k, v))
+    ref = F.scaled_dot_product_attention(
+        qr.transpose(1, 2), kr.transpose(1, 2), vr.transpose(1, 2), is_causal=causal,
+        enable_gqa=True).transpose(1, 2) * 3
+    ref.backward(dout)
+
+    pos = expected_positions(_layout(op, balance), seq, rank, world)
+    ql, kl, vl = (t[:, pos].clone().requires_grad_() for t in (q, k, v))
+    out = _op(op, causal, None, balance)(ql, kl, vl)
+    out.mul_(3.0)
+    out.backward(dout[:, pos])
+    for name, got, want in (("out", out, ref), ("dq", ql.grad, qr.grad),
+                            ("dk", kl.grad, kr.grad), ("dv", vl.grad, vr.grad)):
+        torch.testing.assert_close(got, want[:, pos], rtol=1e-10, atol=1e-10,
+                                   msg=lambda m, n=name: f"{n}: {m}")
+
+
+# Short enough for a test to wait out, long enough for a loaded 2-core host to go round a ring.
+_SHORT_TIMEOUT_S = 10
+
+
+def ring_fails_mid_ring(rank, world, *, phase, failing):
+    """The block kernel of `phase` ("forward" or "backward") raises at ring step 0 on the ranks
+    in `failing`, with the step-1 exchange posted, on a group with a short timeout. A failing
+    rank must raise its own error with every transfer it posted finished; when all ranks fail,
+    the group must then give the reference result. A rank that goes on alone must get a
+    RingTransferError after the timeout. Returns (error type, whether a failing rank's posted
+    transfers were all finished when it raised)."""
+    import datetime
+    import sys
+
+    ring_module = sys.modules["torch_topo.ops.ring_attention"]
+    group = dist.new_group(list(range(world)),
+                           timeout=datetime.timedelta(seconds=_SHORT_TIMEOUT_S))
+    seq, heads = 2 * world, 2
+    gen = torch.Generator().manual_seed(8)
+    q, k, v, dout = (torch.randn(1, seq, heads, 4, generator=gen) for _ in range(4))
+    pos = expected_positions("contiguous", seq, rank, world)
+
+    def run():
+        ql, kl, vl = (t[:, pos].clone().requires_grad_() for t in (q, k, v))
+        out = torch_topo.ring_attention(ql, kl, vl, group=group, check_inputs=False)
+        out.backward(dout[:, pos])
+        return out, ql.grad, kl.grad, vl.grad
+
+    def fail(*args, **kwargs):
+        raise RuntimeError(f"injected {phase} kernel failure on rank {rank}")
+
+    name, works = f"block_{phase}", []
+    kernel, batch_isend_irecv = getattr(ring_module, name), dist.batch_isend_irecv
+
+    def recording_batch(ops):
+        posted = batch_isend_irecv(ops)
+        works.extend(posted)
+        return posted
+
+    if rank in failing:
+        setattr(ring_module, name, fail)
+    dist.batch_isend_irecv = recording_batch
+    try:
+        run()
+    except RuntimeError as e:
+        error = e
+    else:
+        raise AssertionError(f"{phase}: rank {rank} raised nothing")
+    finally:
+        setattr(ring_module, name, kernel)
+        dist.batch_isend_irecv = batch_isend_irecv
+    if rank in failing:
+        if "injected" not in str(error):
+            raise AssertionError(f"rank {rank} raised {error!r}, expected its own error")
+    elif not isinstance(error, torch_topo.ops.utils.RingTransferError) or not re.search(
+            r"ring_attention backward.*did not complete.*a rank that raised mid-ring", str(error)):
+        raise AssertionError(f"rank {rank} raised {error!r}, expected a RingTransferError")
+    finished = all(w.is_completed() for w in works)
+    if len(failing) == world:  # the group is left clean: the next call is exact
+        ref = _reference(q, k, v, dout, False, None)
+        for what, got, want in zip(("out", "dq", "dk", "dv"), run(), ref, strict=False):
+            torch.testing.assert_close(got, want[:, pos], rtol=1e-5, atol=1e-5,
+                                       msg=lambda m, n=what: f"{n}: {m}")
+    return type(error).__name__, finished
 
 
 class _Scatter(torch.autograd.Function):
@@ -394,8 +485,6 @@ def sequence_roundtrip_2x2(rank, world, *, balance, seq):
 def raises(rank, world, *, call, match):
     """`call` names a bad-input scenario below; every rank must raise ValueError matching
     `match` (so no rank is left inside a collective)."""
-    import re
-
     try:
         _BAD[call](rank, world)
     except ValueError as e:

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Ring attention on 2, 3 and 4 Gloo ranks against single-process attention with autograd:
-causal and not, zigzag and not, MHA/GQA/MQA, fp32 and bf16, the LSE, zigzag helpers, errors."""
+causal and not, zigzag and not, MHA/GQA/MQA, fp32 and bf16, the LSE, zigzag helpers, errors,
+the output written in place, a kernel that fails mid-ring."""
 
 import pytest
 from ops_pool import backends, get_pool
@@ -35,6 +36,31 @@ def test_ring_bfloat16(world, balance):
 def test_ring_gradcheck_float64(world, causal, balance, kv_heads):
     get_pool(world).run("gradcheck", op="ring", causal=causal, heads=2, kv_heads=kv_heads,
                         seq_local=2, balance=balance)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world,op,causal,balance", [
+    (2, "ring", True, "zigzag"), (2, "ring", False, "none"), (4, "ring", True, "zigzag"),
+    (4, "ring", False, "none"), (4, "2d", True, "zigzag")])
+@pytest.mark.parametrize("batch", [1, 2])
+def test_output_written_in_place(world, op, causal, balance, batch):
+    # ring_attention's output was a view made inside its autograd Function: out.mul_ raised
+    # "is a view and is being modified inplace".
+    get_pool(world).run("ring_in_place", op=op, causal=causal, balance=balance, batch=batch)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("phase", ["forward", "backward"])
+@pytest.mark.parametrize("failing", [(0, 1), (0,)])
+def test_kernel_failure_mid_ring(phase, failing):
+    # A kernel error left the next step's transfers posted and unwaited; a rank that went on
+    # alone got Gloo's bare "Timed out waiting" with nothing naming the ring.
+    got = get_pool(2).run("ring_fails_mid_ring", phase=phase, failing=failing)
+    for rank, (error, finished) in enumerate(got):
+        if rank in failing:
+            assert (error, finished) == ("RuntimeError", True)
+        else:
+            assert error == "RingTransferError"
 
 
 @pytest.mark.timeout(300)
