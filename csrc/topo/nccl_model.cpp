@@ -218,7 +218,8 @@ CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& 
       if (!all_reduce) break;
       // Chain inside a host, double binary tree across hosts: the busiest host's NICs carry
       // treeNicLoad(hosts) buffers per direction; NCCL's algorithm bandwidth is half its tree
-      // bus bandwidth.
+      // bus bandwidth, corrected by NCCL's own factor at medium sizes. (NCCL corrects the NVLS
+      // tree too, but only on Blackwell with x86 CPUs, and a shape knows no CPU architecture.)
       const double net = hosts < 2 ? kInf : 2 * s.net_gbps / treeNicLoad(hosts);
       const double bus = kTreeEfficiency * std::min(s.intra_bus_gbps, net);
       for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
@@ -230,7 +231,7 @@ CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& 
         const double lat = ncclBaseLatencyUs(NcclAlgo::Tree, p) +
                            2 * ((local - 1) * hop(intra_hop, NcclAlgo::Tree, p) +
                                 log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::Tree, p));
-        c.push_back({p, 0.5 * b, lat});
+        c.push_back({p, 0.5 * b * ncclTreeCorrection(p, bytes), lat});
       }
       break;
     }

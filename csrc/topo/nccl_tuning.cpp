@@ -4,6 +4,8 @@
 // nvlsAlgFraction, which is fitted to a published run (see there).
 #include "topo/nccl_tuning.h"
 
+#include <algorithm>
+
 namespace torch_topo::topo {
 namespace {
 
@@ -73,6 +75,14 @@ const double kNvlsAlgFraction[4] = {
   // Volta  Ampere  Hopper  Blackwell
      0.0,   0.0,    0.74,   0.74 * 0.74 / 0.85,
 };
+// NCCL's treeCorrectionFactor (tuning.cc): its tree all-reduce runs below the tree's bandwidth
+// formula at medium sizes, by this factor per protocol (LL, LL128, Simple) and power of two of
+// the message in 64-byte units, 64 B (index 0) to 256 MiB (22); 1 from 512 MiB.
+const double kTreeCorrection[3][23] = {
+  { 1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0 },
+  { 1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0 },
+  { .9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9 },
+};
 // clang-format on
 
 int row(NcclAlgo a) { return static_cast<int>(a); }
@@ -130,5 +140,11 @@ double ncclNetOverheadUs(bool amd_cpu, NcclProto proto) {
 }
 
 double nvlsAlgFraction(NcclGeneration g) { return kNvlsAlgFraction[gen(g)]; }
+
+double ncclTreeCorrection(NcclProto proto, int64_t bytes) {
+  int log_size = 0;  // NCCL's log2i(bytes >> 6): 0 below 128 bytes
+  for (int64_t units = std::max<int64_t>(bytes, 0) >> 6; units > 1; units >>= 1) ++log_size;
+  return log_size < 23 ? kTreeCorrection[col(proto)][log_size] : 1.0;
+}
 
 }  // namespace torch_topo::topo

@@ -4,6 +4,8 @@
 // class, LL bandwidth caps, NVLS efficiency per GPU generation. nccl_model.cpp combines them.
 #pragma once
 
+#include <cstdint>
+
 namespace torch_topo::topo {
 
 /// NCCL's algorithms, in the order of its tuning tables.
@@ -37,6 +39,11 @@ double ncclLlMaxBusGBps(NcclGeneration gen, bool amd_cpu, int hosts);
 /// Extra latency of each network step of a ring (us): NCCL's network post overhead, 1 on Intel
 /// and other CPUs, 2 on AMD; the Simple protocol posts three times per step.
 double ncclNetOverheadUs(bool amd_cpu, NcclProto proto);
+
+/// Factor on a tree all-reduce's bandwidth for a message of `bytes`: NCCL tuning.cc
+/// treeCorrectionFactor (lowest, .4-.6 by protocol, between 64 KiB and 2 MiB; 1 from 512 MiB),
+/// NCCL's own correction of its tree formula at medium sizes.
+double ncclTreeCorrection(NcclProto proto, int64_t bytes);
 
 /// Fraction of one GPU's NVLink bandwidth an NVLS all-reduce reaches as algorithm bandwidth on
 /// one NVSwitch host; 0 where NVLS does not exist (before Hopper).

@@ -56,6 +56,41 @@ TEST(NcclTuningTest, TablesHoldNcclsConstants) {
   EXPECT_GT(nvlsAlgFraction(NcclGeneration::Hopper), 0.0);
 }
 
+TEST(NcclTuningTest, TreeCorrectionIndexesBySizeAsNcclDoes) {
+  // NCCL indexes treeCorrectionFactor by log2(bytes / 64), rounded down: 64-127 B is entry 0,
+  // so are 0 and 8 B; 256 MiB the last entry (22); from 512 MiB no correction.
+  EXPECT_DOUBLE_EQ(ncclTreeCorrection(NcclProto::Simple, 0), 0.9);
+  EXPECT_DOUBLE_EQ(ncclTreeCorrection(NcclProto::LL, 127), 1.0);
+  EXPECT_DOUBLE_EQ(ncclTreeCorrection(NcclProto::LL, 256 << 10), 0.4);         // entry 12
+  EXPECT_DOUBLE_EQ(ncclTreeCorrection(NcclProto::LL, (256 << 10) - 1), 0.5);   // entry 11
+  EXPECT_DOUBLE_EQ(ncclTreeCorrection(NcclProto::Simple, 1 << 20), 0.5);       // entry 14
+  EXPECT_DOUBLE_EQ(ncclTreeCorrection(NcclProto::LL128, 4 << 20), 0.8);        // entry 16
+  EXPECT_DOUBLE_EQ(ncclTreeCorrection(NcclProto::Simple, 256 << 20), 0.9);     // entry 22
+  EXPECT_DOUBLE_EQ(ncclTreeCorrection(NcclProto::Simple, (512LL << 20) - 1), 0.9);
+  EXPECT_DOUBLE_EQ(ncclTreeCorrection(NcclProto::Simple, 512LL << 20), 1.0);
+  EXPECT_DOUBLE_EQ(ncclTreeCorrection(NcclProto::LL128, 16LL << 30), 1.0);
+}
+
+TEST(NcclModelTest, TreeBandwidthTakesNcclsCorrection) {
+  // Two hosts of 8 H100s, tree forced, LL128 at both sizes: the time per extra byte at 4 MiB
+  // (NCCL's correction .8) is 1/.8 of what it is at 128 MiB (1.0); the latency is the same at
+  // every size, so it cancels in the differences.
+  const CostModel model(makeCluster(switchedHost(90), 2));
+  auto seconds_per_byte = [&](int64_t bytes, int64_t extra) {
+    double t[2];
+    for (int k = 0; k < 2; ++k) {
+      const CostEstimate e = model.estimateCollective(CollectiveOp::AllReduce, bytes + k * extra,
+                                                      iota(16), Algorithm::Tree);
+      EXPECT_EQ(e.protocol, "LL128") << bytes + k * extra;
+      t[k] = e.seconds;
+    }
+    return (t[1] - t[0]) / extra;
+  };
+  // Each pair stays within one power of two (one entry of the table).
+  const double mid = seconds_per_byte(4 << 20, 64 << 10), big = seconds_per_byte(128 << 20, 16 << 20);
+  EXPECT_NEAR(mid / big, 1 / 0.8, 1e-6);
+}
+
 TEST(NcclModelTest, RingLatencyFollowsNcclsFormula) {
   // One NVSwitch host of 8 A100s: ring LL latency = base 6.6 + 14 steps x 0.6 us (NVLink), plus
   // the per-call overhead; 8 bytes move in no measurable time.

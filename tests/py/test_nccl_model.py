@@ -153,11 +153,12 @@ def test_held_out_nvls_tree_small_messages_pay_no_full_fill():
 
 
 def test_held_out_one_gpu_per_host():
-    # nccl-tests #232: one H100 per host, tree forced; the GPU's own 400G NIC from 4 MiB.
+    # nccl-tests #232: one H100 per host, tree forced; the GPU's own 400G NIC from 4 MiB. NCCL's
+    # own tree correction (.9 for LL128 from 8 to 32 MiB) makes this run's rows 0.89-0.96.
     tree = compare(BY_FILE["PARTIAL_ncclTests232_2node_1xH100_4NIC_tree_all_reduce_perf.txt"])
     assert [r.algorithm for r in tree] == ["tree"] * 5
     for r in tree[1:]:
-        assert 0.95 <= r.busbw_ratio <= 1.15, r
+        assert 0.87 <= r.busbw_ratio <= 1.0, r
     # DGX Spark pair, one 200G link: all_gather at 16 GiB and all_reduce latency to 32 KiB.
     (gather,) = compare(BY_FILE["gb10training_2xGB10_200G_all_gather_perf_16G.txt"])
     assert 1.0 <= gather.busbw_ratio <= 1.15
@@ -274,12 +275,13 @@ def test_held_out_beyond_two_hosts_large_sizes_are_nic_bound(run, low, high):
 
 
 def test_held_out_beyond_two_hosts_mid_sizes_are_a_known_miss():
-    # Pinned so that a change shows: at 16 and 32 MiB the model's tree/LL128 is 1.3-1.95x
-    # optimistic on all three runs, while the 4-VM run's times follow an NVLS tree's.
+    # Pinned so that a change shows: at 16 and 32 MiB the model's tree/LL128 is 1.2-1.85x
+    # optimistic on all three runs (with NCCL's tree correction; 1.3-1.95x without), while the
+    # 4-VM run's times follow an NVLS tree's.
     for run in _NCCL_TESTS_309.values():
         mid = [r for r in compare(BY_FILE[run]) if 16 << 20 <= r.published.size <= 32 << 20]
         assert len(mid) == 2
-        assert all(r.algorithm == "tree" and 1.3 <= r.busbw_ratio <= 1.95 for r in mid), mid
+        assert all(r.algorithm == "tree" and 1.2 <= r.busbw_ratio <= 1.85 for r in mid), mid
     vm = dataclasses.replace(BY_FILE[_NCCL_TESTS_309["4 VMs"]], algorithm="nvls_tree")
     for r in compare(vm):
         if 4 << 20 <= r.published.size <= 32 << 20:
