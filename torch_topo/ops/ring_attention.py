@@ -71,12 +71,10 @@ class RingAttentionFunction(torch.autograd.Function):
     Buffers keep the [b, s, h, d] layout (K/V stacked as [2, b, s, kv_heads, d]) and the block
     kernels see [b, h, s, d] views of them, so nothing is transposed into a copy; the output
     and gradients come back in the caller's layout. At world size 1 the block's own output and
-    gradients are returned as they are (no fp32 round trip; the output copied when a backward
-    will run, see forward)."""
+    gradients are returned as they are (no fp32 round trip)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, group, causal: bool, scale: float, balance: Balance,
-                grad_enabled: bool = True):
+    def forward(ctx, q, k, v, group, causal: bool, scale: float, balance: Balance):
         rank, world = group_rank_size(group)
         qh = q.transpose(1, 2)
         kernel = select_for(qh, k.shape[2])
@@ -108,16 +106,11 @@ class RingAttentionFunction(torch.autograd.Function):
         ctx.group, ctx.causal, ctx.scale, ctx.balance = group, causal, scale, balance
         ctx.kernel, ctx.rng = kernel, rng
         ctx.mark_non_differentiable(lse)
-        if grad_enabled and any(ctx.needs_input_grad[:3]):
-            # The backward needs the output as computed (every kernel's backward takes it for
-            # rowsum(dO * O)), and a caller may write what it gets in place (a residual, a
-            # scale). out_q is a view of the kernel's buffer, which autograd refuses to let be
-            # written; an alias that is not a view would let the write reach the saved output
-            # and give wrong gradients without a word. The caller gets its own copy: one
-            # output-sized copy beside P attention blocks (torch's SDPA raises at backward
-            # instead). Without a backward (no_grad: `grad_enabled` is the caller's grad
-            # mode, off in here; needs_input_grad still says True) no copy is made.
-            return out_q.clone(), lse
+        # The backward needs the output as computed (rowsum(dO * O)), so a caller's in-place
+        # write to it must not pass unseen: autograd refuses the write at once (out_q is a view
+        # made in here) or at backward (its version counter), as for torch's SDPA. A copy would
+        # let the write through at the price of one more output-sized tensor per layer until
+        # the backward, on the op whose point is long sequences.
         return out_q, lse
 
     @staticmethod
@@ -140,7 +133,7 @@ class RingAttentionFunction(torch.autograd.Function):
         if world == 1:
             dq, dk, dv = grads(0, (k, v))[2]
             return (dq.transpose(1, 2).to(q.dtype), dk.transpose(1, 2).to(k.dtype),
-                    dv.transpose(1, 2).to(v.dtype), None, None, None, None, None)
+                    dv.transpose(1, 2).to(v.dtype), None, None, None, None)
         acc = acc_dtype(q.dtype)
         dq = torch.zeros(q.shape, dtype=acc, device=q.device)
         kv = torch.stack([k, v])
@@ -169,7 +162,7 @@ class RingAttentionFunction(torch.autograd.Function):
             dring.wait()
         home = dkv[world % 2]
         return (dq.to(q.dtype), home[0].to(k.dtype), home[1].to(v.dtype), None, None, None,
-                None, None)
+                None)
 
 
 def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None,
@@ -210,8 +203,7 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
         raise ValueError(f"ring_attention: q has shape {tuple(q.shape)}: expected a local "
                          "sequence length and head_dim >= 1")
     scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
-    out, lse = RingAttentionFunction.apply(q, k, v, group, causal, scale, balance,
-                                           torch.is_grad_enabled())
+    out, lse = RingAttentionFunction.apply(q, k, v, group, causal, scale, balance)
     return (out, lse) if return_lse else out
 
 
