@@ -249,7 +249,8 @@ def settled_on_error(*rings: RingExchange):
     that far, so these waits return as soon as the peers get there. A failed transfer
     (RingTransferError) is re-raised at once: the group is broken, and waiting for the other
     transfers would cost one more timeout each; a wait that fails here becomes a note on the
-    error being raised."""
+    error being raised (Python 3.11 and later; 3.10 has no notes and keeps the error as it
+    is)."""
     try:
         yield
     except Exception as error:
@@ -258,6 +259,7 @@ def settled_on_error(*rings: RingExchange):
                 try:
                     ring.wait()
                 except RingTransferError as e:
-                    error.add_note(f"while finishing the posted transfers: {e}")
+                    if hasattr(error, "add_note"):
+                        error.add_note(f"while finishing the posted transfers: {e}")
                     break
         raise
