@@ -166,6 +166,19 @@ def test_held_out_one_gpu_per_host():
     assert [TIME_GOAL[0] <= r.time_ratio <= TIME_GOAL[1] for r in small] == [True] * 3 + [False]
 
 
+def test_held_out_two_host_tree_scales_with_the_nics_used():
+    # NVIDIA/nccl #1357: 2 x 8 H100, tree forced, 16 GiB through one and then two 400G NICs.
+    # Two hosts load each NIC with one buffer per direction, so twice the NICs halve the time
+    # (published: 347989 vs 174239 us) and busbw reaches ~1.85x the NICs' rate; the model is
+    # 0.93x on both.
+    (one,), (two,) = (compare(BY_FILE[f"PARTIAL_nccl1357_2node_16xH100_{n}NIC-400G_tree_"
+                                      "all_reduce_16G.txt"]) for n in (1, 2))
+    for r in (one, two):
+        assert (r.algorithm, r.protocol) == ("tree", "Simple"), r
+        assert 0.92 <= r.busbw_ratio <= 0.95, r
+    assert one.model_us / two.model_us == pytest.approx(2.0, abs=0.01)
+
+
 def _gb200(label_or_file):
     return next(s for s in SYSTEMS if label_or_file in (s.results, s.label))
 

@@ -152,6 +152,13 @@ SYSTEMS: tuple[System, ...] = (
            note="one H100 per host given four NICs: NCCL drives the GPU's own NIC (~41 GB/s "
                 "at 32 MiB, as the model's rail); the first size (2 MiB) took 113 us "
                 "out-of-place and 93 us in-place, the run's warm-up"),
+    # NVIDIA/nccl #1357: the same author's 2 hosts of 8 H100, tree forced, 16 GiB through one
+    # and two of the hosts' 400G NICs (busbw 1.85x the NICs' rate: a two-host tree's, not a
+    # ring's). The thread's four-NIC run is cut off in the source.
+    System(results="PARTIAL_nccl1357_2node_16xH100_1NIC-400G_tree_all_reduce_16G.txt",
+           topology=_H100, hosts=2, sm=90, nic_gbit=400, nics=1, algorithm="tree"),
+    System(results="PARTIAL_nccl1357_2node_16xH100_2NIC-400G_tree_all_reduce_16G.txt",
+           topology=_H100, hosts=2, sm=90, nic_gbit=400, nics=2, algorithm="tree"),
     # nccl-tests #309: HGX H100 hosts with eight 400G InfiniBand NICs (one per GPU), 4 and 8
     # hosts, NCCL's own choice throughout.
     System(results="ncclTests309_4node_32xH100_XE9680_8xCX7-400G_VM_all_reduce_perf_8B-16G.txt",
