@@ -3,6 +3,7 @@
 // devices, ReduceOp composition, lifecycle and splitting (layer: csrc/backend).
 #include "backend/topo_backend.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -98,10 +99,10 @@ DeviceRoute* TopoBackend::buildLazyRoute(c10::DeviceType type) {
     if (it == lazy_.end()) return nullptr;
     factory = it->second;
   }
-  // The factory runs outside the lock: it may take the GIL and wait on the store.
+  // The factory runs outside the lock: it may take the GIL and wait on the store. It stays in
+  // `lazy_` for split(), and is not called again: routeFor finds the route from now on.
   addRoute(type, factory(store_, rank_, size_, options_));
   std::lock_guard<std::mutex> lock(routesMutex_);
-  lazy_.erase(type);
   return routes_.at(type).get();
 }
 
@@ -456,13 +457,33 @@ c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
     const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
     const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
   checkLive("split");
-  // A live child split for this very store comes from the same splitGroup call (the child
-  // holds the store, so its address cannot have been reused).
-  if (store.get() == lastSplitStore_) {
+  // The same store is the same splitGroup call (held in lastSplitStore_, so its address cannot
+  // have been reused): its answer again, the live child or null.
+  if (store == lastSplitStore_) {
     if (auto child = lastSplitChild_.lock()) return child;
+    return nullptr;
+  }
+  // Each eager inner backend is split on every rank, in one order everywhere, member or not:
+  // NCCL's split on a non-member is that rank's part (NCCL_SPLIT_NOCOLOR) of the ncclCommSplit
+  // the members wait in, and Gloo's returns null at once. Stopping at the first null child, as
+  // before, left the members waiting whenever the cpu side came first. A lazy side is not
+  // split: whether it was built differs between ranks (a send builds it on two), so the child
+  // gets its factory instead, on every rank alike.
+  std::vector<c10::DeviceType> types;
+  for (auto& [type, route] : routes_) {
+    if (std::find(lazyTypes_.begin(), lazyTypes_.end(), type) == lazyTypes_.end()) {
+      types.push_back(type);
+    }
+  }
+  std::sort(types.begin(), types.end());
+  if (types.empty()) {
+    C10_THROW_ERROR(ValueError, "TopoBackend::split: every inner backend of the group is lazy; "
+                                "split needs one given eagerly to split from");
   }
   std::unordered_map<c10::DeviceType, c10::intrusive_ptr<c10d::Backend>> children;
-  for (auto& [type, route] : routes_) {
+  bool member = true;
+  for (auto type : types) {
+    auto& route = routes_.at(type);
     if (!route->inner->supportsSplitting()) {
       C10_THROW_ERROR(ValueError, c10::str("TopoBackend::split: inner backend ",
                                            route->inner->getBackendName(), " for ", type,
@@ -492,29 +513,30 @@ c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
     auto child = route->inner->split(c10::make_intrusive<c10d::PrefixStore>(
                                          c10::DeviceTypeName(type, true), store),
                                      ranks, innerOpts);
-    if (!child) return nullptr;  // this rank is not in `ranks`
-    children.emplace(type, child);
+    if (child) {
+      children.emplace(type, child);
+    } else {
+      member = false;  // this rank is not in `ranks`
+    }
   }
+  lastSplitStore_ = store;
+  lastSplitChild_ = c10::weak_intrusive_ptr<c10d::Backend>(c10::intrusive_ptr<c10d::Backend>());
+  if (!member) return nullptr;
   auto childOpts = Options::create(opts->timeout);
   childOpts->group_name = opts->group_name;
   childOpts->group_desc = opts->group_desc;
   childOpts->global_ranks_in_group = opts->global_ranks_in_group;
   childOpts->debug = debug_;  // a split group logs and issues as its parent does
   childOpts->plain = plain_;
-  // A side still lazy here stays lazy in the child, built from the child's store.
+  // A lazy side stays lazy in the child, built from the child's store at its first op there.
   std::unordered_map<c10::DeviceType, InnerFactory> lazy;
   {
     std::lock_guard<std::mutex> lock(routesMutex_);
     lazy = lazy_;
   }
-  if (children.empty()) {
-    C10_THROW_ERROR(ValueError, "TopoBackend::split: every inner backend of the group is lazy "
-                                "and none is built; split needs one to split from");
-  }
   auto first = children.begin()->second;
   c10::intrusive_ptr<c10d::Backend> child = c10::make_intrusive<TopoBackend>(
       store, first->getRank(), first->getSize(), childOpts, std::move(children), std::move(lazy));
-  lastSplitStore_ = store.get();
   lastSplitChild_ = c10::weak_intrusive_ptr<c10d::Backend>(child);
   return child;
 }

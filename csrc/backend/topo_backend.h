@@ -191,8 +191,9 @@ class TopoBackend : public c10d::Backend {
   bool isInitialized() override;
 #endif
   bool supportsSplitting() const override { return true; }
-  /// Splits every inner backend (they all support it in the torch versions we build against)
-  /// and wraps the children; null when this rank is not in `ranks`.
+  /// Splits every inner backend given eagerly (they all support it in the torch versions we
+  /// build against), on every rank of the group, and wraps the children; null when this rank
+  /// is not in `ranks`. A lazy side stays lazy in the child, built or not here.
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
                                           const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<c10d::Backend::Options>& opts)
@@ -299,7 +300,8 @@ class TopoBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<Options> options_;
   std::unordered_map<c10::DeviceType, std::unique_ptr<DeviceRoute>> routes_;
-  /// Factories of the device types not built yet; `lazyTypes_` keeps every type given as lazy.
+  /// Factories of every device type given as lazy, built or not (a split child gets them all);
+  /// `lazyTypes_` lists those types.
   std::unordered_map<c10::DeviceType, InnerFactory> lazy_;
   std::vector<c10::DeviceType> lazyTypes_;
   /// Guards routes_ and lazy_ against innerBackend() from another thread while the issuing
@@ -316,11 +318,13 @@ class TopoBackend : public c10d::Backend {
   bool coalescedOther_ = false;
   bool debug_ = false;
   bool plain_ = false;
-  /// The child of the last split() and the store it was asked for. torch before 2.14 calls
-  /// split() once per device type of the parent, and "topo" serves cpu and cuda with this one
-  /// backend: a second split would rendezvous on the first child's store keys and hang (torch
-  /// 2.14 splits each backend once). The weak pointer lets the child die with its group.
-  const c10d::Store* lastSplitStore_ = nullptr;
+  /// The store of the last split() and its child (null on a rank outside the child). torch
+  /// before 2.14 calls split() once per device type of the parent, and "topo" serves cpu and
+  /// cuda with this one backend: a member's second split would rendezvous on the first child's
+  /// store keys and hang, and a non-member's would run NCCL's no-colour split a second time,
+  /// which no member matches (torch 2.14 splits each backend once). The store is held so that
+  /// its address names one splitGroup call; the weak pointer lets the child die with its group.
+  c10::intrusive_ptr<c10d::Store> lastSplitStore_;
   c10::weak_intrusive_ptr<c10d::Backend> lastSplitChild_{
       c10::weak_intrusive_ptr<c10d::Backend>(c10::intrusive_ptr<c10d::Backend>())};
   /// One logged choice; op names are string literals, so logging allocates nothing.

@@ -12,7 +12,8 @@ wait() and barrier() order the caller after the op and that a dropped work's buf
 reused early. Each result is compared with the one
 computed locally from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
 equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
-was given) and `new_group(backend=...)` subgroups. Writes <out>/rank<R>.json; the test asserts
+was given), on CUDA a `split_group` that leaves ranks out, and `new_group(backend=...)`
+subgroups. Writes <out>/rank<R>.json; the test asserts
 on it.
 """
 
@@ -304,6 +305,8 @@ def _mesh_and_subgroups(c: Checks, rank: int, world: int, device_type: str) -> d
         dist.all_reduce(t, group=group)
         c.same(f"mesh {dim} all_reduce", t, sum(_input(r, 70, torch.float32) for r in ranks))
         info[dim] = {"backend": dist.get_backend(group), "ranks": ranks}
+    if device_type == "cuda":
+        _split_with_non_members(c, rank, world)
     inner = "nccl" if device_type == "cuda" else "gloo"
     for backend in (inner, None):
         sub = dist.new_group([0, world - 1], backend=backend)
@@ -313,6 +316,26 @@ def _mesh_and_subgroups(c: Checks, rank: int, world: int, device_type: str) -> d
             c.same(f"new_group({backend}) all_reduce", t,
                    _input(0, 71, torch.float32) + _input(world - 1, 71, torch.float32))
     return info
+
+
+def _split_with_non_members(c: Checks, rank: int, world: int) -> None:
+    """dist.split_group with ranks outside the child (split_group needs a bound device, so CUDA
+    only), after a CPU op built the lazy Gloo side on every rank. A non-member's NCCL split is
+    its part of the members' ncclCommSplit: a non-member that skips it leaves the members
+    waiting, and one that does it twice (torch before 2.14 splits once per device type) waits
+    itself. The world all-reduce after it shows nobody is stuck."""
+    dist.all_reduce(torch.ones(1))
+    members = list(range(0, world, 2))
+    child = dist.split_group(split_ranks=[members])
+    if rank in members:
+        t = c.put(_input(rank, 72, torch.float32))
+        dist.all_reduce(t, group=child)
+        c.same("split_group child all_reduce", t, sum(_input(r, 72, torch.float32) for r in members))
+    elif child is not None:
+        c.failed.append(f"split_group gave non-member rank {rank} a group")
+    t = c.put(_input(rank, 73, torch.float32))
+    dist.all_reduce(t)
+    c.same("all_reduce after split_group", t, sum(_input(r, 73, torch.float32) for r in range(world)))
 
 
 def main() -> int:

@@ -108,3 +108,50 @@ def test_ranks_that_disagree_on_binding_get_an_error_naming_them(tmp_path):
         pass
     result = json.loads((tmp_path / "1.json").read_text())
     assert "group rank 1 did not bind a CUDA device but group rank 0 did" in result["error"]
+
+
+def _split_main(rank, world, store_path, out_dir):
+    from torch_topo import _C
+    from torch_topo.backend import lazy_gloo
+
+    file_store = dist.FileStore(store_path, world)
+    file_store.set_timeout(timedelta(seconds=20))  # a child that cannot meet fails, not hangs
+    store = dist.PrefixStore("group/", file_store)
+    stand_in = dist.ProcessGroupGloo(dist.PrefixStore("cuda_stand_in/", store), rank, world,
+                                     timedelta(seconds=20))
+    topo = _C.TopoBackend(store, rank, world, _C.TopoBackend.Options(timedelta(seconds=20)),
+                          {"cuda": stand_in}, {"cpu": lazy_gloo})
+    # The CPU side gets built on ranks 0 and 2 only: of the child's members, on rank 0 alone.
+    if rank == 0:
+        topo.send([torch.arange(3.0)], 2, 7).wait()
+    elif rank == 2:
+        topo.recv([torch.empty(3)], 0, 7).wait()
+    group = dist.ProcessGroup(store, rank, world)
+    for device in ("cpu", "cuda"):
+        group._register_backend(torch.device(device), dist.ProcessGroup.BackendType.CUSTOM, topo)
+    split = type(group).split_group
+    split = getattr(split, "__wrapped__", split)  # torch's own, not torch_topo's wrapper
+    child = split(group, [0, 1], timeout=timedelta(seconds=20), group_name="child")
+    result = {"member": child is not None}
+    if child is not None:
+        backend = child._get_backend(torch.device("cpu"))
+        result["cpu_side_lazy"] = backend.inner_backend("cpu") is None
+        x = torch.full((2,), float(rank + 1))
+        backend.allreduce([x], dist.AllreduceOptions()).wait()
+        result["sum"] = x.tolist()
+    topo.barrier(dist.BarrierOptions()).wait()
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(result))
+
+
+@pytest.mark.timeout(180)
+def test_split_child_keeps_the_cpu_side_lazy_where_some_members_built_it(tmp_path):
+    # The parent's lazy side was split where it was built: rank 0's child held a split Gloo
+    # group and rank 1's a lazy one, on other store keys, so the child's first CPU op waited
+    # for a peer that never came.
+    world = 3
+    mp.start_processes(_split_main, args=(world, str(tmp_path / "store"), str(tmp_path)),
+                       nprocs=world, start_method="spawn")
+    results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
+    assert results[2] == {"member": False}, results
+    for r in (0, 1):
+        assert results[r] == {"member": True, "cpu_side_lazy": True, "sum": [3.0, 3.0]}, results
