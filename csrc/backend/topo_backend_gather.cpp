@@ -269,14 +269,15 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::alltoall(std::vector<at::Tensor>& ou
                   [&] { return Issued{route.inner->alltoall(outputs, inputs, opts), {}}; });
   }
   std::vector<int64_t> inSplits, outSplits;
-  std::vector<at::Tensor> inFlat;
   for (int r = 0; r < size_; ++r) {
     inSplits.push_back(inputs[r].numel());
     outSplits.push_back(outputs[r].numel());
-    inFlat.push_back(inputs[r].reshape({-1}));
   }
   // Allocated inside the op, on the internal stream where it has one: that stream's later
   // ops are the only ones that can reuse the buffers, so none can before this op is done.
+  // That holds for the flattened inputs too: a non-contiguous one is a copy, which, made on
+  // the caller's stream before the op, went back to that stream's pool when the call returned,
+  // while the internal stream had yet to read it for the pack.
   auto received = std::make_shared<at::Tensor>();
   Epilogue unpack = [outputs, received, outSplits] {
     int64_t at = 0;
@@ -287,6 +288,8 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::alltoall(std::vector<at::Tensor>& ou
   };
   return launch(route, c10d::OpType::ALLTOALL, "alltoall", outputs, inputs,
                 [&] {
+                  std::vector<at::Tensor> inFlat;
+                  for (const auto& t : inputs) inFlat.push_back(t.reshape({-1}));
                   at::Tensor packed = at::cat(inFlat);
                   *received = at::empty(
                       {std::accumulate(outSplits.begin(), outSplits.end(), int64_t{0})},

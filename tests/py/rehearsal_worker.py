@@ -8,8 +8,8 @@ cuda:$LOCAL_RANK, as torch recommends), records the cluster topo believes in, th
 c10d collective through the world group: each reduction for every dtype and reduce op the inner
 backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
 batch_isend_irecv, and the overlap ops; on CUDA, with a late peer, that coalesced blocks'
-wait() and barrier() order the caller after the op and that a dropped work's buffers are not
-reused early. Each result is compared with the one
+wait() and barrier() order the caller after the op and that a dropped work's buffers (and the
+copies of strided all-to-all inputs) are not reused early. Each result is compared with the one
 computed locally from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
 equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
 was given), on CUDA a `split_group` that leaves ranks out, and `new_group(backend=...)`
@@ -219,6 +219,43 @@ def _dropped_all_to_all(c: Checks, rank: int, world: int) -> None:
     dist.barrier()
 
 
+def _strided_uneven_all_to_all(c: Checks, rank: int, world: int) -> None:
+    """An uneven list all-to-all of non-contiguous inputs (topo flattens them into copies to
+    pack them), issued while topo's internal stream is still held up by an earlier one with a
+    late peer; at once the caller's stream allocates blocks of the copies' sizes and fills them
+    with NaN. Had the copies been made on the caller's stream, they would have gone back to its
+    pool when the call returned, before the internal stream packed them, and the NaNs would
+    travel. Probabilistic (the allocator must hand those very blocks out again): a pass says
+    less than a failure."""
+    if c.device.type != "cuda":
+        return
+    every = range(world)
+    dtype = torch.float32
+    sizes = [[4096 * (r + j + 1) + 17 for j in every] for r in every]
+    held = [[c.put(torch.empty(sizes[r][rank], dtype=dtype)) for r in every] for _ in range(2)]
+    first = [c.put(p) for p in _input(rank, 58, dtype, sum(sizes[rank])).split(sizes[rank])]
+    strided = []
+    for part in _input(rank, 59, dtype, sum(sizes[rank])).split(sizes[rank]):
+        pair = c.put(torch.zeros(part.numel(), 2, dtype=dtype))
+        pair[:, 0] = c.put(part)
+        strided.append(pair[:, 0])  # stride 2: reshape(-1) copies it
+    _late_peer(c, rank, world)
+    works = [dist.all_to_all(held[0], first, async_op=True),
+             dist.all_to_all(held[1], strided, async_op=True)]
+    decoys = [torch.full((n,), float("nan"), dtype=dtype, device=c.device)
+              for n in sizes[rank] for _ in range(8)]
+    for work in works:
+        work.wait()
+    torch.cuda.synchronize()
+    del decoys
+    for k, salt in enumerate((58, 59)):
+        want = torch.cat([_input(r, salt, dtype, sum(sizes[r])).split(sizes[r])[rank]
+                          for r in every])
+        c.same(f"all_to_all uneven {'strided, behind a late one' if k else 'late peer'}",
+               torch.cat([o.cpu() for o in held[k]]), want)
+    dist.barrier()
+
+
 def _coalesced_and_p2p(c: Checks, rank: int, world: int) -> None:
     every = range(world)
     dtype = torch.float32
@@ -371,6 +408,7 @@ def main() -> int:
         _movement(checks, rank, world, _DTYPES[args.device])
         _coalesced_and_p2p(checks, rank, world)
         _dropped_all_to_all(checks, rank, world)
+        _strided_uneven_all_to_all(checks, rank, world)
         _barrier_waits_for_peers(checks, rank, world)
         _overlap_ops(checks, rank, world)
         if args.mesh:
