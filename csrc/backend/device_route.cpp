@@ -95,6 +95,16 @@ c10::Stream DeviceRoute::internalStream(c10::Device device) {
   return it->second;
 }
 
+void DeviceRoute::orderCurrentAfterInternal() {
+  std::lock_guard<std::mutex> lock(streamsMutex_);
+  c10::impl::VirtualGuardImpl impl(type);
+  for (const auto& [index, internal] : streams_) {
+    c10::Event queued(type);
+    queued.record(internal);
+    queued.block(impl.getStream(c10::Device(type, index)));
+  }
+}
+
 StreamScope::StreamScope(DeviceRoute& route, c10::Device device) : device_(device) {
   c10::impl::VirtualGuardImpl impl(device.type());
   c10::Stream caller = impl.getStream(device);

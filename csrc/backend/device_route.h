@@ -45,6 +45,9 @@ struct DeviceRoute {
   std::vector<c10::intrusive_ptr<c10d::Backend>> backends() const;
   /// The internal stream of one device (created once, from the device's stream pool).
   c10::Stream internalStream(c10::Device device);
+  /// Makes the current stream of each device that has an internal stream wait for what was
+  /// queued on that internal stream so far (events, no host block).
+  void orderCurrentAfterInternal();
   /// The thread that runs this route's schedules on the host (created on first use, by the
   /// one thread that issues the group's ops).
   ScheduleWorker& scheduleWorker();

@@ -55,7 +55,8 @@ using Decision = std::tuple<std::string, int64_t, std::string>;
 /// waits inside the call; on CPU it runs on the route's ScheduleWorker, one FIFO thread over the
 /// route's level backends (which nothing else uses), so the call returns at once. Hence every
 /// rank issues the same inner collectives in the same order on each inner backend; barrier()
-/// first waits for the queued schedules.
+/// first waits for the queued schedules (CPU) or orders the caller's stream after the internal
+/// stream (CUDA), so it returns after every earlier op, as NCCL's own barrier does.
 ///
 /// Thread safety: like c10d's backends, one thread issues ops at a time per group; the
 /// decision log, levels and thresholds are guarded by a mutex so Python may read them from

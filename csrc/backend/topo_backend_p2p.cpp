@@ -68,6 +68,11 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::barrier(const c10d::BarrierOptions& 
   // The inner barrier is issued as is: NCCL's barrier runs its own allreduce on its streams.
   ++seq_;
   if (coalescing_) joinCoalesced(route);
+  // On a plain NCCL group the barrier's allreduce follows the group's earlier collectives on
+  // their stream, so its wait() returns after them; ours ran on the internal stream and the
+  // level groups, which NCCL's barrier knows nothing of. The caller's stream, which NCCL's
+  // barrier follows and its wait() drains, waits for them first.
+  if (route.streamed && !coalescing_) route.orderCurrentAfterInternal();
   auto inner = route.inner->barrier(opts);
   // NCCL's barrier work blocks the host in wait() (on the end of its allreduce), which a
   // wrapper completed from the future (set at enqueue) would skip.

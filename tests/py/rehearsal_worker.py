@@ -8,8 +8,9 @@ cuda:$LOCAL_RANK, as torch recommends), records the cluster topo believes in, th
 c10d collective through the world group: each reduction for every dtype and reduce op the inner
 backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
 batch_isend_irecv, and the overlap ops; on CUDA, with a late peer, that coalesced blocks'
-wait() and barrier() order the caller after the op and that a dropped work's buffers (and the
-copies of strided all-to-all inputs) are not reused early. Each result is compared with the one
+wait() and barrier() order the caller after the op (barrier() also after an op nobody waited
+for) and that a dropped work's buffers (and the copies of strided all-to-all inputs) are not
+reused early. Each result is compared with the one
 computed locally from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
 equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
 was given), on CUDA a `split_group` that leaves ranks out, and `new_group(backend=...)`
@@ -190,6 +191,26 @@ def _barrier_waits_for_peers(c: Checks, rank: int, world: int) -> None:
     if rank != world - 1 and waited < 0.5 * late_s:
         c.failed.append(f"barrier returned after {waited:.3f} s, before the last rank's "
                         f"{late_s:.3f} s of GPU work")
+
+
+def _barrier_after_unwaited_op(c: Checks, rank: int, world: int) -> None:
+    """dist.barrier() returns after an earlier all_reduce that nobody waited for, as on a plain
+    NCCL group (its barrier's allreduce follows the group's collectives on their stream). A
+    hierarchical all_reduce runs on topo's internal stream and level groups instead, which
+    NCCL's barrier alone does not follow; the last rank is late, so the op is still running
+    when a barrier that does not wait for it returns."""
+    if c.device.type != "cuda" or world < 2:
+        return
+    t = c.put(_input(rank, 74, torch.float32, 1 << 20))
+    _late_peer(c, rank, world)
+    work = dist.all_reduce(t, async_op=True)
+    dist.barrier()
+    c.count += 1
+    if not work.is_completed():
+        c.failed.append("barrier returned before an earlier all_reduce had completed")
+    work.wait()
+    c.same("all_reduce before a barrier", t,
+           sum(_input(r, 74, torch.float32, 1 << 20) for r in range(world)))
 
 
 def _dropped_all_to_all(c: Checks, rank: int, world: int) -> None:
@@ -410,6 +431,7 @@ def main() -> int:
         _dropped_all_to_all(checks, rank, world)
         _strided_uneven_all_to_all(checks, rank, world)
         _barrier_waits_for_peers(checks, rank, world)
+        _barrier_after_unwaited_op(checks, rank, world)
         _overlap_ops(checks, rank, world)
         if args.mesh:
             record["mesh"] = _mesh_and_subgroups(checks, rank, world, args.device)
