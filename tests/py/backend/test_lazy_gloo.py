@@ -15,21 +15,29 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def _direct_main(rank, world, store_path, out_dir):
+def _topo_with_lazy_cpu(store, rank, world, timeout_s, factory):
+    """A TopoBackend whose cuda side is a Gloo group standing in for NCCL and whose cpu side is
+    built by `factory` at its first CPU op."""
     from torch_topo import _C
+
+    timeout = timedelta(seconds=timeout_s)
+    stand_in = dist.ProcessGroupGloo(dist.PrefixStore("cuda_stand_in/", store), rank, world,
+                                     timeout)
+    return _C.TopoBackend(store, rank, world, _C.TopoBackend.Options(timeout),
+                          {"cuda": stand_in}, {"cpu": factory})
+
+
+def _direct_main(rank, world, store_path, out_dir):
     from torch_topo.backend import lazy_gloo
 
     store = dist.PrefixStore("group/", dist.FileStore(store_path, world))
-    stand_in = dist.ProcessGroupGloo(dist.PrefixStore("cuda_stand_in/", store), rank, world,
-                                     timedelta(seconds=60))
     built = []
 
     def factory(s, r, n, options):
         built.append((r, n, options._timeout.total_seconds()))
         return lazy_gloo(s, r, n, options)
 
-    topo = _C.TopoBackend(store, rank, world, _C.TopoBackend.Options(timedelta(seconds=60)),
-                          {"cuda": stand_in}, {"cpu": factory})
+    topo = _topo_with_lazy_cpu(store, rank, world, 60, factory)
     result = {"at_creation": topo.inner_backend("cpu") is not None}
     topo.barrier(dist.BarrierOptions()).wait()  # a barrier without a device leaves it unbuilt
     result["after_barrier"] = topo.inner_backend("cpu") is not None
@@ -111,16 +119,12 @@ def test_ranks_that_disagree_on_binding_get_an_error_naming_them(tmp_path):
 
 
 def _split_main(rank, world, store_path, out_dir):
-    from torch_topo import _C
     from torch_topo.backend import lazy_gloo
 
     file_store = dist.FileStore(store_path, world)
     file_store.set_timeout(timedelta(seconds=20))  # a child that cannot meet fails, not hangs
     store = dist.PrefixStore("group/", file_store)
-    stand_in = dist.ProcessGroupGloo(dist.PrefixStore("cuda_stand_in/", store), rank, world,
-                                     timedelta(seconds=20))
-    topo = _C.TopoBackend(store, rank, world, _C.TopoBackend.Options(timedelta(seconds=20)),
-                          {"cuda": stand_in}, {"cpu": lazy_gloo})
+    topo = _topo_with_lazy_cpu(store, rank, world, 20, lazy_gloo)
     # The CPU side gets built on ranks 0 and 2 only: of the child's members, on rank 0 alone.
     if rank == 0:
         topo.send([torch.arange(3.0)], 2, 7).wait()
