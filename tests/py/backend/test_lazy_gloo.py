@@ -27,6 +27,13 @@ def _topo_with_lazy_cpu(store, rank, world, timeout_s, factory):
                           {"cuda": stand_in}, {"cpu": factory})
 
 
+def _spawn(main, world, tmp_path):
+    """Every rank's result of main(rank, world, store path, out dir), which writes {rank}.json."""
+    mp.start_processes(main, args=(world, str(tmp_path / "store"), str(tmp_path)),
+                       nprocs=world, start_method="spawn")
+    return [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
+
+
 def _direct_main(rank, world, store_path, out_dir):
     from torch_topo.backend import lazy_gloo
 
@@ -60,9 +67,7 @@ def _direct_main(rank, world, store_path, out_dir):
 @pytest.mark.timeout(180)
 def test_cpu_side_is_built_at_the_first_cpu_op_only(tmp_path):
     world = 3
-    mp.start_processes(_direct_main, args=(world, str(tmp_path / "store"), str(tmp_path)),
-                       nprocs=world, start_method="spawn")
-    results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
+    results = _spawn(_direct_main, world, tmp_path)
     assert [r["at_creation"] or r["after_barrier"] for r in results] == [False] * world
     assert [r["after_send"] for r in results] == [True, True, False]
     assert results[1]["received"] == [0.0, 1.0, 2.0]
@@ -152,10 +157,7 @@ def test_split_child_keeps_the_cpu_side_lazy_where_some_members_built_it(tmp_pat
     # The parent's lazy side was split where it was built: rank 0's child held a split Gloo
     # group and rank 1's a lazy one, on other store keys, so the child's first CPU op waited
     # for a peer that never came.
-    world = 3
-    mp.start_processes(_split_main, args=(world, str(tmp_path / "store"), str(tmp_path)),
-                       nprocs=world, start_method="spawn")
-    results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
+    results = _spawn(_split_main, 3, tmp_path)
     assert results[2] == {"member": False}, results
     for r in (0, 1):
         assert results[r] == {"member": True, "cpu_side_lazy": True, "sum": [3.0, 3.0]}, results
