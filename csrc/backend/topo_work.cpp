@@ -3,7 +3,9 @@
 #include "backend/topo_work.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
+#include <thread>
 #include <utility>
 
 #include <ATen/core/ivalue.h>
@@ -201,8 +203,25 @@ void TopoWork::blockCurrentStream() {
   }
 }
 
+void TopoWork::awaitOnHost(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!end_->query()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      C10_THROW_ERROR(DistBackendError,
+                      c10::str("TopoWork::wait: ", title_, " did not complete within ",
+                               timeout.count(), " ms; it is still running: wait() again to "
+                               "complete it"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 bool TopoWork::wait(std::chrono::milliseconds timeout) {
   if (end_) {
+    // A caller's own timeout blocks the host until the op ends, as ProcessGroupNCCL's
+    // wait(timeout) does. When it runs out the op is left running (NCCL would abort its
+    // communicator), as this work's pending mode and Gloo leave theirs.
+    if (timeout != kNoTimeout) awaitOnHost(timeout);
     synchronize();
     return true;
   }

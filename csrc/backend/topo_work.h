@@ -83,7 +83,8 @@ class TopoWork : public c10d::Work {
   /// backend's own timeout when unset), then runs the epilogue if not yet run; rethrows the
   /// first error and sets status TIMEDOUT or ERROR. A `timeout` that runs out while an inner
   /// work is still in flight raises and leaves the work pending, as c10d's works do. Stream
-  /// mode: `synchronize()` (no host block).
+  /// mode: `synchronize()` (no host block); with a `timeout`, the host first waits for the op
+  /// up to it (DistBackendError when it runs out, the op left running).
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   /// Aborts the inner works still in flight.
   void abort() override;
@@ -100,6 +101,8 @@ class TopoWork : public c10d::Work {
   void attachCallbacks();
   /// Some inner work has not finished (polled).
   bool anyInFlight();
+  /// Stream mode: blocks the host until `end_` is reached, or raises after `timeout`.
+  void awaitOnHost(std::chrono::milliseconds timeout);
 
   std::string title_;
   std::vector<at::Tensor> outputs_;

@@ -9,7 +9,7 @@ c10d collective through the world group: each reduction for every dtype and redu
 backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
 batch_isend_irecv, and the overlap ops; on CUDA, with a late peer, that coalesced blocks'
 wait() and barrier() order the caller after the op (barrier() also after an op nobody waited
-for) and that a dropped work's buffers (and the copies of strided all-to-all inputs) are not
+for), that wait(timeout) of a hierarchical op blocks the host up to the timeout, and that a dropped work's buffers (and the copies of strided all-to-all inputs) are not
 reused early. Each result is compared with the one
 computed locally from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
 equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
@@ -21,6 +21,7 @@ on it.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import sys
@@ -211,6 +212,30 @@ def _barrier_after_unwaited_op(c: Checks, rank: int, world: int) -> None:
     work.wait()
     c.same("all_reduce before a barrier", t,
            sum(_input(r, 74, torch.float32, 1 << 20) for r in range(world)))
+
+
+def _wait_with_timeout(c: Checks, rank: int, world: int) -> None:
+    """work.wait(timeout) of a hierarchical all_reduce (topo's own work, on its internal
+    stream) blocks the host as ProcessGroupNCCL's does: behind the late rank's GPU work a short
+    timeout raises, the op keeps running, and a later wait() completes it. Only where every
+    all_reduce is hierarchical: NCCL's own work aborts its communicator when the time runs
+    out."""
+    if c.device.type != "cuda" or world < 2 or \
+            os.environ.get("TORCH_TOPO_HIERARCHICAL") != "always":
+        return
+    t = c.put(_input(rank, 75, torch.float32, 1 << 20))
+    _late_peer(c, rank, world)
+    work = dist.all_reduce(t, async_op=True)
+    c.count += 1
+    try:
+        work.wait(timeout=datetime.timedelta(milliseconds=20))
+        c.failed.append("wait(timeout=20 ms) returned behind the late rank's GPU work")
+    except RuntimeError as e:
+        if "did not complete within" not in str(e):
+            c.failed.append(f"wait(timeout=20 ms) raised another error: {e}")
+    work.wait()
+    c.same("all_reduce after a wait that timed out", t,
+           sum(_input(r, 75, torch.float32, 1 << 20) for r in range(world)))
 
 
 def _dropped_all_to_all(c: Checks, rank: int, world: int) -> None:
@@ -432,6 +457,7 @@ def main() -> int:
         _strided_uneven_all_to_all(checks, rank, world)
         _barrier_waits_for_peers(checks, rank, world)
         _barrier_after_unwaited_op(checks, rank, world)
+        _wait_with_timeout(checks, rank, world)
         _overlap_ops(checks, rank, world)
         if args.mesh:
             record["mesh"] = _mesh_and_subgroups(checks, rank, world, args.device)
