@@ -9,8 +9,9 @@ c10d collective through the world group: each reduction for every dtype and redu
 backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
 batch_isend_irecv, and the overlap ops; on CUDA, with a late peer, that coalesced blocks'
 wait() and barrier() order the caller after the op (barrier() also after an op nobody waited
-for), that wait(timeout) of a hierarchical op blocks the host up to the timeout, and that a dropped work's buffers (and the copies of strided all-to-all inputs) are not
-reused early. Each result is compared with the one
+for), that wait(timeout) of a hierarchical op blocks the host up to the timeout, and that a
+dropped work's buffers (and the copies of strided all-to-all inputs) are not reused early.
+Each result is compared with the one
 computed locally from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
 equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
 was given), on CUDA a `split_group` that leaves ranks out, and `new_group(backend=...)`
@@ -194,6 +195,15 @@ def _barrier_waits_for_peers(c: Checks, rank: int, world: int) -> None:
                         f"{late_s:.3f} s of GPU work")
 
 
+def _all_reduce_behind_late_peer(c: Checks, rank: int, world: int, salt: int):
+    """An async all_reduce of 1 Mi floats issued while the last rank is late: the tensor, its
+    work and the expected sum."""
+    t = c.put(_input(rank, salt, torch.float32, 1 << 20))
+    _late_peer(c, rank, world)
+    want = sum(_input(r, salt, torch.float32, 1 << 20) for r in range(world))
+    return t, dist.all_reduce(t, async_op=True), want
+
+
 def _barrier_after_unwaited_op(c: Checks, rank: int, world: int) -> None:
     """dist.barrier() returns after an earlier all_reduce that nobody waited for, as on a plain
     NCCL group (its barrier's allreduce follows the group's collectives on their stream). A
@@ -202,16 +212,13 @@ def _barrier_after_unwaited_op(c: Checks, rank: int, world: int) -> None:
     when a barrier that does not wait for it returns."""
     if c.device.type != "cuda" or world < 2:
         return
-    t = c.put(_input(rank, 74, torch.float32, 1 << 20))
-    _late_peer(c, rank, world)
-    work = dist.all_reduce(t, async_op=True)
+    t, work, want = _all_reduce_behind_late_peer(c, rank, world, 74)
     dist.barrier()
     c.count += 1
     if not work.is_completed():
         c.failed.append("barrier returned before an earlier all_reduce had completed")
     work.wait()
-    c.same("all_reduce before a barrier", t,
-           sum(_input(r, 74, torch.float32, 1 << 20) for r in range(world)))
+    c.same("all_reduce before a barrier", t, want)
 
 
 def _wait_with_timeout(c: Checks, rank: int, world: int) -> None:
@@ -223,9 +230,7 @@ def _wait_with_timeout(c: Checks, rank: int, world: int) -> None:
     if c.device.type != "cuda" or world < 2 or \
             os.environ.get("TORCH_TOPO_HIERARCHICAL") != "always":
         return
-    t = c.put(_input(rank, 75, torch.float32, 1 << 20))
-    _late_peer(c, rank, world)
-    work = dist.all_reduce(t, async_op=True)
+    t, work, want = _all_reduce_behind_late_peer(c, rank, world, 75)
     c.count += 1
     try:
         work.wait(timeout=datetime.timedelta(milliseconds=20))
@@ -234,8 +239,7 @@ def _wait_with_timeout(c: Checks, rank: int, world: int) -> None:
         if "did not complete within" not in str(e):
             c.failed.append(f"wait(timeout=20 ms) raised another error: {e}")
     work.wait()
-    c.same("all_reduce after a wait that timed out", t,
-           sum(_input(r, 75, torch.float32, 1 << 20) for r in range(world)))
+    c.same("all_reduce after a wait that timed out", t, want)
 
 
 def _dropped_all_to_all(c: Checks, rank: int, world: int) -> None:
@@ -413,12 +417,14 @@ def _split_with_non_members(c: Checks, rank: int, world: int) -> None:
     if rank in members:
         t = c.put(_input(rank, 72, torch.float32))
         dist.all_reduce(t, group=child)
-        c.same("split_group child all_reduce", t, sum(_input(r, 72, torch.float32) for r in members))
+        c.same("split_group child all_reduce", t,
+               sum(_input(r, 72, torch.float32) for r in members))
     elif child is not None:
         c.failed.append(f"split_group gave non-member rank {rank} a group")
     t = c.put(_input(rank, 73, torch.float32))
     dist.all_reduce(t)
-    c.same("all_reduce after split_group", t, sum(_input(r, 73, torch.float32) for r in range(world)))
+    c.same("all_reduce after split_group", t,
+           sum(_input(r, 73, torch.float32) for r in range(world)))
 
 
 def main() -> int:

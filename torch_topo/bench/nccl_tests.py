@@ -163,22 +163,24 @@ SYSTEMS: tuple[System, ...] = (
     # hosts, NCCL's own choice throughout.
     System(results="ncclTests309_4node_32xH100_XE9680_8xCX7-400G_VM_all_reduce_perf_8B-16G.txt",
            topology=_H100, hosts=4, sm=90, nic_gbit=400, nics=8,
-           note="4 Dell XE9680 in VMware VMs given NCCL_TOPO_FILE: from 128 MiB the model's nvls_tree"
-                " is 1.05-1.19x (1.06 from 2 GiB, the 8 NICs' limit). From 2 to 16 MiB its tree/LL128"
-                " is 1.37-2.01x optimistic (1.23 at 32 MiB), where the published times follow an NVLS tree's (priced as "
-                "nvls_tree 0.95-1.15 from 4 MiB); 2 MiB and 256 B out-of-place are slow outliers "
-                "(in-place 132 and 36 us)"),
+           note="4 Dell XE9680 in VMware VMs given NCCL_TOPO_FILE: from 128 MiB the model's "
+                "nvls_tree is 1.05-1.19x (1.06 from 2 GiB, the 8 NICs' limit). From 2 to 16 MiB "
+                "its tree/LL128 is 1.37-2.01x optimistic (1.23 at 32 MiB), where the published "
+                "times follow an NVLS tree's (priced as nvls_tree 0.95-1.15 from 4 MiB); 2 MiB "
+                "and 256 B out-of-place are slow outliers (in-place 132 and 36 us)"),
     System(results="ncclTests309_4node_32xH100_8x400G-IB_all_reduce_perf_1M-8G.txt",
            topology=_H100, hosts=4, sm=90, nic_gbit=400, nics=8,
-           note="NCCL's defaults: from 1 GiB 1.17-1.19x; the model's nvls_tree gets the 8 NICs' 400 "
-                "GB/s, which this cluster reached at 8 hosts only with NCCL_MIN_CTAS=24 (391 GB/s, "
-                "same thread; 320 GB/s with the defaults). Up to 512 MiB 1.26-3.75x optimistic: "
-                "tree/LL128 as for the 4-VM run, and 1 MiB took 317 us out-of-place, 93 in-place"),
+           note="NCCL's defaults: from 1 GiB 1.17-1.19x; the model's nvls_tree gets the 8 NICs' "
+                "400 GB/s, which this cluster reached at 8 hosts only with NCCL_MIN_CTAS=24 (391 "
+                "GB/s, same thread; 320 GB/s with the defaults). Up to 512 MiB 1.26-3.75x "
+                "optimistic: tree/LL128 as for the 4-VM run, and 1 MiB took 317 us out-of-place, "
+                "93 in-place"),
     System(results="ncclTests309_8node_64xH100_8x400G-IB_all_reduce_perf_1M-8G.txt",
            topology=_H100, hosts=8, sm=90, nic_gbit=400, nics=8,
-           note="NCCL's defaults: from 512 MiB 1.21-1.32x (the model's 392 GB/s is what the same 8 "
-                "hosts reached with NCCL_MIN_CTAS=24; 1 GiB dips below 512 MiB); 2-256 MiB 1.27-1.83x "
-                "optimistic as at 4 hosts, 8 MiB out-of-place a stall (1272 us, in-place 321)"),
+           note="NCCL's defaults: from 512 MiB 1.21-1.32x (the model's 392 GB/s is what the same "
+                "8 hosts reached with NCCL_MIN_CTAS=24; 1 GiB dips below 512 MiB); 2-256 MiB "
+                "1.27-1.83x optimistic as at 4 hosts, 8 MiB out-of-place a stall (1272 us, "
+                "in-place 321)"),
     # DGX Spark: one GB10 (sm121) per host, one 200G QSFP link; the host file only carries the
     # GPU, whose NVLink a one-GPU host never uses.
     System(results="PARTIAL_dgxSparkPlaybooks103_2xGB10_200G_all_reduce_perf.txt",
