@@ -44,6 +44,7 @@ py::dict estimateToDict(const CostEstimate& e) {
   d["algorithm"] = topo::toString(e.algorithm);
   d["applicable"] = e.applicable;
   d["seconds"] = e.seconds;
+  d["choice_seconds"] = e.choiceSeconds();
   d["alg_bandwidth_gbps"] = e.alg_bandwidth_gbps;
   d["bus_bandwidth_gbps"] = e.bus_bandwidth_gbps;
   d["protocol"] = e.protocol;
@@ -118,9 +119,10 @@ size_t checkedIndex(const char* method, const char* arg, int64_t value, size_t c
 /// A cluster with a cost model built once; the Python Plan keeps one per topology.
 class PlannerCluster {
  public:
-  PlannerCluster(const std::string& cluster_json, int64_t chunk_bytes, topo::ModelKind kind)
+  PlannerCluster(const std::string& cluster_json, int64_t chunk_bytes, topo::ModelKind kind,
+                 int nccl_version)
       : cluster_(topo::clusterFromJson(cluster_json, "<cluster json>")),
-        model_(cluster_, topo::CostOptions{chunk_bytes, true, kind}) {}
+        model_(cluster_, topo::CostOptions{chunk_bytes, true, kind, nccl_version}) {}
 
   const ClusterTopology& cluster() const { return cluster_; }
   const topo::CostModel& model() const { return model_; }
@@ -248,18 +250,25 @@ Args:
 
   py::class_<PlannerCluster>(m, "PlannerCluster",
                              "A cluster (torch-topo JSON) with its cost model, built once.")
-      .def(py::init([](const std::string& json, int64_t chunk_bytes, const std::string& model) {
+      .def(py::init([](const std::string& json, int64_t chunk_bytes, const std::string& model,
+                       int64_t nccl_version) {
              return valueErrors([&] {
-               return new PlannerCluster(json, chunk_bytes, topo::parseModelKind(model));
+               TOPO_CHECK(nccl_version >= 0 && nccl_version < 1000000,
+                          "PlannerCluster: nccl_version: got ", nccl_version,
+                          ", expected 0 or a version code such as 22809 (2.28.9)");
+               return new PlannerCluster(json, chunk_bytes, topo::parseModelKind(model),
+                                         static_cast<int>(nccl_version));
              });
            }),
            py::arg("cluster_json"), py::arg("chunk_bytes") = int64_t{4} << 20,
-           py::arg("model") = "auto",
+           py::arg("model") = "auto", py::arg("nccl_version") = 0,
            R"(Args:
   cluster_json: a torch-topo/1 cluster document with rank placements.
   chunk_bytes: pipelining grain of hierarchical schedules (TopoConfig.pipeline_chunk_bytes).
   model: "auto" (NCCL's algorithms for groups of GPU ranks, the alpha-beta schedules of the
-    Gloo side otherwise), "alpha_beta" or "nccl".)")
+    Gloo side otherwise), "alpha_beta" or "nccl".
+  nccl_version: NCCL's version code (major x 10000 + minor x 100 + patch) whose tuning the
+    model follows where releases differ; 0 for the newest it knows.)")
       .def_property_readonly("world_size", [](const PlannerCluster& c) { return c.model().rankCount(); })
       .def("rank_host", [](const PlannerCluster& c, int64_t r) { return c.rank("rank_host", "rank", r).host; },
            py::arg("rank"), "Host index of a rank.\n\nArgs:\n  rank: global rank.")

@@ -756,7 +756,7 @@ CostEstimate CostModel::chooseFlat(CollectiveOp op, int64_t bytes,
                       Algorithm::Direct, Algorithm::Nvls, Algorithm::NvlsTree, Algorithm::CollNet,
                       Algorithm::Pat}) {
     CostEstimate e = estimateConcurrent(op, bytes, groups, a);
-    if (e.applicable && e.seconds < best.seconds) best = std::move(e);
+    if (e.applicable && e.choiceSeconds() < best.choiceSeconds()) best = std::move(e);
   }
   return best;
 }

@@ -54,6 +54,11 @@ struct CostEstimate {
   std::string protocol;
   /// Ring order used (global ranks), filled for Ring and for the flat level of Tree.
   std::vector<int> order;
+  /// What the implementation's own tuning predicts, by which it picks an algorithm and protocol:
+  /// NCCL's estimate where the model reproduces it (NcclModel), else negative (then `seconds`).
+  /// `seconds` is the model's price of the call that choice makes.
+  double choice_seconds = -1.0;
+  double choiceSeconds() const { return choice_seconds < 0 ? seconds : choice_seconds; }
 };
 
 /// Knobs of the model.
@@ -64,6 +69,10 @@ struct CostOptions {
   bool search_ring_order = true;
   /// Model of CUDA groups (see ModelKind).
   ModelKind model = ModelKind::Auto;
+  /// NCCL's version code (major x 10000 + minor x 100 + patch, as torch.cuda.nccl.version()
+  /// reads), for the few tuning figures that changed between releases; 0: the newest this model
+  /// read (2.28.9 and later).
+  int nccl_version = 0;
 };
 
 /// Per-pair view of a cluster plus the shared resources (GPU injection, NICs, host uplink)
@@ -146,7 +155,8 @@ class CostModel {
                                const std::vector<int>& ranks) const;
   CostEstimate chooseConcurrent(CollectiveOp op, int64_t bytes,
                                 const std::vector<std::vector<int>>& groups) const;
-  /// Best applicable algorithm other than Hierarchical (on CUDA groups: NCCL's own choice).
+  /// Best applicable algorithm other than Hierarchical (on CUDA groups: NCCL's own choice, by
+  /// its own estimates where the model reproduces them).
   CostEstimate chooseFlat(CollectiveOp op, int64_t bytes,
                           const std::vector<std::vector<int>>& groups) const;
 

@@ -17,6 +17,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kBytesPerGB = 1e9;
+/// Rate of one NIC (GB/s) where a host file lists none: 400 Gbit/s, the compute NICs of current
+/// GPU hosts (one per GPU on H100 and H200 systems).
+constexpr double kUnlistedNicGBps = 50.0;
 
 Algorithm algorithmOf(NcclAlgo algo) {
   switch (algo) {
@@ -56,26 +59,61 @@ double treeNicLoad(int nodes) {
   return 0.5 * busiest;
 }
 
-/// One protocol's prediction: algorithm bandwidth (GB/s) and latency (us) of one call.
-struct Candidate {
-  NcclProto proto;
-  double alg_gbps;
-  double latency_us;
+/// What NCCL's topology search leaves of a multi-host group, as far as its tuning reads it
+/// (src/graph/search.cc): channels and their bandwidth (GB/s) for the ring and tree graphs, heads
+/// and bandwidths for the NVLS graph. Derived from the NICs the group uses; NCCL's tuning logs of
+/// 8-GPU H100 hosts with a 400G NIC per GPU (2 to 32 hosts, 1 to 8 ranks per host) show these.
+struct NcclGraphs {
+  int channels = 0;
+  double inter_gbps = 0.0;
+  double tree_intra_gbps = 0.0;
+  int nvls_heads = 0;
+  double nvls_intra_gbps = 0.0;
+  double nvls_inter_gbps = 0.0;
 };
 
+NcclGraphs searchedGraphs(const NcclModel::Shape& s) {
+  NcclGraphs g;
+  const int nics = std::max(1, s.nics);
+  const double speed = ncclSearchSpeedGBps(s.sm, /*inter=*/true, s.net_gbps / nics);
+  g.channels = nics;  // one channel per NIC
+  g.inter_gbps = speed;
+  // ncclTopoDupChannels doubles fast channels at half the bandwidth each, but from Hopper on
+  // not more than four below 50 GB/s.
+  if (speed >= 25.0 && !(s.sm > 80 && speed < 50.0 && nics > 4)) {
+    g.channels *= 2;
+    g.inter_gbps /= 2;
+  }
+  // On two hosts the search raises a tree's intra-host bandwidth up to twice its network one,
+  // as far as each GPU's NVLink carries every channel.
+  g.tree_intra_gbps =
+      s.hosts <= 2 ? std::max(g.inter_gbps, std::min(2 * g.inter_gbps, s.intra_bus_gbps / g.channels))
+                   : g.inter_gbps;
+  g.nvls_heads = std::min(s.per_host, nics);
+  g.nvls_inter_gbps = speed;
+  g.nvls_intra_gbps =
+      ncclSearchSpeedGBps(s.sm, /*inter=*/false, s.intra_bus_gbps / std::max(1, g.nvls_heads));
+  return g;
+}
+
 CostEstimate finish(CollectiveOp op, int64_t bytes, int ranks, Algorithm algorithm,
-                    const std::vector<Candidate>& candidates) {
+                    const std::vector<NcclModel::Prediction>& candidates) {
   CostEstimate est;
   est.algorithm = algorithm;
-  est.seconds = kInf;
-  for (const Candidate& c : candidates) {
+  est.seconds = est.choice_seconds = kInf;
+  for (const NcclModel::Prediction& c : candidates) {
     if (!(c.alg_gbps > 0)) continue;
     // A message smaller than the fill occupies only its own bytes of the Simple buffers.
     const double payload =
         bytes + (c.proto == NcclProto::Simple ? std::min<double>(bytes, kSimpleFillBytes) : 0.0);
-    const double t = (kNcclCallOverheadUs + c.latency_us) * 1e-6 + payload / (c.alg_gbps * kBytesPerGB);
-    if (t < est.seconds) {
+    const double latency = (kNcclCallOverheadUs + c.latency_us) * 1e-6;
+    const double t = latency + payload / (c.alg_gbps * kBytesPerGB);
+    const double choice = c.choice_alg_gbps < 0 ? t
+                          : c.choice_alg_gbps > 0 ? latency + bytes / (c.choice_alg_gbps * kBytesPerGB)
+                                                  : kInf;
+    if (choice < est.choice_seconds || (choice == est.choice_seconds && t < est.seconds)) {
       est.seconds = t;
+      est.choice_seconds = choice;
       est.protocol = toString(c.proto);
     }
   }
@@ -152,12 +190,24 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
   s.net_gbps = kInf;
   s.collnet = s.hosts >= 2;
   if (s.hosts >= 2) {
+    s.nics = std::numeric_limits<int>::max();
     for (size_t gi = 0; gi < groups.size(); ++gi) {
       for (const auto& [node, nics] : nics_of[gi]) {
         double sum = 0.0, uplink = 0.0;
+        bool listed = false;
         for (int nic : nics) sum += model_.nicBandwidth(nic) / nic_users[nic];
-        for (int h : hosts_of[gi][node]) uplink += model_.hostUplinkBandwidth(h) / host_users[h];
-        s.net_gbps = std::min(s.net_gbps, std::min(sum, uplink));
+        for (int h : hosts_of[gi][node]) {
+          uplink += model_.hostUplinkBandwidth(h) / host_users[h];
+          listed = listed || !cluster.hosts[h].nics.empty();
+        }
+        const double net = std::min(sum, uplink);
+        s.net_gbps = std::min(s.net_gbps, net);
+        // A host file without NICs stands for its NICs with one aggregate: counted as NICs of
+        // kUnlistedNicGBps, for the channels NCCL would build over them.
+        const int count = listed ? static_cast<int>(nics.size())
+                                 : std::max(1, static_cast<int>(std::lround(net / kUnlistedNicGBps)));
+        s.nics = std::min(s.nics, count);
+        s.domains = s.domains || hosts_of[gi][node].size() > 1;
       }
     }
     for (const auto& g : groups)
@@ -171,8 +221,8 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
   return s;
 }
 
-CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& s,
-                                   NcclAlgo algo) const {
+std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64_t bytes,
+                                                         const Shape& s, NcclAlgo algo) const {
   const int n = s.ranks, hosts = s.hosts, local = s.per_host;
   const NcclHop intra_hop = s.nvlink ? NcclHop::NvLink : NcclHop::Pci;
   // NCCL enables LL128 only where the GPUs of a host talk over NVLink (sm70 and later).
@@ -183,17 +233,31 @@ CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& 
   const bool gather_scatter = op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter;
   // The ring's bus bandwidth: the host-local ring and the host's NICs (one channel per rail).
   const double ring_bus = std::min(s.intra_bus_gbps, s.net_gbps);
-  auto hop = [](NcclHop h, NcclAlgo a, NcclProto p) { return ncclHopLatencyUs(h, a, p); };
-  std::vector<Candidate> c;
+  // NCCL's own view on several ordinary hosts: its channels and their caps (see NcclGraphs).
+  const bool nccl_view = hosts >= 2 && !s.domains;
+  const NcclGraphs graphs = nccl_view ? searchedGraphs(s) : NcclGraphs{};
+  const NcclChannelCaps caps = ncclChannelCaps(s.generation, hosts);
+  const double nccl_bus = graphs.channels * graphs.inter_gbps;
+  const int version = model_.options().nccl_version;
+  auto hop = [version](NcclHop h, NcclAlgo a, NcclProto p) {
+    return ncclHopLatencyUs(h, a, p, version);
+  };
+  // A ring's bus bandwidth by protocol, from its links' (NCCL caps LL128 per channel).
+  auto ring_proto = [&](NcclProto p, double bus, double ll128_cap) {
+    return p == NcclProto::Simple  ? bus
+           : p == NcclProto::LL128 ? std::min(kLl128Efficiency * bus, ll128_cap)
+                                   : std::min(ll_max, kRingLlEfficiency * bus);
+  };
+  std::vector<NcclModel::Prediction> c;
   switch (algo) {
     case NcclAlgo::Ring: {
       if (!all_reduce && !gather_scatter && op != CollectiveOp::Broadcast) break;
       const double factor = busBandwidthFactor(op, n);
       for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
         if (p == NcclProto::LL128 && !ll128) continue;
-        const double bus = p == NcclProto::Simple  ? ring_bus
-                           : p == NcclProto::LL128 ? kLl128Efficiency * ring_bus
-                                                   : std::min(ll_max, kRingLlEfficiency * ring_bus);
+        const double bus = ring_proto(p, ring_bus, kInf);
+        const double choice =
+            nccl_view ? ring_proto(p, nccl_bus, graphs.channels * caps.ring_ll128) / factor : -1.0;
         double lat = ncclBaseLatencyUs(NcclAlgo::Ring, p);
         if (op == CollectiveOp::Broadcast) {
           // A pipelined chain: one hop's latency, whatever the group size.
@@ -210,7 +274,7 @@ CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& 
             lat *= s.sm >= 80 || s.sm == 0 ? kRingPlateauLatencyFactor
                                            : kRingPlateauLatencyFactorPreSm80;
         }
-        c.push_back({p, bus / factor, lat});
+        c.push_back({p, bus / factor, lat, choice});
       }
       break;
     }
@@ -220,18 +284,31 @@ CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& 
       // treeNicLoad(hosts) buffers per direction; NCCL's algorithm bandwidth is half its tree
       // bus bandwidth, corrected by NCCL's own factor at medium sizes. (NCCL corrects the NVLS
       // tree too, but only on Blackwell with x86 CPUs, and a shape knows no CPU architecture.)
+      // NCCL's estimate takes its channels' bandwidth (inside the hosts on two, across them
+      // beyond), caps per channel, and discounts a simple tree pattern.
       const double net = hosts < 2 ? kInf : 2 * s.net_gbps / treeNicLoad(hosts);
       const double bus = kTreeEfficiency * std::min(s.intra_bus_gbps, net);
+      const double nccl_tree_bus =
+          std::min(kTreeEfficiency * graphs.channels *
+                       (hosts <= 2 ? graphs.tree_intra_gbps : graphs.inter_gbps),
+                   graphs.channels * caps.tree);
+      const double pattern = s.sm >= 90 || local == 1 ? kNcclTreePatternFactor : 1.0;
+      auto tree_proto = [&](NcclProto p, double b, double ll128_cap) {
+        return p == NcclProto::Simple ? b
+               : p == NcclProto::LL128
+                   ? std::min(b * (hosts == 1 ? kTreeLl128FactorOneHost : kTreeLl128FactorHosts), ll128_cap)
+                   : std::min(ll_max, b * kTreeLlFactor);
+      };
       for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
         if (p == NcclProto::LL128 && !ll128) continue;
-        const double b =
-            p == NcclProto::Simple  ? bus
-            : p == NcclProto::LL128 ? bus * (hosts == 1 ? kTreeLl128FactorOneHost : kTreeLl128FactorHosts)
-                                    : std::min(ll_max, bus * kTreeLlFactor);
+        const double correction = 0.5 * ncclTreeCorrection(p, bytes);
+        const double choice =
+            nccl_view ? pattern * tree_proto(p, nccl_tree_bus, graphs.channels * caps.tree_ll128) * correction
+                      : -1.0;
         const double lat = ncclBaseLatencyUs(NcclAlgo::Tree, p) +
                            2 * ((local - 1) * hop(intra_hop, NcclAlgo::Tree, p) +
                                 log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::Tree, p));
-        c.push_back({p, 0.5 * b * ncclTreeCorrection(p, bytes), lat});
+        c.push_back({p, tree_proto(p, bus, kInf) * correction, lat, choice});
       }
       break;
     }
@@ -253,7 +330,23 @@ CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& 
       const double alg = std::min(nvlsAlgFraction(s.generation) * s.intra_bus_gbps, net);
       const double lat = hop(NcclHop::NvLink, NcclAlgo::NvlsTree, NcclProto::Simple) +
                          2 * log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::NvlsTree, NcclProto::Simple);
-      c.push_back({NcclProto::Simple, alg, lat});
+      // NCCL's estimate: per head, NVLS's intra-host rate (two operations pipelined) or the
+      // network's (doubled on two hosts), capped per channel; none with fewer than two heads.
+      // Before 2.28.3: the intra-host search rate or the network's (halved beyond two hosts).
+      double choice = -1.0;
+      if (nccl_view) {
+        const int heads = graphs.nvls_heads;
+        double per_head = std::min(graphs.nvls_intra_gbps,
+                                   graphs.nvls_inter_gbps / (hosts <= 2 ? 1 : 2)) * 5.0 / 6.0;
+        if (ncclAtLeast(version, kNcclNvlsTreeEstimateRevised)) {
+          const double intra = graphs.nvls_intra_gbps * ncclNvlsEfficiency(s.generation) *
+                               (heads - 1) / std::max(heads, 1) * 2;
+          const double inter = graphs.nvls_inter_gbps * (hosts <= 2 ? 2 : 1);
+          per_head = std::min({intra, inter, caps.nvls_tree}) / busBandwidthFactor(op, n);
+        }
+        choice = heads < 2 ? 0.0 : heads * per_head;
+      }
+      c.push_back({NcclProto::Simple, alg, lat, choice});
       break;
     }
     case NcclAlgo::CollNetDirect:
@@ -275,15 +368,31 @@ CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& 
       // Parallel aggregated trees: one GPU per host only.
       if (!gather_scatter || local != 1 || hosts < 2) break;
       const double alg = kPatEfficiency * ring_bus / busBandwidthFactor(op, n);
+      const double choice = nccl_view ? kPatEfficiency * nccl_bus / busBandwidthFactor(op, n) : -1.0;
       const double lat = ncclBaseLatencyUs(NcclAlgo::Pat, NcclProto::Simple) +
                          log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::Pat, NcclProto::Simple) /
                              kPatLatencyLogDivisor +
                          n * kPatLatencyPerRankUs;
-      c.push_back({NcclProto::Simple, alg, lat});
+      c.push_back({NcclProto::Simple, alg, lat, choice});
       break;
     }
   }
-  return finish(op, bytes, n, algorithmOf(algo), c);
+  return c;
+}
+
+std::optional<NcclModel::TuningEntry> NcclModel::tuning(CollectiveOp op,
+                                                        const std::vector<std::vector<int>>& groups,
+                                                        NcclAlgo algo, NcclProto proto) const {
+  // From 512 MiB NCCL's tree correction is 1: the entry as its table holds it.
+  for (const Prediction& p : predictions(op, int64_t{1} << 30, shapeOf(groups), algo))
+    if (p.proto == proto)
+      return TuningEntry{p.latency_us, p.choice_alg_gbps < 0 ? p.alg_gbps : p.choice_alg_gbps};
+  return std::nullopt;
+}
+
+CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& s,
+                                   NcclAlgo algo) const {
+  return finish(op, bytes, s.ranks, algorithmOf(algo), predictions(op, bytes, s, algo));
 }
 
 CostEstimate NcclModel::p2p(CollectiveOp op, int64_t bytes,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "topo/cost_model.h"
@@ -24,6 +25,12 @@ namespace torch_topo::topo {
 ///    bandwidth, shared with the other groups priced at once; NCCL spreads its channels over
 ///    every rail, so a flat ring is not limited to one NIC.
 /// Latency: NCCL's base latency plus hop latencies by link class (tuning.cc's formulas).
+///
+/// NCCL picks its algorithm and protocol by its own estimates, which on several hosts differ from
+/// what the calls then take (its per-channel caps, its discount of simple trees, its channel
+/// count). There the model reproduces those estimates to pick as NCCL does (choice_seconds) and
+/// prices the pick with its own figures (seconds). One host, multi-host NVLink domains, CollNet:
+/// the model picks by its own figures.
 class NcclModel {
  public:
   explicit NcclModel(const CostModel& model) : model_(model) {}
@@ -51,12 +58,39 @@ class NcclModel {
     bool collnet = false;    // every NIC used declares collective offload (NCCL XML coll="1")
     double intra_bus_gbps = 0.0;  // +inf with one rank per host
     double net_gbps = 0.0;        // +inf on one host
+    int nics = 0;                 // fewest NICs a group's ranks use on one node
+    bool domains = false;         // a node is a multi-host NVLink domain
   };
   Shape shapeOf(const std::vector<std::vector<int>>& groups) const;
+
+  /// NCCL's own entry for one collective algorithm and protocol, as NCCL_DEBUG_SUBSYS=TUNING
+  /// prints it: latency (us) before NCCL's per-call adjustments (the ring's plateau) and
+  /// algorithm bandwidth (GB/s) before its per-size ones (the tree correction); alg_gbps 0 where
+  /// NCCL does not consider the pair. Where the model does not reproduce NCCL's estimate (see
+  /// the class), its own figures; nullopt where the model has no such algorithm or protocol.
+  struct TuningEntry {
+    double latency_us = 0.0;
+    double alg_gbps = 0.0;
+  };
+  std::optional<TuningEntry> tuning(CollectiveOp op, const std::vector<std::vector<int>>& groups,
+                                    NcclAlgo algo, NcclProto proto) const;
+
+  /// One protocol's prediction: algorithm bandwidth (GB/s) and latency (us) of one call, and the
+  /// algorithm bandwidth NCCL's own estimate gives it (negative: the model's own; 0: NCCL does
+  /// not consider it).
+  struct Prediction {
+    NcclProto proto;
+    double alg_gbps;
+    double latency_us;
+    double choice_alg_gbps = -1.0;
+  };
 
  private:
   /// Best protocol of one NCCL collective algorithm; not applicable when NCCL lacks it.
   CostEstimate collective(CollectiveOp op, int64_t bytes, const Shape& shape, NcclAlgo algo) const;
+  /// Every protocol of one NCCL collective algorithm; empty when NCCL lacks it.
+  std::vector<Prediction> predictions(CollectiveOp op, int64_t bytes, const Shape& shape,
+                                      NcclAlgo algo) const;
   CostEstimate p2p(CollectiveOp op, int64_t bytes, const std::vector<std::vector<int>>& groups,
                    const Shape& shape) const;
   CostEstimate hierarchical(CollectiveOp op, int64_t bytes,

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // NCCL's tuning tables (layer: csrc/topo). The numbers are NCCL's public constants, read in
-// NVIDIA/nccl src/graph/tuning.cc at master 5067397c (2026, the same values since 2.23), except
-// nvlsAlgFraction, which is fitted to a published run (see there).
+// NVIDIA/nccl src/graph/tuning.cc and search.cc at master 5067397c (2026). Up to Hopper they
+// hold since 2.23, but for the NVLS tree's network hop (14 us before 2.28, as its estimate's
+// formula changed then); Blackwell's figures changed in 2.28. nvlsAlgFraction is not NCCL's:
+// it is fitted to a published run (see there).
 #include "topo/nccl_tuning.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace torch_topo::topo {
 namespace {
@@ -83,6 +86,34 @@ const double kTreeCorrection[3][23] = {
   { 1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0 },
   { .9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9 },
 };
+// Per-channel bus bandwidth caps (GB/s). Rows: generation; columns: 1 node, 2, more than 2.
+const double kRingLl128MaxGBps[4][3] = {
+  { 20.0, 20.0, 20.0 }, { 20.0, 20.0, 20.0 }, { 36.7, 36.7, 36.7 }, { 40.0, 40.0, 40.0 },
+};
+const double kTreeMaxGBps[4][3] = {
+  { 26.5, 18.5, 10.0 }, { 24.0, 23.6, 17.8 }, { 38.7, 41.4, 36.0 }, { 70.0, 42.8, 24.0 },
+};
+const double kTreeLl128MaxGBps[4][3] = {
+  { 20.0, 20.0, 20.0 }, { 20.0, 20.0, 20.0 }, { 36.7, 36.7, 29.0 }, { 55.6, 31.67, 20.0 },
+};
+const double kNvlsTreeMaxGBps[4][3] = {
+  { 26.5, 18.5, 10.0 }, { 24.0, 23.6, 17.8 }, { 0.0, 57.7, 45.5 }, { 0.0, 96.0, 80.0 },
+};
+
+// The speeds NCCL's search tries per channel (GB/s), fastest first: before sm90, sm90, sm100;
+// inside a host and across hosts.
+const std::vector<double> kSearchSpeedsIntra[3] = {
+  { 40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0 },
+  { 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0 },
+  { 90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0 },
+};
+const std::vector<double> kSearchSpeedsInter[3] = {
+  { 48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12 },
+  { 48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12 },
+  { 96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12 },
+};
+
+const double kNvlsEfficiency[4] = { 0.0, 0.0, 0.85, 0.74 };
 // clang-format on
 
 int row(NcclAlgo a) { return static_cast<int>(a); }
@@ -125,7 +156,10 @@ double ncclBaseLatencyUs(NcclAlgo algo, NcclProto proto) {
   return kBaseLatencyUs[row(algo)][col(proto)];
 }
 
-double ncclHopLatencyUs(NcclHop hop, NcclAlgo algo, NcclProto proto) {
+double ncclHopLatencyUs(NcclHop hop, NcclAlgo algo, NcclProto proto, int version) {
+  if (hop == NcclHop::Net && algo == NcclAlgo::NvlsTree &&
+      !ncclAtLeast(version, kNcclNvlsTreeHopRevised))
+    return 14.0;
   return kHopLatencyUs[static_cast<int>(hop)][row(algo)][col(proto)];
 }
 
@@ -140,6 +174,22 @@ double ncclNetOverheadUs(bool amd_cpu, NcclProto proto) {
 }
 
 double nvlsAlgFraction(NcclGeneration g) { return kNvlsAlgFraction[gen(g)]; }
+
+double ncclNvlsEfficiency(NcclGeneration g) { return kNvlsEfficiency[gen(g)]; }
+
+NcclChannelCaps ncclChannelCaps(NcclGeneration g, int nodes) {
+  const int n = nodes <= 1 ? 0 : nodes == 2 ? 1 : 2;
+  return {kRingLl128MaxGBps[gen(g)][n], kTreeMaxGBps[gen(g)][n], kTreeLl128MaxGBps[gen(g)][n],
+          kNvlsTreeMaxGBps[gen(g)][n]};
+}
+
+double ncclSearchSpeedGBps(int sm, bool inter, double gbps) {
+  const int list = sm >= 100 ? 2 : sm >= 90 ? 1 : 0;
+  const std::vector<double>& speeds = (inter ? kSearchSpeedsInter : kSearchSpeedsIntra)[list];
+  for (double s : speeds)
+    if (s <= gbps) return s;
+  return speeds.back();
+}
 
 double ncclTreeCorrection(NcclProto proto, int64_t bytes) {
   int log_size = 0;  // NCCL's log2i(bytes >> 6): 0 below 128 bytes

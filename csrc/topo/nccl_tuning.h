@@ -30,9 +30,18 @@ NcclGeneration ncclGeneration(int sm);
 
 /// Fixed latency of one call (us) before any hop: NCCL tuning.cc baseLatencies.
 double ncclBaseLatencyUs(NcclAlgo algo, NcclProto proto);
-/// Latency of one hop (us) over a link class: NCCL tuning.cc hwLatencies. 0 where NCCL has
-/// no entry (that algorithm / protocol pair does not run over that link).
-double ncclHopLatencyUs(NcclHop hop, NcclAlgo algo, NcclProto proto);
+/// NCCL releases (version codes) that changed the NVLS tree's tuning: its estimate's formula
+/// (2.28.3; before, a head's rate was the lower of inside the host and half the network beyond two
+/// hosts, times 5/6) and its network hop's latency (2.28.9: 20.9 us, before 14).
+constexpr int kNcclNvlsTreeEstimateRevised = 22803;
+constexpr int kNcclNvlsTreeHopRevised = 22809;
+/// True when `version` (0: the newest) is at least `release`.
+inline bool ncclAtLeast(int version, int release) { return version == 0 || version >= release; }
+
+/// Latency of one hop (us) over a link class: NCCL tuning.cc hwLatencies of NCCL `version`
+/// (0: the newest). 0 where NCCL has no entry (that algorithm / protocol pair does not run over
+/// that link).
+double ncclHopLatencyUs(NcclHop hop, NcclAlgo algo, NcclProto proto, int version = 0);
 /// Bus bandwidth cap of the LL protocol (GB/s): NCCL tuning.cc llMaxBws. One host: by GPU
 /// generation; several hosts: by CPU vendor (AMD hosts lower), 2 hosts or more than 2.
 double ncclLlMaxBusGBps(NcclGeneration gen, bool amd_cpu, int hosts);
@@ -44,6 +53,31 @@ double ncclNetOverheadUs(bool amd_cpu, NcclProto proto);
 /// treeCorrectionFactor (lowest, .4-.6 by protocol, between 64 KiB and 2 MiB; 1 from 512 MiB),
 /// NCCL's own correction of its tree formula at medium sizes.
 double ncclTreeCorrection(NcclProto proto, int64_t bytes);
+
+/// NCCL's caps on the bus bandwidth one channel carries (GB/s): tuning.cc perChMaxRingLL128Bws,
+/// perChMaxTreeBws, perChMaxTreeLL128Bws, perChMaxNVLSTreeBws, by GPU generation and node count
+/// (1, 2, more than 2). NCCL's tuning applies them; they bound its estimates, not its transfers.
+struct NcclChannelCaps {
+  double ring_ll128 = 0.0;
+  double tree = 0.0;
+  double tree_ll128 = 0.0;
+  double nvls_tree = 0.0;
+};
+NcclChannelCaps ncclChannelCaps(NcclGeneration gen, int nodes);
+
+/// The per-channel bandwidth (GB/s) NCCL's topology search settles on for a path of `gbps`:
+/// the fastest entry of its speed list (search.cc, by compute capability `sm`, across hosts or
+/// inside one) at or below it; the slowest entry when none is.
+double ncclSearchSpeedGBps(int sm, bool inter, double gbps);
+
+/// NCCL's NVLS efficiency (tuning.cc nvlsEfficiency): 0 before Hopper.
+double ncclNvlsEfficiency(NcclGeneration gen);
+
+/// NCCL discounts its tree estimate by this where the search could only build its simple tree
+/// pattern (all of a NIC's traffic through one GPU), which NCCL's Hopper and later tuning logs of
+/// 8-GPU hosts show at every rank count per host (meta-pytorch/autoparallel's NCCL 2.27.5
+/// tables), and which one GPU per host forces.
+constexpr double kNcclTreePatternFactor = 0.85;
 
 /// Fraction of one GPU's NVLink bandwidth an NVLS all-reduce reaches as algorithm bandwidth on
 /// one NVSwitch host; 0 where NVLS does not exist (before Hopper).

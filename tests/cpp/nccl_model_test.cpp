@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "planner_fixtures.h"
 #include "test_data.h"
@@ -260,6 +263,60 @@ TEST(NcclModelTest, CollNetWhereEveryNicDeclaresIt) {
   for (HostTopology& h : c.hosts)
     for (Nic& n : h.nics) n.attrs.clear();
   EXPECT_FALSE(NcclModel(CostModel(c)).shapeOf({iota(16)}).collnet);
+}
+
+TEST(NcclModelTest, TuningEntriesMatchNcclsOwnLogs) {
+  // NCCL 2.27.5's tuning table on H100 hosts with a 400G NIC per GPU (tests/data/nccl_tuning,
+  // from NCCL's logs), 2 to 32 hosts, 1 to 8 ranks per host: the model's reading of NCCL's
+  // search (channels per NIC, duplication, caps per channel, the simple-tree discount, the NVLS
+  // tree's formula of that release) must give every entry. Latencies to 0.1 us, bandwidths to
+  // 0.1 GB/s, as the logs round them.
+  HostTopology host = switchedHost(90, 20.6);
+  for (int k = 0; k < 8; ++k) {
+    Nic nic;
+    nic.name = "mlx5_" + std::to_string(k);
+    nic.speed_gbps = 400;
+    host.nics.push_back(nic);
+  }
+  std::ifstream in(testing::dataPath("nccl_tuning/h100_8x400G_nccl2.27.5_tuning.tsv"));
+  ASSERT_TRUE(in) << "tests/data/nccl_tuning/h100_8x400G_nccl2.27.5_tuning.tsv";
+  CostOptions options;
+  options.nccl_version = 22705;  // 2.27.5
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string op, algo;
+    int nodes = 0, per_node = 0;
+    fields >> op >> algo >> nodes >> per_node;
+    const ClusterTopology cluster = makeCluster(host, nodes, 0.0, 0.0);
+    const CostModel model(cluster, options);
+    std::vector<int> ranks;
+    for (int h = 0; h < nodes; ++h)
+      for (int r = 0; r < per_node; ++r) ranks.push_back(8 * h + r);
+    const CollectiveOp cop = op == "all_reduce" ? CollectiveOp::AllReduce : CollectiveOp::AllGather;
+    const NcclAlgo a = algo == "ring" ? NcclAlgo::Ring : algo == "tree" ? NcclAlgo::Tree : NcclAlgo::NvlsTree;
+    for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
+      std::string lat_text, bw_text;
+      fields >> lat_text >> bw_text;
+      const auto entry = NcclModel(model).tuning(cop, {ranks}, a, p);
+      const std::string where = line + " " + toString(p);
+      if (lat_text == "-") {
+        EXPECT_FALSE(entry.has_value()) << where;
+        continue;
+      }
+      ASSERT_TRUE(entry.has_value()) << where;
+      // The model's ring latency already holds NCCL's per-call plateau factor on several hosts.
+      const double plateau = a == NcclAlgo::Ring && p == NcclProto::Simple &&
+                                     cop == CollectiveOp::AllReduce
+                                 ? kRingPlateauLatencyFactor
+                                 : 1.0;
+      EXPECT_NEAR(entry->latency_us, std::stod(lat_text) * plateau, 0.051 * plateau) << where;
+      EXPECT_NEAR(entry->alg_gbps, std::stod(bw_text), 0.051) << where;
+    }
+    ++rows;
+  }
+  EXPECT_EQ(rows, 70);
 }
 
 }  // namespace

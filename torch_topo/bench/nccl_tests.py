@@ -62,6 +62,9 @@ class System:
     nics: int = 0
     domain_hosts: int = 0
     """Hosts per multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs), 0 for none."""
+    nccl_version: int = 0
+    """NCCL's version code where the run names it (2.26.2 -> 22602): the model follows that
+    release's tuning where releases differ; 0 for the newest."""
     label: str = ""
     """For a summary table of several partitions: the rows whose first cell is this label."""
     note: str = ""
@@ -131,11 +134,10 @@ SYSTEMS: tuple[System, ...] = (
                 "one rate misses 64 MiB by 1.27x"),
     System(results="PARTIAL_dgx2_256xV100_16nodes_all_reduce_perf_ncclTests78.txt",
            topology="hwloc/hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml", hosts=16, sm=70,
-           nic_gbit=100, nics=8,
-           note="NCCL 2.8.4 (2021) across 16 DGX-2: the model is 1.25-1.48x optimistic; "
-                "NCCL caps Volta's tree per channel (perChMaxTreeBw, 10 GB/s beyond two "
-                "hosts) and the run's channel count is not published, so the model leaves "
-                "the cap out"),
+           nic_gbit=100, nics=8, nccl_version=20804,
+           note="NCCL 2.8.4 (2021) across 16 DGX-2: NCCL's own estimates (Volta's tree capped "
+                "at 10 GB/s per channel beyond two hosts) keep its tree to 128 MiB, 1.32-1.48x "
+                "optimistic as the model prices it, and take the ring above, 1.16-1.27x"),
     System(results="PARTIAL_h100pcie_2xGPU_NVLinkBridge_all_reduce_perf_nccl1161.txt",
            topology="nvidia_smi_topo/vllm19607_2xGPU_NV12_8xNIC_emptyAffinity.txt", sm=90,
            note="two PCIe cards with an NV12 bridge (the nearest file in tests/data; the "
@@ -145,13 +147,15 @@ SYSTEMS: tuple[System, ...] = (
     System(results="PARTIAL_nccl1047_h100_8xSXM_reduce_scatter_perf_ring.txt", topology=_H100,
            sm=90, op="reduce_scatter", algorithm="ring"),
     System(results="PARTIAL_nccl1244_H20_2node_16GPU_NVLSTree_all_reduce_perf.txt",
-           topology=_H100, hosts=2, sm=90, nic_gbit=400, nics=8, algorithm="nvls_tree"),
+           topology=_H100, hosts=2, sm=90, nic_gbit=400, nics=8, algorithm="nvls_tree",
+           nccl_version=22105),
     System(results="PARTIAL_ncclTests232_2node_1xH100_4NIC_tree_all_reduce_perf.txt",
            topology="nvidia_smi_topo/PARTIAL_nccl1453_8xH100_NV18_9xNIC.tsv.txt", hosts=2,
            ranks=(0,), sm=90, nic_gbit=400, algorithm="tree",
            note="one H100 per host given four NICs: NCCL drives the GPU's own NIC (~41 GB/s "
-                "at 32 MiB, as the model's rail); the first size (2 MiB) took 113 us "
-                "out-of-place and 93 us in-place, the run's warm-up"),
+                "at 32 MiB, as the model's rail), 0.89-0.96x from 4 MiB; at 2 MiB NCCL's own "
+                "estimate picks Simple, which the model prices with a 2 MiB pipeline fill at "
+                "196 us where the run took 113 out-of-place and 93 in-place"),
     # NVIDIA/nccl #1357: the same author's 2 hosts of 8 H100, tree forced, 16 GiB through one
     # and two of the hosts' 400G NICs (busbw 1.85x the NICs' rate: a two-host tree's, not a
     # ring's). The thread's four-NIC run is cut off in the source.
@@ -162,25 +166,25 @@ SYSTEMS: tuple[System, ...] = (
     # nccl-tests #309: HGX H100 hosts with eight 400G InfiniBand NICs (one per GPU), 4 and 8
     # hosts, NCCL's own choice throughout.
     System(results="ncclTests309_4node_32xH100_XE9680_8xCX7-400G_VM_all_reduce_perf_8B-16G.txt",
-           topology=_H100, hosts=4, sm=90, nic_gbit=400, nics=8,
-           note="4 Dell XE9680 in VMware VMs given NCCL_TOPO_FILE: from 128 MiB the model's "
-                "nvls_tree is 1.05-1.19x (1.06 from 2 GiB, the 8 NICs' limit). From 2 to 16 MiB "
-                "its tree/LL128 is 1.37-2.01x optimistic (1.23 at 32 MiB), where the published "
-                "times follow an NVLS tree's (priced as nvls_tree 0.95-1.15 from 4 MiB); 2 MiB "
-                "and 256 B out-of-place are slow outliers (in-place 132 and 36 us)"),
+           topology=_H100, hosts=4, sm=90, nic_gbit=400, nics=8, nccl_version=22602,
+           note="4 Dell XE9680 in VMware VMs given NCCL_TOPO_FILE, NCCL 2.26.2: picking as "
+                "that release's estimates do, the model takes the tree to 1 MiB, the NVLS tree "
+                "from 2 MiB and the ring from 256 MiB, where the published times change pace. "
+                "The ring is 0.96-1.01x; the NVLS tree beyond two hosts 1.15-1.26x optimistic "
+                "from 4 MiB; 2 MiB and 256 B out-of-place are slow outliers (in-place 132 and "
+                "36 us)"),
     System(results="ncclTests309_4node_32xH100_8x400G-IB_all_reduce_perf_1M-8G.txt",
            topology=_H100, hosts=4, sm=90, nic_gbit=400, nics=8,
-           note="NCCL's defaults: from 1 GiB 1.17-1.19x; the model's nvls_tree gets the 8 NICs' "
-                "400 GB/s, which this cluster reached at 8 hosts only with NCCL_MIN_CTAS=24 (391 "
-                "GB/s, same thread; 320 GB/s with the defaults). Up to 512 MiB 1.26-3.75x "
-                "optimistic: tree/LL128 as for the 4-VM run, and 1 MiB took 317 us out-of-place, "
-                "93 in-place"),
+           note="NCCL's defaults, its version not published (priced with the newest NCCL's "
+                "estimates): the ring from 1 GiB, 1.07-1.13x (these hosts stay near 320 GB/s "
+                "with the defaults; 391 at 8 hosts with NCCL_MIN_CTAS=24, same thread); the NVLS "
+                "tree from 8 to 512 MiB 1.19-1.48x optimistic, as on the 4 VMs; to 4 MiB "
+                "2.2-3.8x: 1 MiB took 317 us out-of-place, 93 in-place, and 2-4 MiB ~230 us"),
     System(results="ncclTests309_8node_64xH100_8x400G-IB_all_reduce_perf_1M-8G.txt",
            topology=_H100, hosts=8, sm=90, nic_gbit=400, nics=8,
-           note="NCCL's defaults: from 512 MiB 1.21-1.32x (the model's 392 GB/s is what the same "
-                "8 hosts reached with NCCL_MIN_CTAS=24; 1 GiB dips below 512 MiB); 2-256 MiB "
-                "1.27-1.83x optimistic as at 4 hosts, 8 MiB out-of-place a stall (1272 us, "
-                "in-place 321)"),
+           note="NCCL's defaults, its version not published: the ring from 4 GiB, 1.12-1.14x; "
+                "the NVLS tree from 16 MiB 1.21-1.38x optimistic, as at 4 hosts; 2-4 MiB "
+                "tree/LL128 1.28-1.65x, 8 MiB out-of-place a stall (1272 us, in-place 321)"),
     # DGX Spark: one GB10 (sm121) per host, one 200G QSFP link; the host file only carries the
     # GPU, whose NVLink a one-GPU host never uses.
     System(results="PARTIAL_dgxSparkPlaybooks103_2xGB10_200G_all_reduce_perf.txt",
@@ -316,6 +320,13 @@ def cluster_doc(topology: str, *, hosts: int, sm: int, nic_gbit: float = 0.0,
             nic["speed_gbps"] = nic["speed_gbps"] or nic_gbit
     if nics and nic_gbit:
         doc["inter_host_bandwidth_gbps"] = nics * nic_gbit / 8
+        for host in doc["hosts"]:
+            # A file without NICs (nvidia-smi's matrix of GPUs): the run's NICs, in GPU order,
+            # so that NCCL's channels are counted over them.
+            if not host["nics"]:
+                host["nics"] = [{"name": f"nic{k}", "bus_id": "", "numa_node": -1,
+                                 "speed_gbps": nic_gbit} for k in range(nics)]
+                host.pop("gpu_nic_paths", None)
     return doc
 
 
@@ -324,7 +335,7 @@ def _cluster(system: System):
 
     return _C.PlannerCluster(json.dumps(cluster_doc(
         system.topology, hosts=system.hosts, sm=system.sm, nic_gbit=system.nic_gbit,
-        nics=system.nics, domain_hosts=system.domain_hosts)))
+        nics=system.nics, domain_hosts=system.domain_hosts)), nccl_version=system.nccl_version)
 
 
 def compare(system: System) -> list[Row]:
@@ -335,7 +346,9 @@ def compare(system: System) -> list[Row]:
     ranks = [h * (cluster.world_size // system.hosts) + r for h in range(system.hosts) for r in local]
     rows = []
     for pub in parse_published(system):
-        est = cluster.estimate(pub.op, pub.size, [ranks], pub.algorithm)
+        # nccl-tests times NCCL's own choice: the flat algorithms, never topo's hierarchy.
+        est = cluster.estimate(pub.op, pub.size, [ranks], pub.algorithm) if pub.algorithm \
+            else cluster.compare_hierarchical(pub.op, pub.size, [ranks])["flat"]
         rows.append(Row(published=pub, model_us=est["seconds"] * 1e6,
                         model_busbw=est["bus_bandwidth_gbps"], algorithm=est["algorithm"],
                         protocol=est["protocol"]))
