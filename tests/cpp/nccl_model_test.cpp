@@ -319,5 +319,31 @@ TEST(NcclModelTest, TuningEntriesMatchNcclsOwnLogs) {
   EXPECT_EQ(rows, 70);
 }
 
+TEST(NcclModelTest, UnlistedNicsCountAsFourHundredGigabitNics) {
+  // A host file without NICs (nvidia-smi's GPU matrix) stands for its NICs with one aggregate
+  // rate: 400 GB/s counts as eight 400G NICs, so NCCL's channels and picks are those of the same
+  // host with its eight NICs listed.
+  HostTopology listed = switchedHost(90, 20.6);
+  for (int k = 0; k < 8; ++k) {
+    Nic nic;
+    nic.name = "mlx5_" + std::to_string(k);
+    nic.speed_gbps = 400;
+    listed.nics.push_back(nic);
+  }
+  const CostModel with(makeCluster(listed, 4, 0.0, 0.0));
+  const CostModel without(makeCluster(switchedHost(90, 20.6), 4, 400.0, 0.0));
+  EXPECT_EQ(NcclModel(without).shapeOf({iota(32)}).nics, 8);
+  for (NcclAlgo a : {NcclAlgo::Ring, NcclAlgo::Tree, NcclAlgo::NvlsTree}) {
+    const auto expect = NcclModel(with).tuning(CollectiveOp::AllReduce, {iota(32)}, a, NcclProto::Simple);
+    const auto got = NcclModel(without).tuning(CollectiveOp::AllReduce, {iota(32)}, a, NcclProto::Simple);
+    ASSERT_TRUE(expect && got) << toString(a);
+    EXPECT_DOUBLE_EQ(got->alg_gbps, expect->alg_gbps) << toString(a);
+  }
+  for (int64_t bytes : {int64_t{1} << 20, int64_t{16} << 20, int64_t{1} << 30})
+    EXPECT_EQ(without.chooseFlat(CollectiveOp::AllReduce, bytes, {iota(32)}).algorithm,
+              with.chooseFlat(CollectiveOp::AllReduce, bytes, {iota(32)}).algorithm)
+        << bytes;
+}
+
 }  // namespace
 }  // namespace torch_topo::topo

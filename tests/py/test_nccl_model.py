@@ -322,3 +322,33 @@ def test_held_out_nccl_defaults_beyond_two_hosts(run, ring_from):
         elif r.published.size >= 16 << 20:
             # Known miss, pinned: the NVLS tree below is 1.19-1.48x optimistic.
             assert r.algorithm == "nvls_tree" and 1.15 <= r.busbw_ratio <= 1.5, r
+
+
+def test_the_backend_prices_with_the_nccl_torch_runs(monkeypatch):
+    # hierarchy._planner (the backend's thresholds) follows torch.cuda.nccl.version(): on the
+    # #309 hosts NCCL 2.26 leaves its tree for the NVLS tree at 2 MiB, while 2.28.9's slower NVLS
+    # tree hop (20.9 us, was 14) keeps the tree there.
+    import torch
+
+    from torch_topo import hierarchy
+
+    system = BY_FILE[_NCCL_TESTS_309["4 VMs"]]
+    doc = cluster_doc(system.topology, hosts=4, sm=90, nic_gbit=400, nics=8)
+
+    class Cluster:
+        def planner_doc(self):
+            return doc
+
+    def pick(version):
+        monkeypatch.setattr(torch.cuda.nccl, "version", lambda: version)
+        planner = hierarchy._planner(Cluster(), 4 << 20, "cuda")
+        return planner.compare_hierarchical("all_reduce", 2 << 20, [list(range(32))])["flat"]
+
+    assert pick((2, 26, 2))["algorithm"] == "nvls_tree"
+    assert pick((2, 28, 9))["algorithm"] == "tree"
+
+    def no_nccl():
+        raise RuntimeError("PyTorch built without NCCL")
+
+    monkeypatch.setattr(torch.cuda.nccl, "version", no_nccl)
+    assert hierarchy._nccl_version_code() == 0
