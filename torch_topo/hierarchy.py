@@ -34,6 +34,7 @@ from torch_topo.cluster import (
     wait_all,
 )
 from torch_topo.config import TopoConfig
+from torch_topo.nccl_hints import nccl_version_code
 from torch_topo.plan import predicted_choices
 
 __all__ = [
@@ -278,22 +279,12 @@ def _model_of(device_type: str) -> str:
     return "auto" if device_type == "cuda" else "alpha_beta"
 
 
-def _nccl_version_code() -> int:
-    """The version code of the NCCL torch runs with (2.28.9 -> 22809), whose tuning the cost
-    model follows where releases differ; 0 (the newest the model knows) without NCCL."""
-    try:
-        major, minor, patch = tuple(torch.cuda.nccl.version())[:3]
-    except (AttributeError, RuntimeError, TypeError, ValueError):
-        return 0
-    return major * 10000 + minor * 100 + patch
-
-
 def _planner(cluster, chunk_bytes: int, device_type: str):
     from torch_topo import _C
 
     return _C.PlannerCluster(json.dumps(cluster.planner_doc()), chunk_bytes,
                              _model_of(device_type),
-                             _nccl_version_code() if device_type == "cuda" else 0)
+                             nccl_version_code() if device_type == "cuda" else 0)
 
 
 def _cost_model_thresholds(cluster, group_size: int, chunk_bytes: int,

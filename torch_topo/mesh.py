@@ -23,7 +23,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch_topo import _C
 from torch_topo.cluster import play_entries, world_cluster
 from torch_topo.config import TopoConfig
-from torch_topo.nccl_hints import register_plan_hints
+from torch_topo.nccl_hints import nccl_version_code, register_plan_hints
 from torch_topo.numa import apply_numa_binding, init_report
 from torch_topo.plan import Plan, resolve_cluster
 from torch_topo.probe import resolve_pinned_file
@@ -56,7 +56,7 @@ def _played_cluster(path: str, placements: list[tuple[str, int]], config: TopoCo
         doc["hosts"][i]["hostname"] = name
     doc["ranks"] = ranks
     return resolve_cluster(doc, 1, config.pipeline_chunk_bytes,
-                           inter_host_gbps=config.inter_host_gbps)
+                           inter_host_gbps=config.inter_host_gbps, nccl_version=nccl_version_code())
 
 
 def _world_cluster(config: TopoConfig, world_size: int, topology=None):
@@ -69,7 +69,7 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
         live = world_cluster(config)
         if live is None or any(p.local_gpu < 0 for p in live.placements):
             return None
-        return resolve_cluster(live.planner_doc(), 1, chunk)
+        return resolve_cluster(live.planner_doc(), 1, chunk, nccl_version=nccl_version_code())
     is_path = isinstance(source, (str, os.PathLike)) and not str(source).lstrip().startswith("{")
     if is_path and config.play:
         placements = played_placements(config.play, world_size)
@@ -83,7 +83,8 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
     per_host = resolve_cluster(source, 1, chunk, nvlink=nvlink).world_size
     if world_size % per_host == 0:
         return resolve_cluster(source, world_size // per_host, chunk, nvlink=nvlink,
-                               inter_host_gbps=config.inter_host_gbps)
+                               inter_host_gbps=config.inter_host_gbps,
+                               nccl_version=nccl_version_code())
     if world_size < per_host and is_path:
         return _played_cluster(os.fspath(source), [("host0", r) for r in range(world_size)],
                                config)

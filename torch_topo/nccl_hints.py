@@ -39,6 +39,17 @@ _planned: dict[tuple[int, ...], dict[str, str]] = {}
 _applied: list[tuple[tuple[int, ...], dict[str, str]]] = []
 
 
+def nccl_version_code() -> int:
+    """The version code of the NCCL torch runs with (2.28.9 -> 22809), whose tuning the cost
+    model follows where releases differ (PlannerCluster's nccl_version); 0, the newest the model
+    knows, without NCCL."""
+    try:
+        major, minor, patch = tuple(torch.cuda.nccl.version())[:3]
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return 0
+    return major * 10000 + minor * 100 + patch
+
+
 def nccl_supports_per_function() -> bool:
     """The NCCL torch runs with takes "function:algorithm" entries in NCCL_ALGO."""
     return tuple(torch.cuda.nccl.version()) >= _MIN_NCCL

@@ -179,7 +179,7 @@ def check_traffic_bytes(option: str, name: str, nbytes: float) -> float:
 
 def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20,
                     model: str = "auto", *, nvlink: str = "file", live=None,
-                    inter_host_gbps: float | None = None):
+                    inter_host_gbps: float | None = None, nccl_version: int = 0):
     """A `_C.PlannerCluster` from a file path, a `Topology`/cluster object (anything with
     `to_json()`), a torch-topo JSON dict or text, or an existing PlannerCluster. `model`: the
     cost model's kind for GPU groups ("auto", "alpha_beta", "nccl"; see PlannerCluster).
@@ -188,7 +188,8 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
     model (`load_topology`). `inter_host_gbps`: GB/s between hosts per direction, as the live
     cluster exchange applies it; None keeps the source's own value, else its NIC speeds. The
     environment is the caller's to read (the CLI passes TORCH_TOPO_INTER_HOST_GBPS): a live
-    cluster already carries the value its group was configured with."""
+    cluster already carries the value its group was configured with. `nccl_version`: the NCCL
+    release (version code, 2.26.2 -> 22602) whose tuning the model follows; 0 the newest."""
     obj = topology_or_cluster
     check_hosts(hosts)
     if inter_host_gbps is not None:
@@ -204,7 +205,7 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
     text = _cluster_text(obj, hosts)
     if inter_host_gbps is not None:
         text = json.dumps({**json.loads(text), "inter_host_bandwidth_gbps": inter_host_gbps})
-    return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes, model)
+    return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes, model, nccl_version)
 
 
 def _cluster_text(obj: Any, hosts: int) -> str:

@@ -75,7 +75,12 @@ struct NcclGraphs {
 NcclGraphs searchedGraphs(const NcclModel::Shape& s) {
   NcclGraphs g;
   const int nics = std::max(1, s.nics);
-  const double speed = ncclSearchSpeedGBps(s.sm, /*inter=*/true, s.net_gbps / nics);
+  // A channel also crosses the host; without NVSwitch its path there (PCIe, the socket link)
+  // bounds it, while behind NVSwitch NCCL's logs show channels at the NIC's rate (8 x 48 GB/s
+  // over an H100's 370.8 GB/s of NVLink).
+  double per_channel = s.net_gbps / nics;
+  if (!s.nvswitch) per_channel = std::min(per_channel, s.intra_bus_gbps / nics);
+  const double speed = ncclSearchSpeedGBps(s.sm, /*inter=*/true, per_channel);
   g.channels = nics;  // one channel per NIC
   g.inter_gbps = speed;
   // ncclTopoDupChannels doubles fast channels at half the bandwidth each, but from Hopper on

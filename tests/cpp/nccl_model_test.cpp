@@ -345,5 +345,28 @@ TEST(NcclModelTest, UnlistedNicsCountAsFourHundredGigabitNics) {
         << bytes;
 }
 
+TEST(NcclModelTest, ChannelsWithoutNvswitchAreBoundInsideTheHost) {
+  // Four PCIe GPUs (12 GB/s paths) with a 400G NIC each: NCCL's channels cross the host too, so
+  // its ring estimate stays within the host's PCIe ring, not the NICs' 4 x 48 GB/s.
+  HostTopology host = makeHost({"X PIX PIX PIX", "PIX X PIX PIX", "PIX PIX X PIX", "PIX PIX PIX X"},
+                               25.0, 12.0, 1.0);
+  for (Gpu& g : host.gpus) g.sm = 90;
+  for (int k = 0; k < 4; ++k) {
+    Nic nic;
+    nic.name = "mlx5_" + std::to_string(k);
+    nic.speed_gbps = 400;
+    host.nics.push_back(nic);
+  }
+  const CostModel model(makeCluster(host, 4, 0.0, 0.0));
+  const NcclModel nccl(model);
+  const NcclModel::Shape shape = nccl.shapeOf({iota(16)});
+  ASSERT_FALSE(shape.nvswitch);
+  const auto ring = nccl.tuning(CollectiveOp::AllGather, {iota(16)}, NcclAlgo::Ring, NcclProto::Simple);
+  ASSERT_TRUE(ring.has_value());
+  const double bus = ring->alg_gbps * busBandwidthFactor(CollectiveOp::AllGather, 16);
+  EXPECT_LE(bus, shape.intra_bus_gbps + 1e-9);
+  EXPECT_LT(bus, 4 * 48.0);
+}
+
 }  // namespace
 }  // namespace torch_topo::topo

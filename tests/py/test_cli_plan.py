@@ -24,7 +24,8 @@ def _options(verb: str) -> set[str]:
 
 def test_option_sets_are_frozen():
     assert _options("plan") == {"-h", "--help", "--mesh", "--hosts", "--traffic", "--compare",
-                                "--attention", "--nvlink", "--nvlink-domain-hosts", "--json"}
+                                "--attention", "--nvlink", "--nvlink-domain-hosts",
+                                "--nccl-version", "--json"}
     assert _options("doctor") == {"-h", "--help", "--mesh", "--hosts", "--nvlink-domain-hosts",
                                   "--kv-heads", "--json"}
     assert _options("bench") == {"-h", "--help", "--collectives", "--min-bytes", "--max-bytes",
@@ -76,6 +77,9 @@ def test_plan_text(capsys):
      "--attention: an empty item in"),
     (["--mesh", "sp=8", "--attention", "heads=8,heads=4,kv_heads=2,head_dim=64,seq_len=64"],
      "--attention: 'heads' appears twice"),
+    (["--mesh", "dp=8", "--nccl-version", "2.26"], "--nccl-version: got '2.26'"),
+    (["--mesh", "dp=8", "--nccl-version", "3.0.1"], "--nccl-version: got '3.0.1'"),
+    (["--mesh", "dp=8", "--nccl-version", "2.x.1"], "--nccl-version: got '2.x.1'"),
 ])
 def test_plan_errors_exit_2(argv, fragment, capsys):
     assert main(["plan", str(DGX1)] + argv) == 2
@@ -399,3 +403,22 @@ def test_nvlink_domain_hosts_refuses_bad_sizes(verb, value, capsys):
     assert main(argv) == 2
     assert (f"--nvlink-domain-hosts: got {value}, expected an int >= 1 and <= {MAX_RANKS} (hosts "
             "per NVLink domain)") in capsys.readouterr().err
+
+
+def test_plan_follows_the_nccl_release_named(tmp_path, capsys):
+    # 4 x 8 H100 with a 400G NIC per GPU: NCCL 2.26's estimates take the ring for 256 MiB,
+    # the newest releases' (a costlier NVLS tree hop, a new NVLS tree formula) the NVLS tree.
+    from torch_topo.bench.nccl_tests import cluster_doc
+
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(cluster_doc("nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt",
+                                           hosts=4, sm=90, nic_gbit=400, nics=8)))
+
+    def at_256_mib(*version):
+        assert main(["plan", str(path), "--mesh", "dp=32", "--traffic", "dp=4e6", *version]) == 0
+        line = next(x for x in capsys.readouterr().out.splitlines() if "predicted all_reduce" in x)
+        return line.split("256 MiB: flat ")[1].split()[0]
+
+    assert at_256_mib("--nccl-version", "2.26.2") == "ring/Simple"
+    assert at_256_mib() == "nvls_tree/Simple"
+

@@ -331,6 +331,7 @@ def test_the_backend_prices_with_the_nccl_torch_runs(monkeypatch):
     import torch
 
     from torch_topo import hierarchy
+    from torch_topo.nccl_hints import nccl_version_code
 
     system = BY_FILE[_NCCL_TESTS_309["4 VMs"]]
     doc = cluster_doc(system.topology, hosts=4, sm=90, nic_gbit=400, nics=8)
@@ -351,4 +352,4 @@ def test_the_backend_prices_with_the_nccl_torch_runs(monkeypatch):
         raise RuntimeError("PyTorch built without NCCL")
 
     monkeypatch.setattr(torch.cuda.nccl, "version", no_nccl)
-    assert hierarchy._nccl_version_code() == 0
+    assert nccl_version_code() == 0

@@ -78,8 +78,24 @@ def add_parser(subparsers) -> None:
                    help="heads=H,kv_heads=K,head_dim=D,seq_len=S[,batch=B][,dtype=bf16]: split "
                         "the mesh's sp dimension into cp (ring) x sp (Ulysses) as the cost "
                         "model predicts fastest, listing every split's predicted time")
+    p.add_argument("--nccl-version", default=None, metavar="X.Y.Z",
+                   help="NCCL release whose tuning the cost model follows where releases differ "
+                        "(e.g. 2.26.2; default: the newest it knows, 2.28.9 and later)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema torch-topo-plan/1)")
     p.set_defaults(run=run)
+
+
+def parse_nccl_version(text: str | None) -> int:
+    """--nccl-version X.Y.Z as NCCL's version code (2.26.2 -> 22602); 0 without the option."""
+    if text is None:
+        return 0
+    parts = text.strip().split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts) or int(parts[0]) != 2 \
+            or not (int(parts[1]) < 100 and int(parts[2]) < 100):
+        raise ValueError(f"--nccl-version: got {text!r}, expected an NCCL 2.x release as "
+                         "X.Y.Z, e.g. 2.26.2")
+    major, minor, patch = (int(p) for p in parts)
+    return major * 10000 + minor * 100 + patch
 
 
 def _sequence_groups(plan: Plan) -> dict:
@@ -151,6 +167,7 @@ def _require_gpus(topo: Topology, source) -> None:
 def run(args) -> int:
     check_hosts(args.hosts, "--hosts")
     domain_hosts = nvlink_domain_hosts(args)
+    nccl_version = parse_nccl_version(args.nccl_version)
     mesh = parse_mesh(args.mesh, "--mesh")
     traffic = parse_traffic(args.traffic)
     source = args.file if args.file is not None else _live_source()
@@ -170,6 +187,9 @@ def run(args) -> int:
     gbps = config.inter_host_gbps if not isinstance(source, dict) else None
     if domain_hosts is not None:
         source, hosts = with_nvlink_domains(source, hosts, domain_hosts), 1
+    if nccl_version:
+        source, hosts = resolve_cluster(source, hosts, inter_host_gbps=gbps,
+                                        nccl_version=nccl_version), 1
     if args.attention is not None:
         if traffic is not None:
             raise ValueError("--traffic: not with --attention, expected one of them (the split "
