@@ -338,7 +338,8 @@ void CostModel::describeNetwork() {
     network_assumed_ = true;
     os << (nics == 0 ? std::string("no NICs listed") :
            std::to_string(unknown) + " of " + std::to_string(nics) + " NICs without a speed")
-       << " (nvidia-smi text has none): " << kDefaultNetworkGBps * 8 << " Gbit/s assumed per "
+       << " (the source gives none; nvidia-smi text never does): " << kDefaultNetworkGBps * 8
+       << " Gbit/s assumed per "
        << (nics == 0 ? "host" : "NIC") << "; set TORCH_TOPO_INTER_HOST_GBPS or plan on the live "
        << "probe";
   }
