@@ -330,8 +330,9 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
     }
     case NcclAlgo::NvlsTree: {
       if (!all_reduce || !nvls_hw || hosts < 2) break;
-      // NVLS reduces inside each host; the hosts' reductions meet in the double binary tree.
-      const double net = s.net_gbps / treeNicLoad(hosts);
+      // NVLS reduces inside each host; the hosts' reductions meet in the double binary tree,
+      // whose network side reaches kNvlsTreeNetEfficiency of the NICs.
+      const double net = kNvlsTreeNetEfficiency * s.net_gbps / treeNicLoad(hosts);
       const double alg = std::min(nvlsAlgFraction(s.generation) * s.intra_bus_gbps, net);
       const double lat = hop(NcclHop::NvLink, NcclAlgo::NvlsTree, NcclProto::Simple) +
                          2 * log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::NvlsTree, NcclProto::Simple);
@@ -342,7 +343,8 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
       if (nccl_view) {
         const int heads = graphs.nvls_heads;
         double per_head = std::min(graphs.nvls_intra_gbps,
-                                   graphs.nvls_inter_gbps / (hosts <= 2 ? 1 : 2)) * 5.0 / 6.0;
+                                   graphs.nvls_inter_gbps / (hosts <= 2 ? 1 : 2)) *
+                          kNvlsTreeNetEfficiency;
         if (ncclAtLeast(version, kNcclNvlsTreeEstimateRevised)) {
           const double intra = graphs.nvls_intra_gbps * ncclNvlsEfficiency(s.generation) *
                                (heads - 1) / std::max(heads, 1) * 2;

@@ -79,6 +79,11 @@ double ncclNvlsEfficiency(NcclGeneration gen);
 /// tables), and which one GPU per host forces.
 constexpr double kNcclTreePatternFactor = 0.85;
 
+/// Share of its NICs' rate an NVLS tree's network side reaches: NCCL's own ratio of the NVLS
+/// tree's algorithm bandwidth to its heads' rate before 2.28.3, which nccl-tests #309's 4 x 8 H100
+/// run on 2.26.2 follows from 4 to 128 MiB (1.05-1.15x with it, 1.15-1.26x without).
+constexpr double kNvlsTreeNetEfficiency = 5.0 / 6.0;
+
 /// Fraction of one GPU's NVLink bandwidth an NVLS all-reduce reaches as algorithm bandwidth on
 /// one NVSwitch host; 0 where NVLS does not exist (before Hopper).
 double nvlsAlgFraction(NcclGeneration gen);

@@ -286,9 +286,9 @@ def test_held_out_four_vms_follow_nccls_own_choice():
         assert r.algorithm == expected, r
     assert 0.95 <= rows[1 << 20].busbw_ratio <= 1.05
     assert all(0.95 <= r.busbw_ratio <= 1.05 for s, r in rows.items() if s >= 256 << 20)
-    # Known miss, pinned so that a change shows: the NVLS tree beyond two hosts is 1.15-1.26x
-    # optimistic from 4 to 128 MiB (2 MiB out-of-place is an outlier: 132 us in-place).
-    assert all(1.1 <= r.busbw_ratio <= 1.3 for s, r in rows.items() if 4 << 20 <= s <= 128 << 20)
+    # The NVLS tree's network side at NCCL's own 5/6 (kNvlsTreeNetEfficiency): 1.05-1.15x from
+    # 4 to 128 MiB, 1.15-1.26x without it (2 MiB out-of-place is an outlier: 132 us in-place).
+    assert all(1.0 <= r.busbw_ratio <= 1.16 for s, r in rows.items() if 4 << 20 <= s <= 128 << 20)
 
 
 def test_nccls_pick_is_not_the_fastest_priced():
@@ -320,8 +320,8 @@ def test_held_out_nccl_defaults_beyond_two_hosts(run, ring_from):
         if r.published.size >= ring_from:
             assert r.algorithm == "ring" and 1.05 <= r.busbw_ratio <= 1.15, r
         elif r.published.size >= 16 << 20:
-            # Known miss, pinned: the NVLS tree below is 1.19-1.48x optimistic.
-            assert r.algorithm == "nvls_tree" and 1.15 <= r.busbw_ratio <= 1.5, r
+            # The NVLS tree below: 1.01-1.25x (256 MiB on 4 hosts the slowest published row).
+            assert r.algorithm == "nvls_tree" and 1.0 <= r.busbw_ratio <= 1.26, r
 
 
 def test_the_backend_prices_with_the_nccl_torch_runs(monkeypatch):

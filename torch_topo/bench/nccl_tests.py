@@ -170,21 +170,20 @@ SYSTEMS: tuple[System, ...] = (
            note="4 Dell XE9680 in VMware VMs given NCCL_TOPO_FILE, NCCL 2.26.2: picking as "
                 "that release's estimates do, the model takes the tree to 1 MiB, the NVLS tree "
                 "from 2 MiB and the ring from 256 MiB, where the published times change pace. "
-                "The ring is 0.96-1.01x; the NVLS tree beyond two hosts 1.15-1.26x optimistic "
-                "from 4 MiB; 2 MiB and 256 B out-of-place are slow outliers (in-place 132 and "
-                "36 us)"),
+                "The ring is 0.96-1.01x, the NVLS tree 1.05-1.15x from 4 MiB; 2 MiB and 256 B "
+                "out-of-place are slow outliers (in-place 132 and 36 us)"),
     System(results="ncclTests309_4node_32xH100_8x400G-IB_all_reduce_perf_1M-8G.txt",
            topology=_H100, hosts=4, sm=90, nic_gbit=400, nics=8,
            note="NCCL's defaults, its version not published (priced with the newest NCCL's "
                 "estimates): the ring from 1 GiB, 1.07-1.13x (these hosts stay near 320 GB/s "
-                "with the defaults; 391 at 8 hosts with NCCL_MIN_CTAS=24, same thread); the NVLS "
-                "tree from 8 to 512 MiB 1.19-1.48x optimistic, as on the 4 VMs; to 4 MiB "
-                "2.2-3.8x: 1 MiB took 317 us out-of-place, 93 in-place, and 2-4 MiB ~230 us"),
+                "with the defaults; 391 at 8 hosts with NCCL_MIN_CTAS=24, same thread), the NVLS "
+                "tree from 8 to 512 MiB 1.06-1.25x; to 4 MiB 2.2-3.8x: 1 MiB took 317 us "
+                "out-of-place, 93 in-place, and 2-4 MiB ~230 us"),
     System(results="ncclTests309_8node_64xH100_8x400G-IB_all_reduce_perf_1M-8G.txt",
            topology=_H100, hosts=8, sm=90, nic_gbit=400, nics=8,
-           note="NCCL's defaults, its version not published: the ring from 4 GiB, 1.12-1.14x; "
-                "the NVLS tree from 16 MiB 1.21-1.38x optimistic, as at 4 hosts; 2-4 MiB "
-                "tree/LL128 1.28-1.65x, 8 MiB out-of-place a stall (1272 us, in-place 321)"),
+           note="NCCL's defaults, its version not published: the ring from 4 GiB, 1.12-1.14x, "
+                "the NVLS tree from 16 MiB 1.01-1.24x; 2-4 MiB tree/LL128 1.28-1.65x, 8 MiB "
+                "out-of-place a stall (1272 us, in-place 321)"),
     # DGX Spark: one GB10 (sm121) per host, one 200G QSFP link; the host file only carries the
     # GPU, whose NVLink a one-GPU host never uses.
     System(results="PARTIAL_dgxSparkPlaybooks103_2xGB10_200G_all_reduce_perf.txt",
