@@ -331,7 +331,13 @@ class Plan:
         self.nccl_hints: dict[str, dict[str, str]] = {}
         if nccl_hints:
             for d in self._dims:
-                algo = _NCCL_ALGO.get((d["op"], self.algorithms[d["name"]]["step"]))
+                # A flat step gets the algorithm the model prices fastest at its size, which
+                # across hosts may differ from the pick NCCL's own estimates make (`algorithms`).
+                if self.algorithms[d["name"]]["step"] == "hierarchical":
+                    continue
+                fastest = cluster.fastest_flat(d["op"], int(max(d["bytes"], 1)),
+                                               self.groups(d["name"]))["algorithm"]
+                algo = _NCCL_ALGO.get((d["op"], fastest))
                 if algo is not None:
                     self.nccl_hints[d["name"]] = {"NCCL_ALGO": algo}
         self.applied_nccl_env: dict[str, dict[str, str]] = {}

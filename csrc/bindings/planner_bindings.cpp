@@ -370,6 +370,27 @@ Args:
   algorithm: ring, tree, halving_doubling, direct, hierarchical, nvls, nvls_tree, collnet or
     pat; None picks the fastest (hierarchical over NCCL's algorithms only by the 1.15x
     margin). The result's "protocol" names NCCL's protocol (empty under alpha-beta).)")
+      .def("fastest_flat",
+           [](const PlannerCluster& c, const std::string& op, int64_t bytes,
+              const std::vector<std::vector<int>>& groups) {
+             return valueErrors([&] {
+               const auto cop = topo::parseCollectiveOp(op);
+               CostEstimate e;
+               {
+                 py::gil_scoped_release nogil;
+                 e = c.model().fastestFlat(cop, bytes, groups);
+               }
+               return estimateToDict(e);
+             });
+           },
+           py::arg("op"), py::arg("bytes"), py::arg("groups"),
+           R"(The flat algorithm the model prices fastest, whatever NCCL's own estimates would pick
+(estimate() without an algorithm gives that pick): what an NCCL_ALGO hint asks for.
+
+Args:
+  op: collective name.
+  bytes: buffer size as nccl-tests counts it.
+  groups: list of rank lists run at once.)")
       .def("compare_hierarchical",
            [](const PlannerCluster& c, const std::string& op, int64_t bytes,
               const std::vector<std::vector<int>>& groups) {

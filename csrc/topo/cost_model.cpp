@@ -749,17 +749,29 @@ CostEstimate CostModel::estimateCollective(CollectiveOp op, int64_t bytes,
   return estimateConcurrent(op, bytes, {ranks}, algorithm);
 }
 
-CostEstimate CostModel::chooseFlat(CollectiveOp op, int64_t bytes,
-                                   const std::vector<std::vector<int>>& groups) const {
+CostEstimate CostModel::bestFlat(CollectiveOp op, int64_t bytes,
+                                 const std::vector<std::vector<int>>& groups,
+                                 bool by_choice) const {
   CostEstimate best;
   best.seconds = kInf;
+  auto key = [by_choice](const CostEstimate& e) { return by_choice ? e.choiceSeconds() : e.seconds; };
   for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling,
                       Algorithm::Direct, Algorithm::Nvls, Algorithm::NvlsTree, Algorithm::CollNet,
                       Algorithm::Pat}) {
     CostEstimate e = estimateConcurrent(op, bytes, groups, a);
-    if (e.applicable && e.choiceSeconds() < best.choiceSeconds()) best = std::move(e);
+    if (e.applicable && key(e) < key(best)) best = std::move(e);
   }
   return best;
+}
+
+CostEstimate CostModel::chooseFlat(CollectiveOp op, int64_t bytes,
+                                   const std::vector<std::vector<int>>& groups) const {
+  return bestFlat(op, bytes, groups, /*by_choice=*/true);
+}
+
+CostEstimate CostModel::fastestFlat(CollectiveOp op, int64_t bytes,
+                                    const std::vector<std::vector<int>>& groups) const {
+  return bestFlat(op, bytes, groups, /*by_choice=*/false);
 }
 
 CostEstimate CostModel::chooseConcurrent(CollectiveOp op, int64_t bytes,

@@ -159,8 +159,14 @@ class CostModel {
   /// its own estimates where the model reproduces them).
   CostEstimate chooseFlat(CollectiveOp op, int64_t bytes,
                           const std::vector<std::vector<int>>& groups) const;
+  /// The flat algorithm the model prices fastest, whatever NCCL would pick: what an NCCL_ALGO
+  /// hint asks NCCL to run.
+  CostEstimate fastestFlat(CollectiveOp op, int64_t bytes,
+                           const std::vector<std::vector<int>>& groups) const;
 
  private:
+  CostEstimate bestFlat(CollectiveOp op, int64_t bytes, const std::vector<std::vector<int>>& groups,
+                        bool by_choice) const;
   struct Transfer {
     int src = -1;
     int dst = -1;

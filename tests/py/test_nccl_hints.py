@@ -106,3 +106,22 @@ def test_each_group_is_created_under_its_planned_setting(tmp_path, monkeypatch):
         for dim, group, algo in r["created"]:
             assert group in [sorted(g) for g in plan.groups(dim)]
             assert algo == plan.nccl_hints[dim]["NCCL_ALGO"], (rank, dim, group)
+
+
+def test_hints_ask_for_the_fastest_priced_algorithm(tmp_path):
+    # 4 x 8 H100 with a 400G NIC per GPU, dp=32 all-reducing 16 MiB: NCCL's own estimates pick
+    # its NVLS tree (what `algorithms` reports runs), while the model prices its tree faster; the
+    # hint asks NCCL for the tree.
+    from torch_topo import _C
+    from torch_topo.bench.nccl_tests import cluster_doc
+
+    doc = cluster_doc("nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt", hosts=4, sm=90,
+                      nic_gbit=400, nics=8)
+    plan = torch_topo.plan(json.dumps(doc), {"dp": 32}, {"dp": (16 << 20, "all_reduce")},
+                           nccl_hints=True)
+    assert plan.algorithms["dp"]["step"] == "nvls_tree"
+    assert plan.nccl_hints["dp"] == {"NCCL_ALGO": "allreduce:tree"}
+    cluster = _C.PlannerCluster(json.dumps(doc))
+    group = [list(range(32))]
+    assert cluster.fastest_flat("all_reduce", 16 << 20, group)["seconds"] < \
+        cluster.estimate("all_reduce", 16 << 20, group)["seconds"]
