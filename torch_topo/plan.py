@@ -329,6 +329,7 @@ class Plan:
                 choice[label] = cluster.estimate(d["op"], nbytes, groups)["algorithm"]
             self.algorithms[d["name"]] = choice
         self.nccl_hints: dict[str, dict[str, str]] = {}
+        self._hinted: dict[str, str] = {}  # dimension -> the algorithm its hint asks for
         if nccl_hints:
             for d in self._dims:
                 # A flat step gets the algorithm the model prices fastest at its size, which
@@ -340,6 +341,7 @@ class Plan:
                 algo = _NCCL_ALGO.get((d["op"], fastest))
                 if algo is not None:
                     self.nccl_hints[d["name"]] = {"NCCL_ALGO": algo}
+                    self._hinted[d["name"]] = fastest
         self.applied_nccl_env: dict[str, dict[str, str]] = {}
 
     # -- construction -------------------------------------------------------------------------
@@ -498,7 +500,10 @@ class Plan:
                 lines.extend("     predicted " + line for line in predicted_choices(
                     self._cluster, self.groups(name)[0], ops=(d["op"],)))
             if name in self.nccl_hints:
-                lines.append(f"     nccl hints: {self.nccl_hints[name]}")
+                step = self.algorithms[name]["step"]
+                lines.append(f"     nccl hints: {self.nccl_hints[name]}" + (
+                    f" (NCCL's own estimates would pick {step}; the model prices "
+                    f"{self._hinted[name]} faster)" if self._hinted[name] != step else ""))
         if self.applied_nccl_env:
             lines.append("  NCCL settings in force at each group's communicator creation: "
                          f"{self.applied_nccl_env}")

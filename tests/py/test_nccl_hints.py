@@ -121,6 +121,8 @@ def test_hints_ask_for_the_fastest_priced_algorithm(tmp_path):
                            nccl_hints=True)
     assert plan.algorithms["dp"]["step"] == "nvls_tree"
     assert plan.nccl_hints["dp"] == {"NCCL_ALGO": "allreduce:tree"}
+    assert "NCCL's own estimates would pick nvls_tree; the model prices tree faster" in \
+        plan.explain()
     cluster = _C.PlannerCluster(json.dumps(doc))
     group = [list(range(32))]
     assert cluster.fastest_flat("all_reduce", 16 << 20, group)["seconds"] < \
