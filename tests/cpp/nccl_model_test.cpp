@@ -40,6 +40,16 @@ std::vector<int> iota(int n, int from = 0) {
   return v;
 }
 
+// `count` NICs of `gbit` Gbit/s, without paths: GPU i takes NIC i (in turn when fewer).
+void addNics(HostTopology& host, int count, double gbit) {
+  for (int k = 0; k < count; ++k) {
+    Nic nic;
+    nic.name = "mlx5_" + std::to_string(k);
+    nic.speed_gbps = gbit;
+    host.nics.push_back(nic);
+  }
+}
+
 TEST(NcclTuningTest, TablesHoldNcclsConstants) {
   EXPECT_DOUBLE_EQ(ncclBaseLatencyUs(NcclAlgo::Ring, NcclProto::LL), 6.6);
   EXPECT_DOUBLE_EQ(ncclBaseLatencyUs(NcclAlgo::Tree, NcclProto::Simple), 8.4);
@@ -272,12 +282,7 @@ TEST(NcclModelTest, TuningEntriesMatchNcclsOwnLogs) {
   // tree's formula of that release) must give every entry. Latencies to 0.1 us, bandwidths to
   // 0.1 GB/s, as the logs round them.
   HostTopology host = switchedHost(90, 20.6);
-  for (int k = 0; k < 8; ++k) {
-    Nic nic;
-    nic.name = "mlx5_" + std::to_string(k);
-    nic.speed_gbps = 400;
-    host.nics.push_back(nic);
-  }
+  addNics(host, 8, 400);
   std::ifstream in(testing::dataPath("nccl_tuning/h100_8x400G_nccl2.27.5_tuning.tsv"));
   ASSERT_TRUE(in) << "tests/data/nccl_tuning/h100_8x400G_nccl2.27.5_tuning.tsv";
   CostOptions options;
@@ -324,12 +329,7 @@ TEST(NcclModelTest, UnlistedNicsCountAsFourHundredGigabitNics) {
   // rate: 400 GB/s counts as eight 400G NICs, so NCCL's channels and picks are those of the same
   // host with its eight NICs listed.
   HostTopology listed = switchedHost(90, 20.6);
-  for (int k = 0; k < 8; ++k) {
-    Nic nic;
-    nic.name = "mlx5_" + std::to_string(k);
-    nic.speed_gbps = 400;
-    listed.nics.push_back(nic);
-  }
+  addNics(listed, 8, 400);
   const CostModel with(makeCluster(listed, 4, 0.0, 0.0));
   const CostModel without(makeCluster(switchedHost(90, 20.6), 4, 400.0, 0.0));
   EXPECT_EQ(NcclModel(without).shapeOf({iota(32)}).nics, 8);
@@ -351,12 +351,7 @@ TEST(NcclModelTest, ChannelsWithoutNvswitchAreBoundInsideTheHost) {
   HostTopology host = makeHost({"X PIX PIX PIX", "PIX X PIX PIX", "PIX PIX X PIX", "PIX PIX PIX X"},
                                25.0, 12.0, 1.0);
   for (Gpu& g : host.gpus) g.sm = 90;
-  for (int k = 0; k < 4; ++k) {
-    Nic nic;
-    nic.name = "mlx5_" + std::to_string(k);
-    nic.speed_gbps = 400;
-    host.nics.push_back(nic);
-  }
+  addNics(host, 4, 400);
   const CostModel model(makeCluster(host, 4, 0.0, 0.0));
   const NcclModel nccl(model);
   const NcclModel::Shape shape = nccl.shapeOf({iota(16)});
