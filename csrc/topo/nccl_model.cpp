@@ -375,7 +375,9 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
       // Parallel aggregated trees: one GPU per host only.
       if (!gather_scatter || local != 1 || hosts < 2) break;
       const double alg = kPatEfficiency * ring_bus / busBandwidthFactor(op, n);
-      const double choice = nccl_view ? kPatEfficiency * nccl_bus / busBandwidthFactor(op, n) : -1.0;
+      // NCCL's table keeps PAT's bus bandwidth unconverted (it converts only its ring's for
+      // all-gather and reduce-scatter), so its estimate reads it as algorithm bandwidth.
+      const double choice = nccl_view ? kPatEfficiency * nccl_bus : -1.0;
       const double lat = ncclBaseLatencyUs(NcclAlgo::Pat, NcclProto::Simple) +
                          log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::Pat, NcclProto::Simple) /
                              kPatLatencyLogDivisor +
