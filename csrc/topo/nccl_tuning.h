@@ -74,9 +74,10 @@ double ncclSearchSpeedGBps(int sm, bool inter, double gbps);
 double ncclNvlsEfficiency(NcclGeneration gen);
 
 /// NCCL discounts its tree estimate by this where the search could only build its simple tree
-/// pattern (all of a NIC's traffic through one GPU), which NCCL's Hopper and later tuning logs of
-/// 8-GPU hosts show at every rank count per host (meta-pytorch/autoparallel's NCCL 2.27.5
-/// tables), and which one GPU per host forces.
+/// pattern (all of a NIC's traffic through one GPU). NCCL 2.27.5's tuning logs of 8-GPU H100
+/// hosts show it at every rank count per host (1-8; meta-pytorch/autoparallel's tables), so the
+/// model applies it from Hopper on (Blackwell's logs are not published), and one GPU per host
+/// forces that pattern on any generation.
 constexpr double kNcclTreePatternFactor = 0.85;
 
 /// Share of its NICs' rate an NVLS tree's network side reaches: NCCL's own ratio of the NVLS
