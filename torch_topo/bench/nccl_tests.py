@@ -298,7 +298,8 @@ def cluster_doc(topology: str, *, hosts: int, sm: int, nic_gbit: float = 0.0,
     """Cluster JSON of `hosts` copies of a tests/data host file, completed with what published
     runs say and the file does not: the GPUs' compute capability (and the NVLink rate that
     goes with it), every NIC's line rate (Gbit/s), the host's bandwidth over the `nics` NICs
-    the run used, and the multi-node NVLink domains of `domain_hosts` consecutive hosts."""
+    the run used (and those NICs themselves where the file lists none), and the multi-node
+    NVLink domains of `domain_hosts` consecutive hosts."""
     from torch_topo import _C
     from torch_topo.plan import with_nvlink_domains
 
