@@ -20,6 +20,7 @@ constexpr double kBytesPerGB = 1e9;
 /// Rate of one NIC (GB/s) where a host file lists none: 400 Gbit/s, the compute NICs of current
 /// GPU hosts (one per GPU on H100 and H200 systems).
 constexpr double kUnlistedNicGBps = 50.0;
+constexpr int kNcclMaxChannels = 32;
 
 Algorithm algorithmOf(NcclAlgo algo) {
   switch (algo) {
@@ -74,7 +75,9 @@ struct NcclGraphs {
 
 NcclGraphs searchedGraphs(const NcclModel::Shape& s) {
   NcclGraphs g;
-  const int nics = std::max(1, s.nics);
+  // A multi-node NVLink domain's NICs (72 on a GB200 NVL72) give no more channels than NCCL's
+  // arity allows (NCCL_MAX_NVLS_ARITY, 32).
+  const int nics = std::min(kNcclMaxChannels, std::max(1, s.nics));
   // A channel also crosses the host; without NVSwitch its path there (PCIe, the socket link)
   // bounds it, while behind NVSwitch NCCL's logs show channels at the NIC's rate (8 x 48 GB/s
   // over an H100's 370.8 GB/s of NVLink).
@@ -238,8 +241,9 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
   const bool gather_scatter = op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter;
   // The ring's bus bandwidth: the host-local ring and the host's NICs (one channel per rail).
   const double ring_bus = std::min(s.intra_bus_gbps, s.net_gbps);
-  // NCCL's own view on several ordinary hosts: its channels and their caps (see NcclGraphs).
-  const bool nccl_view = hosts >= 2 && !s.domains;
+  // NCCL's own view across nodes (hosts or multi-node NVLink domains): its channels and their
+  // caps (see NcclGraphs).
+  const bool nccl_view = hosts >= 2;
   const NcclGraphs graphs = nccl_view ? searchedGraphs(s) : NcclGraphs{};
   const NcclChannelCaps caps = ncclChannelCaps(s.generation, hosts);
   const double nccl_bus = graphs.channels * graphs.inter_gbps;

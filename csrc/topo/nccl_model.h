@@ -29,8 +29,8 @@ namespace torch_topo::topo {
 /// NCCL picks its algorithm and protocol by its own estimates, which on several hosts differ from
 /// what the calls then take (its per-channel caps, its discount of simple trees, its channel
 /// count). There the model reproduces those estimates to pick as NCCL does (choice_seconds) and
-/// prices the pick with its own figures (seconds). One host, multi-host NVLink domains, CollNet:
-/// the model picks by its own figures.
+/// prices the pick with its own figures (seconds). One host and CollNet: the model picks by its
+/// own figures.
 class NcclModel {
  public:
   explicit NcclModel(const CostModel& model) : model_(model) {}

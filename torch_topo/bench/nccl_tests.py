@@ -204,15 +204,15 @@ SYSTEMS: tuple[System, ...] = (
                 "it off and on again in 2025)"),
     System(results="coreweaveNcclTests_GB200-NVL72_2rack_144GPU_36x4_all_reduce_perf_512M-16G.txt",
            topology=_GB200, hosts=36, domain_hosts=18, sm=100, nic_gbit=400, nics=4,
-           note="two NVLink domains over InfiniBand: the model's NVLS tree is within the "
-                "goal from 4 GiB and 1.3-1.7x below; priced as ring, 0.86-0.99x at every size "
-                "(the same ring shape as one rack)"),
+           note="two NVLink domains over InfiniBand: NCCL's estimates over a domain's NICs "
+                "(32 channels of its 72) take the ring from 1 GiB, 0.85-0.94x, and the tree "
+                "at 512 MiB, 1.11x; the curve has the ring's shape of one rack"),
     System(results="coreweaveNcclTests_GB200-NVL72_20rack_1440GPU_360x4_all_reduce_perf_512M-16G.txt",
            topology=_GB200, hosts=360, domain_hosts=18, sm=100, nic_gbit=400, nics=4,
-           note="20 NVLink domains over InfiniBand: 2.2-5x optimistic. The published 405 GB/s "
-                "at 16 GiB is what an NVLS tree gets from 8 NICs of 400G per domain beyond two "
-                "domains, where the model lets a domain's 72 NICs feed it; how many NICs NCCL "
-                "drives per multi-node domain is not published, so the model does not cap it"),
+           note="20 NVLink domains over InfiniBand: 1.43-3.56x optimistic (the tree to 4 GiB, "
+                "the ring above, as NCCL's estimates pick). The published 405 GB/s at 16 GiB is "
+                "what 8 NICs of 400G per domain would carry; how many NICs NCCL drives per "
+                "multi-node domain is not published, so the model takes the 32 of its channels"),
     # NVIDIA/nccl #1801: three NVLink partitions over InfiniBand, NVLS off, ring and tree forced;
     # NVL4 is one tray per partition, NVL8 two trays of one domain (the ring and the tree reach
     # the other partitions through all 8 NICs of theirs).
