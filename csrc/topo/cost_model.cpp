@@ -759,7 +759,8 @@ CostEstimate CostModel::bestFlat(CollectiveOp op, int64_t bytes,
                       Algorithm::Direct, Algorithm::Nvls, Algorithm::NvlsTree, Algorithm::CollNet,
                       Algorithm::Pat}) {
     CostEstimate e = estimateConcurrent(op, bytes, groups, a);
-    if (e.applicable && key(e) < key(best)) best = std::move(e);
+    // The fastest asks NCCL to run it: never one NCCL's own estimate rules out.
+    if (e.applicable && std::isfinite(e.choiceSeconds()) && key(e) < key(best)) best = std::move(e);
   }
   return best;
 }

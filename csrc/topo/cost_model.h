@@ -159,8 +159,8 @@ class CostModel {
   /// its own estimates where the model reproduces them).
   CostEstimate chooseFlat(CollectiveOp op, int64_t bytes,
                           const std::vector<std::vector<int>>& groups) const;
-  /// The flat algorithm the model prices fastest, whatever NCCL would pick: what an NCCL_ALGO
-  /// hint asks NCCL to run.
+  /// The flat algorithm the model prices fastest, whatever NCCL would pick, among those NCCL
+  /// considers: what an NCCL_ALGO hint asks NCCL to run.
   CostEstimate fastestFlat(CollectiveOp op, int64_t bytes,
                            const std::vector<std::vector<int>>& groups) const;
 

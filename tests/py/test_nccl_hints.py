@@ -127,3 +127,21 @@ def test_hints_ask_for_the_fastest_priced_algorithm(tmp_path):
     group = [list(range(32))]
     assert cluster.fastest_flat("all_reduce", 16 << 20, group)["seconds"] < \
         cluster.estimate("all_reduce", 16 << 20, group)["seconds"]
+
+
+def test_the_fastest_is_one_nccl_would_run():
+    # Ranks 0, 8 and 16 of three H100-class hosts where hosts 0 and 1 share an NVLink domain:
+    # one node holds one rank, so NCCL's NVLS tree (two heads per node at least) is out; the
+    # model's own figures price it fastest, yet a hint must not name it.
+    from torch_topo import _C
+    from torch_topo.bench.nccl_tests import cluster_doc
+
+    doc = cluster_doc("nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt", hosts=3,
+                      sm=100, nic_gbit=400, nics=4, domain_hosts=2)
+    cluster = _C.PlannerCluster(json.dumps(doc))
+    group = [[0, 8, 16]]
+    nvls_tree = cluster.estimate("all_reduce", 64 << 20, group, "nvls_tree")
+    assert nvls_tree["choice_seconds"] == float("inf")
+    fastest = cluster.fastest_flat("all_reduce", 64 << 20, group)
+    assert fastest["algorithm"] != "nvls_tree" and fastest["choice_seconds"] < float("inf")
+    assert fastest["seconds"] <= cluster.estimate("all_reduce", 64 << 20, group)["seconds"]
