@@ -39,15 +39,20 @@ _planned: dict[tuple[int, ...], dict[str, str]] = {}
 _applied: list[tuple[tuple[int, ...], dict[str, str]]] = []
 
 
+def version_code(major: int, minor: int, patch: int) -> int:
+    """NCCL's version code of a release, as NCCL_VERSION_CODE encodes it (2.28.9 -> 22809)."""
+    return major * 10000 + minor * 100 + patch
+
+
 def nccl_version_code() -> int:
-    """The version code of the NCCL torch runs with (2.28.9 -> 22809), whose tuning the cost
-    model follows where releases differ (PlannerCluster's nccl_version); 0, the newest the model
-    knows, without NCCL."""
+    """The version code of the NCCL torch runs with, whose tuning the cost model follows where
+    releases differ (PlannerCluster's nccl_version); 0, the newest the model knows, without
+    NCCL."""
     try:
         major, minor, patch = tuple(torch.cuda.nccl.version())[:3]
     except (AttributeError, RuntimeError, TypeError, ValueError):
         return 0
-    return major * 10000 + minor * 100 + patch
+    return version_code(major, minor, patch)
 
 
 def nccl_supports_per_function() -> bool:

@@ -384,8 +384,9 @@ Args:
              });
            },
            py::arg("op"), py::arg("bytes"), py::arg("groups"),
-           R"(The flat algorithm the model prices fastest, whatever NCCL's own estimates would pick
-(estimate() without an algorithm gives that pick): what an NCCL_ALGO hint asks for.
+           R"(The flat algorithm the model prices fastest among those NCCL's own estimates consider,
+whatever NCCL would pick (estimate() without an algorithm gives that pick): what an NCCL_ALGO
+hint asks for.
 
 Args:
   op: collective name.

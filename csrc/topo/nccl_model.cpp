@@ -215,7 +215,6 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
         const int count = listed ? static_cast<int>(nics.size())
                                  : std::max(1, static_cast<int>(std::lround(net / kUnlistedNicGBps)));
         s.nics = std::min(s.nics, count);
-        s.domains = s.domains || hosts_of[gi][node].size() > 1;
       }
     }
     for (const auto& g : groups)
@@ -346,14 +345,15 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
       double choice = -1.0;
       if (nccl_view) {
         const int heads = graphs.nvls_heads;
-        double per_head = std::min(graphs.nvls_intra_gbps,
-                                   graphs.nvls_inter_gbps / (hosts <= 2 ? 1 : 2)) *
-                          kNvlsTreeNetEfficiency;
+        double per_head;
         if (ncclAtLeast(version, kNcclNvlsTreeEstimateRevised)) {
           const double intra = graphs.nvls_intra_gbps * ncclNvlsEfficiency(s.generation) *
                                (heads - 1) / std::max(heads, 1) * 2;
           const double inter = graphs.nvls_inter_gbps * (hosts <= 2 ? 2 : 1);
           per_head = std::min({intra, inter, caps.nvls_tree}) / busBandwidthFactor(op, n);
+        } else {
+          per_head = std::min(graphs.nvls_intra_gbps, graphs.nvls_inter_gbps / (hosts <= 2 ? 1 : 2)) *
+                     kNvlsTreeNetEfficiency;
         }
         choice = heads < 2 ? 0.0 : heads * per_head;
       }

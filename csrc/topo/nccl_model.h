@@ -59,7 +59,6 @@ class NcclModel {
     double intra_bus_gbps = 0.0;  // +inf with one rank per host
     double net_gbps = 0.0;        // +inf on one host
     int nics = 0;                 // fewest NICs a group's ranks use on one node
-    bool domains = false;         // a node is a multi-host NVLink domain
   };
   Shape shapeOf(const std::vector<std::vector<int>>& groups) const;
 

@@ -12,6 +12,7 @@ import pytest
 
 from torch_topo import _C
 from torch_topo.bench.nccl_tests import (
+    _NCCL1801,
     BUSBW_GOAL,
     DATA,
     SYSTEMS,
@@ -275,14 +276,12 @@ def test_two_tray_partitions_keep_nccls_ring():
     # NVIDIA/nccl #1801, NVLS off: three partitions of two GB200 trays (multi-node NVLink
     # domains) ran the ring by default although the tree, forced, was faster; NCCL's own
     # estimates over the domains' NICs rank the ring first, as the model's choice does.
-    two_tray = next(s for s in SYSTEMS if s.results == _NCCL1801_FILE and s.label == "NVL8")
+    two_tray = next(s for s in SYSTEMS if s.results == _NCCL1801 and s.label == "NVL8")
     cluster = _cluster(two_tray)
     group = [list(range(cluster.world_size))]
     ring, tree = (cluster.estimate("all_reduce", 16 << 30, group, a) for a in ("ring", "tree"))
     assert tree["seconds"] < ring["seconds"] and ring["choice_seconds"] < tree["choice_seconds"]
 
-
-_NCCL1801_FILE = "nccl1801_GB200-NVL72_3partitions_12-24GPU_IB_ring-vs-tree_all_reduce_16G_summary.txt"
 
 _NCCL_TESTS_309 = {
     "4 VMs": "ncclTests309_4node_32xH100_XE9680_8xCX7-400G_VM_all_reduce_perf_8B-16G.txt",

@@ -17,6 +17,7 @@ import os
 
 from torch_topo.cli._options import add_nvlink_domain_hosts, nvlink_domain_hosts
 from torch_topo.config import TopoConfig
+from torch_topo.nccl_hints import version_code
 from torch_topo.ops.sequence_split import (
     AttentionShape,
     choose_sequence_split,
@@ -94,8 +95,7 @@ def parse_nccl_version(text: str | None) -> int:
             or not (int(parts[1]) < 100 and int(parts[2]) < 100):
         raise ValueError(f"--nccl-version: got {text!r}, expected an NCCL 2.x release as "
                          "X.Y.Z, e.g. 2.26.2")
-    major, minor, patch = (int(p) for p in parts)
-    return major * 10000 + minor * 100 + patch
+    return version_code(*(int(p) for p in parts))
 
 
 def _sequence_groups(plan: Plan) -> dict:
