@@ -410,19 +410,23 @@ CostEstimate NcclModel::collective(CollectiveOp op, int64_t bytes, const Shape& 
 
 CostEstimate NcclModel::p2p(CollectiveOp op, int64_t bytes,
                             const std::vector<std::vector<int>>& groups, const Shape& s) const {
-  // send/recv and all-to-all go through NCCL's p2p path: one hop's latency, the transfers'
-  // bandwidth as the alpha-beta model shares it; LL (at a lower rate) for small messages.
+  // send/recv and all-to-all go through NCCL's p2p path: one hop's latency and one per network
+  // peer, the transfers' bandwidth as the alpha-beta model shares it, LL for small peers.
   const double load = model_.bandwidthSeconds(op, static_cast<double>(bytes), groups,
                                               Algorithm::Direct);
   CostEstimate est;
   est.algorithm = Algorithm::Direct;
   est.seconds = kInf;
   if (!std::isfinite(load)) return est;
+  const bool all_to_all = op == CollectiveOp::AllToAll;
+  const int64_t per_peer = all_to_all ? bytes / s.ranks : bytes;
+  const NcclProto proto = per_peer <= kNcclP2pLlThresholdBytes ? NcclProto::LL : NcclProto::Simple;
   const NcclHop h = s.hosts > 1 ? NcclHop::Net : s.nvlink ? NcclHop::NvLink : NcclHop::Pci;
+  const int net_peers = s.hosts <= 1 ? 0 : all_to_all ? s.ranks - s.per_host : 1;
   const double alg = load > 0 ? bytes / load / kBytesPerGB : kInf;
   return finish(op, bytes, s.ranks, Algorithm::Direct,
-                {{NcclProto::LL, kP2pLlEfficiency * alg, ncclHopLatencyUs(h, NcclAlgo::Ring, NcclProto::LL)},
-                 {NcclProto::Simple, alg, ncclHopLatencyUs(h, NcclAlgo::Ring, NcclProto::Simple)}});
+                {{proto, (proto == NcclProto::LL ? kRingLlEfficiency : kP2pEfficiency) * alg,
+                  ncclHopLatencyUs(h, NcclAlgo::Ring, proto) + net_peers * kP2pNetPeerUs}});
 }
 
 CostEstimate NcclModel::hierarchical(CollectiveOp op, int64_t bytes,

@@ -109,9 +109,19 @@ constexpr double kRingPlateauLatencyFactorPreSm80 = 1.9;
 constexpr double kTreeEfficiency = 0.92;
 constexpr double kLl128Efficiency = 0.92;
 constexpr double kRingLlEfficiency = 0.5;
-/// NCCL's p2p path (send/recv, all-to-all) with LL reaches less than the ring's half: fitted to
-/// a 2-GPU NV4 send/recv (nccl-tests #331), 23.1 and 29.4 GB/s of the link's 80 at 1 and 2 MiB.
-constexpr double kP2pLlEfficiency = 0.4;
+/// NCCL's p2p path (send/recv, all-to-all) takes LL for a peer only up to 16 KiB per channel,
+/// and splits a peer's bytes into channels of at least 64 KiB (enqueue.cc addP2pToPlan,
+/// NCCL_P2P_LL_THRESHOLD): in effect LL up to 16 KiB per peer, Simple above.
+constexpr int64_t kNcclP2pLlThresholdBytes = 16 << 10;
+/// Share of its links' rate NCCL's p2p Simple path reaches at large sizes, published plateaus
+/// 0.82-0.93: 8 x A100 send/recv over NV12 (195 of 240 GB/s), 2 x A100 NV4 (72-73 of 80),
+/// 8 x B200 all-to-all (673 of 720), a GB200 rack's (623 of 720), and two and three GB200 racks
+/// over their NICs (89.7 of 99, 62.5 of 74.5).
+constexpr double kP2pEfficiency = 0.88;
+/// Time each peer across the network adds to a p2p call: NCCL's proxy thread posts and polls
+/// every network peer's transfers in turn. From the two-host B200 runs of one cluster: send/recv
+/// (one network peer) 14.5 us, all-to-all (8) 37-40 us.
+constexpr double kP2pNetPeerUs = 3.4;
 /// Tree protocol factors on top of kTreeEfficiency: LL 1/3.8; LL128 7/9 on one host, 120/128
 /// across hosts.
 constexpr double kTreeLlFactor = 1.0 / 3.8;

@@ -368,3 +368,49 @@ def test_the_backend_prices_with_the_nccl_torch_runs(monkeypatch):
 
     monkeypatch.setattr(torch.cuda.nccl, "version", no_nccl)
     assert nccl_version_code() == 0
+
+
+_B200_TWO_HOSTS = ("vultrB200poc_2node_16xB200_8xNDR_alltoall_perf_256B-16G.txt",
+                   "vultrB200poc_2node_16xB200_8xNDR_sendrecv_perf_8B-16G.txt")
+
+
+def test_held_out_p2p_latency_grows_with_network_peers():
+    # Two 8-GPU B200 hosts: a send/recv (one peer across the network) took 14.4-15.3 us at
+    # small sizes, an all-to-all (eight) 37-40 us. NCCL's proxy drives every network peer in
+    # turn; one hop's latency alone was 0.26-0.31x of the all-to-all.
+    for name in _B200_TWO_HOSTS:
+        small = [r for r in compare(BY_FILE[name]) if r.published.size <= 8 << 10]
+        assert len(small) >= 6
+        for r in small:
+            assert 0.9 <= r.time_ratio <= 1.1 and r.protocol == "LL", r
+
+
+def test_p2p_protocol_follows_nccls_per_peer_threshold():
+    # NCCL's addP2pToPlan takes LL only while a peer's bytes fit 16 KiB per channel, and gives a
+    # peer one channel per 64 KiB: LL up to 16 KiB per peer, Simple above, whatever LL would
+    # cost. An all-to-all splits its buffer over its ranks; a send/recv sends it whole.
+    system = BY_FILE[_B200_TWO_HOSTS[0]]
+    cluster = _cluster(system)
+    group = [list(range(cluster.world_size))]
+    for op, ranks in (("all_to_all", 16), ("send_recv", 1)):
+        for per_peer in (8 << 10, 16 << 10, (16 << 10) + 64, 1 << 20):
+            est = cluster.estimate(op, per_peer * ranks, group, "direct")
+            assert est["protocol"] == ("LL" if per_peer <= 16 << 10 else "Simple"), (op, per_peer)
+
+
+@pytest.mark.parametrize("local", [1, 2, 4, 8])
+def test_all_to_all_latency_counts_remote_ranks_only(local):
+    # 8 B on 2 hosts with `local` ranks of each: every rank has `local` peers across the
+    # network and local - 1 on its NVLink; only the former add the proxy's turn.
+    doc = cluster_doc("nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt", hosts=2,
+                      sm=90, nic_gbit=400, nics=8)
+    cluster = _C.PlannerCluster(json.dumps(doc))
+
+    def us(per_host):
+        ranks = list(range(per_host)) + list(range(8, 8 + per_host))
+        return cluster.estimate("all_to_all", 8, [ranks], "direct")["seconds"] * 1e6
+
+    send_recv = cluster.estimate("send_recv", 8, [[0, 8]], "direct")["seconds"] * 1e6
+    assert us(1) == pytest.approx(send_recv, abs=0.01)
+    assert (us(local) - us(1)) / max(local - 1, 1) == pytest.approx(3.4 if local > 1 else 0.0,
+                                                                    abs=0.01)
