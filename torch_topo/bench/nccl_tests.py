@@ -247,6 +247,29 @@ SYSTEMS: tuple[System, ...] = (
                 "the ring above, as NCCL's estimates pick). The published 405 GB/s at 16 GiB is "
                 "what 8 NICs of 400G per domain would carry; how many NICs NCCL drives per "
                 "multi-node domain is not published, so the model takes the 32 of its channels"),
+    # One H100 cluster's runs (NCCL 2.29.2): two hosts with 1, 2, 4 and 8 GPUs each, and ten
+    # hosts; its NICs are not published, 8 x 400G going by one GPU's 48.9 GB/s all-reduce.
+    System(results="xxrjunNcclTestsCluster_H100_N2_G1_nccl22902_alltoall_perf_4G-16G.txt", topology=_H100,
+           hosts=2, ranks=(0,), sm=90, nic_gbit=400, nics=8, nccl_version=22902, op="all_to_all"),
+    System(results="xxrjunNcclTestsCluster_H100_N2_G2_nccl22902_alltoall_perf_4G-16G.txt", topology=_H100,
+           hosts=2, ranks=(0, 1), sm=90, nic_gbit=400, nics=8, nccl_version=22902, op="all_to_all"),
+    System(results="xxrjunNcclTestsCluster_H100_N2_G4_nccl22902_alltoall_perf_4G-16G.txt", topology=_H100,
+           hosts=2, ranks=(0, 1, 2, 3), sm=90, nic_gbit=400, nics=8, nccl_version=22902, op="all_to_all"),
+    System(results="xxrjunNcclTestsCluster_H100_N2_G8_nccl22902_alltoall_perf_4G-16G.txt", topology=_H100,
+           hosts=2, sm=90, nic_gbit=400, nics=8, nccl_version=22902, op="all_to_all"),
+    System(results="xxrjunNcclTestsCluster_H100_N2_G8_nccl22902_sendrecv_perf_4G-16G.txt", topology=_H100,
+           hosts=2, sm=90, nic_gbit=400, nics=8, nccl_version=22902, op="send_recv"),
+    System(results="xxrjunNcclTestsCluster_H100_N10_G1_nccl22902_alltoall_perf_32M-16G.txt", topology=_H100,
+           hosts=10, ranks=(0,), sm=90, nic_gbit=400, nics=8, nccl_version=22902,
+           op="all_to_all"),
+    System(results="xxrjunNcclTestsCluster_H100_N10_G8_nccl22902_alltoall_perf_32M-16G.txt", topology=_H100,
+           hosts=10, sm=90, nic_gbit=400, nics=8, nccl_version=22902, op="all_to_all"),
+    System(results="xxrjunNcclTestsCluster_H100_N10_G1_nccl22902_sendrecv_perf_32M-16G.txt", topology=_H100,
+           hosts=10, ranks=(0,), sm=90, nic_gbit=400, nics=8, nccl_version=22902,
+           op="send_recv",
+           note="ten GPUs, one per host, passing to the next: 24.9 GB/s where pairs of the same "
+                "hosts reach 39.7-43.8 and their ten-host all-to-all 44.7 per NIC (1.43-1.77x); "
+                "the fabric is not published"),
     # Google's A4X (GB200) trays inside one NVLink domain, and A4X Max (GB300) trays of two
     # domains, one ConnectX-8 (800G) per GPU.
     System(results="gcpDocs_A4X_GB200_2tray_8GPU_IMEX-MNNVL_all_gather_perf_1K-8G.txt",
