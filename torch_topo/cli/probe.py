@@ -21,7 +21,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the torch-topo JSON here instead of stdout")
     p.add_argument("--json", action="store_true",
-                   help="print a JSON summary (output, gpu_count, nic_count, warnings; the "
+                   help="print a JSON summary (source, output, gpu_count, nic_count, warnings; the "
                         "topology as `content` when no -o is given)")
     p.set_defaults(run=run)
 
