@@ -119,9 +119,10 @@ constexpr int64_t kNcclP2pLlThresholdBytes = 16 << 10;
 /// over their NICs (89.7 of 99, 62.5 of 74.5).
 constexpr double kP2pEfficiency = 0.88;
 /// Time each peer across the network adds to a p2p call: NCCL's proxy thread posts and polls
-/// every network peer's transfers in turn. From the two-host B200 runs of one cluster: send/recv
-/// (one network peer) 14.5 us, all-to-all (8) 37-40 us.
-constexpr double kP2pNetPeerUs = 3.4;
+/// every network peer's transfers in turn. Small all-to-alls published on three clusters grow by
+/// 2.4-3.3 us per network peer: two B200 hosts (8 peers, 37-40 us; their send/recv 14.5), two
+/// RTX 6000D hosts (8 peers 33-35 us, 15 with NCCL's p2p off 47-48), 8 DGX-2 (112 peers, 324 us).
+constexpr double kP2pNetPeerUs = 2.8;
 /// Tree protocol factors on top of kTreeEfficiency: LL 1/3.8; LL128 7/9 on one host, 120/128
 /// across hosts.
 constexpr double kTreeLlFactor = 1.0 / 3.8;

@@ -92,6 +92,9 @@ _H100 = "nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt"
 _A100 = "nvidia_smi_topo/a100_8xSXM_NV12_2numa_mlengineering_realigned.txt"
 _GB200 = "nvidia_smi_topo/PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt"
 _NCCL1801 = "nccl1801_GB200-NVL72_3partitions_12-24GPU_IB_ring-vs-tree_all_reduce_16G_summary.txt"
+_PCIE_STAND_IN = "nvidia_smi_topo/PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC_PIX.txt"
+_RTX_STAND_IN = ("the bandwidth is a stand-in host's (all GPU pairs across the socket link): "
+                 "0.15-0.38x from 1 MiB, where the published 41-46 GB/s is one GPU's PCIe link")
 _GIB_STEP = ("Google's own runs through its gIB NCCL plugin: from 64 MiB 1.04-1.16x, but the time "
              "steps up by 25-31 us at 1 MiB and 1-32 MiB is 1.24-2.45x, a protocol switch "
              "NCCL's own estimates do not make there (SkyPilot's run of the same H200 hosts, "
@@ -247,6 +250,17 @@ SYSTEMS: tuple[System, ...] = (
                 "the ring above, as NCCL's estimates pick). The published 405 GB/s at 16 GiB is "
                 "what 8 NICs of 400G per domain would carry; how many NICs NCCL drives per "
                 "multi-node domain is not published, so the model takes the 32 of its channels"),
+    # Two hosts of 8 RTX 6000D without NVLink, 8 NICs each (NCCL 2.30.3): no topology file of
+    # them is published; the nearest, an 8-GPU PCIe host of another make, stands in.
+    System(results="rtx6000d_2node_16xGPU_noNVLink_8xmlx5_PHB_nccl23003_alltoall_perf_1K-8G.txt",
+           topology=_PCIE_STAND_IN, hosts=2, sm=120, nic_gbit=400, nics=8, nccl_version=23003,
+           op="all_to_all", note=_RTX_STAND_IN),
+    System(results="rtx6000d_2node_16xGPU_noNVLink_8xmlx5_P2Pdisabled_allNet_nccl23003_alltoall_perf_1K-8G.txt",
+           topology=_PCIE_STAND_IN, hosts=2, sm=120, nic_gbit=400, nics=8, nccl_version=23003,
+           op="all_to_all",
+           note="NCCL_P2P_DISABLE=1 sent the host's own peers through the NICs too: 15 network "
+                "peers per rank where the model counts 8 (46.7-47.9 us at 2-16 KiB, 0.71-0.76x); "
+                + _RTX_STAND_IN),
     # One H100 cluster's runs (NCCL 2.29.2): two hosts with 1, 2, 4 and 8 GPUs each, and ten
     # hosts; its NICs are not published, 8 x 400G going by one GPU's 48.9 GB/s all-reduce.
     System(results="xxrjunNcclTestsCluster_H100_N2_G1_nccl22902_alltoall_perf_4G-16G.txt", topology=_H100,
