@@ -92,6 +92,10 @@ _H100 = "nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt"
 _A100 = "nvidia_smi_topo/a100_8xSXM_NV12_2numa_mlengineering_realigned.txt"
 _GB200 = "nvidia_smi_topo/PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt"
 _NCCL1801 = "nccl1801_GB200-NVL72_3partitions_12-24GPU_IB_ring-vs-tree_all_reduce_16G_summary.txt"
+_TOGETHER_TREE = ("the tree, forced, reached half the ring's bus bandwidth from 4 hosts (192-196 "
+                  "GB/s; 0.87 of it on 2) where the model prices it near the ring (1.83-1.87x); "
+                  "NCCL's own estimate does not see this either. Ring, NVLS tree and all-gather "
+                  "meet the goals")
 _PCIE_STAND_IN = "nvidia_smi_topo/PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC_PIX.txt"
 _RTX_STAND_IN = ("the bandwidth is a stand-in host's (all GPU pairs across the socket link): "
                  "0.15-0.38x from 1 MiB, where the published 41-46 GB/s is one GPU's PCIe link")
@@ -250,6 +254,28 @@ SYSTEMS: tuple[System, ...] = (
                 "the ring above, as NCCL's estimates pick). The published 405 GB/s at 16 GiB is "
                 "what 8 NICs of 400G per domain would carry; how many NICs NCCL drives per "
                 "multi-node domain is not published, so the model takes the 32 of its channels"),
+    # Together AI's B200 cluster (8 x 400G InfiniBand per host): peak bus bandwidth at 2-64 hosts
+    # on NCCL 2.28.9, and at 4 hosts on 2.30.7, each algorithm forced and NCCL's own choice.
+    System(results="togetherNcclTests_B200_2node_16GPU_8xNDR400_nccl22809_busbw_16G-32G_summary.txt",
+           topology=_H100, hosts=2, sm=100, nic_gbit=400, nics=8, nccl_version=22809,
+           note=_TOGETHER_TREE),
+    System(results="togetherNcclTests_B200_4node_32GPU_8xNDR400_nccl22809_busbw_16G-32G_summary.txt",
+           topology=_H100, hosts=4, sm=100, nic_gbit=400, nics=8, nccl_version=22809,
+           note=_TOGETHER_TREE),
+    System(results="togetherNcclTests_B200_8node_64GPU_8xNDR400_nccl22809_busbw_16G-32G_summary.txt",
+           topology=_H100, hosts=8, sm=100, nic_gbit=400, nics=8, nccl_version=22809,
+           note=_TOGETHER_TREE),
+    System(results="togetherNcclTests_B200_16node_128GPU_8xNDR400_nccl22809_busbw_16G-32G_summary.txt",
+           topology=_H100, hosts=16, sm=100, nic_gbit=400, nics=8, nccl_version=22809,
+           note=_TOGETHER_TREE),
+    System(results="togetherNcclTests_B200_32node_256GPU_8xNDR400_nccl22809_busbw_16G-32G_summary.txt",
+           topology=_H100, hosts=32, sm=100, nic_gbit=400, nics=8, nccl_version=22809,
+           note=_TOGETHER_TREE),
+    System(results="togetherNcclTests_B200_64node_512GPU_8xNDR400_nccl22809_busbw_16G-32G_summary.txt",
+           topology=_H100, hosts=64, sm=100, nic_gbit=400, nics=8, nccl_version=22809,
+           note=_TOGETHER_TREE),
+    System(results="togetherNcclTests_B200_4node_32GPU_8xNDR400_nccl23007_busbw_4G-32G_summary.txt",
+           topology=_H100, hosts=4, sm=100, nic_gbit=400, nics=8, nccl_version=23007),
     # Two hosts of 8 RTX 6000D without NVLink, 8 NICs each (NCCL 2.30.3): no topology file of
     # them is published; the nearest, an 8-GPU PCIe host of another make, stands in.
     System(results="rtx6000d_2node_16xGPU_noNVLink_8xmlx5_PHB_nccl23003_alltoall_perf_1K-8G.txt",
@@ -366,13 +392,28 @@ def _markdown_rows(lines: list[str]) -> list[Published]:
                                  busbw=float(cells[1].removesuffix("GBps"))))
         elif len(cells) >= 3 and cells[2].endswith("GBps") and cells[1] in ("NVLS", "Ring"):
             op = cells[0].split(",")[0].replace("-", "_")
-            busbw = float(cells[2].removesuffix("GBps"))
-            size = 16 << 30
-            ranks = 8  # the summary's runs are -g 8
-            factor = 2 * (ranks - 1) / ranks if op == "all_reduce" else (ranks - 1) / ranks
             forced = "ring" if "NVLS_ENABLE=0" in cells[0] else None
-            out.append(Published(size=size, time_us=size * factor / (busbw * 1e3), busbw=busbw,
-                                 op=op, algorithm=forced))
+            # The summary's runs are -g 8.
+            out.append(_from_busbw(op, forced, 8, 16 << 30, float(cells[2].removesuffix("GBps"))))
+    return out
+
+
+def _from_busbw(op: str, algorithm: str | None, ranks: int, size: int, busbw: float) -> Published:
+    """A measurement published as bus bandwidth alone: its time follows from nccl-tests' factor."""
+    factor = 2 * (ranks - 1) / ranks if op == "all_reduce" else (ranks - 1) / ranks
+    return Published(size=size, time_us=size * factor / (busbw * 1e3), busbw=busbw, op=op,
+                     algorithm=algorithm)
+
+
+def _busbw_rows(lines: list[str]) -> list[Published]:
+    """Peak-bus-bandwidth summaries, a line per value: 'op algorithm ranks bytes busbw'
+    ('-': NCCL's own choice)."""
+    out = []
+    for line in lines:
+        tok = line.split()
+        if len(tok) == 5 and not tok[0].startswith("#"):
+            out.append(_from_busbw(tok[0], None if tok[1] == "-" else tok[1], int(tok[2]),
+                                   int(tok[3]), float(tok[4])))
     return out
 
 
@@ -396,6 +437,8 @@ def parse_published(system: System) -> list[Published]:
     lines = (DATA / "nccl_tests" / system.results).read_text().splitlines()
     if system.label:
         return _partition_rows(lines, system.label)
+    if "_busbw_" in system.results:
+        return _busbw_rows(lines)
     if system.results.endswith(".md") or any(ln.lstrip().startswith("| payload") for ln in lines):
         return _markdown_rows(lines)
     return _nccl_tests_rows(lines, system.op, system.algorithm)
