@@ -244,9 +244,9 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
   // caps (see NcclGraphs).
   const bool nccl_view = hosts >= 2;
   const NcclGraphs graphs = nccl_view ? searchedGraphs(s) : NcclGraphs{};
-  const NcclChannelCaps caps = ncclChannelCaps(s.generation, hosts);
-  const double nccl_bus = graphs.channels * graphs.inter_gbps;
   const int version = model_.options().nccl_version;
+  const NcclChannelCaps caps = ncclChannelCaps(s.generation, hosts, version);
+  const double nccl_bus = graphs.channels * graphs.inter_gbps;
   auto hop = [version](NcclHop h, NcclAlgo a, NcclProto p) {
     return ncclHopLatencyUs(h, a, p, version);
   };
@@ -294,8 +294,11 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
       // tree too, but only on Blackwell with x86 CPUs, and a shape knows no CPU architecture.)
       // NCCL's estimate takes its channels' bandwidth (inside the hosts on two, across them
       // beyond), caps per channel, and discounts a simple tree pattern.
+      // Where NCCL's per-channel caps describe its tree, they bound it (see ncclChannelCaps).
+      const bool capped = nccl_view && caps.tree_bounds_transfers;
       const double net = hosts < 2 ? kInf : 2 * s.net_gbps / treeNicLoad(hosts);
-      const double bus = kTreeEfficiency * std::min(s.intra_bus_gbps, net);
+      const double bus = std::min(kTreeEfficiency * std::min(s.intra_bus_gbps, net),
+                                  capped ? graphs.channels * caps.tree : kInf);
       const double nccl_tree_bus =
           std::min(kTreeEfficiency * graphs.channels *
                        (hosts <= 2 ? graphs.tree_intra_gbps : graphs.inter_gbps),
@@ -316,7 +319,9 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
         const double lat = ncclBaseLatencyUs(NcclAlgo::Tree, p) +
                            2 * ((local - 1) * hop(intra_hop, NcclAlgo::Tree, p) +
                                 log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::Tree, p));
-        c.push_back({p, tree_proto(p, bus, kInf) * correction, lat, choice});
+        c.push_back({p, tree_proto(p, bus, capped ? graphs.channels * caps.tree_ll128 : kInf) *
+                            correction,
+                     lat, choice});
       }
       break;
     }

@@ -177,10 +177,15 @@ double nvlsAlgFraction(NcclGeneration g) { return kNvlsAlgFraction[gen(g)]; }
 
 double ncclNvlsEfficiency(NcclGeneration g) { return kNvlsEfficiency[gen(g)]; }
 
-NcclChannelCaps ncclChannelCaps(NcclGeneration g, int nodes) {
+NcclChannelCaps ncclChannelCaps(NcclGeneration g, int nodes, int version) {
   const int n = nodes <= 1 ? 0 : nodes == 2 ? 1 : 2;
-  return {kRingLl128MaxGBps[gen(g)][n], kTreeMaxGBps[gen(g)][n], kTreeLl128MaxGBps[gen(g)][n],
-          kNvlsTreeMaxGBps[gen(g)][n]};
+  const bool revised = g == NcclGeneration::Blackwell &&
+                       ncclAtLeast(version, kNcclBlackwellTreeCapsRevised);
+  const bool doubled_hopper = g == NcclGeneration::Blackwell && !revised;
+  const int tree_gen = doubled_hopper ? gen(NcclGeneration::Hopper) : gen(g);
+  const double tree_scale = doubled_hopper ? 2.0 : 1.0;
+  return {kRingLl128MaxGBps[gen(g)][n], tree_scale * kTreeMaxGBps[tree_gen][n],
+          tree_scale * kTreeLl128MaxGBps[tree_gen][n], kNvlsTreeMaxGBps[gen(g)][n], revised};
 }
 
 double ncclSearchSpeedGBps(int sm, bool inter, double gbps) {

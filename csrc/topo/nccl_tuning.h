@@ -56,14 +56,23 @@ double ncclTreeCorrection(NcclProto proto, int64_t bytes);
 
 /// NCCL's caps on the bus bandwidth one channel carries (GB/s): tuning.cc perChMaxRingLL128Bws,
 /// perChMaxTreeBws, perChMaxTreeLL128Bws, perChMaxNVLSTreeBws, by GPU generation and node count
-/// (1, 2, more than 2). NCCL's tuning applies them; they bound its estimates, not its transfers.
+/// (1, 2, more than 2), Blackwell's tree caps by release `version` (0: the newest; before 2.28.3
+/// twice Hopper's). They bound NCCL's estimates; `tree_bounds_transfers` where the tree's caps
+/// also bound what the tree moves: Blackwell's from 2.28.3, whose lowered figures B200 hosts on
+/// 2.28.9 ran at exactly (8 channels x 42.8 GB/s on two hosts, 342 against 338.5 published, and
+/// x 24 from four, 192 against 192-196; Together AI). Elsewhere they do not: a 2-host H100 tree
+/// through one 400G NIC reached 92.6 GB/s over NCCL's 2 x 41.4 (NVIDIA/nccl #1357), and GB200
+/// partitions on 2.27.3 their NICs' rate (#1801).
 struct NcclChannelCaps {
   double ring_ll128 = 0.0;
   double tree = 0.0;
   double tree_ll128 = 0.0;
   double nvls_tree = 0.0;
+  bool tree_bounds_transfers = false;
 };
-NcclChannelCaps ncclChannelCaps(NcclGeneration gen, int nodes);
+NcclChannelCaps ncclChannelCaps(NcclGeneration gen, int nodes, int version = 0);
+/// The release that lowered Blackwell's tree caps (perChMaxTreeBws, perChMaxTreeLL128Bws).
+constexpr int kNcclBlackwellTreeCapsRevised = 22803;
 
 /// The per-channel bandwidth (GB/s) NCCL's topology search settles on for a path of `gbps`:
 /// the fastest entry of its speed list (search.cc, by compute capability `sm`, across hosts or

@@ -69,6 +69,22 @@ TEST(NcclTuningTest, TablesHoldNcclsConstants) {
   EXPECT_GT(nvlsAlgFraction(NcclGeneration::Hopper), 0.0);
 }
 
+TEST(NcclTuningTest, BlackwellTreeCapsFollowTheRelease) {
+  // NCCL 2.28.3 replaced Blackwell's tree caps (twice Hopper's until then) by its own figures,
+  // which describe what the tree moves; Hopper's bound NCCL's estimate only.
+  const NcclChannelCaps newest = ncclChannelCaps(NcclGeneration::Blackwell, 4);
+  EXPECT_DOUBLE_EQ(newest.tree, 24.0);
+  EXPECT_DOUBLE_EQ(newest.tree_ll128, 20.0);
+  EXPECT_TRUE(newest.tree_bounds_transfers);
+  EXPECT_DOUBLE_EQ(ncclChannelCaps(NcclGeneration::Blackwell, 2, 22803).tree, 42.8);
+  const NcclChannelCaps older = ncclChannelCaps(NcclGeneration::Blackwell, 4, 22703);
+  EXPECT_DOUBLE_EQ(older.tree, 72.0);
+  EXPECT_DOUBLE_EQ(older.tree_ll128, 58.0);
+  EXPECT_FALSE(older.tree_bounds_transfers);
+  EXPECT_FALSE(ncclChannelCaps(NcclGeneration::Hopper, 4).tree_bounds_transfers);
+  EXPECT_DOUBLE_EQ(ncclChannelCaps(NcclGeneration::Hopper, 4).tree, 36.0);
+}
+
 TEST(NcclTuningTest, TreeCorrectionIndexesBySizeAsNcclDoes) {
   // NCCL indexes treeCorrectionFactor by log2(bytes / 64), rounded down: 64-127 B is entry 0,
   // so are 0 and 8 B; 256 MiB the last entry (22); from 512 MiB no correction.

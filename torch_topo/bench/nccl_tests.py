@@ -92,10 +92,6 @@ _H100 = "nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt"
 _A100 = "nvidia_smi_topo/a100_8xSXM_NV12_2numa_mlengineering_realigned.txt"
 _GB200 = "nvidia_smi_topo/PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt"
 _NCCL1801 = "nccl1801_GB200-NVL72_3partitions_12-24GPU_IB_ring-vs-tree_all_reduce_16G_summary.txt"
-_TOGETHER_TREE = ("the tree, forced, reached half the ring's bus bandwidth from 4 hosts (192-196 "
-                  "GB/s; 0.87 of it on 2) where the model prices it near the ring (1.83-1.87x); "
-                  "NCCL's own estimate does not see this either. Ring, NVLS tree and all-gather "
-                  "meet the goals")
 _PCIE_STAND_IN = "nvidia_smi_topo/PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC_PIX.txt"
 _RTX_STAND_IN = ("the bandwidth is a stand-in host's (all GPU pairs across the socket link): "
                  "0.15-0.38x from 1 MiB, where the published 41-46 GB/s is one GPU's PCIe link")
@@ -257,8 +253,8 @@ SYSTEMS: tuple[System, ...] = (
     # Together AI's B200 cluster (8 x 400G InfiniBand per host): peak bus bandwidth at 2-64 hosts
     # on NCCL 2.28.9, and at 4 hosts on 2.30.7, each algorithm forced and NCCL's own choice.
     *(System(results=f"togetherNcclTests_B200_{h}node_{8 * h}GPU_8xNDR400_nccl22809_busbw_16G-32G_summary.txt",
-             topology=_H100, hosts=h, sm=100, nic_gbit=400, nics=8, nccl_version=22809,
-             note=_TOGETHER_TREE) for h in (2, 4, 8, 16, 32, 64)),
+             topology=_H100, hosts=h, sm=100, nic_gbit=400, nics=8, nccl_version=22809)
+      for h in (2, 4, 8, 16, 32, 64)),
     System(results="togetherNcclTests_B200_4node_32GPU_8xNDR400_nccl23007_busbw_4G-32G_summary.txt",
            topology=_H100, hosts=4, sm=100, nic_gbit=400, nics=8, nccl_version=23007),
     # Two hosts of 8 RTX 6000D without NVLink, 8 NICs each (NCCL 2.30.3): no topology file of
@@ -331,9 +327,9 @@ SYSTEMS: tuple[System, ...] = (
     # NVL4 is one tray per partition, NVL8 two trays of one domain (the ring and the tree reach
     # the other partitions through all 8 NICs of theirs).
     System(results=_NCCL1801, topology=_GB200, hosts=3, domain_hosts=1, sm=100, nic_gbit=400,
-           nics=4, label="NVL4"),
+           nics=4, nccl_version=22703, label="NVL4"),
     System(results=_NCCL1801, topology=_GB200, hosts=6, domain_hosts=2, sm=100, nic_gbit=400,
-           nics=4, label="NVL8"),
+           nics=4, nccl_version=22703, label="NVL8"),
 )
 
 _NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
