@@ -92,6 +92,10 @@ _H100 = "nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt"
 _A100 = "nvidia_smi_topo/a100_8xSXM_NV12_2numa_mlengineering_realigned.txt"
 _GB200 = "nvidia_smi_topo/PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt"
 _NCCL1801 = "nccl1801_GB200-NVL72_3partitions_12-24GPU_IB_ring-vs-tree_all_reduce_16G_summary.txt"
+_USE3A_RING = ("this cluster's forced ring falls from 345 GB/s on 2 hosts to 291 on 46 where the "
+               "model keeps 378-399 (1.26-1.30x from 16 hosts; its NVLS tree 1.13-1.21x): the "
+               "same report's send/recv pairs fall from 43 to 15 GB/s, a congested fabric; the "
+               "forced tree is 0.97-0.99x, 8 channels x NCCL's 24 GB/s")
 _PCIE_STAND_IN = "nvidia_smi_topo/PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC_PIX.txt"
 _RTX_STAND_IN = ("the bandwidth is a stand-in host's (all GPU pairs across the socket link): "
                  "0.15-0.38x from 1 MiB, where the published 41-46 GB/s is one GPU's PCIe link")
@@ -257,6 +261,15 @@ SYSTEMS: tuple[System, ...] = (
       for h in (2, 4, 8, 16, 32, 64)),
     System(results="togetherNcclTests_B200_4node_32GPU_8xNDR400_nccl23007_busbw_4G-32G_summary.txt",
            topology=_H100, hosts=4, sm=100, nic_gbit=400, nics=8, nccl_version=23007),
+    # Together AI's second B200 cluster (8 x 400G InfiniBand, NCCL 2.29.7): ring, NVLS tree and
+    # tree forced, peak bus bandwidth at 16 GiB.
+    *(System(results=f"togetherNcclTests_B200-use3a_{h}node_{8 * h}GPU_8xNDR400_nccl22907_busbw_16G_summary.txt",
+             topology=_H100, hosts=h, sm=100, nic_gbit=400, nics=8, nccl_version=22907,
+             note="" if h < 16 else _USE3A_RING) for h in (2, 4, 8, 16, 32, 46)),
+    # NVIDIA/nccl #1368: 5 hosts of 8 H100, 4 x 400G RoCE each, NCCL 2.20; only its summary of
+    # the forced ring and tree survives, read at the run's largest size.
+    System(results="nccl1368_H100_5node_40GPU_4xRoCE400G_nccl220_busbw_1G_summary.txt",
+           topology=_H100, hosts=5, sm=90, nic_gbit=400, nics=4, nccl_version=22003),
     # Two hosts of 8 RTX 6000D without NVLink, 8 NICs each (NCCL 2.30.3): no topology file of
     # them is published; the nearest, an 8-GPU PCIe host of another make, stands in.
     System(results="rtx6000d_2node_16xGPU_noNVLink_8xmlx5_PHB_nccl23003_alltoall_perf_1K-8G.txt",
