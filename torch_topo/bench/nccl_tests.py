@@ -103,10 +103,11 @@ _GIB_STEP = ("Google's own runs through its gIB NCCL plugin: from 64 MiB 1.04-1.
              "steps up by 25-31 us at 1 MiB and 1-32 MiB is 1.24-2.45x, a protocol switch "
              "NCCL's own estimates do not make there (SkyPilot's run of the same H200 hosts, "
              "NCCL 2.26.6, has no such step and meets every goal)")
-_GCP_MNNVL_AG = ("trays of one NVLink domain: the all-gather levels off at 454 (2 trays) and 482 "
-                 "GB/s (8 trays), 0.63-0.67 of the ring the model prices over 18 NVLink5 lanes, "
-                 "where the same GPUs' all-to-all (OCI: 615-662 GB/s) and all-reduce reach the "
-                 "lanes' rate; what holds this ring back is not published")
+_GCP_MNNVL_AG = ("trays of one NVLink domain: Google's all-gather levels off at 454 (2 trays) and "
+                 "482 GB/s (8 trays), 0.63-0.67 of the ring the model prices over 18 NVLink5 "
+                 "lanes, where the same two trays reached 680 GB/s with NCCL's defaults in "
+                 "NVIDIA's cluster-readiness reports (1.06x); what Google's run set is not "
+                 "published")
 _VULTR_NET = ("to 8 MiB every goal is met (all-to-all latency 37-40 us: 8 network peers in "
               "turn), but from 16 MiB this cluster's p2p reached 20 GB/s per NIC (send/recv) "
               "where ib_write_bw in the same report gives 40-45 GB/s per HCA and its "
@@ -310,6 +311,14 @@ SYSTEMS: tuple[System, ...] = (
     System(results="gcpDocs_A4XMax_GB300_2tray_8GPU_crossDomain_CX8-3200G_all_gather_perf_4K-16G.txt",
            topology=_GB200, hosts=2, domain_hosts=1, sm=103, nic_gbit=800, nics=4,
            nccl_version=22809, op="all_gather", note=_GIB_STEP),
+    # NVIDIA's cluster-readiness-engine reports: the same collectives inside one NVLink domain
+    # of 2 A4X (Google), 4 GB200 and 8 GB300 trays (AWS), NCCL's defaults, 16 GiB.
+    System(results="nvcre_GB200-NVL72_GCP_2tray_8GPU_MNNVL_busbw_16G_summary.txt",
+           topology=_GB200, hosts=2, domain_hosts=2, sm=100, nic_gbit=400, nics=4),
+    System(results="nvcre_GB200-NVL72_AWS_4tray_16GPU_MNNVL_busbw_16G_summary.txt",
+           topology=_GB200, hosts=4, domain_hosts=4, sm=100, nic_gbit=400, nics=4),
+    System(results="nvcre_GB300-NVL72_AWS_8tray_32GPU_MNNVL_busbw_16G_summary.txt",
+           topology=_GB200, hosts=8, domain_hosts=8, sm=103, nic_gbit=800, nics=4),
     # OCI's GB200 trays (4 x 400G RoCE each): one tray, and racks of 16 trays (NVLS on).
     System(results="ociQuickstarts_GB200_1tray_4GPU_all_reduce_perf_4G-8G.txt", topology=_GB200,
            sm=100),
