@@ -235,6 +235,12 @@ SYSTEMS: tuple[System, ...] = (
            note=_VULTR_NET),
     System(results="vultrB200poc_2node_16xB200_8xNDR_sendrecv_perf_8B-16G.txt", topology=_H100,
            hosts=2, sm=100, nic_gbit=400, nics=8, op="send_recv", note=_VULTR_NET),
+    System(results="vultrB200poc_1node_8xB200_busbw_16G_summary.txt", topology=_H100, sm=100),
+    System(results="vultrB200poc_2node_16xB200_8xNDR_busbw_8G-16G_summary.txt", topology=_H100,
+           hosts=2, sm=100, nic_gbit=400, nics=8,
+           note="the same two hosts' ring all-gather and reduce-scatter peaked at 308 GB/s "
+                "(1.29-1.30x) where Together's and Google's B200 hosts with the same NICs reach "
+                "344-383: this cluster's network, as its p2p (above); its all-reduce 0.87x"),
     # GB200 NVL72: trays of 4 GPUs, 18 trays (one rack) per multi-node NVLink domain, 4 NICs
     # a tray (their rate is not published: 400G, the ConnectX-7 these racks ship with).
     System(results="coreweaveNcclTests_GB200-NVL72_1rack_72GPU_18x4_all_reduce_perf_512M-8G.txt",
