@@ -262,7 +262,8 @@ class ArrangementCost {
 
 /// Searches the arrangement of one host shape: intra index -> slot in the host's rank list.
 /// Objective, compared lexicographically: per dimension from the heaviest, the worst pair score
-/// of its worst group (its bottleneck); then the cost model's seconds per step of the mesh.
+/// of its worst group (its bottleneck) and the fewest pairs at that score; then the cost
+/// model's seconds per step of the mesh.
 class IntraSearch {
  public:
   using CostFn = std::function<double(const std::vector<int>&)>;
@@ -326,42 +327,56 @@ class IntraSearch {
     return best;
   }
 
-  /// Bottlenecks of `perm` into `out`, or false as soon as they fall lexicographically below
-  /// `floor` (most arrangements are out after a few pairs).
+  /// Bottlenecks of `perm` into `out` (per dimension its worst pair and, negated, how many of
+  /// its pairs are that bad), or false as soon as they fall lexicographically below `floor`
+  /// (most arrangements are out after a few pairs).
   bool bottlenecksReach(const std::vector<int>& perm, const std::vector<long>& floor,
                         std::vector<long>* out) const {
     out->clear();
     bool tied = true;  // equal to `floor` so far
     for (size_t d = 0; d < dims_.size(); ++d) {
-      long worst = kNoPair;
+      long worst = kNoPair, at_worst = 0;
       for (const auto& g : dims_[d]) {
         for (size_t a = 0; a < g.size(); ++a)
           for (size_t b = a + 1; b < g.size(); ++b) {
-            worst = std::min(worst, long{scores_[perm[g[a]] * local_ + perm[g[b]]]});
-            if (tied && worst < floor[d]) return false;
+            const long s = scores_[perm[g[a]] * local_ + perm[g[b]]];
+            if (s < worst) {
+              if (tied && s < floor[2 * d]) return false;
+              worst = s;
+              at_worst = 0;
+            }
+            at_worst += s == worst;
           }
       }
       out->push_back(worst);
-      tied = tied && worst == floor[d];
+      out->push_back(-at_worst);
+      if (tied && worst == floor[2 * d] && -at_worst < floor[2 * d + 1]) return false;
+      tied = tied && worst == floor[2 * d] && -at_worst == floor[2 * d + 1];
     }
     return true;
   }
 
-  /// Per dimension (heaviest first): the worst pair of its worst group and, when `sums`, the
-  /// sum over all pairs after it (the local search's guide).
+  /// Per dimension (heaviest first): the worst pair of its worst group, how many of its pairs
+  /// are that bad (negated: fewer is better) and, when `sums`, the sum over all pairs after
+  /// them (the local search's guide).
   void score(const std::vector<int>& perm, bool sums, std::vector<long>* out) const {
     out->clear();
     for (const auto& groups : dims_) {
-      long worst = kNoPair, sum = 0;
+      long worst = kNoPair, at_worst = 0, sum = 0;
       for (const auto& g : groups) {
         for (size_t a = 0; a < g.size(); ++a)
           for (size_t b = a + 1; b < g.size(); ++b) {
             const long s = scores_[perm[g[a]] * local_ + perm[g[b]]];
-            worst = std::min(worst, s);
+            if (s < worst) {
+              worst = s;
+              at_worst = 0;
+            }
+            at_worst += s == worst;
             sum += s;
           }
       }
       out->push_back(worst);
+      out->push_back(-at_worst);
       if (sums) out->push_back(sum);
     }
   }

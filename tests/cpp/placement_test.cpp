@@ -162,10 +162,22 @@ PairKey worstNumaKey(const HostTopology& h, const std::vector<std::vector<int>>&
   return worst;
 }
 
+/// A dimension's bottleneck: its worst pair and, negated, how many of its pairs are that bad.
+using DimKey = std::pair<PairKey, int>;
+
+DimKey dimKey(const HostTopology& h, const std::vector<std::vector<int>>& groups) {
+  const PairKey worst = worstNumaKey(h, groups);
+  int at_worst = 0;
+  for (const auto& g : groups)
+    for (size_t i = 0; i < g.size(); ++i)
+      for (size_t j = i + 1; j < g.size(); ++j) at_worst += numaKey(h, g[i], g[j]) == worst;
+  return {worst, -at_worst};
+}
+
 /// Bottlenecks (tp, then dp when dp > 1) and predicted seconds per step of a dp x tp layout on
 /// one host: mesh position i holds GPU mesh[i], tp varies fastest.
 struct Objective {
-  std::vector<PairKey> bottleneck;
+  std::vector<DimKey> bottleneck;
   double seconds = 0.0;
 };
 
@@ -182,9 +194,9 @@ std::pair<Groups, Groups> groupsOf(const MeshPlan& plan, const std::vector<int>&
   return {tp_groups, dp_groups};
 }
 
-std::vector<PairKey> bottlenecksOf(const HostTopology& h, const Groups& tp, const Groups& dp) {
-  std::vector<PairKey> out{worstNumaKey(h, tp)};
-  if (dp[0].size() > 1) out.push_back(worstNumaKey(h, dp));
+std::vector<DimKey> bottlenecksOf(const HostTopology& h, const Groups& tp, const Groups& dp) {
+  std::vector<DimKey> out{dimKey(h, tp)};
+  if (dp[0].size() > 1) out.push_back(dimKey(h, dp));
   return out;
 }
 
