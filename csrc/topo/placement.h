@@ -56,7 +56,8 @@ bool defaultTraffic(const std::string& name, double* bytes, std::string* op, int
 
 /// Lays the mesh out. Objective, compared lexicographically: for each dimension from the
 /// heaviest, its bottleneck (the worst scorePair of any two members of one of its groups on one
-/// host; larger is better); then the cost model's seconds per step summed over dimensions. Exact
+/// host, larger is better, then the fewest pairs at that score); then the cost model's seconds
+/// per step summed over dimensions. Exact
 /// (every arrangement of a host's ranks) up to kExactPlacementMaxLocalRanks per host when all
 /// hosts share one pair matrix. Throws InvalidArgument naming the option for: no dims, sizes < 1,
 /// repeated names, product != world size, hosts with different rank counts (no mesh tiles
