@@ -59,6 +59,10 @@ def test_parser_reads_each_format():
                                                                 388.41)
     assert ring.time_us == pytest.approx((32 << 30) * 2 * 15 / 16 / 388.41e3)
     assert (peaks[-1].op, peaks[-1].algorithm) == ("all_gather", None)
+    # nccl-tests reports a send/recv's bus bandwidth as its algorithm bandwidth (factor 1).
+    (send_recv,) = [p for p in parse_published(BY_FILE["vultrB200poc_1node_8xB200_busbw_16G_summary.txt"])
+                    if p.op == "send_recv"]
+    assert send_recv.time_us == pytest.approx((16 << 30) / 663.21e3)
 
 
 @pytest.mark.parametrize("system", [s for s in SYSTEMS if not s.note], ids=lambda s: s.results)

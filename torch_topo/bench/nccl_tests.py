@@ -404,7 +404,9 @@ def _markdown_rows(lines: list[str]) -> list[Published]:
 
 def _from_busbw(op: str, algorithm: str | None, ranks: int, size: int, busbw: float) -> Published:
     """A measurement published as bus bandwidth alone: its time follows from nccl-tests' factor."""
-    factor = 2 * (ranks - 1) / ranks if op == "all_reduce" else (ranks - 1) / ranks
+    from torch_topo import _C
+
+    factor = _C.bus_bandwidth_factor(op, ranks)
     return Published(size=size, time_us=size * factor / (busbw * 1e3), busbw=busbw, op=op,
                      algorithm=algorithm)
 
