@@ -260,6 +260,19 @@ class ArrangementCost {
   std::vector<std::map<std::vector<int>, double>> memo_;  // per dimension: key -> seconds
 };
 
+/// A dimension's bottleneck as its pairs come: the worst pair score and how many pairs have it.
+struct Bottleneck {
+  long worst = kNoPair;
+  long at_worst = 0;
+  void add(long s) {
+    if (s < worst) {
+      worst = s;
+      at_worst = 0;
+    }
+    at_worst += s == worst;
+  }
+};
+
 /// Searches the arrangement of one host shape: intra index -> slot in the host's rank list.
 /// Objective, compared lexicographically: per dimension from the heaviest, the worst pair score
 /// of its worst group (its bottleneck) and the fewest pairs at that score; then the cost
@@ -335,23 +348,18 @@ class IntraSearch {
     out->clear();
     bool tied = true;  // equal to `floor` so far
     for (size_t d = 0; d < dims_.size(); ++d) {
-      long worst = kNoPair, at_worst = 0;
+      Bottleneck bn;
       for (const auto& g : dims_[d]) {
         for (size_t a = 0; a < g.size(); ++a)
           for (size_t b = a + 1; b < g.size(); ++b) {
-            const long s = scores_[perm[g[a]] * local_ + perm[g[b]]];
-            if (s < worst) {
-              if (tied && s < floor[2 * d]) return false;
-              worst = s;
-              at_worst = 0;
-            }
-            at_worst += s == worst;
+            bn.add(scores_[perm[g[a]] * local_ + perm[g[b]]]);
+            if (tied && bn.worst < floor[2 * d]) return false;
           }
       }
-      out->push_back(worst);
-      out->push_back(-at_worst);
-      if (tied && worst == floor[2 * d] && -at_worst < floor[2 * d + 1]) return false;
-      tied = tied && worst == floor[2 * d] && -at_worst == floor[2 * d + 1];
+      out->push_back(bn.worst);
+      out->push_back(-bn.at_worst);
+      if (tied && bn.worst == floor[2 * d] && -bn.at_worst < floor[2 * d + 1]) return false;
+      tied = tied && bn.worst == floor[2 * d] && -bn.at_worst == floor[2 * d + 1];
     }
     return true;
   }
@@ -362,21 +370,18 @@ class IntraSearch {
   void score(const std::vector<int>& perm, bool sums, std::vector<long>* out) const {
     out->clear();
     for (const auto& groups : dims_) {
-      long worst = kNoPair, at_worst = 0, sum = 0;
+      Bottleneck bn;
+      long sum = 0;
       for (const auto& g : groups) {
         for (size_t a = 0; a < g.size(); ++a)
           for (size_t b = a + 1; b < g.size(); ++b) {
             const long s = scores_[perm[g[a]] * local_ + perm[g[b]]];
-            if (s < worst) {
-              worst = s;
-              at_worst = 0;
-            }
-            at_worst += s == worst;
+            bn.add(s);
             sum += s;
           }
       }
-      out->push_back(worst);
-      out->push_back(-at_worst);
+      out->push_back(bn.worst);
+      out->push_back(-bn.at_worst);
       if (sums) out->push_back(sum);
     }
   }
