@@ -76,9 +76,9 @@ def _size(n: int) -> str:
 
 def print_system(system, rows) -> dict:
     misses = {id(r) for r in goal_misses(rows)}
-    ops = ", ".join(dict.fromkeys(r.published.op for r in rows)) or system.op
+    ops = list(dict.fromkeys(r.published.op for r in rows)) or [system.op]
     print(f"\n== {system.results}  ({system.hosts} x {system.topology.split('/')[-1]}, "
-          f"{ops}, sm{system.sm})")
+          f"{', '.join(ops)}, sm{system.sm})")
     print(f"{'size':>7} {'pub us':>10} {'model us':>10} {'t ratio':>8} {'pub busbw':>10} "
           f"{'model busbw':>11} {'bw ratio':>8}  model algorithm")
     for r in rows:
@@ -87,7 +87,7 @@ def print_system(system, rows) -> dict:
         print(f"{_size(p.size):>7} {p.time_us:>10.1f} {r.model_us:>10.1f} {r.time_ratio:>8.2f} "
               f"{p.busbw:>10.2f} {r.model_busbw:>11.2f} {r.busbw_ratio:>8.2f}{mark} "
               f"{r.algorithm}/{r.protocol}" + (f" (forced {p.algorithm})" if p.algorithm else "")
-              + (f" {p.op}" if len(ops.split(", ")) > 1 else ""))
+              + (f" {p.op}" if len(ops) > 1 else ""))
     print(f"   {len(misses)} of {len(rows)} rows outside the goals"
           + (f"; note: {system.note}" if system.note else ""))
     return {"results": system.results, "misses": len(misses), "rows": len(rows),
