@@ -97,6 +97,7 @@ _USE3A_RING = ("this cluster's forced ring falls from 345 GB/s on 2 hosts to 291
                "same report's send/recv pairs fall from 43 to 15 GB/s, a congested fabric; the "
                "forced tree is 0.97-0.99x, 8 channels x NCCL's 24 GB/s")
 _PCIE_STAND_IN = "nvidia_smi_topo/PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC_PIX.txt"
+_RTX4090_EPYC = "nvidia_smi_topo/chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_4xNIC.txt"
 _RTX_STAND_IN = ("the bandwidth is a stand-in host's (all GPU pairs across the socket link): "
                  "0.15-0.38x from 1 MiB, where the published 41-46 GB/s is one GPU's PCIe link")
 _GIB_STEP = ("Google's own runs through its gIB NCCL plugin: from 64 MiB 1.04-1.16x, but the time "
@@ -288,6 +289,17 @@ SYSTEMS: tuple[System, ...] = (
            note="NCCL_P2P_DISABLE=1 sent the host's own peers through the NICs too: 15 network "
                 "peers per rank where the model counts 8 (46.7-47.9 us at 2-16 KiB, 0.71-0.76x); "
                 + _RTX_STAND_IN),
+    # PCIe-only hosts: GeForce cards (no GPU peer access with NVIDIA's driver, so NCCL moves
+    # data through host memory), and L40S hosts joined by a network.
+    System(results="chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_noP2P_all_reduce_perf_8B-128M.txt",
+           topology=_RTX4090_EPYC, sm=89, note="TODO"),
+    System(results="chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_P2Pdriver_all_reduce_perf_8B-128M.txt",
+           topology=_RTX4090_EPYC, sm=89, note="TODO"),
+    System(results="ncclTests287_4xRTX5090_GENOA_nccl2262_all_reduce_perf_8B-128M.txt",
+           topology=_RTX4090_EPYC, ranks=(0, 1, 2, 3), sm=120, nccl_version=22602, note="TODO"),
+    System(results="schmaustechNvidiaTools_2node_2xL40S_R760xa_socketsOverCX7-400G-VF_nccl2273_all_reduce_perf_8B-8G.txt",
+           topology="nvidia_smi_topo/schmaustechNvidiaTools_R760xa_1xL40S-pod_NODE_10xmlx5.tsv.txt",
+           hosts=2, sm=89, nic_gbit=400, nics=1, nccl_version=22703, note="TODO"),
     # One H100 cluster's runs (NCCL 2.29.2): two hosts with 1, 2, 4 and 8 GPUs each, and ten
     # hosts; its NICs are not published, 8 x 400G going by one GPU's 48.9 GB/s all-reduce.
     *(System(results=f"xxrjunNcclTestsCluster_H100_N2_G{g}_nccl22902_alltoall_perf_4G-16G.txt",
@@ -358,6 +370,34 @@ SYSTEMS: tuple[System, ...] = (
            nics=4, nccl_version=22703, label="NVL4"),
     System(results=_NCCL1801, topology=_GB200, hosts=6, domain_hosts=2, sm=100, nic_gbit=400,
            nics=4, nccl_version=22703, label="NVL8"),
+    # nccl-tests #290: one HGX H100 host, NCCL's defaults (NVLS), version not published.
+    System(results="ncclTests290_1node_8xH100_all_reduce_perf_128M-4G.txt", topology=_H100,
+           sm=90),
+    # Two Dell H200 hosts of a Spectrum-X lab on OpenShift: 8 BlueField-3 400G RoCE rails per
+    # host, one process of 8 GPUs per host, NCCL 2.30.4.
+    System(results="spectrumXOpenShift_H200_2node_16GPU_8xBF3-400G-RoCE_nccl23004_all_reduce_perf_1K-16G.txt",
+           topology=_H100, hosts=2, sm=90, nic_gbit=400, nics=8, nccl_version=23004,
+           note="RoCE with NCCL_MIN_NCHANNELS=32 and two QPs per connection: the NVLS tree is "
+                "0.96-1.10x at 2-8 MiB and 1.06-1.18x from 256 MiB, but 16 MiB out-of-place "
+                "stalls (304 us, in-place 208: 1.83x) and 32-128 MiB climbs slower than the "
+                "model (1.22-1.32x); 1-128 KiB took 43-81 us where the model's tree/LL takes "
+                "33-47 (0.55-0.77x)"),
+    # CoreWeave's A100 HGX cluster in 2022 (InfiniBand, built like a DGX SuperPOD: 8 HDR 200G
+    # per host): 4 hosts with SHARP (NCCL_COLLNET_ENABLE=1, NCCL 2.12.0), and 16 hosts without.
+    System(results="coreweaveNcclTests2022_A100_4node_32GPU_SHARP_nccl2120_all_reduce_perf_8B-8G.txt",
+           topology=_A100, hosts=4, sm=80, nic_gbit=200, nics=8, nccl_version=21200,
+           note="SHARP in the switches, which the model does not price, and NICs the README "
+                "does not give: against 8 HDR per host the model is 1.47-1.73x optimistic from "
+                "1 MiB (115.6 GB/s at 8 GiB, 58% of its ring's 199) and 0.60-0.79x in time to "
+                "64 KiB (54-90 us where its tree takes 43-54). 32 ranks from busbw/algbw = "
+                "31/16 and SHARP's group of 4; the device lines are the author's, of a 128-rank "
+                "run"),
+    System(results="coreweaveNcclTests2022_A100_16node_128GPU_all_reduce_perf_4B-2G.txt",
+           topology=_A100, hosts=16, sm=80, nic_gbit=200, nics=8,
+           note="to 64 KiB 0.61-1.09x, but from 1 MiB 1.8-4.3x optimistic: the run peaks at "
+                "45 GB/s, a quarter of what 8 HDR per host carry, where the same README's later "
+                "SHARP run on 4 hosts reached 116; the cluster's NICs in 2022 are not "
+                "published"),
 )
 
 _NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
