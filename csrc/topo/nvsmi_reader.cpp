@@ -118,6 +118,26 @@ long parseIdList(const std::string& text, const std::string& path, int line, siz
   return scan.ranges.front().first;
 }
 
+/// Removes SGR escapes (ESC [ digits/semicolons m): nvidia-smi underlines its header with
+/// ESC[4m ... ESC[0m, and files saved from it keep them; they draw nothing, so columns line up
+/// without them as they do on a terminal.
+std::string stripSgr(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\x1b' && i + 1 < s.size() && s[i + 1] == '[') {
+      size_t j = i + 2;
+      while (j < s.size() && (isDigit(s[j]) || s[j] == ';')) ++j;
+      if (j < s.size() && s[j] == 'm') {
+        i = j;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
 struct Cell {
   bool known = false;
   PathClass cls = PathClass::SYS;
@@ -137,7 +157,7 @@ class NvsmiParser {
     std::string body = startsWith(text, 0, "\xEF\xBB\xBF") ? text.substr(3) : text;
     for (std::string& line : splitList(body, '\n')) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
-      lines_.push_back(std::move(line));
+      lines_.push_back(stripSgr(line));
     }
   }
 

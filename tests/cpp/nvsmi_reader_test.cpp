@@ -112,6 +112,24 @@ TEST(NvsmiReaderTest, H200FirecrackerVmWithAnEmptyCellBeforeGpuNumaId) {
   EXPECT_NE(h.warnings[0].find("estimated from path classes"), std::string::npos);
 }
 
+TEST(NvsmiReaderTest, HeaderUnderlinedWithTerminalEscapes) {
+  // Driver 590/610 captures keep nvidia-smi's ESC[4m ... ESC[0m around the header.
+  HostTopology h = readData("gpuexporter_1xH100-MIG_driver590_underlinedHeader.tsv.txt");
+  ASSERT_EQ(h.gpuCount(), 1);
+  EXPECT_EQ(h.gpus[0].index, 0);
+  EXPECT_EQ(h.gpus[0].cpu_affinity, "0-19");
+  EXPECT_EQ(h.gpus[0].numa_node, 0);
+  EXPECT_EQ(h.gpus[0].memory_numa_node, -1);  // GPU NUMA ID N/A: the escape closed before it
+  HostTopology w =
+      readData("gpuexporter_1xRTX2080S_windows_driver610_underlinedHeader_emptyAffinity.tsv.txt");
+  ASSERT_EQ(w.gpuCount(), 1);
+  EXPECT_EQ(w.gpus[0].cpu_affinity, "");  // Windows prints no affinity
+  EXPECT_EQ(w.gpus[0].numa_node, -1);
+  // Only SGR escapes draw nothing; any other control text is still reported.
+  EXPECT_NE(parseError("\x1b[2JGPU0\nGPU0 X\n").find("t.txt:1:1: header: got '?[2JGPU0'"),
+            std::string::npos);
+}
+
 TEST(NvsmiReaderTest, ErrorsNameLineColumnAndExpectation) {
   EXPECT_EQ(parseError("        GPU0    GPU1\nGPU0     X      NVx\n"),
             "t.txt:2:17: row GPU0, column GPU1: got 'NVx', expected a path class (X, NV#, PIX, "
