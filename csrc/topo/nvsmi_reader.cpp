@@ -94,6 +94,19 @@ size_t matchClassCell(const std::string& s, size_t pos) {
   return 0;
 }
 
+/// Whether a status word of `nvidia-smi topo -p2p` (OK, CNS, GNS, TNS, NS, DR, U) stands at
+/// `pos` alone: those matrices share the GPU header and diagonal X of `topo -m`.
+bool isP2pStatusAt(const std::string& s, size_t pos) {
+  size_t end = pos;
+  while (end < s.size() && isAlpha(s[end])) ++end;
+  if (end < s.size() && !isBlank(s[end])) return false;
+  const std::string word = s.substr(pos, end - pos);
+  for (const char* status : {"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"}) {
+    if (word == status) return true;
+  }
+  return false;
+}
+
 /// `digits` (a non-empty run of decimal digits) as a device index.
 int parseIndex(const std::string& digits, const std::string& path, int line, size_t col) {
   ParsedNumber<long long> index = parseInteger(digits);
@@ -271,7 +284,11 @@ class NvsmiParser {
         fail(li, pos,
              "row " + columns_[row].name + ", column " + columns_[c].name + ": got " +
                  excerpt(s, pos) +
-                 ", expected a path class (X, NV#, PIX, PXB, PHB, NODE, SYS, SOC)");
+                 ", expected a path class (X, NV#, PIX, PXB, PHB, NODE, SYS, SOC)" +
+                 (isP2pStatusAt(s, pos) ? std::string("; this is `nvidia-smi topo -p2p` output "
+                                                      "(peer-access status, not paths): save "
+                                                      "`nvidia-smi topo -m` instead")
+                                        : std::string()));
       }
       if ((cell.cls == PathClass::X) != (static_cast<size_t>(row) == c)) {
         fail(li, pos,

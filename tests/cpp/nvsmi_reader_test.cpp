@@ -130,6 +130,26 @@ TEST(NvsmiReaderTest, HeaderUnderlinedWithTerminalEscapes) {
             std::string::npos);
 }
 
+TEST(NvsmiReaderTest, PeerAccessMatrixIsNamedInTheError) {
+  // `nvidia-smi topo -p2p r` shares the header and diagonal X of `topo -m`; its cells are
+  // status words.
+  const std::string name = "p2pMatrix_8xH100_mlengineering_notTopoM.txt";
+  std::string what;
+  try {
+    readData(name);
+  } catch (const ParseError& e) {
+    what = e.what();
+  }
+  EXPECT_NE(what.find(name + ":2:17: row GPU0, column GPU1: got 'OK', expected a path class"),
+            std::string::npos)
+      << what;
+  EXPECT_NE(what.find("; this is `nvidia-smi topo -p2p` output (peer-access status, not "
+                      "paths): save `nvidia-smi topo -m` instead"),
+            std::string::npos)
+      << what;
+  EXPECT_EQ(parseError("GPU0 GPU1\nGPU0 X NVx\n").find("topo -p2p"), std::string::npos);
+}
+
 TEST(NvsmiReaderTest, ErrorsNameLineColumnAndExpectation) {
   EXPECT_EQ(parseError("        GPU0    GPU1\nGPU0     X      NVx\n"),
             "t.txt:2:17: row GPU0, column GPU1: got 'NVx', expected a path class (X, NV#, PIX, "
