@@ -431,6 +431,43 @@ SYSTEMS: tuple[System, ...] = (
                 "45 GB/s, a quarter of what 8 HDR per host carry, where the same README's later "
                 "SHARP run on 4 hosts reached 116; the cluster's NICs in 2022 are not "
                 "published"),
+    # nccl-tests #309's description: the two bare-metal XE9680 hosts (8 H100, 8 ConnectX-7 400G
+    # InfiniBand each) before the thread's VM and 8-host runs above, NCCL 2.26.2.
+    System(results="ncclTests309_2node_16xH100_XE9680_8xCX7-400G_baremetal_nccl2262_all_reduce_perf_8B-16G.txt",
+           topology=_H100, hosts=2, sm=90, nic_gbit=400, nics=8, nccl_version=22602,
+           note="to 64 KiB the model's tree/LL takes 33-39 us where the run took 25-34 "
+                "(1.03-1.33x), but 8 B and 256 B out-of-place are single slow calls (68.5 and "
+                "94.4 us, in-place 24.7 and 25.9: 0.35-0.48x); the NVLS tree is 1.00-1.21x "
+                "from 1 to 16 MiB and 1.09-1.20x from 256 MiB, while 32-128 MiB climbs slower "
+                "than the model (1.25-1.39x), as on the Spectrum-X H200 pair"),
+    # Single hosts of 8 GPUs on NVSwitch from small sizes: -g 8 runs (one process driving all
+    # eight GPUs) beside one process per GPU on the same A100 host, and H20 (sm90, NVLink4 as
+    # H100's) with one process per GPU.
+    System(results="ncclTests306_1node_8xH20_all_reduce_perf_1M-2G.txt", topology=_H100, sm=90,
+           note="eight H20, -g 8: from 128 MiB the run levels at 335-362 GB/s, about an H100 "
+                "ring's rate, where the model prices H100's NVLS at 425-476 (1.27-1.32x; "
+                "whether NVLS ran on these H20 is not published); to 64 MiB 0.79-1.18x"),
+    System(results="thanosNotes_1node_8xA100-SXM4-80GB_g8_all_reduce_perf_8B-4G.txt",
+           topology=_A100, sm=80,
+           note="one process driving all eight GPUs (-g 8): 38-42 us to 64 KiB where the same "
+                "host with one process per GPU (next entry) took 18-32, so the model's 23 us is "
+                "0.55-0.60x; 4-32 MiB 1.27-1.43x (per process 1.00-1.20x), from 64 MiB "
+                "1.03-1.20x"),
+    System(results="thanosNotes_1node_8xA100-SXM4-80GB_mpirun8proc_all_reduce_perf_8B-4G.txt",
+           topology=_A100, sm=80),
+    System(results="dkh_1node_8xA100-SXM4-80GB_nccl2193_all_reduce_perf_8B-128M.txt",
+           topology=_A100, sm=80, nccl_version=21903,
+           note="-g 8 (one process for all eight GPUs), NCCL 2.19.3: 35-37 us to 64 KiB "
+                "(0.62-0.66x, as the -g 8 run above) and 1-32 MiB 1.25-1.53x, the ring's LL "
+                "and LL128 range; 64-128 MiB 1.16-1.17x"),
+    System(results="PARTIAL_deepep303_1node_8xH20_all_reduce_perf_4B-4K.txt", topology=_H100,
+           sm=90),
+    System(results="PARTIAL_deepep303_1node_8xH20_alltoall_perf_128B-4K.txt", topology=_H100,
+           sm=90, op="all_to_all"),
+    # nccl-tests #119: 3 hosts of 8 A100-SXM4-40GB with 4 HDR 200G each (a maintainer: 96 GB/s
+    # is the target, met); only the excerpt's last rows survive.
+    System(results="PARTIAL_ncclTests119_3node_24xA100-SXM4-40GB_4xHDR200_all_reduce_perf_122M-127M.txt",
+           topology=_A100, hosts=3, sm=80, nic_gbit=200, nics=4),
 )
 
 _NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
