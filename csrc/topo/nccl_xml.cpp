@@ -23,6 +23,7 @@ using Attrs = std::vector<std::pair<std::string, std::string>>;
 
 constexpr int kMaxIndex = 4095;         // dev, numaid, rank: above any real host
 constexpr int kMaxNvlinkCount = 64;     // per <nvlink>; GB200 NVL72 has 18 per GPU
+constexpr long kMaxC2cLinkMBps = 1000000;  // per C2C link; Grace's are ~45000
 constexpr double kMaxNetMbps = 1e7;     // 10 Tbit/s per port
 constexpr size_t kMaxMaskWords = 1024;  // 32768 CPUs
 const char* const kNvswitchClass = "0x068000";
@@ -37,6 +38,13 @@ struct Pending {
   std::string target;
   int count;
   bool to_cpu;
+};
+
+/// A `<c2c bw count>` of a GPU: `count` chip-to-chip links of `bw` MB/s each to its own CPU.
+struct PendingC2c {
+  int gpu_node;
+  int count;
+  long link_mbps;
 };
 
 bool isHexString(const std::string& s) {
@@ -98,6 +106,7 @@ class NcclXmlReader {
     }
     linkCpus();
     resolveNvlinks();
+    resolveC2c();
     orderGpus();
     orderNics();
     if (host_.gpus.empty()) {
@@ -303,8 +312,20 @@ class NcclXmlReader {
       auto& attrs = host_.graph.nodes[node].attrs;
       attrs.insert(attrs.end(), extra.begin(), extra.end());
       for (const XmlElement* nv = gpu->FirstChildElement(); nv; nv = nv->NextSiblingElement()) {
-        if (std::string(nv->Name()) != "nvlink") {
-          fail(nv, "<gpu> child <" + std::string(nv->Name()) + ">: expected <nvlink>");
+        const std::string child = nv->Name();
+        if (child == "c2c") {
+          // NCCL (2.19 on, Grace GPUs) reads both attributes; neither has a default.
+          for (const char* attr : {"bw", "count"}) {
+            if (xmlAttr(nv, attr).empty()) {
+              fail(nv, std::string("<c2c> has no ") + attr + " attribute, expected one");
+            }
+          }
+          c2c_.push_back({node, static_cast<int>(intAttr(nv, "count", 0, 1, kMaxNvlinkCount)),
+                          intAttr(nv, "bw", 0, 0, kMaxC2cLinkMBps)});
+          continue;
+        }
+        if (child != "nvlink") {
+          fail(nv, "<gpu> child <" + child + ">: expected <nvlink> or <c2c>");
         }
         int count = static_cast<int>(intAttr(nv, "count", 1, 1, kMaxNvlinkCount));
         pending_.push_back(
@@ -419,6 +440,22 @@ class NcclXmlReader {
     }
   }
 
+  /// As NCCL's ncclTopoAddC2c: one link between the GPU and the CPU above it, rated
+  /// bw * count / 1000 GB/s; a GPU under no <cpu> keeps no C2C link (NCCL skips it too).
+  void resolveC2c() {
+    for (const PendingC2c& c : c2c_) {
+      const int cpu = cpuOf(c.gpu_node);
+      if (cpu < 0) {
+        host_.warnings.push_back("GPU " + host_.graph.nodes[c.gpu_node].id +
+                                 " lists a <c2c> link but sits under no <cpu>: ignored");
+        continue;
+      }
+      host_.graph.addLink({cpu, c.gpu_node, LinkKind::C2C, c.count,
+                           static_cast<double>(c.link_mbps) * c.count / 1000.0,
+                           kNvlinkHopLatencyUs});
+    }
+  }
+
   void orderGpus() {
     bool all_dev = !gpu_nodes_.empty() && devs_.size() == gpu_nodes_.size();
     std::set<int> unique;
@@ -473,6 +510,7 @@ class NcclXmlReader {
   std::map<int, Gpu> gpu_info_;
   std::vector<std::pair<Nic, int>> nics_in_file_order_;  // with the <net> dev, -1 when none
   std::vector<Pending> pending_;
+  std::vector<PendingC2c> c2c_;
   std::set<std::string> warned_speeds_;
 };
 

@@ -5,6 +5,7 @@
 #include <tinyxml2.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "topo/cpulist.h"
 #include "topo/error.h"
@@ -152,12 +153,16 @@ class NcclXmlWriter {
     }
     bool has_gpu_attrs = std::any_of(node.attrs.begin(), node.attrs.end(),
                                      [](const auto& kv) { return kv.first.rfind("gpu.", 0) == 0; });
-    std::vector<const Link*> nvlinks;
+    std::vector<const Link*> nvlinks, c2c;
     for (const Link& l : graph_.links) {
-      if (l.kind == LinkKind::NvLink && (l.a == id || l.b == id)) nvlinks.push_back(&l);
+      if (l.a != id && l.b != id) continue;
+      if (l.kind == LinkKind::NvLink) nvlinks.push_back(&l);
+      if (l.kind == LinkKind::C2C && l.lanes > 0) c2c.push_back(&l);
     }
     // Without any of these NCCL fills the <gpu> element itself at run time, so none is written.
-    if (!has_gpu_attrs && nvlinks.empty() && (gpu == nullptr || gpu->sm <= 0)) return;
+    if (!has_gpu_attrs && nvlinks.empty() && c2c.empty() && (gpu == nullptr || gpu->sm <= 0)) {
+      return;
+    }
     tinyxml2::XMLElement* el = pci->InsertNewChildElement("gpu");
     el->SetAttribute("dev", node.index);
     if (gpu != nullptr && gpu->sm > 0) el->SetAttribute("sm", gpu->sm);
@@ -172,6 +177,13 @@ class NcclXmlWriter {
       nv->SetAttribute("count", l->lanes);
       nv->SetAttribute("tclass", other.kind == NodeKind::NvSwitch ? defaultClass(NodeKind::NvSwitch)
                                                                   : "0x030200");
+    }
+    for (const Link* l : c2c) {
+      // NCCL's form: MB/s per link and the link count (it rates the whole as bw * count / 1000).
+      tinyxml2::XMLElement* c = el->InsertNewChildElement("c2c");
+      const double link_mbps = l->bandwidth_gbps * 1000.0 / l->lanes;
+      c->SetAttribute("bw", static_cast<int64_t>(std::llround(link_mbps)));
+      c->SetAttribute("count", l->lanes);
     }
   }
 

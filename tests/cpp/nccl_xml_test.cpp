@@ -163,6 +163,42 @@ TEST(NcclXmlTest, H200FirecrackerVmDumpHasOneGpuAndAnEth0WithoutPciParent) {
   EXPECT_TRUE(h.warnings.empty());
 }
 
+TEST(NcclXmlTest, C2cOfAGraceGpuLinksItToItsCpu) {
+  // DGX Spark (GB10) dump of NCCL 2.2x: the GPU's only link is <c2c bw="43125" count="8"/>;
+  // NCCL's own log on that host reads "GPU/0 <-> CPU/0: C2C[345.0] GB/s".
+  const std::string name = "nccl2202_DGX-Spark_GB10_1xGPU_c2c_wifi_topo_dump.xml";
+  HostTopology h = readData(name);
+  ASSERT_EQ(h.gpuCount(), 1);
+  EXPECT_EQ(h.gpus[0].sm, 121);
+  EXPECT_EQ(h.gpus[0].numa_node, -1);
+  ASSERT_EQ(h.nics.size(), 2u);
+  EXPECT_EQ(h.nics[1].name, "tailscale0");
+  const int gpu = h.graph.findNode(NodeKind::Gpu, "000f:01:00.0");
+  int c2c_links = 0;
+  for (const Link& l : h.graph.links) {
+    if (l.kind != LinkKind::C2C) continue;
+    ++c2c_links;
+    EXPECT_EQ(l.b, gpu);
+    EXPECT_EQ(h.graph.nodes[l.a].kind, NodeKind::Cpu);
+    EXPECT_EQ(l.lanes, 8);
+    EXPECT_DOUBLE_EQ(l.bandwidth_gbps, 345.0);
+  }
+  EXPECT_EQ(c2c_links, 1);
+  EXPECT_NE(writeNcclXml(h).find("<c2c bw=\"43125\" count=\"8\"/>"), std::string::npos);
+
+  std::string text = readText(dataPath("nccl_topo_xml/" + name));
+  const std::string c2c = "<c2c bw=\"43125\" count=\"8\"/>";
+  text.replace(text.find(c2c), c2c.size(), "<c2c count=\"8\"/>");
+  try {
+    readNcclXml(text, "t.xml");
+    ADD_FAILURE() << "a <c2c> without bw was accepted";
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.xml:10:9: <c2c> has no bw attribute"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(NcclXmlTest, WriteThenReadGivesTheSameGraphForEveryFile) {
   int checked = 0;
   for (const std::string& path : dataFiles("nccl_topo_xml")) {
@@ -175,7 +211,7 @@ TEST(NcclXmlTest, WriteThenReadGivesTheSameGraphForEveryFile) {
     EXPECT_EQ(writeNcclXml(second), xml);
     ++checked;
   }
-  EXPECT_EQ(checked, 13);
+  EXPECT_EQ(checked, 14);
 }
 
 }  // namespace

@@ -82,6 +82,14 @@ SMI: dict[str, Expect] = {
     "goGpuallocator17_8xRTX4090_allSYS_2xNIC.tsv.txt": Expect(8, full(8, "SYS"), [0] * 4 + [1] * 4, 2),
     "h100_8xSXM_NV18_2socket_mlengineering.txt": Expect(8, full(8, "NV18"), [0] * 4 + [1] * 4, 0),
     "h200_1xGPU_firecracker-vm_driver580.tsv.txt": Expect(1, ["X"], [0], 0),
+    # NPS4 on two sockets: NUMA Affinity 3, 2, 1, 0, 7, 6, 5, 4 as printed
+    "chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_4xNIC.txt": Expect(
+        8, full(8, "SYS"), [3, 2, 1, 0, 7, 6, 5, 4], 4),
+    "schmaustechNvidiaTools_R760xa_1xL40S-pod_NODE_10xmlx5.tsv.txt": Expect(1, ["X"], [0], 10),
+    # header between ESC[4m and ESC[0m, as nvidia-smi underlines it
+    "gpuexporter_1xH100-MIG_driver590_underlinedHeader.tsv.txt": Expect(1, ["X"], [0], 0),
+    "gpuexporter_1xRTX2080S_windows_driver610_underlinedHeader_emptyAffinity.tsv.txt": Expect(
+        1, ["X"], [N], 0),
     "nccl557_2xGPU_NV3_bridge.tsv.txt": Expect(2, ["X NV3", "NV3 X"], [N, N], 0),
     "ncclTests178_8xA100-PCIe_NV12pairs_NODE_SYS.txt": Expect(8, [
         "X NV12 NODE NODE SYS SYS SYS SYS",
@@ -126,12 +134,15 @@ XML: dict[str, Expect] = {
         8, pcie_groups([[0, 1], [2, 3], [4, 5], [6, 7]], [1, 1, 0, 0, 3, 3, 2, 2], "PIX", "SYS"),
         [1, 1, 0, 0, 3, 3, 2, 2], 8),
     "h200_1xGPU_firecracker-vm_nccl2.28.9_topo_dump.xml": Expect(1, ["X"], [N], 1),  # numaid="-1"
+    "nccl2202_DGX-Spark_GB10_1xGPU_c2c_wifi_topo_dump.xml": Expect(1, ["X"], [N], 2),  # <c2c>
     "azure_ndv5_8xH100_topo.xml": Expect(
         8, pcie_groups([], [0] * 4 + [1] * 4, "PIX", "PHB"), [0] * 4 + [1] * 4, 8),
     "nebius_h100_vm_8xH100_8xIB_topo_v1.xml": Expect(
         8, pcie_groups([], [0] * 4 + [1] * 4, "PIX", "PHB"), [0] * 4 + [1] * 4, 8),
 }
 NCCL_GRAPH_FILES = {"azure_ncv4_4xA100pcie_graph.xml"}
+# nvidia-smi output other than `topo -m`, kept to check that it is refused by name
+NVSMI_OTHER_OUTPUT = {"p2pMatrix_8xH100_mlengineering_notTopoM.txt"}
 
 HWLOC: dict[str, Expect] = {
     # 16 V100, each with 6 NVLinks of 25000 MB/s into the 12 NVSwitches (NVLinkBandwidth)
@@ -173,7 +184,7 @@ def _listing(sub: str) -> set[str]:
 
 
 def test_tables_cover_every_file():
-    assert _listing("nvidia_smi_topo") == set(SMI)
+    assert _listing("nvidia_smi_topo") == set(SMI) | NVSMI_OTHER_OUTPUT
     assert _listing("nccl_topo_xml") == set(XML) | NCCL_GRAPH_FILES
     assert _listing("hwloc") == set(HWLOC) | HWLOC_TEXT_FILES
 
@@ -194,6 +205,13 @@ def test_nccl_xml_file(name):
     again = Topology(torch_topo._C.load_topology_text(topo.to_nccl_xml(), "written.xml"))
     check(again, XML[name])
     assert again.to_nccl_xml() == topo.to_nccl_xml()
+
+
+@pytest.mark.parametrize("name", sorted(NVSMI_OTHER_OUTPUT))
+def test_nvidia_smi_p2p_matrix_is_refused(name):
+    path = os.path.join(DATA, "nvidia_smi_topo", name)
+    with pytest.raises(TopoParseError, match=r":2:17: .*this is `nvidia-smi topo -p2p` output"):
+        load_topology(path)
 
 
 @pytest.mark.parametrize("name", sorted(NCCL_GRAPH_FILES))
