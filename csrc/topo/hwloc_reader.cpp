@@ -72,6 +72,7 @@ class HwlocXmlReader {
   void addPciDevice(const XmlElement* obj, const Context& ctx);
   void addNic(const XmlElement* obj, const Context& ctx, const std::string& bus_id);
   bool isNetworkOsDev(const XmlElement* osdev) const;
+  bool isFabricOsDev(const XmlElement* osdev) const;
   void finishGpus();
   void readNvlinkMatrix(const XmlElement* dist);
   int nodeForRef(const std::string& type, const std::string& ref) const;
@@ -268,6 +269,13 @@ bool HwlocXmlReader::isNetworkOsDev(const XmlElement* osdev) const {
   return kind == 2 || kind == 3;
 }
 
+/// An RDMA device (OpenFabrics: mlx5_0, hfi1_0), what NCCL_IB_HCA names.
+bool HwlocXmlReader::isFabricOsDev(const XmlElement* osdev) const {
+  if (!isNetworkOsDev(osdev)) return false;
+  unsigned kind = osdevType(osdev);
+  return version_major_ >= 3 ? (kind & (1u << 5)) != 0 : kind == 3;
+}
+
 void HwlocXmlReader::addPciDevice(const XmlElement* obj, const Context& ctx) {
   PciType t = parsePciType(obj);
   std::string bus_id = xmlAttr(obj, "pci_busid");
@@ -276,7 +284,15 @@ void HwlocXmlReader::addPciDevice(const XmlElement* obj, const Context& ctx) {
   bool nvidia = t.vendor == kNvidiaVendor;
   bool gpu = nvidia && (t.cls == 0x0302 || t.cls == 0x0300);
   bool nvswitch = subtype == "NVSwitch" || (nvidia && t.cls == 0x0680);
-  bool nic = t.cls == 0x0200 || t.cls == 0x0207;
+  // Any network controller (02xx, as NCCL classes NICs: Ethernet, InfiniBand 0207, Omni-Path
+  // 0208, ...) and any device carrying an RDMA device: ConnectX-2/3 VPI HCAs report the
+  // serial-bus InfiniBand class 0c06.
+  bool rdma = false;
+  for (const XmlElement* osdev = obj->FirstChildElement("object"); osdev && !rdma;
+       osdev = osdev->NextSiblingElement("object")) {
+    rdma = std::string(xmlAttr(osdev, "type")) == "OSDev" && isFabricOsDev(osdev);
+  }
+  bool nic = (t.cls >> 8) == 0x02 || rdma;
   if (nic) return addNic(obj, ctx, bus_id);
   if (!gpu && !nvswitch) return;
   // GPUs and NVSwitches are found again by bus id (paths, the NVLink matrix, the live probe);
@@ -315,9 +331,7 @@ void HwlocXmlReader::addNic(const XmlElement* obj, const Context& ctx, const std
   std::string name, netdev;
   auto consider = [&](const XmlElement* osdev) {
     if (!isNetworkOsDev(osdev)) return;
-    unsigned kind = osdevType(osdev);
-    bool fabric = version_major_ >= 3 ? (kind & (1u << 5)) != 0 : kind == 3;
-    (fabric ? name : netdev) = xmlAttr(osdev, "name");
+    (isFabricOsDev(osdev) ? name : netdev) = xmlAttr(osdev, "name");
   };
   if (bus_id.empty()) {
     consider(obj);

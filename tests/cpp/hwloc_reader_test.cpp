@@ -231,5 +231,22 @@ TEST(HwlocReaderTest, H200FirecrackerVmHasOneGpuAndEth0BehindOneHostBridge) {
   EXPECT_GT(host.gpu_nic_paths[0].bandwidth_gbps, 0.0);
 }
 
+TEST(HwlocReaderTest, InfinibandHcaOfSerialBusClassIsANic) {
+  // hwloc's SL390s G7 export: 3 Tesla M2070 and a ConnectX-2 VPI HCA whose class is the
+  // serial-bus InfiniBand 0c06 ("0c06 [15b3:6746]", line 93), with eth2, ib0 and mlx4_0.
+  HostTopology host = readData("hwloc_HP-SL390sG7_3xTeslaM2070_ConnectX2-IB-class0c06.xml");
+  ASSERT_EQ(host.gpuCount(), 3);  // the ATI ES1000 (0300 [1002:515e]) is no GPU
+  ASSERT_EQ(host.nics.size(), 3u);
+  EXPECT_EQ(host.nics[0].name, "eth0");
+  EXPECT_EQ(host.nics[1].name, "eth1");
+  EXPECT_EQ(host.nics[2].name, "mlx4_0");  // the RDMA device, as NCCL_IB_HCA names it
+  EXPECT_EQ(host.nics[2].bus_id, "0000:05:00.0");
+  EXPECT_EQ(host.nics[2].numa_node, 0);
+  EXPECT_EQ(host.gpus[0].numa_node, 0);
+  // GPU0 (06:00.0) and the HCA sit on two root ports of package 0's I/O hub.
+  EXPECT_EQ(host.gpu_nic_paths[0 * 3 + 2].cls, PathClass::PHB);
+  EXPECT_EQ(host.gpu_nic_paths[1 * 3 + 2].cls, PathClass::SYS);
+}
+
 }  // namespace
 }  // namespace torch_topo::topo

@@ -154,11 +154,16 @@ HWLOC: dict[str, Expect] = {
     "hwloc_nvidia_DGX-GB10.xml": Expect(0, [], [], 0),
     # H200 Firecracker VM: GPU, eth0 and two virtio disks under one host bridge, one NUMA node
     "hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml": Expect(1, ["X"], [0], 1),
+    # HP SL390s G7: 3 Tesla M2070 on two I/O hubs; two Intel eth ports and a ConnectX-2 HCA of
+    # class 0c06 (mlx4_0)
+    "hwloc_HP-SL390sG7_3xTeslaM2070_ConnectX2-IB-class0c06.xml": Expect(
+        3, ["X SYS SYS", "SYS X PHB", "SYS PHB X"], [0, 1, 1], 3),
 }
 HWLOC_NUMA_IDS = {"hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml": {0, 1},
                   "hwloc_power8_gpu_nvlink_distances.xml": {0, 1},
                   "hwloc_nvidia_DGX-GB10.xml": {0},
-                  "hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml": {0}}
+                  "hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml": {0},
+                  "hwloc_HP-SL390sG7_3xTeslaM2070_ConnectX2-IB-class0c06.xml": {0, 1}}
 HWLOC_TEXT_FILES = {"lstopo_power9_AC922_gpu_numanodes.console.txt"}
 
 
