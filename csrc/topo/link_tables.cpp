@@ -99,6 +99,11 @@ double pcieGBps(int gen, int width) {
   return kPcieRows[sizeof(kPcieRows) / sizeof(kPcieRows[0]) - 1].lane_gbps * width;
 }
 
+int pcieGenOfSm(int sm) {
+  if (sm <= 0) return kDefaultPcieGen;
+  return sm < 80 ? 3 : sm < 90 ? 4 : 5;
+}
+
 int pcieGenFromSpeed(const std::string& text) {
   // NCCL matches on the leading number; the suffix varies by kernel ("PCIe", "PCIe/s", none).
   std::string_view s = text;

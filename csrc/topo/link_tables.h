@@ -50,6 +50,11 @@ double nvlinkLaneGBps(int sm);
 /// Usable GB/s per direction of a PCIe link of `gen` and `width` lanes; gen <= 0 or width <= 0
 /// fall back to Gen3 x16, NCCL's default for empty sysfs fields.
 double pcieGBps(int gen, int width);
+/// PCIe generation a GPU of compute capability `sm` (x 10) has on its own x16 link, by NVIDIA's
+/// data sheets: Gen3 to Turing (P100, V100, T4), Gen4 for Ampere and Ada (A100, A10, A40, L4,
+/// L40S, RTX 30/40), Gen5 from Hopper (H100 PCIe, H20, B200, RTX 50, RTX PRO 6000);
+/// kDefaultPcieGen when unknown (0).
+int pcieGenOfSm(int sm);
 /// PCIe generation from a sysfs/NCCL `link_speed` string ("16 GT/s", "32.0 GT/s PCIe",
 /// "2.5 GT/s"); 0 when the string is empty or names no known rate.
 int pcieGenFromSpeed(const std::string& text);

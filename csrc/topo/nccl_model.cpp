@@ -12,6 +12,8 @@
 #include <set>
 #include <string>
 
+#include "topo/link_tables.h"
+
 namespace torch_topo::topo {
 namespace {
 
@@ -36,6 +38,68 @@ Algorithm algorithmOf(NcclAlgo algo) {
 }
 
 double log2Floor(int x) { return std::floor(std::log2(std::max(x, 1))); }
+
+bool amdCpu(const HostTopology& host) {
+  for (const Node& n : host.graph.nodes)
+    if (n.kind == NodeKind::Cpu && findAttr(n.attrs, "vendor", "") == "AuthenticAMD") return true;
+  return false;
+}
+
+/// Rate (GB/s per direction) of a GPU's own PCIe link: the graph's PCIe link at the GPU where
+/// the source has one (NCCL XML, hwloc, live probe), else the generation of its compute
+/// capability at x16. A dump whose link_speed is empty (VMs) has NCCL's Gen3 placeholder
+/// there, not the link.
+double gpuPcieLinkGBps(const HostTopology& host, int local_gpu) {
+  const Gpu& gpu = host.gpus[local_gpu];
+  const int node = gpu.bus_id.empty() ? -1 : host.graph.findNode(NodeKind::Gpu, gpu.bus_id);
+  double link = 0.0;
+  if (node >= 0 && !findAttr(host.graph.nodes[node].attrs, "link_speed", "unset").empty())
+    for (const Link& l : host.graph.links)
+      if (l.kind == LinkKind::Pci && (l.a == node || l.b == node))
+        link = std::max(link, l.bandwidth_gbps);
+  return link > 0 ? link : pcieGBps(pcieGenOfSm(gpu.sm), 16);
+}
+
+/// Whether NCCL joins two GPUs of one host that share no NVLink with peer access (its P2P
+/// transport) rather than through host memory (SHM): paths.cc ncclTopoCheckP2p allows P2P over
+/// PCIe switches only (PXB), through the CPU too on AMD hosts of at most two GPUs; GeForce cards
+/// report no peer access.
+bool ncclPeerAccess(const HostTopology& host, int a, int b) {
+  for (int g : {a, b})
+    if (host.gpus[g].name.find("GeForce") != std::string::npos) return false;
+  return host.path(a, b).cls <= PathClass::PXB || (amdCpu(host) && host.gpuCount() <= 2);
+}
+
+/// Whether NVLink alone can join `members` (ranks of one node) in a ring: every member has two
+/// NVLink peers among them (one in a pair) and those links connect them all. A multi-node
+/// NVLink domain's members on other hosts count as NVLink peers.
+bool nvlinkRingCloses(const ClusterTopology& cluster, const std::vector<int>& members) {
+  const size_t n = members.size();
+  auto nv = [&](size_t i, size_t j) {
+    const RankPlacement& a = cluster.ranks[members[i]];
+    const RankPlacement& b = cluster.ranks[members[j]];
+    return a.host != b.host ||
+           cluster.hosts[a.host].path(a.local_gpu, b.local_gpu).cls == PathClass::NV;
+  };
+  std::vector<char> seen(n, 0);
+  std::vector<size_t> todo{0};
+  seen[0] = 1;
+  while (!todo.empty()) {
+    const size_t i = todo.back();
+    todo.pop_back();
+    size_t degree = 0;
+    for (size_t j = 0; j < n; ++j) {
+      if (j == i || !nv(i, j)) continue;
+      ++degree;
+      if (!seen[j]) {
+        seen[j] = 1;
+        todo.push_back(j);
+      }
+    }
+    if (degree < std::min<size_t>(2, n - 1)) return false;
+  }
+  return std::all_of(seen.begin(), seen.end(), [](char c) { return c != 0; });
+}
 
 /// Links of position `r` in NCCL's binary tree over n nodes rooted at 0 (src/graph/trees.cc,
 /// ncclGetBtree): the root has one child; any other node a parent, and when its lowest set bit
@@ -111,9 +175,11 @@ CostEstimate finish(CollectiveOp op, int64_t bytes, int ranks, Algorithm algorit
   est.seconds = est.choice_seconds = kInf;
   for (const NcclModel::Prediction& c : candidates) {
     if (!(c.alg_gbps > 0)) continue;
-    // A message smaller than the fill occupies only its own bytes of the Simple buffers.
-    const double payload =
-        bytes + (c.proto == NcclProto::Simple ? std::min<double>(bytes, kSimpleFillBytes) : 0.0);
+    // A message smaller than the fill occupies only its own bytes of the Simple buffers, and a
+    // slow path fills them within kSimpleFillMaxUs.
+    const double fill = std::min({static_cast<double>(bytes), kSimpleFillBytes,
+                                  kSimpleFillMaxUs * 1e-6 * c.alg_gbps * kBytesPerGB});
+    const double payload = bytes + (c.proto == NcclProto::Simple ? fill : 0.0);
     const double latency = (kNcclCallOverheadUs + c.latency_us) * 1e-6;
     const double t = latency + payload / (c.alg_gbps * kBytesPerGB);
     const double choice = c.choice_alg_gbps < 0 ? t
@@ -175,9 +241,7 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
         // A domain spanning hosts is switched whatever one tray's own matrix shows.
         s.nvswitch = s.nvswitch && (hosts.size() > 1 || model_.nvlinkSwitched(h));
         ++host_users[h];
-        for (const Node& n : cluster.hosts[h].graph.nodes)
-          if (n.kind == NodeKind::Cpu && findAttr(n.attrs, "vendor", "") == "AuthenticAMD")
-            s.amd_cpu = true;
+        s.amd_cpu = s.amd_cpu || amdCpu(cluster.hosts[h]);
       }
     }
     for (const auto& [node, nics] : nics_of[gi])
@@ -195,6 +259,35 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
     const double L = s.per_host;
     if (t > 0 && std::isfinite(t)) s.intra_bus_gbps = (L - 1) / L / t;
   }
+  // Where NVLink alone cannot close a node's ring, the ring crosses PCIe, and there each GPU's
+  // own PCIe link bounds NCCL's transfers (at kNcclShmEfficiency of it through host memory),
+  // not the socket-link figures its search ranks paths by: published runs across sockets reach
+  // the link's rate.
+  s.pcie_gbps = kInf;
+  s.pcie_only = !intra.empty();
+  double ring_pcie = kInf;
+  for (const auto& members : intra) {
+    double pcie = kInf;
+    for (int a : members) {
+      const RankPlacement& pa = cluster.ranks[a];
+      const HostTopology& host = cluster.hosts[pa.host];
+      bool peer = true;
+      for (int b : members) {
+        const RankPlacement& pb = cluster.ranks[b];
+        if (a == b) continue;
+        // Members on other hosts of the node share a multi-node NVLink domain with `a`.
+        if (pa.host != pb.host || host.path(pa.local_gpu, pb.local_gpu).cls == PathClass::NV)
+          s.pcie_only = false;
+        else
+          peer = peer && ncclPeerAccess(host, pa.local_gpu, pb.local_gpu);
+      }
+      pcie = std::min(pcie,
+                      gpuPcieLinkGBps(host, pa.local_gpu) * (peer ? 1.0 : kNcclShmEfficiency));
+    }
+    s.pcie_gbps = std::min(s.pcie_gbps, pcie);
+    if (!nvlinkRingCloses(cluster, members)) ring_pcie = std::min(ring_pcie, pcie);
+  }
+  if (std::isfinite(ring_pcie)) s.intra_bus_gbps = ring_pcie;
   s.net_gbps = kInf;
   s.collnet = s.hosts >= 2;
   if (s.hosts >= 2) {
@@ -428,7 +521,9 @@ CostEstimate NcclModel::p2p(CollectiveOp op, int64_t bytes,
   const NcclProto proto = per_peer <= kNcclP2pLlThresholdBytes ? NcclProto::LL : NcclProto::Simple;
   const NcclHop h = s.hosts > 1 ? NcclHop::Net : s.nvlink ? NcclHop::NvLink : NcclHop::Pci;
   const int net_peers = s.hosts <= 1 ? 0 : all_to_all ? s.ranks - s.per_host : 1;
-  const double alg = load > 0 ? bytes / load / kBytesPerGB : kInf;
+  double alg = load > 0 ? bytes / load / kBytesPerGB : kInf;
+  // One host without NVLink: every GPU's own PCIe link bounds what it sends (see shapeOf).
+  if (s.hosts == 1 && s.pcie_only) alg = s.pcie_gbps / busBandwidthFactor(op, s.ranks);
   return finish(op, bytes, s.ranks, Algorithm::Direct,
                 {{proto, (proto == NcclProto::LL ? kRingLlEfficiency : kP2pEfficiency) * alg,
                   ncclHopLatencyUs(h, NcclAlgo::Ring, proto) + net_peers * kP2pNetPeerUs}});

@@ -57,6 +57,11 @@ class NcclModel {
     bool amd_cpu = false;    // a host's CPU vendor is AMD
     bool collnet = false;    // every NIC used declares collective offload (NCCL XML coll="1")
     double intra_bus_gbps = 0.0;  // +inf with one rank per host
+    // Each GPU's own PCIe link as NCCL's transfers between a host's GPUs use it (peer access
+    // or through host memory); +inf with one rank per host. pcie_only: no pair of a group
+    // inside a node is NVLink.
+    double pcie_gbps = 0.0;
+    bool pcie_only = false;
     double net_gbps = 0.0;        // +inf on one host
     int nics = 0;                 // fewest NICs a group's ranks use on one node
   };

@@ -109,6 +109,12 @@ constexpr double kNcclCallOverheadUs = 8.0;
 /// pays its own size instead: a 2 x 8 H20 NVLSTree all-reduce took 46-48 us from 4 B to 512 B
 /// (NVIDIA/nccl #1244), where a full 8 MiB fill would add 31 us to NCCL's 67 us latency.
 constexpr double kSimpleFillBytes = 8.0 * (1 << 20);
+/// The fill takes no longer than this (us): NCCL gives a slow path few channels, and fewer bytes
+/// fill them. PCIe hosts of 8 x RTX 4090 and 4 x RTX 5090 reached 0.87-0.95 of their all-reduce
+/// plateau by 8 MiB, where 8 MiB of fill at their 8-16 GB/s would take 500-1000 us; 60 us keeps
+/// the NVLink fits above (31-55 us), and brings a 10-host all-to-all at 32 MiB from 0.88-0.90x
+/// to 1.00x (xxrjun/nccl-tests-cluster) and an NV4 send/recv at 8 MiB from 0.72x to 0.95x.
+constexpr double kSimpleFillMaxUs = 60.0;
 /// Latency multiplier of a multi-host ring with the Simple protocol once each rank's share of
 /// every channel is past 64 bytes (NCCL's "plateau effect of ring"): sm80 and later / older.
 constexpr double kRingPlateauLatencyFactor = 1.4;
@@ -132,6 +138,14 @@ constexpr double kP2pEfficiency = 0.88;
 /// 2.4-3.3 us per network peer: two B200 hosts (8 peers, 37-40 us; their send/recv 14.5), two
 /// RTX 6000D hosts (8 peers 33-35 us, 15 with NCCL's p2p off 47-48), 8 DGX-2 (112 peers, 324 us).
 constexpr double kP2pNetPeerUs = 2.8;
+/// Share of a GPU's own PCIe link NCCL reaches between GPUs of one host without NVLink when it
+/// moves the data through host memory (its SHM transport: peer access off, as on GeForce cards,
+/// or beyond NCCL's P2P level, a path through the CPU on Intel hosts and on AMD hosts of more
+/// than two GPUs). Published all-reduce plateaus: 8 x RTX 4090 on EPYC Rome 15 GB/s of 24, 4 x
+/// RTX 5090 on Genoa 27.3 of 48, 8 x RTX 5090 on two Xeon 8480+ 28 of 48. With peer access the
+/// transfers run at the link's rate (RTX 4090 with a peer-access driver 20.6-26 of 24, RTX 6000D
+/// 41-46 of 48), whatever NCCL's socket-link figure.
+constexpr double kNcclShmEfficiency = 0.6;
 /// Tree protocol factors on top of kTreeEfficiency: LL 1/3.8; LL128 7/9 on one host, 120/128
 /// across hosts.
 constexpr double kTreeLlFactor = 1.0 / 3.8;

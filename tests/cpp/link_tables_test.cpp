@@ -42,6 +42,16 @@ TEST(LinkTablesTest, PcieRatesMatchNcclWidthTimesSpeedOver80) {
   EXPECT_DOUBLE_EQ(pcieGBps(9, 16), 96.0);  // beyond the table: capped at Gen6
 }
 
+TEST(LinkTablesTest, PcieGenerationOfAGpuFollowsItsComputeCapability) {
+  EXPECT_EQ(pcieGenOfSm(70), 3);   // V100
+  EXPECT_EQ(pcieGenOfSm(75), 3);   // T4
+  EXPECT_EQ(pcieGenOfSm(80), 4);   // A100
+  EXPECT_EQ(pcieGenOfSm(89), 4);   // L40S, RTX 4090
+  EXPECT_EQ(pcieGenOfSm(90), 5);   // H100 PCIe
+  EXPECT_EQ(pcieGenOfSm(120), 5);  // RTX 5090, RTX PRO 6000
+  EXPECT_EQ(pcieGenOfSm(0), kDefaultPcieGen);
+}
+
 TEST(LinkTablesTest, LinkSpeedStringsOfEveryKernelGeneration) {
   EXPECT_EQ(pcieGenFromSpeed("16 GT/s"), 4);
   EXPECT_EQ(pcieGenFromSpeed("32.0 GT/s PCIe"), 5);

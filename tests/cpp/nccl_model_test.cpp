@@ -379,5 +379,110 @@ TEST(NcclModelTest, ChannelsWithoutNvswitchAreBoundInsideTheHost) {
   EXPECT_LT(bus, 4 * 48.0);
 }
 
+// A 4-GPU PCIe host from `rows` (NCCL's own 12 GB/s paths), compute capability `sm`.
+HostTopology pcieHost(const std::vector<std::string>& rows, int sm) {
+  HostTopology host = makeHost(rows, 25.0, 12.0, 1.0);
+  for (Gpu& g : host.gpus) g.sm = sm;
+  return host;
+}
+
+const std::vector<std::string> kPixPairsAcrossSockets = {
+    "X PIX SYS SYS", "PIX X SYS SYS", "SYS SYS X PIX", "SYS SYS PIX X"};
+
+double ringBusGBps(const HostTopology& host, const std::vector<int>& ranks) {
+  return NcclModel(CostModel(makeCluster(host, 1, 0.0, 0.0))).shapeOf({ranks}).intra_bus_gbps;
+}
+
+TEST(NcclModelTest, PcieRingsRunAtEachGpusLinkThroughHostMemoryBeyondASwitch) {
+  // NCCL takes peer access up to a PCIe switch (PIX, PXB) and stages anything farther in host
+  // memory (SHM, kNcclShmEfficiency of the link): the GPU's own link sets the rate, Gen4 x16
+  // at sm80/sm89 and Gen5 from sm90, not the 12 GB/s of the paths or NCCL's socket figures.
+  const HostTopology all_pix = pcieHost({"X PIX PIX PIX", "PIX X PIX PIX", "PIX PIX X PIX",
+                                          "PIX PIX PIX X"}, 89);
+  EXPECT_DOUBLE_EQ(ringBusGBps(all_pix, {0, 1, 2, 3}), 24.0);
+  const HostTopology split = pcieHost(kPixPairsAcrossSockets, 89);
+  EXPECT_DOUBLE_EQ(ringBusGBps(split, {0, 1}), 24.0);
+  EXPECT_DOUBLE_EQ(ringBusGBps(split, {0, 1, 2, 3}), 24.0 * kNcclShmEfficiency);
+  EXPECT_DOUBLE_EQ(ringBusGBps(pcieHost(kPixPairsAcrossSockets, 120), {0, 1, 2, 3}),
+                   48.0 * kNcclShmEfficiency);
+  // GeForce cards have no peer access, even behind one switch.
+  HostTopology geforce = all_pix;
+  for (Gpu& g : geforce.gpus) g.name = "NVIDIA GeForce RTX 4090";
+  EXPECT_DOUBLE_EQ(ringBusGBps(geforce, {0, 1, 2, 3}), 24.0 * kNcclShmEfficiency);
+  // On AMD hosts NCCL allows peer access through the CPU between two GPUs, not among more.
+  HostTopology amd = split;
+  Node cpu;
+  cpu.kind = NodeKind::Cpu;
+  cpu.id = "numa0";
+  cpu.attrs = {{"vendor", "AuthenticAMD"}};
+  amd.graph.addNode(cpu);
+  EXPECT_DOUBLE_EQ(ringBusGBps(amd, {0, 2}), 24.0 * kNcclShmEfficiency);
+  HostTopology amd_pair = pcieHost({"X SYS", "SYS X"}, 89);
+  amd_pair.graph.addNode(cpu);
+  EXPECT_DOUBLE_EQ(ringBusGBps(amd_pair, {0, 1}), 24.0);
+}
+
+TEST(NcclModelTest, AGpusPcieLinkComesFromTheSourceWhereItGivesOne) {
+  // A Gen3 slot holds an sm80 GPU to 12 GB/s; a dump with an empty link_speed (VMs) carries
+  // NCCL's Gen3 placeholder there, so the GPU's own generation stands (Gen4, 24 GB/s).
+  auto host_with_links = [](const std::string& speed) {
+    HostTopology host = pcieHost({"X PIX", "PIX X"}, 80);
+    Node sw;
+    sw.kind = NodeKind::PciSwitch;
+    sw.id = "switch";
+    const int parent = host.graph.addNode(sw);
+    for (Gpu& g : host.gpus) {
+      g.bus_id = "0000:0" + std::to_string(g.index) + ":00.0";
+      Node n;
+      n.kind = NodeKind::Gpu;
+      n.id = g.bus_id;
+      n.attrs = {{"link_speed", speed}};
+      host.graph.addLink({parent, host.graph.addNode(n), LinkKind::Pci, 16, 12.0, 1.0});
+    }
+    return host;
+  };
+  EXPECT_DOUBLE_EQ(ringBusGBps(host_with_links("8.0 GT/s PCIe"), {0, 1}), 12.0);
+  EXPECT_DOUBLE_EQ(ringBusGBps(host_with_links(""), {0, 1}), 24.0);
+}
+
+TEST(NcclModelTest, ANvlinkRingThatClosesKeepsNvlinkRates) {
+  // The DGX-1 cube closes a ring of eight over NVLink alone: no PCIe bound (V100's Gen3 link
+  // through host memory would be 7.2 GB/s). Bridged pairs cannot close one: PCIe binds.
+  const HostTopology dgx1 = makeHost(testing::dgx1Rows(), 20.0, 12.0, 1.0);
+  EXPECT_GT(ringBusGBps(dgx1, iota(8)), 12.0);
+  HostTopology bridged = pcieHost({"X NV12 SYS SYS", "NV12 X SYS SYS", "SYS SYS X NV12",
+                                   "SYS SYS NV12 X"}, 80);
+  EXPECT_DOUBLE_EQ(ringBusGBps(bridged, {0, 1, 2, 3}), 24.0 * kNcclShmEfficiency);
+  EXPECT_GT(ringBusGBps(bridged, {0, 1}), 24.0);
+}
+
+TEST(NcclModelTest, OneGpuPerHostInAnNvlinkDomainIsNoPcieHost) {
+  // GH200 NVL32-like: one GPU per host, the hosts one NVLink domain. NCCL's node is the domain
+  // and its pairs are NVLink, so neither its rings nor its all-to-all take the PCIe bound.
+  HostTopology host = makeHost({"X"}, 20.6, 12.0, 1.0);
+  host.gpus[0].sm = 90;
+  ClusterTopology cluster = makeCluster(host, 4, 0.0, 0.0);
+  for (HostTopology& h : cluster.hosts) h.gpus[0].nvlink_domain = "a/1";
+  const CostModel model(cluster);
+  const NcclModel nccl(model);
+  const NcclModel::Shape shape = nccl.shapeOf({iota(4)});
+  EXPECT_EQ(shape.hosts, 1);
+  EXPECT_FALSE(shape.pcie_only);
+  const CostEstimate a2a =
+      nccl.estimate(CollectiveOp::AllToAll, int64_t{1} << 30, {iota(4)}, Algorithm::Direct);
+  EXPECT_GT(a2a.bus_bandwidth_gbps, 200.0);
+}
+
+TEST(NcclModelTest, PcieAllToAllOnOneHostIsBoundByEachGpusLink) {
+  // Every GPU sends (n-1)/n of its buffer through its own link: nccl-tests' bus bandwidth is
+  // the p2p path's share (kP2pEfficiency) of the link's rate through host memory.
+  const HostTopology split = pcieHost(kPixPairsAcrossSockets, 89);
+  const CostModel model(makeCluster(split, 1, 0.0, 0.0));
+  const NcclModel nccl(model);
+  const CostEstimate est =
+      nccl.estimate(CollectiveOp::AllToAll, int64_t{1} << 30, {iota(4)}, Algorithm::Direct);
+  EXPECT_NEAR(est.bus_bandwidth_gbps, kP2pEfficiency * 24.0 * kNcclShmEfficiency, 0.05);
+}
+
 }  // namespace
 }  // namespace torch_topo::topo

@@ -465,3 +465,39 @@ def test_blackwell_tree_runs_at_nccls_own_channel_caps(run, hosts):
     older = compare(dataclasses.replace(BY_FILE[run.format(hosts=hosts, ranks=8 * hosts)],
                                         nccl_version=22705))
     assert next(r for r in older if r.published.algorithm == "tree").busbw_ratio > 1.8
+
+
+_CHLC = "chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_{}_all_reduce_perf_8B-128M.txt"
+
+
+@pytest.mark.parametrize(("name", "from_size"), [
+    (_CHLC.format("noP2P"), 4 << 20),
+    ("ncclTests287_4xRTX5090_GENOA_nccl2262_all_reduce_perf_8B-128M.txt", 8 << 20),
+    ("nccl1639_8xRTX5090_2xXeon8480_noP2P_busbw_1G-8G_summary.txt", 0),
+])
+def test_held_out_pcie_hosts_move_data_through_host_memory(name, from_size):
+    # GeForce cards without peer access, on EPYC Rome (8 NUMA nodes), Genoa and two Sapphire
+    # Rapids sockets: NCCL stages every transfer in host memory (SHM) at 0.57-0.63 of each
+    # GPU's own PCIe link (Gen4 15 GB/s, Gen5 27-28), above NCCL's socket-link figures (Intel
+    # 10, AMD 16) that the model once bound them by (0.19-0.65x). From a few MiB the Simple
+    # protocol's fill is no longer 8 MiB at PCIe rates (0.50-0.69x at 4-16 MiB before).
+    rows = [r for r in compare(BY_FILE[name]) if r.published.size >= max(from_size, 1 << 20)]
+    assert rows
+    for r in rows:
+        assert 0.85 <= r.busbw_ratio <= 1.05, r
+
+
+def test_pcie_peer_access_only_where_nccl_takes_it():
+    # The same 8-GPU matrix (every pair across sockets, no NVLink, no CPU named) priced as NCCL
+    # runs it: a path through the CPU goes through host memory at 0.6 of each GPU's link, for a
+    # pair as for all eight; sm 89 has a Gen4 x16 link (24 GB/s), sm 120 Gen5 (48).
+    def ring_busbw(sm, ranks):
+        doc = cluster_doc("nvidia_smi_topo/chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_4xNIC.txt",
+                          hosts=1, sm=sm)
+        cluster = _C.PlannerCluster(json.dumps(doc))
+        est = cluster.estimate("all_gather", 1 << 30, [ranks], "ring")
+        return est["bus_bandwidth_gbps"]
+
+    assert ring_busbw(89, list(range(8))) == pytest.approx(24.0 * 0.6, rel=0.01)
+    assert ring_busbw(120, list(range(8))) == pytest.approx(48.0 * 0.6, rel=0.01)
+    assert ring_busbw(89, [0, 1]) == pytest.approx(24.0 * 0.6, rel=0.01)

@@ -50,12 +50,17 @@ def test_tp_groups_reach_exhaustive_best(path, tp):
 
 def test_fewest_pairs_at_the_worst_rank_when_every_grouping_shares_it():
     # Azure's ND A100 v4 file read as written: PCIe only, two GPUs on each of four NUMA nodes, so
-    # every tp=4 group has a cross-node pair. By its worst pair alone the dp pairs decided and
-    # left every tp group over four nodes, 1.9x the cheapest layout by the planner's own model;
-    # counting the worst pairs keeps each tp group on two nodes. Reference: every arrangement.
+    # every tp=4 group has a cross-node pair. By its worst pair alone the planner once spread
+    # every tp group over four nodes, 1.9x the cheapest layout as NCCL was then priced; counting
+    # the worst pairs keeps each tp group on two nodes. NCCL now runs every one of those rings
+    # through host memory at one rate (nccl_model: SHM beyond a PCIe switch), so the cheapest
+    # layout puts the dp pairs on the PIX pairs instead, which a tp-first objective cannot see:
+    # the plan stays within 5% of it (1.03x). Reference: every arrangement.
     import itertools
 
     p = torch_topo.plan(DATA / "nccl_topo_xml" / "azure_ndv4_8xA100_topo.xml", {"dp": 2, "tp": 4})
+    numa = {0: 1, 1: 1, 2: 0, 3: 0, 4: 3, 5: 3, 6: 2, 7: 2}  # the file's GPU NUMA affinity
+    assert all(len({numa[r] for r in g}) == 2 for g in p.groups("tp"))
     dims = [(d["name"], d["size"], d["bytes"], d["op"]) for d in p._dims]
     priced = {}
 
@@ -67,7 +72,7 @@ def test_fewest_pairs_at_the_worst_rank_when_every_grouping_shares_it():
         return priced[key]
 
     cheapest = min(cost(perm) for perm in itertools.permutations(range(8)))
-    assert cost(p._flat) == pytest.approx(cheapest, rel=1e-9)
+    assert cheapest <= cost(p._flat) <= 1.05 * cheapest
 
 
 def test_dgx1_tp2_gives_nv2_pairs():

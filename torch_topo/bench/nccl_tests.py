@@ -97,8 +97,8 @@ _USE3A_RING = ("this cluster's forced ring falls from 345 GB/s on 2 hosts to 291
                "same report's send/recv pairs fall from 43 to 15 GB/s, a congested fabric; the "
                "forced tree is 0.97-0.99x, 8 channels x NCCL's 24 GB/s")
 _PCIE_STAND_IN = "nvidia_smi_topo/PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC_PIX.txt"
-_SYS_AT_10 = ("the model rates every SYS pair at NCCL's Intel SMP figure, 10 GB/s (an nvidia-smi "
-              "matrix names no CPU)")
+_FORCED_PEER_ACCESS = ("the model prices NCCL's default for pairs through the CPU, host memory at "
+                       "0.6 of the link, and cannot tell a driver that grants peer access")
 _RTX4090_EPYC = "nvidia_smi_topo/chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_4xNIC.txt"
 _RTX_STAND_IN = ("the bandwidth is a stand-in host's (all GPU pairs across the socket link): "
                  "0.15-0.38x from 1 MiB, where the published 41-46 GB/s is one GPU's PCIe link")
@@ -294,39 +294,38 @@ SYSTEMS: tuple[System, ...] = (
     # PCIe-only hosts: GeForce cards (no GPU peer access with NVIDIA's driver, so NCCL moves
     # data through host memory, SHM) without and with tinygrad's peer-access driver, and two
     # L40S hosts joined by a network. Only the first two files come with their host's matrix.
+    # Through host memory the 8 x RTX 4090 reached 14.5-15 GB/s from 8 MiB, 0.6 of their Gen4
+    # link, across 8 NUMA nodes.
     System(results="chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_noP2P_all_reduce_perf_8B-128M.txt",
-           topology=_RTX4090_EPYC, sm=89,
-           note="stock driver: GeForce cards have no GPU peer access, so NCCL stages every "
-                "transfer through host memory (SHM) across the 8 NUMA nodes, 14.5-15 GB/s from "
-                "8 MiB; " + _SYS_AT_10 + ": 0.35-0.65x from 1 MiB"),
+           topology=_RTX4090_EPYC, sm=89),
     System(results="chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_P2Pdriver_all_reduce_perf_8B-128M.txt",
            topology=_RTX4090_EPYC, sm=89,
-           note="the same host with peer access forced by tinygrad's driver: 20.6 GB/s, 0.86 of "
-                "the GPUs' Gen4 x16 link (24 GB/s by NCCL's figure) although every pair crosses "
-                "the socket link; " + _SYS_AT_10 + ": 0.27-0.55x from 1 MiB"),
+           note="the same host with peer access through tinygrad's driver: 20.6 GB/s, 0.86 of "
+                "the GPUs' Gen4 x16 link although every pair crosses the socket link; "
+                + _FORCED_PEER_ACCESS + ": 0.67-0.78x from 1 MiB"),
     System(results="ncclTests287_4xRTX5090_GENOA_nccl2262_all_reduce_perf_8B-128M.txt",
            topology=_RTX4090_EPYC, ranks=(0, 1, 2, 3), sm=120, nccl_version=22602,
            note="Gen5 GeForce cards without peer access (the thread's p2pBandwidthLatencyTest), "
-                "so SHM: 27.3 GB/s, 0.57 of the Gen5 x16 link (48 GB/s). The layout is not "
-                "published; the stand-in gives each GPU its own NUMA node, as the CPU affinities "
-                "the thread shows for GENOA-06's GPUs do, and " + _SYS_AT_10 + ": 0.19-0.34x "
-                "from 1 MiB; to 1 KiB 1.31-1.34x in time (15.5 us)"),
+                "so SHM: 27.3 GB/s, 0.57 of the Gen5 x16 link (48 GB/s), 0.90-1.04x from 8 MiB. "
+                "The layout is not published; the stand-in gives each GPU its own NUMA node, as "
+                "the CPU affinities the thread shows for GENOA-06's GPUs do. 1-2 MiB 0.70-0.72x "
+                "(the model's LL and Simple fill there); to 1 KiB 1.30-1.34x in time (15.5 us)"),
     System(results="tinygradOpenGpuKernelModules_6xRTX4090_tiny14_P2Pdriver_all_reduce_perf_32M.txt",
            topology=_RTX4090_EPYC, ranks=tuple(range(6)), sm=89,
            note="one size with peer access through the repository's driver: 24.6 GB/s, the GPUs' "
-                "Gen4 x16 link; tiny14's layout is not published and " + _SYS_AT_10 + ": 0.32x"),
+                "Gen4 x16 link; tiny14's layout is not published and " + _FORCED_PEER_ACCESS
+                + ": 0.57x"),
     System(results="PARTIAL_tinygradGpuKernelModules36_4xRTX4090_EPYC7773X_P2Pdriver_all_reduce_perf_256M-1G.txt",
            topology=_RTX4090_EPYC, ranks=(0, 1, 2, 3), sm=89,
            note="peer access through tinygrad's driver on an EPYC 7773X: 25.7-26.0 GB/s, the "
-                "GPUs' Gen4 x16 link; the layout is not published and " + _SYS_AT_10 + ": 0.38x"),
+                "GPUs' Gen4 x16 link; the layout is not published and " + _FORCED_PEER_ACCESS
+                + ": 0.55-0.56x"),
+    # Peak bus bandwidth alone, read at 1 GiB: SHM on two Sapphire Rapids sockets, 28 GB/s for
+    # 8 GPUs and 35 for 4, above NCCL's own figure for that socket link (22 GB/s since 2.26);
+    # the stand-in is a host of 8 GPUs on 2 x 56 cores.
     *(System(results=f"nccl1639_{g}xRTX5090_2xXeon8480_noP2P_busbw_1G-8G_summary.txt",
              topology="nvidia_smi_topo/goGpuallocator17_8xRTX4090_allSYS_2xNIC.tsv.txt",
-             ranks=tuple(range(g)), sm=120,
-             note=f"peak bus bandwidth alone, read at 1 GiB: SHM on two Sapphire Rapids sockets, "
-                  f"{bw} GB/s for {g} GPUs, above NCCL's own figure for that socket link (22 GB/s "
-                  f"since 2.26); the stand-in is a host of 8 GPUs on 2 x 56 cores and "
-                  + _SYS_AT_10 + f": {ratio}")
-      for g, bw, ratio in ((8, 28, "0.35x"), (4, 35, "0.28x"))),
+             ranks=tuple(range(g)), sm=120) for g in (8, 4)),
     System(results="schmaustechNvidiaTools_2node_2xL40S_R760xa_socketsOverCX7-400G-VF_nccl2273_all_reduce_perf_8B-8G.txt",
            topology="nvidia_smi_topo/schmaustechNvidiaTools_R760xa_1xL40S-pod_NODE_10xmlx5.tsv.txt",
            hosts=2, sm=89, nic_gbit=400, nics=1, nccl_version=22703,
