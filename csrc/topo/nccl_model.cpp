@@ -176,9 +176,12 @@ CostEstimate finish(CollectiveOp op, int64_t bytes, int ranks, Algorithm algorit
   for (const NcclModel::Prediction& c : candidates) {
     if (!(c.alg_gbps > 0)) continue;
     // A message smaller than the fill occupies only its own bytes of the Simple buffers, and a
-    // slow path fills them within kSimpleFillMaxUs.
-    const double fill = std::min({static_cast<double>(bytes), kSimpleFillBytes,
-                                  kSimpleFillMaxUs * 1e-6 * c.alg_gbps * kBytesPerGB});
+    // slow path fills them within kSimpleFillMaxUs; the NVLS tree's deeper pipeline fills by
+    // time alone.
+    const bool nvls_tree = algorithm == Algorithm::NvlsTree;
+    const double fill_us = nvls_tree ? kNvlsTreeFillUs : kSimpleFillMaxUs;
+    const double fill = std::min({static_cast<double>(bytes), nvls_tree ? kInf : kSimpleFillBytes,
+                                  fill_us * 1e-6 * c.alg_gbps * kBytesPerGB});
     const double payload = bytes + (c.proto == NcclProto::Simple ? fill : 0.0);
     const double latency = (kNcclCallOverheadUs + c.latency_us) * 1e-6;
     const double t = latency + payload / (c.alg_gbps * kBytesPerGB);

@@ -115,6 +115,12 @@ constexpr double kSimpleFillBytes = 8.0 * (1 << 20);
 /// the NVLink fits above (31-55 us), and brings a 10-host all-to-all at 32 MiB from 0.88-0.90x
 /// to 1.00x (xxrjun/nccl-tests-cluster) and an NV4 send/recv at 8 MiB from 0.72x to 0.95x.
 constexpr double kSimpleFillMaxUs = 60.0;
+/// The NVLS tree's fill (us, no byte bound): each chunk passes NVLS inside the host, the tree
+/// across hosts and NVLS again, a deeper pipeline than a ring's. Published 2 x 8 H100 (NCCL
+/// 2.26.2) and 2 x 8 H200 (2.30.4) runs took 200-270 us (latency included) above their plateau
+/// rate from 64 MiB to 1 GiB, and 32-128 MiB read 1.22-1.39x with the ring's fill; with this,
+/// 0.87-1.10x on those and on 4 and 8 hosts of H100 (nccl-tests #309) from 16 MiB.
+constexpr double kNvlsTreeFillUs = 130.0;
 /// Latency multiplier of a multi-host ring with the Simple protocol once each rank's share of
 /// every channel is past 64 bytes (NCCL's "plateau effect of ring"): sm80 and later / older.
 constexpr double kRingPlateauLatencyFactor = 1.4;

@@ -312,9 +312,10 @@ def test_held_out_four_vms_follow_nccls_own_choice():
         assert r.algorithm == expected, r
     assert 0.95 <= rows[1 << 20].busbw_ratio <= 1.05
     assert all(0.95 <= r.busbw_ratio <= 1.05 for s, r in rows.items() if s >= 256 << 20)
-    # The NVLS tree's network side at NCCL's own 5/6 (kNvlsTreeNetEfficiency): 1.05-1.15x from
-    # 4 to 128 MiB, 1.15-1.26x without it (2 MiB out-of-place is an outlier: 132 us in-place).
-    assert all(1.0 <= r.busbw_ratio <= 1.16 for s, r in rows.items() if 4 << 20 <= s <= 128 << 20)
+    # The NVLS tree's network side at NCCL's own 5/6 (kNvlsTreeNetEfficiency) and its 130 us
+    # fill: 0.89-1.15x from 4 to 128 MiB; 1.15-1.26x without the 5/6, 1.05-1.15x with the
+    # ring's fill (2 MiB out-of-place is an outlier: 132 us in-place).
+    assert all(0.85 <= r.busbw_ratio <= 1.16 for s, r in rows.items() if 4 << 20 <= s <= 128 << 20)
 
 
 def test_nccls_pick_is_not_the_fastest_priced():
@@ -346,8 +347,9 @@ def test_held_out_nccl_defaults_beyond_two_hosts(run, ring_from):
         if r.published.size >= ring_from:
             assert r.algorithm == "ring" and 1.05 <= r.busbw_ratio <= 1.15, r
         elif r.published.size >= 16 << 20:
-            # The NVLS tree below: 1.01-1.25x (256 MiB on 4 hosts the slowest published row).
-            assert r.algorithm == "nvls_tree" and 1.0 <= r.busbw_ratio <= 1.26, r
+            # The NVLS tree below: 0.92-1.19x (256 MiB on 4 hosts the slowest published row;
+            # 1.01-1.25x with the ring's fill).
+            assert r.algorithm == "nvls_tree" and 0.9 <= r.busbw_ratio <= 1.2, r
 
 
 def test_the_backend_prices_with_the_nccl_torch_runs(monkeypatch):
@@ -501,3 +503,18 @@ def test_pcie_peer_access_only_where_nccl_takes_it():
     assert ring_busbw(89, list(range(8))) == pytest.approx(24.0 * 0.6, rel=0.01)
     assert ring_busbw(120, list(range(8))) == pytest.approx(48.0 * 0.6, rel=0.01)
     assert ring_busbw(89, [0, 1]) == pytest.approx(24.0 * 0.6, rel=0.01)
+
+
+@pytest.mark.parametrize("name", [
+    "ncclTests309_2node_16xH100_XE9680_8xCX7-400G_baremetal_nccl2262_all_reduce_perf_8B-16G.txt",
+    "spectrumXOpenShift_H200_2node_16GPU_8xBF3-400G-RoCE_nccl23004_all_reduce_perf_1K-16G.txt",
+])
+def test_held_out_nvls_tree_fills_for_longer_than_a_ring(name):
+    # Two hosts of 8 H100 (NCCL 2.26.2) and of 8 H200 (2.30.4, RoCE): from 64 MiB to 1 GiB the
+    # runs took 200-270 us above their plateau rate, and with the ring's fill (at most 8 MiB,
+    # 60 us) 32-128 MiB read 1.22-1.39x; the NVLS tree's own fill (kNvlsTreeFillUs) brings them
+    # to 0.87-1.10x. 16 MiB out-of-place on the H200 pair stalled (in-place 208 us against 304).
+    rows = [r for r in compare(BY_FILE[name]) if 32 << 20 <= r.published.size <= 1 << 30]
+    assert len(rows) == 6 and all(r.algorithm == "nvls_tree" for r in rows)
+    for r in rows:
+        assert 0.85 <= r.busbw_ratio <= 1.12, r

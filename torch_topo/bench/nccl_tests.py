@@ -193,19 +193,19 @@ SYSTEMS: tuple[System, ...] = (
            note="4 Dell XE9680 in VMware VMs given NCCL_TOPO_FILE, NCCL 2.26.2: picking as "
                 "that release's estimates do, the model takes the tree to 1 MiB, the NVLS tree "
                 "from 2 MiB and the ring from 256 MiB, where the published times change pace. "
-                "The ring is 0.96-1.01x, the NVLS tree 1.05-1.15x from 4 MiB; 2 MiB and 256 B "
+                "The ring is 0.96-1.01x, the NVLS tree 0.89-1.15x from 4 MiB; 2 MiB and 256 B "
                 "out-of-place are slow outliers (in-place 132 and 36 us)"),
     System(results="ncclTests309_4node_32xH100_8x400G-IB_all_reduce_perf_1M-8G.txt",
            topology=_H100, hosts=4, sm=90, nic_gbit=400, nics=8,
            note="NCCL's defaults, its version not published (priced with the newest NCCL's "
                 "estimates): the ring from 1 GiB, 1.07-1.13x (these hosts stay near 320 GB/s "
                 "with the defaults; 391 at 8 hosts with NCCL_MIN_CTAS=24, same thread), the NVLS "
-                "tree from 8 to 512 MiB 1.06-1.25x; to 4 MiB 2.2-3.8x: 1 MiB took 317 us "
+                "tree from 8 to 512 MiB 0.92-1.19x; to 4 MiB 2.2-3.8x: 1 MiB took 317 us "
                 "out-of-place, 93 in-place, and 2-4 MiB ~230 us"),
     System(results="ncclTests309_8node_64xH100_8x400G-IB_all_reduce_perf_1M-8G.txt",
            topology=_H100, hosts=8, sm=90, nic_gbit=400, nics=8,
            note="NCCL's defaults, its version not published: the ring from 4 GiB, 1.12-1.14x, "
-                "the NVLS tree from 16 MiB 1.01-1.24x; 2-4 MiB tree/LL128 1.28-1.65x, 8 MiB "
+                "the NVLS tree from 16 MiB 1.00-1.10x; 2-4 MiB tree/LL128 1.28-1.65x, 8 MiB "
                 "out-of-place a stall (1272 us, in-place 321)"),
     # DGX Spark: one GB10 (sm121) per host, one 200G QSFP link; the host file only carries the
     # GPU, whose NVLink a one-GPU host never uses.
@@ -409,11 +409,9 @@ SYSTEMS: tuple[System, ...] = (
     # host, one process of 8 GPUs per host, NCCL 2.30.4.
     System(results="spectrumXOpenShift_H200_2node_16GPU_8xBF3-400G-RoCE_nccl23004_all_reduce_perf_1K-16G.txt",
            topology=_H100, hosts=2, sm=90, nic_gbit=400, nics=8, nccl_version=23004,
-           note="RoCE with NCCL_MIN_NCHANNELS=32 and two QPs per connection: the NVLS tree is "
-                "0.96-1.10x at 2-8 MiB and 1.06-1.18x from 256 MiB, but 16 MiB out-of-place "
-                "stalls (304 us, in-place 208: 1.83x) and 32-128 MiB climbs slower than the "
-                "model (1.22-1.32x); 1-128 KiB took 43-81 us where the model's tree/LL takes "
-                "33-47 (0.55-0.77x)"),
+           note="RoCE with NCCL_MIN_NCHANNELS=32 and two QPs per connection: 0.87-1.14x from "
+                "1 MiB, but 16 MiB out-of-place stalls (304 us, in-place 208: 1.54x); 1-128 KiB "
+                "took 43-81 us where the model's tree/LL takes 33-47 (0.55-0.77x)"),
     # CoreWeave's A100 HGX cluster in 2022 (InfiniBand, built like a DGX SuperPOD: 8 HDR 200G
     # per host): 4 hosts with SHARP (NCCL_COLLNET_ENABLE=1, NCCL 2.12.0), and 16 hosts without.
     System(results="coreweaveNcclTests2022_A100_4node_32GPU_SHARP_nccl2120_all_reduce_perf_8B-8G.txt",
@@ -436,9 +434,7 @@ SYSTEMS: tuple[System, ...] = (
            topology=_H100, hosts=2, sm=90, nic_gbit=400, nics=8, nccl_version=22602,
            note="to 64 KiB the model's tree/LL takes 33-39 us where the run took 25-34 "
                 "(1.03-1.33x), but 8 B and 256 B out-of-place are single slow calls (68.5 and "
-                "94.4 us, in-place 24.7 and 25.9: 0.35-0.48x); the NVLS tree is 1.00-1.21x "
-                "from 1 to 16 MiB and 1.09-1.20x from 256 MiB, while 32-128 MiB climbs slower "
-                "than the model (1.25-1.39x), as on the Spectrum-X H200 pair"),
+                "94.4 us, in-place 24.7 and 25.9: 0.35-0.48x); from 1 MiB 0.88-1.10x"),
     # Single hosts of 8 GPUs on NVSwitch from small sizes: -g 8 runs (one process driving all
     # eight GPUs) beside one process per GPU on the same A100 host, and H20 (sm90, NVLink4 as
     # H100's) with one process per GPU.
