@@ -463,6 +463,12 @@ SYSTEMS: tuple[System, ...] = (
     # is the target, met); only the excerpt's last rows survive.
     System(results="PARTIAL_ncclTests119_3node_24xA100-SXM4-40GB_4xHDR200_all_reduce_perf_122M-127M.txt",
            topology=_A100, hosts=3, sm=80, nic_gbit=200, nics=4),
+    # OCI's BM.GPU4.8 / BM.GPU.B4.8 (8 A100-SXM4-40GB, 16 x 100G RoCE per host: the shape's
+    # cluster network, and the 16 HCAs the runs give NCCL_IB_HCA), two hosts, NCCL's own choice.
+    System(results="ociTutorials_2node_16xA100-SXM4-40GB_16x100G-RoCE_nccl2265_all_reduce_perf_10G.txt",
+           topology=_A100, hosts=2, sm=80, nic_gbit=100, nics=16, nccl_version=22605),
+    System(results="ociOkeSlurm_2node_16xA100-SXM4-40GB_16x100G-RoCE_nccl2293_all_reduce_perf_1G-4G.txt",
+           topology=_A100, hosts=2, sm=80, nic_gbit=100, nics=16, nccl_version=22903),
 )
 
 _NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
