@@ -86,6 +86,8 @@ SMI: dict[str, Expect] = {
     "chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_4xNIC.txt": Expect(
         8, full(8, "SYS"), [3, 2, 1, 0, 7, 6, 5, 4], 4),
     "schmaustechNvidiaTools_R760xa_1xL40S-pod_NODE_10xmlx5.tsv.txt": Expect(1, ["X"], [0], 10),
+    "hwPlatformNotes_sm02_4xA100-PCIE-40GB_allSYS_2numa.txt": Expect(
+        4, full(4, "SYS"), [0, 0, 1, 1], 0),
     # header between ESC[4m and ESC[0m, as nvidia-smi underlines it
     "gpuexporter_1xH100-MIG_driver590_underlinedHeader.tsv.txt": Expect(1, ["X"], [0], 0),
     "gpuexporter_1xRTX2080S_windows_driver610_underlinedHeader_emptyAffinity.tsv.txt": Expect(

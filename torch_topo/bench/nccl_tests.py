@@ -320,6 +320,18 @@ SYSTEMS: tuple[System, ...] = (
            note="peer access through tinygrad's driver on an EPYC 7773X: 25.7-26.0 GB/s, the "
                 "GPUs' Gen4 x16 link; the layout is not published and " + _FORCED_PEER_ACCESS
                 + ": 0.55-0.56x"),
+    # Datacenter PCIe cards (peer access allowed by the driver) whose pairs cross the CPU: NCCL
+    # keeps to host memory there unless NCCL_P2P_LEVEL says otherwise.
+    System(results="hwPlatformNotes_sm02_1node_4xA100-PCIE-40GB_allSYS_all_reduce_perf_8B-128M.txt",
+           topology="nvidia_smi_topo/hwPlatformNotes_sm02_4xA100-PCIE-40GB_allSYS_2numa.txt",
+           sm=80,
+           note="all pairs SYS, so host memory (SHM) at 0.6 of a Gen4 x16 link: the model "
+                "levels at 14.3 GB/s where the run holds 4.4-5.8 from 1 MiB (1.4-3.2x "
+                "optimistic, 2.3-3.2x from 4 MiB). The same page's p2pBandwidthLatencyTest "
+                "on sm02 copies 10.7-11.4 GB/s one way and 12-16 both ways, under half a "
+                "Gen4 x16 link, so the host's own path is slow (Gen3-like; the page does not "
+                "say why); even at a Gen3 link SHM would be 1.2-1.6x. To 64 KiB 0.63-0.90x in "
+                "time"),
     # Peak bus bandwidth alone, read at 1 GiB: SHM on two Sapphire Rapids sockets, 28 GB/s for
     # 8 GPUs and 35 for 4, above NCCL's own figure for that socket link (22 GB/s since 2.26);
     # the stand-in is a host of 8 GPUs on 2 x 56 cores.
