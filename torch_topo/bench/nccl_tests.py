@@ -481,6 +481,13 @@ SYSTEMS: tuple[System, ...] = (
            topology=_A100, hosts=2, sm=80, nic_gbit=100, nics=16, nccl_version=22605),
     System(results="ociOkeSlurm_2node_16xA100-SXM4-40GB_16x100G-RoCE_nccl2293_all_reduce_perf_1G-4G.txt",
            topology=_A100, hosts=2, sm=80, nic_gbit=100, nics=16, nccl_version=22903),
+    # The same tutorials' BM.GPU.H100.8: 16 x 200G RoCE per host (two NICs a GPU), NCCL 2.21.5.
+    System(results="ociTutorials_2node_16xH100_16x200G-RoCE_nccl2215_all_reduce_perf_1G-16G.txt",
+           topology=_H100, hosts=2, sm=90, nic_gbit=200, nics=16, nccl_version=22105,
+           note="446-465 GB/s from 1 GiB with NCCL_CUMEM_ENABLE=0 (NVLS needs cuMem, so NCCL "
+                "ran ring or tree); the model takes the NVLS tree at 304-312 (0.67-0.68x), its "
+                "tree is 0.69-0.70x and its ring 195-200 GB/s, 8 x 25 GB/s, as if one 200G NIC "
+                "per GPU carried the traffic where NCCL spreads channels over both"),
 )
 
 _NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
