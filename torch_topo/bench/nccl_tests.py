@@ -332,6 +332,15 @@ SYSTEMS: tuple[System, ...] = (
                 "Gen4 x16 link, so the host's own path is slow (Gen3-like; the page does not "
                 "say why); even at a Gen3 link SHM would be 1.2-1.6x. To 64 KiB 0.63-0.90x in "
                 "time"),
+    # 8 RTX 5880 Ada, each on its own root port of a two-socket host (bus ids 01-e1 as on the
+    # stand-in's EPYC host; the matrix is not published); the page's copy test gives peer access
+    # at 19-22 GB/s on most pairs, but NCCL keeps to host memory across the CPU.
+    System(results="rtx5880adaServerSummary_1node_8xRTX5880Ada_noNVLink_ncclTests2176_all_reduce_perf_1M-1G.txt",
+           topology=_RTX4090_EPYC, sm=89,
+           note="host memory at 0.6 of Gen4 x16: from 16 MiB 1.10-1.18x (the run levels at "
+                "12.0-12.8 GB/s, the model at 13.4-14.4); at 2-8 MiB the run peaks at "
+                "11.9-15.2 GB/s, above its own plateau, where the model climbs to it "
+                "(0.73-0.89x, 4 MiB misses); 1 MiB's out-of-place time is twice its in-place"),
     # Peak bus bandwidth alone, read at 1 GiB: SHM on two Sapphire Rapids sockets, 28 GB/s for
     # 8 GPUs and 35 for 4, above NCCL's own figure for that socket link (22 GB/s since 2.26);
     # the stand-in is a host of 8 GPUs on 2 x 56 cores.
