@@ -94,26 +94,41 @@ bool hostNvlinkSwitched(const HostTopology& host) {
 /// same NICs equally near take them in turn, in GPU order (NCCL spreads its channels over such
 /// NICs: four GPUs that all see four NICs at SYS, as on a GB200 tray, use all four, not the
 /// first). Without GPU-NIC paths, NICs are spread evenly over GPUs in index order.
-std::vector<int> railsOfHost(const HostTopology& host) {
+std::vector<std::vector<int>> nicsOfHost(const HostTopology& host) {
   const int g = host.gpuCount();
   const int nics = static_cast<int>(host.nics.size());
-  std::vector<int> rail(std::max(g, 0), 0);
-  if (nics == 0) return rail;
+  std::vector<std::vector<int>> out(std::max(g, 0), std::vector<int>{0});
+  if (nics == 0) return out;
   const bool have_paths = host.gpu_nic_paths.size() == static_cast<size_t>(g) * nics;
-  std::map<std::vector<int>, int> turns;  // tied NICs -> GPUs that took one of them so far
+  // Each GPU's nearest NICs (every NIC when the source gives no paths), and the GPUs that
+  // share each such set.
+  std::vector<std::vector<int>> tied(g);
+  std::map<std::vector<int>, std::vector<int>> sharing;
   for (int i = 0; i < g; ++i) {
-    if (!have_paths) {
-      rail[i] = std::min(nics - 1, i * nics / std::max(g, 1));
-      continue;
-    }
     PathClass best = PathClass::NET;
-    for (int k = 0; k < nics; ++k) best = std::min(best, host.gpu_nic_paths[i * nics + k].cls);
-    std::vector<int> tied;
     for (int k = 0; k < nics; ++k)
-      if (host.gpu_nic_paths[i * nics + k].cls == best) tied.push_back(k);
-    rail[i] = tied[turns[tied]++ % tied.size()];
+      if (have_paths) best = std::min(best, host.gpu_nic_paths[i * nics + k].cls);
+    for (int k = 0; k < nics; ++k)
+      if (!have_paths || host.gpu_nic_paths[i * nics + k].cls == best) tied[i].push_back(k);
+    sharing[tied[i]].push_back(i);
   }
-  return rail;
+  for (const auto& [set, gpus] : sharing) {
+    const int n = static_cast<int>(set.size()), users = static_cast<int>(gpus.size());
+    for (int j = 0; j < users; ++j) {
+      std::vector<int>& mine = out[gpus[j]];
+      if (n >= users) {
+        // As NCCL spreads a GPU's channels over its NICs: an equal whole share each (four
+        // GPUs that see six NICs alike take one each).
+        const int share = n / users;
+        mine.assign(set.begin() + j * share, set.begin() + (j + 1) * share);
+      } else {
+        // More GPUs than NICs: a block of neighbours per NIC where the source gives no paths
+        // (GPU order follows the bus), in turn among GPUs the paths tie.
+        mine = {set[have_paths ? j % n : j * n / users]};
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -191,13 +206,13 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
              ", expected > 0");
   const int hosts = static_cast<int>(cluster_.hosts.size());
   describeNetwork();
-  std::vector<std::vector<int>> host_rails(hosts);
+  std::vector<std::vector<std::vector<int>>> host_nics(hosts);
   switched_.assign(hosts, 0);
   nic_base_.assign(hosts, 0);
   host_uplink_gbps_.assign(hosts, kInf);
   for (int h = 0; h < hosts; ++h) {
     const HostTopology& host = cluster_.hosts[h];
-    host_rails[h] = railsOfHost(host);
+    host_nics[h] = nicsOfHost(host);
     switched_[h] = hostNvlinkSwitched(host);
     nic_base_[h] = static_cast<int>(nic_gbps_.size());
     const int nics = std::max<int>(1, static_cast<int>(host.nics.size()));
@@ -232,6 +247,8 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
                cluster_.hosts[p.host].gpuCount(), " (GPUs of host ", p.host, ")");
   }
   rail_.assign(n_, 0);
+  nics_.assign(n_, {});
+  nic_share_gbps_.assign(n_, 0.0);
   numa_.assign(n_, -1);
   assignNodes();
   nvlink_injection_gbps_.assign(n_, kInf);
@@ -239,8 +256,13 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
   for (int r = 0; r < n_; ++r) {
     const RankPlacement& p = cluster_.ranks[r];
     const HostTopology& host = cluster_.hosts[p.host];
+    // A rank without a GPU leaves through the host's first NIC.
+    const std::vector<int> mine = p.local_gpu < 0 ? std::vector<int>{0}
+                                                  : host_nics[p.host][p.local_gpu];
+    for (int k : mine) nics_[r].push_back(nic_base_[p.host] + k);
+    rail_[r] = mine.front();
+    for (int nic : nics_[r]) nic_share_gbps_[r] += nic_gbps_[nic];
     if (p.local_gpu < 0) continue;
-    rail_[r] = host_rails[p.host][p.local_gpu];
     numa_[r] = host.gpus[p.local_gpu].numa_node;
     // Switched: one GPU's lanes are the same bundle to every peer; direct: bundles add up.
     double nv_sum = 0.0, nv_max = 0.0, pcie_max = 0.0;
@@ -273,8 +295,7 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
         bw = std::min(nvlink_injection_gbps_[a], nvlink_injection_gbps_[b]);
         lat = kNvlinkLatencyUs + kNvlinkHopLatencyUs;
       } else if (pa.host != pb.host) {
-        bw = std::min({nic_gbps_[nic_base_[pa.host] + rail_[a]],
-                       nic_gbps_[nic_base_[pb.host] + rail_[b]], host_uplink_gbps_[pa.host],
+        bw = std::min({nic_share_gbps_[a], nic_share_gbps_[b], host_uplink_gbps_[pa.host],
                        host_uplink_gbps_[pb.host]});
         lat = cluster_.inter_host_latency_us > 0 ? cluster_.inter_host_latency_us : kNetLatencyUs;
         if (rail_[a] != rail_[b]) lat += kCrossRailLatencyUs;
@@ -400,8 +421,9 @@ double CostModel::phaseLoadSeconds(const Phase& phase, double* alpha_us) const {
       nv_tx[t.src] += t.bytes;
       nv_rx[t.dst] += t.bytes;
     } else if (ps.host != pd.host) {
-      nic_tx[nic_base_[ps.host] + rail_[t.src]] += t.bytes;
-      nic_rx[nic_base_[pd.host] + rail_[t.dst]] += t.bytes;
+      // A rank's traffic spreads over its NICs in proportion to their rates.
+      for (int nic : nics_[t.src]) nic_tx[nic] += t.bytes * nic_gbps_[nic] / nic_share_gbps_[t.src];
+      for (int nic : nics_[t.dst]) nic_rx[nic] += t.bytes * nic_gbps_[nic] / nic_share_gbps_[t.dst];
       up_tx[ps.host] += t.bytes;
       up_rx[pd.host] += t.bytes;
       pci_tx[t.src] += t.bytes;  // GPUDirect RDMA leaves through the GPU's PCIe link

@@ -97,11 +97,13 @@ class CostModel {
   /// Bandwidth (GB/s per direction) and latency (us) of the path between two ranks.
   double pairBandwidth(int a, int b) const;
   double pairLatency(int a, int b) const;
-  /// NIC index a rank's cross-host traffic leaves through (its rail), 0 without NICs.
+  /// NIC index of a rank's rail (the first of its NICs on its host), 0 without NICs.
   int railOf(int rank) const;
-  /// Cluster-wide index of the NIC a rank's cross-host traffic uses, its GB/s per direction,
-  /// and a host's network uplink (+inf when only its NICs limit it).
-  int nicOf(int rank) const { return nic_base_.at(cluster_.ranks.at(rank).host) + rail_.at(rank); }
+  /// Every NIC a rank's cross-host traffic spreads over (cluster-wide indices): its nearest
+  /// NICs, shared out among the GPUs nearest to them (two per GPU on a host of 16 NICs for 8
+  /// GPUs, as NCCL spreads a GPU's channels); a NIC's GB/s per direction, and a host's network
+  /// uplink (+inf when only its NICs limit it).
+  const std::vector<int>& nicsOf(int rank) const { return nics_.at(rank); }
   double nicBandwidth(int nic) const { return nic_gbps_.at(nic); }
   double hostUplinkBandwidth(int host) const { return host_uplink_gbps_.at(host); }
   /// Where the inter-host bandwidth comes from, in words ("NIC speeds from the topology: ...",
@@ -209,7 +211,9 @@ class CostModel {
   int n_ = 0;
   std::vector<double> bandwidth_;  // n_ x n_
   std::vector<double> latency_;    // n_ x n_
-  std::vector<int> rail_;          // per rank
+  std::vector<int> rail_;          // per rank: its first NIC on its host
+  std::vector<std::vector<int>> nics_;  // per rank: the NIC resources its traffic spreads over
+  std::vector<double> nic_share_gbps_;  // per rank: their summed rate
   std::vector<int> domain_;        // per rank: multi-node NVLink domain, -1 none
   std::vector<int> node_;          // per rank: see nodeOf
   std::vector<char> switched_;     // per host: NVLink through NVSwitch

@@ -229,7 +229,7 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
         const RankPlacement& pa = cluster.ranks.at(a);
         const HostTopology& host = cluster.hosts[pa.host];
         hosts.insert(pa.host);
-        nics_of[gi][node].insert(model_.nicOf(a));
+        for (int nic : model_.nicsOf(a)) nics_of[gi][node].insert(nic);
         const int sm_a = host.gpus[pa.local_gpu].sm;
         if (sm_a > 0) sm = sm_known ? std::min(sm, sm_a) : sm_a;
         sm_known = sm_known || sm_a > 0;

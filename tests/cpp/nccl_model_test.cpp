@@ -234,6 +234,37 @@ TEST(NcclModelTest, GpusTiedBetweenNicsTakeThemInTurn) {
   EXPECT_NEAR(NcclModel(model).shapeOf({iota(16)}).net_gbps, 2 * 50.0, 1e-9);
 }
 
+TEST(NcclModelTest, AGpuWithSeveralNearestNicsSpreadsOverThem) {
+  // Hosts with more NICs than GPUs (OCI's 16 x 200G, AWS p5's 32 x 100G for 8 GPUs): NCCL
+  // spreads a GPU's channels over its nearest NICs, so the same 400 GB/s per host reaches the
+  // same bus bandwidth however it is cut; one NIC per GPU once left a half or a quarter of it.
+  auto cluster_with = [](int nics, double gbit, bool paths) {
+    HostTopology host = switchedHost(90, 20.6);
+    for (int k = 0; k < nics; ++k)
+      host.nics.push_back({"mlx5_" + std::to_string(k), "", 0, gbit, {}});
+    if (paths) {  // each GPU behind one PCIe switch with its own nics / 8 NICs
+      host.gpu_nic_paths.assign(static_cast<size_t>(8) * nics, PathInfo{PathClass::SYS, 0, 0.0, 0.0});
+      for (int g = 0; g < 8; ++g)
+        for (int k = g * nics / 8; k < (g + 1) * nics / 8; ++k)
+          host.gpu_nic_paths[g * nics + k].cls = PathClass::PIX;
+    }
+    return makeCluster(host, 2, 0.0, 0.0);
+  };
+  const double one_per_gpu =
+      NcclModel(CostModel(cluster_with(8, 400, false))).shapeOf({iota(16)}).net_gbps;
+  EXPECT_NEAR(one_per_gpu, 400.0, 1e-9);
+  for (bool paths : {false, true}) {
+    for (auto [nics, gbit] : {std::pair{16, 200.0}, std::pair{32, 100.0}}) {
+      const CostModel model(cluster_with(nics, gbit, paths));
+      EXPECT_EQ(model.nicsOf(0).size(), static_cast<size_t>(nics / 8));
+      EXPECT_NEAR(NcclModel(model).shapeOf({iota(16)}).net_gbps, one_per_gpu, 1e-9);
+      // One rank per host leaves through its own NICs only.
+      EXPECT_NEAR(NcclModel(model).shapeOf({{0, 8}}).net_gbps, one_per_gpu / 8, 1e-9);
+      EXPECT_NEAR(model.pairBandwidth(0, 8), one_per_gpu / 8, 1e-9);
+    }
+  }
+}
+
 TEST(NcclModelTest, HierarchicalNeedsTheMargin) {
   // Thresholds follow the definition: from the threshold up, hierarchical x 1.15 beats NCCL's
   // best; just below it (when not the scan's first size) it does not.
