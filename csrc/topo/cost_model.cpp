@@ -90,27 +90,28 @@ bool hostNvlinkSwitched(const HostTopology& host) {
   return lanes * (g - 1) > kMaxNvlinkLanesPerGpu;
 }
 
-/// The rail (NIC index) of each GPU: the NIC with the best path class; GPUs that find the
-/// same NICs equally near take them in turn, in GPU order (NCCL spreads its channels over such
-/// NICs: four GPUs that all see four NICs at SYS, as on a GB200 tray, use all four, not the
-/// first). Without GPU-NIC paths, NICs are spread evenly over GPUs in index order.
+/// The NICs (indices on the host) each GPU's cross-host traffic spreads over, its rail first:
+/// the NICs with its best path class (every NIC without GPU-NIC paths), shared out in whole
+/// shares among the GPUs that find the same NICs nearest, as NCCL spreads its channels over
+/// them (two each of 16 NICs for 8 GPUs; four GPUs that all see four NICs at SYS, as on a GB200
+/// tray, use all four, not the first). With fewer NICs than such GPUs, each takes one: in turn
+/// where paths tie them, in blocks of neighbours without paths.
 std::vector<std::vector<int>> nicsOfHost(const HostTopology& host) {
   const int g = host.gpuCount();
   const int nics = static_cast<int>(host.nics.size());
   std::vector<std::vector<int>> out(std::max(g, 0), std::vector<int>{0});
   if (nics == 0) return out;
   const bool have_paths = host.gpu_nic_paths.size() == static_cast<size_t>(g) * nics;
-  // Each GPU's nearest NICs (every NIC when the source gives no paths), and the GPUs that
-  // share each such set.
-  std::vector<std::vector<int>> tied(g);
+  // The GPUs that find each set of NICs nearest.
   std::map<std::vector<int>, std::vector<int>> sharing;
   for (int i = 0; i < g; ++i) {
     PathClass best = PathClass::NET;
     for (int k = 0; k < nics; ++k)
       if (have_paths) best = std::min(best, host.gpu_nic_paths[i * nics + k].cls);
+    std::vector<int> tied;
     for (int k = 0; k < nics; ++k)
-      if (!have_paths || host.gpu_nic_paths[i * nics + k].cls == best) tied[i].push_back(k);
-    sharing[tied[i]].push_back(i);
+      if (!have_paths || host.gpu_nic_paths[i * nics + k].cls == best) tied.push_back(k);
+    sharing[tied].push_back(i);
   }
   for (const auto& [set, gpus] : sharing) {
     const int n = static_cast<int>(set.size()), users = static_cast<int>(gpus.size());

@@ -62,12 +62,12 @@ double gpuPcieLinkGBps(const HostTopology& host, int local_gpu) {
 
 /// Whether NCCL joins two GPUs of one host that share no NVLink with peer access (its P2P
 /// transport) rather than through host memory (SHM): paths.cc ncclTopoCheckP2p allows P2P over
-/// PCIe switches only (PXB), through the CPU too on AMD hosts of at most two GPUs; GeForce cards
-/// report no peer access.
-bool ncclPeerAccess(const HostTopology& host, int a, int b) {
+/// PCIe switches only (PXB), through the CPU too on AMD hosts (`amd`) of at most two GPUs;
+/// GeForce cards report no peer access.
+bool ncclPeerAccess(const HostTopology& host, bool amd, int a, int b) {
   for (int g : {a, b})
     if (host.gpus[g].name.find("GeForce") != std::string::npos) return false;
-  return host.path(a, b).cls <= PathClass::PXB || (amdCpu(host) && host.gpuCount() <= 2);
+  return host.path(a, b).cls <= PathClass::PXB || (amd && host.gpuCount() <= 2);
 }
 
 /// Whether NVLink alone can join `members` (ranks of one node) in a ring: every member has two
@@ -274,6 +274,7 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
     for (int a : members) {
       const RankPlacement& pa = cluster.ranks[a];
       const HostTopology& host = cluster.hosts[pa.host];
+      const bool amd = amdCpu(host);
       bool peer = true;
       for (int b : members) {
         const RankPlacement& pb = cluster.ranks[b];
@@ -282,7 +283,7 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
         if (pa.host != pb.host || host.path(pa.local_gpu, pb.local_gpu).cls == PathClass::NV)
           s.pcie_only = false;
         else
-          peer = peer && ncclPeerAccess(host, pa.local_gpu, pb.local_gpu);
+          peer = peer && ncclPeerAccess(host, amd, pa.local_gpu, pb.local_gpu);
       }
       pcie = std::min(pcie,
                       gpuPcieLinkGBps(host, pa.local_gpu) * (peer ? 1.0 : kNcclShmEfficiency));
