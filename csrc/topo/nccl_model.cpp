@@ -266,7 +266,7 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
   // own PCIe link bounds NCCL's transfers (at kNcclShmEfficiency of it through host memory),
   // not the socket-link figures its search ranks paths by: published runs across sockets reach
   // the link's rate.
-  s.pcie_gbps = kInf;
+  s.pcie_gbps = s.pcie_link_gbps = kInf;
   s.pcie_only = !intra.empty();
   double ring_pcie = kInf;
   for (const auto& members : intra) {
@@ -285,8 +285,9 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
         else
           peer = peer && ncclPeerAccess(host, amd, pa.local_gpu, pb.local_gpu);
       }
-      pcie = std::min(pcie,
-                      gpuPcieLinkGBps(host, pa.local_gpu) * (peer ? 1.0 : kNcclShmEfficiency));
+      const double link = gpuPcieLinkGBps(host, pa.local_gpu);
+      s.pcie_link_gbps = std::min(s.pcie_link_gbps, link);
+      pcie = std::min(pcie, link * (peer ? 1.0 : kNcclShmEfficiency));
     }
     s.pcie_gbps = std::min(s.pcie_gbps, pcie);
     if (!nvlinkRingCloses(cluster, members)) ring_pcie = std::min(ring_pcie, pcie);
@@ -526,8 +527,18 @@ CostEstimate NcclModel::p2p(CollectiveOp op, int64_t bytes,
   const NcclHop h = s.hosts > 1 ? NcclHop::Net : s.nvlink ? NcclHop::NvLink : NcclHop::Pci;
   const int net_peers = s.hosts <= 1 ? 0 : all_to_all ? s.ranks - s.per_host : 1;
   double alg = load > 0 ? bytes / load / kBytesPerGB : kInf;
-  // One host without NVLink: every GPU's own PCIe link bounds what it sends (see shapeOf).
-  if (s.hosts == 1 && s.pcie_only) alg = s.pcie_gbps / busBandwidthFactor(op, s.ranks);
+  // Without NVLink every GPU's own PCIe link bounds what it sends (see shapeOf), not the
+  // socket-link figures the alpha-beta paths carry: its host peers' shares at NCCL's rate
+  // between the host's GPUs, its network peers' shares on their way to its NIC at the link's,
+  // and the host's NICs carry every GPU's network shares.
+  if (s.pcie_only && all_to_all) {
+    const double n = s.ranks, local = s.per_host, remote = n - local;
+    const double link_s = (local - 1) / n / s.pcie_gbps + remote / n / s.pcie_link_gbps;
+    const double net_s = remote > 0 ? local * remote / n / s.net_gbps : 0.0;
+    alg = 1.0 / std::max(link_s, net_s);
+  } else if (s.pcie_only && s.hosts == 1) {
+    alg = s.pcie_gbps;
+  }
   return finish(op, bytes, s.ranks, Algorithm::Direct,
                 {{proto, (proto == NcclProto::LL ? kRingLlEfficiency : kP2pEfficiency) * alg,
                   ncclHopLatencyUs(h, NcclAlgo::Ring, proto) + net_peers * kP2pNetPeerUs}});

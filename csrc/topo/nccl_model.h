@@ -61,6 +61,7 @@ class NcclModel {
     // or through host memory); +inf with one rank per host. pcie_only: no pair of a group
     // inside a node is NVLink.
     double pcie_gbps = 0.0;
+    double pcie_link_gbps = 0.0;  // the slowest member's own link, whatever the transport
     bool pcie_only = false;
     double net_gbps = 0.0;        // +inf on one host
     int nics = 0;                 // fewest NICs a group's ranks use on one node

@@ -515,5 +515,31 @@ TEST(NcclModelTest, PcieAllToAllOnOneHostIsBoundByEachGpusLink) {
   EXPECT_NEAR(est.bus_bandwidth_gbps, kP2pEfficiency * 24.0 * kNcclShmEfficiency, 0.05);
 }
 
+TEST(NcclModelTest, PcieAllToAllAcrossHostsSplitsEachGpusLink) {
+  // Two hosts of four sm120 GPUs (Gen5 x16, 48 GB/s) in switch pairs across sockets: of the
+  // 8 shares a GPU sends, 3 go to host peers (through host memory for the pairs across
+  // sockets, the slowest) and 4 over the network, both through the GPU's own link; the
+  // socket link's 12 GB/s paths bind nothing. With one 100G NIC per host the NIC binds.
+  auto a2a_bus = [](int nics, double gbit) {
+    HostTopology host = pcieHost(kPixPairsAcrossSockets, 120);
+    addNics(host, nics, gbit);
+    const CostModel model(makeCluster(host, 2, 0.0, 0.0));
+    const NcclModel nccl(model);
+    const NcclModel::Shape shape = nccl.shapeOf({iota(8)});
+    EXPECT_TRUE(shape.pcie_only);
+    EXPECT_DOUBLE_EQ(shape.pcie_link_gbps, 48.0);
+    return std::pair{shape.net_gbps,
+                     nccl.estimate(CollectiveOp::AllToAll, int64_t{1} << 32, {iota(8)},
+                                   Algorithm::Direct).bus_bandwidth_gbps};
+  };
+  const double busbw_of_alg = 7.0 / 8.0;
+  const double link_bound = 1.0 / (3.0 / 8.0 / (48.0 * kNcclShmEfficiency) + 4.0 / 8.0 / 48.0);
+  EXPECT_NEAR(a2a_bus(4, 400).second, kP2pEfficiency * link_bound * busbw_of_alg, 0.05);
+  const auto [net, bus] = a2a_bus(1, 100);
+  const double net_bound = 1.0 / (4.0 * 4.0 / 8.0 / net);
+  ASSERT_LT(net_bound, link_bound);
+  EXPECT_NEAR(bus, kP2pEfficiency * net_bound * busbw_of_alg, 0.05);
+}
+
 }  // namespace
 }  // namespace torch_topo::topo

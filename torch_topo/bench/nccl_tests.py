@@ -100,8 +100,10 @@ _PCIE_STAND_IN = "nvidia_smi_topo/PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC
 _FORCED_PEER_ACCESS = ("the model prices NCCL's default for pairs through the CPU, host memory at "
                        "0.6 of the link, and cannot tell a driver that grants peer access")
 _RTX4090_EPYC = "nvidia_smi_topo/chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_4xNIC.txt"
-_RTX_STAND_IN = ("the bandwidth is a stand-in host's (all GPU pairs across the socket link): "
-                 "0.15-0.38x from 1 MiB, where the published 41-46 GB/s is one GPU's PCIe link")
+_RTX_STAND_IN = ("a stand-in host's links (all GPU pairs across the socket link): the runs sent "
+                 "every peer through the NICs (SHM off), 41-46 GB/s, near one GPU's PCIe link; "
+                 "the model prices NCCL's default, host peers through host memory at 0.6 of "
+                 "the link: 0.69-0.79x from 1 MiB")
 _GIB_STEP = ("Google's own runs through its gIB NCCL plugin: from 64 MiB 1.04-1.16x, but the time "
              "steps up by 25-31 us at 1 MiB and 1-32 MiB is 1.24-2.45x, a protocol switch "
              "NCCL's own estimates do not make there (SkyPilot's run of the same H200 hosts, "
