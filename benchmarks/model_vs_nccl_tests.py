@@ -32,8 +32,11 @@ from torch_topo.bench.nccl_tests import (
     SYSTEMS,
     cluster_doc,
     compare,
+    format_table,
     goal_misses,
     parse_published,
+    size_label,
+    table_json,
 )
 from torch_topo.plan import resolve_cluster
 from torch_topo.topology import Topology, load_topology
@@ -67,35 +70,13 @@ CLOUD_FILES = (
 )
 
 
-def _size(n: int) -> str:
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return str(n)
-
-
 def print_system(system, rows) -> dict:
-    misses = {id(r) for r in goal_misses(rows)}
     ops = list(dict.fromkeys(r.published.op for r in rows)) or [system.op]
     print(f"\n== {system.results}  ({system.hosts} x {system.topology.split('/')[-1]}, "
           f"{', '.join(ops)}, sm{system.sm})")
-    print(f"{'size':>7} {'pub us':>10} {'model us':>10} {'t ratio':>8} {'pub busbw':>10} "
-          f"{'model busbw':>11} {'bw ratio':>8}  model algorithm")
-    for r in rows:
-        p = r.published
-        mark = "!" if id(r) in misses else " "
-        print(f"{_size(p.size):>7} {p.time_us:>10.1f} {r.model_us:>10.1f} {r.time_ratio:>8.2f} "
-              f"{p.busbw:>10.2f} {r.model_busbw:>11.2f} {r.busbw_ratio:>8.2f}{mark} "
-              f"{r.algorithm}/{r.protocol}" + (f" (forced {p.algorithm})" if p.algorithm else "")
-              + (f" {p.op}" if len(ops) > 1 else ""))
-    print(f"   {len(misses)} of {len(rows)} rows outside the goals"
-          + (f"; note: {system.note}" if system.note else ""))
-    return {"results": system.results, "misses": len(misses), "rows": len(rows),
-            "note": system.note,
-            "table": [{"size": r.published.size, "op": r.published.op,
-                       "published_us": r.published.time_us, "model_us": r.model_us,
-                       "published_busbw": r.published.busbw, "model_busbw": r.model_busbw,
-                       "algorithm": r.algorithm, "protocol": r.protocol} for r in rows]}
+    print(format_table(rows, system.note))
+    return {"results": system.results, "misses": len(goal_misses(rows)), "rows": len(rows),
+            "note": system.note, "table": table_json(rows)}
 
 
 def thresholds(label, path, hosts, gbit, sm) -> dict:
@@ -140,7 +121,7 @@ def cloud_file(name: str, nvsmi: str | None, sm: int, results: str, size: int = 
 
 
 def _fmt(v) -> str:
-    return "never" if v is None else _size(v)
+    return "never" if v is None else size_label(v)
 
 
 def main() -> int:

@@ -133,6 +133,12 @@ Args:
 Args:
   text: the XML document.
   path: file name used in error messages.)");
+  m.def("sm_from_gpu_name", &topo::smFromGpuName, py::arg("name"),
+        R"(Compute capability x 10 of a GPU model name as nvidia-smi, NVML or nccl-tests print it
+("NVIDIA H100 80GB HBM3" -> 90), by family; 0 for a name it does not know.
+
+Args:
+  name: the GPU's marketing name.)");
   m.def("parse_cpulist", &topo::parseCpulist, py::arg("text"), py::arg("where") = "cpulist",
         R"(Parses a Linux cpulist ("0-3,8") into a set of CPU ids.
 

@@ -540,16 +540,18 @@ HostTopology readHwlocXml(const std::string& text, const std::string& path) {
 
 int smFromGpuName(const std::string& name) {
   // Model families by marketing name (NVIDIA's CUDA GPUs compute-capability list). Every name
-  // precedes the names it contains ("A100" before "A10", "GH200" before "H200").
+  // precedes the names it contains ("A100" before "A10", "GH200" before "H200"; " Ada" before
+  // "RTX 50", which "RTX 5000 Ada Generation" contains).
   static const struct {
     const char* token;
     int sm;
   } kFamilies[] = {
-      {"GB200", 100}, {"B200", 100}, {"B100", 100}, {"GB10", 121}, {"GH200", 90},
-      {"H200", 90},   {"H100", 90},  {"H800", 90},  {"H20", 90},   {"L40", 89},
-      {"L4", 89},     {"RTX 40", 89}, {"A100", 80}, {"A800", 80},  {"A30", 80},
-      {"A40", 86},    {"A10", 86},   {"RTX 30", 86}, {"A6000", 86}, {"V100", 70},
-      {"T4", 75},     {"P100", 60},
+      {"GB300", 103}, {"B300", 103}, {"GB200", 100}, {"B200", 100}, {"B100", 100},
+      {"GB10", 121},  {"GH200", 90}, {"H200", 90},   {"H100", 90},  {"H800", 90},
+      {"H20", 90},    {"L40", 89},   {"L4", 89},     {" Ada", 89},  {"RTX 40", 89},
+      {"RTX 50", 120}, {"RTX PRO", 120}, {"RTX 6000D", 120}, {"A100", 80}, {"A800", 80},
+      {"A30", 80},    {"A40", 86},   {"A10", 86},    {"RTX 30", 86}, {"A6000", 86},
+      {"V100", 70},   {"T4", 75},    {"P100", 60},
   };
   for (const auto& family : kFamilies) {
     if (name.find(family.token) != std::string::npos) return family.sm;

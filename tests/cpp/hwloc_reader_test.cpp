@@ -209,6 +209,9 @@ TEST(HwlocReaderTest, SmFromGpuNamePrefersLongerFamilies) {
   EXPECT_EQ(smFromGpuName("NVIDIA A100-SXM4-80GB"), 80);
   EXPECT_EQ(smFromGpuName("NVIDIA A10G"), 86);
   EXPECT_EQ(smFromGpuName("NVIDIA GH200 480GB"), 90);
+  EXPECT_EQ(smFromGpuName("NVIDIA RTX 5000 Ada Generation"), 89);
+  EXPECT_EQ(smFromGpuName("NVIDIA GeForce RTX 5090"), 120);
+  EXPECT_EQ(smFromGpuName("NVIDIA GB300"), 103);
   EXPECT_EQ(smFromGpuName("Matrox G200"), 0);
 }
 

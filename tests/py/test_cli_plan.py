@@ -30,7 +30,10 @@ def test_option_sets_are_frozen():
                                   "--kv-heads", "--json"}
     assert _options("bench") == {"-h", "--help", "--collectives", "--min-bytes", "--max-bytes",
                                  "--factor", "--reps", "--dtype", "--procs", "--topology",
-                                 "--min-fraction", "--check", "--plot", "--json"}
+                                 "--min-fraction", "--check", "--plot", "--json",
+                                 "--published", "--op", "--hosts", "--ranks-per-host", "--sm",
+                                 "--nic-gbit", "--nics", "--nccl-version", "--algo",
+                                 "--nvlink-domain-hosts"}
 
 
 def test_plan_json(capsys):

@@ -4,9 +4,10 @@
 `SYSTEMS` names, for every nccl-tests output in tests/data/nccl_tests, the topology file of the
 machine it ran on and what the output's header says that the topology file does not (GPU
 generation, NIC line rate, hosts). `compare` prices each published size with
-`PlannerCluster.estimate` (NCCL's algorithms on GPU groups) and returns both side by side;
-`benchmarks/model_vs_nccl_tests.py` prints the tables and tests/py/test_nccl_model.py pins a few
-ratios.
+`PlannerCluster.estimate` (NCCL's algorithms on GPU groups) and returns both side by side, and
+`format_table` prints them; `benchmarks/model_vs_nccl_tests.py` prints every system's table,
+`python -m torch_topo bench --published` a user's own output (nccl_tests_output reads it), and
+tests/py/test_nccl_model.py pins a few ratios.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from torch_topo.bench.nccl_tests_output import Published, read_table
+
 __all__ = ["BUSBW_GOAL", "Published", "Row", "SYSTEMS", "System", "TIME_GOAL", "cluster_doc",
-           "compare", "goal_misses", "parse_published"]
+           "compare", "format_table", "goal_misses", "parse_published", "size_label",
+           "table_json"]
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 
@@ -28,26 +32,13 @@ TIME_GOAL = (0.5, 2.0)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Published:
-    """One published measurement."""
-
-    size: int
-    """Bytes as nccl-tests counts them."""
-    time_us: float
-    busbw: float
-    op: str = "all_reduce"
-    algorithm: str | None = None
-    """NCCL algorithm the run forced, when it did (else NCCL's own choice)."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
 class System:
     """A published output and the machine it ran on."""
 
     results: str
-    """File under tests/data/nccl_tests."""
+    """File under tests/data/nccl_tests (an absolute path: anywhere)."""
     topology: str
-    """Host topology file under tests/data."""
+    """Host topology file under tests/data (an absolute path: anywhere)."""
     hosts: int = 1
     ranks: tuple[int, ...] | None = None
     """Ranks of one host used (default: all GPUs of every host)."""
@@ -506,24 +497,6 @@ _NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
 _UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
 
-def _nccl_tests_rows(lines: list[str], op: str, algorithm: str | None) -> list[Published]:
-    """nccl-tests tables: the out-of-place time and busbw of every row ('root' column or not,
-    sizes with '_' separators as some authors print them)."""
-    header = next((ln for ln in lines if "time" in ln and "busbw" in ln), "")
-    names = header.lstrip("# ").split()
-    # A row carries the out-of-place columns first; 'time' is the first timing column.
-    t_col = names.index("time")
-    out = []
-    for line in lines:
-        tok = line.split()
-        if not tok or not re.fullmatch(_NUM, tok[0]) or len(tok) <= t_col + 2:
-            continue
-        size = int(tok[0].replace("_", ""))
-        out.append(Published(size=size, time_us=float(tok[t_col]),
-                             busbw=float(tok[t_col + 2]), op=op, algorithm=algorithm))
-    return out
-
-
 def _markdown_rows(lines: list[str]) -> list[Published]:
     """ml-engineering's tables: '| 32KiB | 1.44GBps | 0.82GBps |' (payload, busbw, algbw), or
     its 16 GiB summary '| all-reduce, `NCCL_NVLS_ENABLE=1` | NVLS | 480.0GBps | 107% |'."""
@@ -582,19 +555,20 @@ def _partition_rows(lines: list[str], label: str) -> list[Published]:
 
 def parse_published(system: System) -> list[Published]:
     """The measurements of `system.results`, smallest size first."""
-    lines = (DATA / "nccl_tests" / system.results).read_text().splitlines()
+    path = DATA / "nccl_tests" / system.results
+    lines = path.read_text().splitlines()
     if system.label:
         return _partition_rows(lines, system.label)
     if "_busbw_" in system.results:
         return _busbw_rows(lines)
     if system.results.endswith(".md") or any(ln.lstrip().startswith("| payload") for ln in lines):
         return _markdown_rows(lines)
-    return _nccl_tests_rows(lines, system.op, system.algorithm)
+    return read_table(lines, op=system.op, algorithm=system.algorithm, path=str(path))
 
 
-def cluster_doc(topology: str, *, hosts: int, sm: int, nic_gbit: float = 0.0,
+def cluster_doc(topology: str | Path, *, hosts: int, sm: int, nic_gbit: float = 0.0,
                 nics: int = 0, domain_hosts: int = 0) -> dict:
-    """Cluster JSON of `hosts` copies of a tests/data host file, completed with what published
+    """Cluster JSON of `hosts` copies of a host file (relative: under tests/data), completed with what published
     runs say and the file does not: the GPUs' compute capability (and the NVLink rate that
     goes with it), every NIC's line rate (Gbit/s), the host's bandwidth over the `nics` NICs
     the run used (and those NICs themselves where the file lists none), and the multi-node
@@ -637,14 +611,15 @@ def _cluster(system: System):
         nics=system.nics, domain_hosts=system.domain_hosts)), nccl_version=system.nccl_version)
 
 
-def compare(system: System) -> list[Row]:
-    """Every published size of `system` with the model's time and bus bandwidth."""
+def compare(system: System, published: list[Published] | None = None) -> list[Row]:
+    """Every published size of `system` (or `published`, rows read elsewhere) with the model's
+    time and bus bandwidth."""
     cluster = _cluster(system)
     per_host = len(system.ranks) if system.ranks else cluster.world_size // max(system.hosts, 1)
     local = system.ranks or tuple(range(per_host))
     ranks = [h * (cluster.world_size // system.hosts) + r for h in range(system.hosts) for r in local]
     rows = []
-    for pub in parse_published(system):
+    for pub in parse_published(system) if published is None else published:
         # nccl-tests times NCCL's own choice: the flat algorithms, never topo's hierarchy.
         est = cluster.estimate(pub.op, pub.size, [ranks], pub.algorithm) if pub.algorithm \
             else cluster.compare_hierarchical(pub.op, pub.size, [ranks])["flat"]
@@ -664,3 +639,40 @@ def goal_misses(rows: list[Row]) -> list[Row]:
         elif size <= 64 << 10 and not TIME_GOAL[0] <= row.time_ratio <= TIME_GOAL[1]:
             out.append(row)
     return out
+
+
+def size_label(n: int) -> str:
+    """Bytes as the tables print them: 16M, 4K, 8 (whole units only)."""
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def format_table(rows: list[Row], note: str = "") -> str:
+    """Published beside model per size, ratios model / published, '!' on rows outside the
+    goals, the model's algorithm/protocol (and the op where the rows mix ops), then the count
+    of rows outside the goals and `note`."""
+    misses = {id(r) for r in goal_misses(rows)}
+    several_ops = len({r.published.op for r in rows}) > 1
+    out = [f"{'size':>7} {'pub us':>10} {'model us':>10} {'t ratio':>8} {'pub busbw':>10} "
+           f"{'model busbw':>11} {'bw ratio':>8}  model algorithm"]
+    for r in rows:
+        p = r.published
+        mark = "!" if id(r) in misses else " "
+        out.append(f"{size_label(p.size):>7} {p.time_us:>10.1f} {r.model_us:>10.1f} "
+                   f"{r.time_ratio:>8.2f} {p.busbw:>10.2f} {r.model_busbw:>11.2f} "
+                   f"{r.busbw_ratio:>8.2f}{mark} {r.algorithm}/{r.protocol}"
+                   + (f" (forced {p.algorithm})" if p.algorithm else "")
+                   + (f" {p.op}" if several_ops else ""))
+    out.append(f"   {len(misses)} of {len(rows)} rows outside the goals"
+               + (f"; note: {note}" if note else ""))
+    return "\n".join(out)
+
+
+def table_json(rows: list[Row]) -> list[dict]:
+    """The rows of `format_table` as JSON objects (bytes, us, GB/s)."""
+    return [{"size": r.published.size, "op": r.published.op,
+             "published_us": r.published.time_us, "model_us": r.model_us,
+             "published_busbw": r.published.busbw, "model_busbw": r.model_busbw,
+             "algorithm": r.algorithm, "protocol": r.protocol} for r in rows]

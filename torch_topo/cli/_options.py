@@ -4,9 +4,10 @@ module out of the verb list)."""
 
 from __future__ import annotations
 
+from torch_topo.nccl_hints import version_code
 from torch_topo.plan import check_hosts_per_domain
 
-__all__ = ["add_nvlink_domain_hosts", "nvlink_domain_hosts"]
+__all__ = ["add_nvlink_domain_hosts", "nvlink_domain_hosts", "parse_nccl_version"]
 
 _NVLINK_DOMAIN_HOSTS = "--nvlink-domain-hosts"
 
@@ -23,3 +24,15 @@ def nvlink_domain_hosts(args) -> int | None:
     if args.nvlink_domain_hosts is None:
         return None
     return check_hosts_per_domain(args.nvlink_domain_hosts, _NVLINK_DOMAIN_HOSTS)
+
+
+def parse_nccl_version(text: str | None) -> int:
+    """--nccl-version X.Y.Z as NCCL's version code (2.26.2 -> 22602); 0 without the option."""
+    if text is None:
+        return 0
+    parts = text.strip().split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts) or int(parts[0]) != 2 \
+            or not (int(parts[1]) < 100 and int(parts[2]) < 100):
+        raise ValueError(f"--nccl-version: got {text!r}, expected an NCCL 2.x release as "
+                         "X.Y.Z, e.g. 2.26.2")
+    return version_code(*(int(p) for p in parts))

@@ -4,7 +4,9 @@ backend side by side, and the machine's links measured against its topology: hos
 per GPU against its PCIe link, peer copies per GPU pair against the NVLink or PCIe path, and a
 multi-host run's bus bandwidth against the NICs (cost model). Alone it spawns one rank per local
 GPU (or N CPU ranks with --procs N); under torchrun it uses the given world. --check turns each
-figure below --min-fraction of its expectation into a doctor-style finding and exits 1."""
+figure below --min-fraction of its expectation into a doctor-style finding and exits 1.
+With --published OUTPUT it measures nothing: a saved nccl-tests stdout is held, size by size,
+against the cost model on the host file of --topology."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from torch_topo.bench import (
     plot,
     run_bench,
 )
+from torch_topo.cli._bench_published import add_published_options, published_mode, run_published
 from torch_topo.topology import load_topology
 
 __all__ = ["add_parser", "run"]
@@ -76,6 +79,7 @@ def add_parser(subparsers) -> None:
                         "warning or error")
     p.add_argument("--plot", metavar="FILE.png", default=None, help="write busbw against size here")
     p.add_argument("--json", action="store_true", help=f"print one JSON object ({BENCH_SCHEMA})")
+    add_published_options(p)
     p.set_defaults(run=run)
 
 
@@ -93,6 +97,8 @@ def render_text(result: dict, check: bool) -> str:
 
 
 def run(args) -> int:
+    if published_mode(args):
+        return run_published(args)
     if args.topology:
         load_topology(args.topology)  # a bad file fails here, before any rank starts
     options = BenchOptions(

@@ -15,9 +15,12 @@ import argparse
 import json
 import os
 
-from torch_topo.cli._options import add_nvlink_domain_hosts, nvlink_domain_hosts
+from torch_topo.cli._options import (
+    add_nvlink_domain_hosts,
+    nvlink_domain_hosts,
+    parse_nccl_version,
+)
 from torch_topo.config import TopoConfig
-from torch_topo.nccl_hints import version_code
 from torch_topo.ops.sequence_split import (
     AttentionShape,
     choose_sequence_split,
@@ -84,18 +87,6 @@ def add_parser(subparsers) -> None:
                         "(e.g. 2.26.2; default: the newest it knows, 2.28.9 and later)")
     p.add_argument("--json", action="store_true", help="print one JSON object (schema torch-topo-plan/1)")
     p.set_defaults(run=run)
-
-
-def parse_nccl_version(text: str | None) -> int:
-    """--nccl-version X.Y.Z as NCCL's version code (2.26.2 -> 22602); 0 without the option."""
-    if text is None:
-        return 0
-    parts = text.strip().split(".")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts) or int(parts[0]) != 2 \
-            or not (int(parts[1]) < 100 and int(parts[2]) < 100):
-        raise ValueError(f"--nccl-version: got {text!r}, expected an NCCL 2.x release as "
-                         "X.Y.Z, e.g. 2.26.2")
-    return version_code(*(int(p) for p in parts))
 
 
 def _sequence_groups(plan: Plan) -> dict:

@@ -1,0 +1,315 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`python -m torch_topo bench --published OUTPUT`: a saved nccl-tests stdout against the cost
+model. Run on files of tests/data/nccl_tests, the CLI gives the rows `compare(system)` gives
+for their SYSTEMS entry; the header's collective, hosts, ranks per host (-g too), GPU, NCCL
+version and NCCL_ALGO are read back from synthetic outputs cut from real ones; and every bad
+input is one error line (file:line for the file's own faults), exit 2."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torch_topo import _C
+from torch_topo.bench.nccl_tests import (
+    DATA,
+    SYSTEMS,
+    compare,
+    format_table,
+    goal_misses,
+    table_json,
+)
+from torch_topo.bench.nccl_tests_output import read_header
+from torch_topo.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+H100 = DATA / "nvidia_smi_topo" / "h100_8xSXM_NV18_2socket_mlengineering.txt"
+A100 = DATA / "nvidia_smi_topo" / "a100_8xSXM_NV12_2numa_mlengineering_realigned.txt"
+NCCL_TESTS = DATA / "nccl_tests"
+ALLTOALL_2X8 = NCCL_TESTS / "xxrjunNcclTestsCluster_H100_N2_G8_nccl22902_alltoall_perf_4G-16G.txt"
+G8_ALLREDUCE = NCCL_TESTS / "dkh_1node_8xA100-SXM4-80GB_nccl2193_all_reduce_perf_8B-128M.txt"
+NET = ["--nic-gbit", "400", "--nics", "8"]
+
+# SYSTEMS entries and the options that say what their outputs' headers do not (the NICs, the
+# collective of outputs without a 'Collective test starting' line, hosts of one without rank
+# lines); everything else is read from the output.
+CASES = {
+    # one host, one process per GPU, all_reduce (no collective line: --op)
+    "thanosNotes_1node_8xA100-SXM4-80GB_mpirun8proc_all_reduce_perf_8B-4G.txt":
+        ["--op", "all_reduce"],
+    # one host, one process driving 8 GPUs (-g 8), NCCL 2.19.3 from 'nccl-library='
+    "dkh_1node_8xA100-SXM4-80GB_nccl2193_all_reduce_perf_8B-128M.txt": [],
+    # two hosts, all_to_all, 8 and 4 ranks per host
+    "xxrjunNcclTestsCluster_H100_N2_G8_nccl22902_alltoall_perf_4G-16G.txt": NET,
+    "xxrjunNcclTestsCluster_H100_N2_G4_nccl22902_alltoall_perf_4G-16G.txt": NET,
+    # all_gather over two one-GPU hosts (GB10: sm121 from the device name)
+    "gb10training_2xGB10_200G_all_gather_perf_16G.txt": ["--nic-gbit", "200", "--nics", "1"],
+    # NCCL_ALGO=Tree on the command line, op from './all_reduce_perf', no rank lines
+    "PARTIAL_ncclTests232_2node_1xH100_4NIC_tree_all_reduce_perf.txt":
+        ["--hosts", "2", "--ranks-per-host", "1", "--sm", "90", "--nic-gbit", "400"],
+}
+
+
+def _system(results: str):
+    return next(s for s in SYSTEMS if s.results == results and not s.label)
+
+
+def _published(capsys, path, topology, *options) -> dict:
+    assert main(["bench", "--published", str(path), "--topology", str(topology), "--json",
+                 *options]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def _error(capsys, *argv) -> str:
+    assert main(["bench", *map(str, argv)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("torch_topo bench: error: ") and err.count("\n") == 1, err
+    return err
+
+
+@pytest.mark.parametrize("results", CASES)
+def test_rows_match_compare_of_the_system(capsys, results):
+    system = _system(results)
+    out = _published(capsys, NCCL_TESTS / results, DATA / system.topology,
+                     *CASES[results])
+    reference = compare(system)
+    missed = {id(r) for r in goal_misses(reference)}
+    assert out["rows"] == [{**row, "outside_goals": id(r) in missed}
+                           for r, row in zip(reference, table_json(reference), strict=True)]
+    assert out["misses"] == len(missed)
+    settings = out["settings"]
+    assert (settings["op"], settings["hosts"], settings["sm"], settings["algorithm"]) == \
+        (system.op, system.hosts, system.sm, system.algorithm)
+    assert settings["ranks_per_host"] == (len(system.ranks) if system.ranks else 8)
+
+
+def test_text_table_end_to_end():
+    """One real process: the same table the benchmark prints for this system."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "torch_topo", "bench", "--published",
+                           str(ALLTOALL_2X8), "--topology", str(H100), *NET],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"== {ALLTOALL_2X8}  (2 x {H100.name}, all_to_all, sm90)"
+    assert lines[1].startswith("settings: op all_to_all (output), hosts 2 (rank lines), "
+                               "ranks_per_host 8 (rank lines), sm 90 (rank lines: NVIDIA H100")
+    assert "\n".join(lines[2:]) == format_table(compare(_system(ALLTOALL_2X8.name)))
+
+
+def _derive(tmp_path, source: Path, *edits: tuple[str, str], name="out.txt") -> Path:
+    text = source.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_header_of_real_outputs():
+    two = read_header(ALLTOALL_2X8.read_text().splitlines())
+    assert (two.op, two.hosts, two.ranks_per_host, two.gpu_names, two.nccl_version,
+            two.algorithm) == ("all_to_all", ("cnode3-003", "cnode3-010"), 8,
+                               ("NVIDIA H100 80GB HBM3",), 22902, None)
+    g8 = read_header(G8_ALLREDUCE.read_text().splitlines())  # -g 8: 8 rank lines, one Pid
+    assert (g8.op, g8.hosts, g8.ranks_per_host, g8.nccl_version) == \
+        ("all_reduce", ("dkh",), 8, 21903)
+
+
+@pytest.mark.parametrize("binary, op", [("sendrecv", "send_recv"), ("all_gather", "all_gather"),
+                                        ("reduce_scatter", "reduce_scatter"),
+                                        ("broadcast", "broadcast")])
+def test_header_collective_names(tmp_path, binary, op):
+    path = _derive(tmp_path, ALLTOALL_2X8, ("alltoall_perf", f"{binary}_perf"))
+    assert read_header(path.read_text().splitlines()).op == op
+
+
+def test_header_command_line_version_and_algorithm(tmp_path):
+    """Without a 'Collective test starting' line: the binary of the command, NCCL's version
+    from 'NCCL version', NCCL_ALGO from an -x option; rank lines without 'Group' (before
+    nccl-tests 2.11)."""
+    path = _derive(tmp_path, G8_ALLREDUCE,
+                   ("# nccl-tests version 2.19.4 nccl-headers=21903 nccl-library=21903\n"
+                    "# Collective test starting: all_reduce_perf\n",
+                    "$ mpirun -np 1 -x NCCL_ALGO=NVLSTree ./build/reduce_scatter_perf -g 8\n"
+                    "# NCCL version 2.26.2+cuda12.8\n"),
+                   *((f"Rank  {r} Group  0 Pid", f"Rank  {r} Pid") for r in range(8)))
+    header = read_header(path.read_text().splitlines())
+    assert (header.op, header.nccl_version, header.algorithm, header.ranks_per_host) == \
+        ("reduce_scatter", 22602, "nvls_tree", 8)
+    out = _published_path(path)
+    assert out["settings"]["algorithm"] == "nvls_tree" and out["settings"]["nccl_version"] == 22602
+    assert {r["op"] for r in out["rows"]} == {"reduce_scatter"}
+
+
+def _published_path(path: Path, *options: str) -> dict:
+    """In-process run on the A100 host file, stdout captured here: the JSON the verb prints."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(["bench", "--published", str(path), "--topology", str(A100), "--json",
+                     *options])
+    assert code == 0
+    return json.loads(buf.getvalue())
+
+
+def test_flags_override_the_header(tmp_path):
+    path = _derive(tmp_path, G8_ALLREDUCE, ("all_reduce_perf", "all_gather_perf"))
+    assert _published_path(path)["settings"]["op"] == "all_gather"
+    out = _published_path(path, "--op", "all_reduce", "--sm", "90", "--nccl-version", "2.26.2",
+                          "--algo", "Ring")
+    assert {k: out["settings"][k] for k in ("op", "sm", "nccl_version", "algorithm")} == \
+        {"op": "all_reduce", "sm": 90, "nccl_version": 22602, "algorithm": "ring"}
+    assert out["sources"]["sm"] == "--sm"
+
+
+def test_nccl_algo_does_not_steer_point_to_point(tmp_path):
+    path = _derive(tmp_path, ALLTOALL_2X8, ("# nccl-tests version", "# -x NCCL_ALGO=Ring\n# x"))
+    out = _published_path(path, "--sm", "80", "--nic-gbit", "400", "--nics", "8")
+    assert out["settings"]["algorithm"] is None
+
+
+@pytest.mark.parametrize("name, sm", [
+    # NVIDIA's CUDA GPUs list (developer.nvidia.com/cuda-gpus), names as nvidia-smi prints them
+    ("NVIDIA H100 80GB HBM3", 90), ("NVIDIA H200", 90), ("NVIDIA H20", 90),
+    ("NVIDIA H800", 90), ("NVIDIA A100-SXM4-80GB", 80), ("NVIDIA A800-SXM4-80GB", 80),
+    ("NVIDIA A30", 80), ("NVIDIA A10", 86), ("NVIDIA B200", 100), ("NVIDIA GB200", 100),
+    ("NVIDIA B300 SXM6 AC", 103), ("NVIDIA GB300", 103), ("NVIDIA L40S", 89), ("NVIDIA L4", 89),
+    ("NVIDIA GeForce RTX 4090", 89), ("NVIDIA RTX 6000 Ada Generation", 89),
+    ("NVIDIA RTX 5000 Ada Generation", 89), ("NVIDIA GeForce RTX 5090", 120),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", 120), ("Tesla V100-SXM2-32GB", 70),
+    ("NVIDIA GB10", 121), ("NVIDIA Graphics Device", 0),
+])
+def test_sm_from_gpu_name(name, sm):
+    assert _C.sm_from_gpu_name(name) == sm
+
+
+def test_sm_from_the_rank_lines(tmp_path):
+    path = _derive(tmp_path, G8_ALLREDUCE, ("NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 4090"))
+    out = _published_path(path)
+    assert out["settings"]["sm"] == 89
+    assert out["sources"]["sm"] == "rank lines: NVIDIA GeForce RTX 4090"
+
+
+# --- errors: one line, exit 2 ---
+
+@pytest.mark.parametrize("binary", ["reduce", "gather", "scatter", "hypercube"])
+def test_collective_the_model_cannot_price(tmp_path, capsys, binary):
+    path = _derive(tmp_path, ALLTOALL_2X8, ("alltoall_perf", f"{binary}_perf"))
+    line = path.read_text().splitlines().index(f"# Collective test starting: {binary}_perf") + 1
+    err = _error(capsys, "--published", path, "--topology", H100, *NET)
+    assert f"{path}:{line}: {binary}_perf: the cost model does not price" in err
+    assert "all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf" in err
+
+
+def test_unknown_gpu_needs_sm(tmp_path, capsys):
+    path = _derive(tmp_path, ALLTOALL_2X8, ("NVIDIA H100 80GB HBM3", "NVIDIA Graphics Device"))
+    err = _error(capsys, "--published", path, "--topology", H100, *NET)
+    assert "GPU 'NVIDIA Graphics Device': its compute capability is unknown; give --sm" in err
+    capsys.readouterr()
+    assert _published(capsys, path, H100, *NET, "--sm", "90")["settings"]["sm"] == 90
+
+
+def test_mixed_gpus_need_sm(tmp_path, capsys):
+    text = ALLTOALL_2X8.read_text().replace("device  7 [0000:df:00] NVIDIA H100 80GB HBM3",
+                                            "device  7 [0000:df:00] NVIDIA A100-SXM4-80GB", 1)
+    (tmp_path / "mixed.txt").write_text(text)
+    err = _error(capsys, "--published", tmp_path / "mixed.txt", "--topology", H100, *NET)
+    assert "several compute capabilities" in err and "A100-SXM4-80GB sm80" in err
+
+
+def test_hosts_and_ranks_that_contradict_the_rank_lines(capsys):
+    err = _error(capsys, "--published", ALLTOALL_2X8, "--topology", H100, *NET, "--hosts", "4")
+    assert "--hosts: got 4, but the rank lines of" in err and "name 2 host(s) (cnode3-003" in err
+    err = _error(capsys, "--published", ALLTOALL_2X8, "--topology", H100, *NET,
+                 "--ranks-per-host", "4")
+    assert "--ranks-per-host: got 4, but the rank lines" in err and "give 8 per host" in err
+
+
+def test_uneven_hosts_and_too_few_gpus(tmp_path, capsys):
+    last = "on cnode3-010 device  7 [0000:df:00] NVIDIA H100 80GB HBM3\n"
+    uneven = _derive(tmp_path, ALLTOALL_2X8, (last, last + "#  Rank 16 Group  0 Pid 1 on "
+                                              "cnode3-010 device  8 [0000:e0:00] NVIDIA H100\n"))
+    err = _error(capsys, "--published", uneven, "--topology", H100, *NET)
+    assert "got cnode3-003 8, cnode3-010 9 ranks per host" in err
+    four = DATA / "nvidia_smi_topo" / "ncclTests331_leonardo_4xA100-64GB_NV4mesh_4xNIC.txt"
+    err = _error(capsys, "--published", ALLTOALL_2X8, "--topology", four, *NET)
+    assert "has 4 GPU(s) per host, but the run has 8 ranks per host" in err
+
+
+def test_malformed_rows_name_file_and_line(tmp_path, capsys):
+    lines = ALLTOALL_2X8.read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.strip().startswith("8589934592"))
+    short = list(lines)
+    short[at] = "  8589934592    2147483648     float    none      -1   87717"
+    (tmp_path / "short.txt").write_text("\n".join(short) + "\n")
+    err = _error(capsys, "--published", tmp_path / "short.txt", "--topology", H100, *NET)
+    assert f"{tmp_path / 'short.txt'}:{at + 1}: nccl-tests row: got 6 columns, expected at " \
+           "least 8" in err
+    bad = list(lines)
+    bad[at] = lines[at].replace("87717", "8x717", 1)
+    (tmp_path / "bad.txt").write_text("\n".join(bad) + "\n")
+    err = _error(capsys, "--published", tmp_path / "bad.txt", "--topology", H100, *NET)
+    assert f"{tmp_path / 'bad.txt'}:{at + 1}: nccl-tests row: got size '8589934592', time " \
+           "'8x717.7'" in err
+
+
+def test_malformed_rank_line_and_algorithm_list(tmp_path, capsys):
+    rank = _derive(tmp_path, ALLTOALL_2X8, ("#  Rank  3 Group  0 Pid 1221792 on cnode3-003 "
+                                            "device  3", "#  Rank  3 Group  0 on cnode3-003 "
+                                            "device  3"), name="rank.txt")
+    line = next(i for i, ln in enumerate(rank.read_text().splitlines(), 1) if "Rank  3" in ln)
+    err = _error(capsys, "--published", rank, "--topology", H100, *NET)
+    assert f"{rank}:{line}: rank line: got '#  Rank  3 Group  0 on cnode3-003" in err
+    algo = _derive(tmp_path, G8_ALLREDUCE, ("# nccl-tests version", "# -x NCCL_ALGO=Tree,Ring\n#"),
+                   name="algo.txt")
+    err = _error(capsys, "--published", algo, "--topology", A100)
+    assert f"{algo}:1: NCCL_ALGO: got 'Tree,Ring', expected one NCCL algorithm" in err
+
+
+def test_not_an_nccl_tests_output(tmp_path, capsys):
+    (tmp_path / "empty.txt").write_text("# Collective test starting: all_reduce_perf\nhello\n")
+    err = _error(capsys, "--published", tmp_path / "empty.txt", "--topology", A100)
+    assert "empty.txt: no nccl-tests table: expected a header line naming 'time' and 'busbw'" in err
+    err = _error(capsys, "--published", tmp_path / "missing.txt", "--topology", A100)
+    assert "--published: cannot read" in err and "missing.txt" in err
+    (tmp_path / "bare.txt").write_text("#  size count type redop root time algbw busbw\n")
+    err = _error(capsys, "--published", tmp_path / "bare.txt", "--topology", A100)
+    assert "bare.txt: the nccl-tests table (header on line 1) has no rows" in err
+    one_row = "#  size count type redop root time algbw busbw\n8 2 float sum -1 40.1 0.00 0.00\n"
+    (tmp_path / "one_row.txt").write_text(one_row)
+    err = _error(capsys, "--published", tmp_path / "one_row.txt", "--topology", A100, "--sm", "80")
+    assert "no 'Collective test starting: X_perf' line" in err and "give --op" in err
+    err = _error(capsys, "--published", tmp_path / "one_row.txt", "--topology", A100,
+                 "--op", "all_reduce")
+    assert "no rank lines name the GPU; give --sm" in err
+    capsys.readouterr()
+    out = _published(capsys, tmp_path / "one_row.txt", A100, "--op", "all_reduce", "--sm", "80")
+    assert [r["size"] for r in out["rows"]] == [8] and out["rows"][0]["published_us"] == 40.1
+    assert out["sources"]["ranks_per_host"] == "every GPU of --topology"
+
+
+def test_option_misuse(capsys):
+    assert "--hosts: applies to --published OUTPUT only" in _error(capsys, "--hosts", "2")
+    assert "--published: needs --topology HOSTFILE" in _error(capsys, "--published", ALLTOALL_2X8)
+    assert "--procs: measures this machine" in _error(capsys, "--published", ALLTOALL_2X8,
+                                                      "--topology", H100, "--procs", "2")
+    assert "--nics: needs --nic-gbit G" in _error(capsys, "--published", ALLTOALL_2X8,
+                                                  "--topology", H100, "--nics", "8")
+    err = _error(capsys, "--published", ALLTOALL_2X8, "--topology", H100)
+    assert "its NICs carry no line rate and the run spans 2 hosts; give --nic-gbit G" in err
+    err = _error(capsys, "--published", ALLTOALL_2X8, "--topology", H100, "--nic-gbit", "400")
+    assert "lists no NICs and the run spans 2 hosts; give --nics K" in err
+    err = _error(capsys, "--published", ALLTOALL_2X8, "--topology", H100, *NET, "--algo", "ring")
+    assert "--algo: got 'ring', but all_to_all is NCCL point-to-point traffic" in err
+    err = _error(capsys, "--published", G8_ALLREDUCE, "--topology", A100, "--algo", "bogus")
+    assert "--algo: got 'bogus', expected one NCCL algorithm" in err
+    err = _error(capsys, "--published", G8_ALLREDUCE, "--topology", A100, "--nccl-version", "2.x")
+    assert "--nccl-version: got '2.x'" in err

@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A saved nccl-tests stdout read back (layer: Python package): its table of sizes, and what its
+header says about the run (collective, hosts and ranks per host from the rank lines, GPU model,
+NCCL version, a forced NCCL_ALGO), so that `bench --published` can price a run that is not in
+tests/data. Errors name the file and line."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from torch_topo.nccl_hints import version_code
+
+__all__ = ["PERF_OPS", "Published", "RunHeader", "algorithm_from_nccl", "read_header",
+           "read_table"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Published:
+    """One published measurement."""
+
+    size: int
+    """Bytes as nccl-tests counts them."""
+    time_us: float
+    busbw: float
+    op: str = "all_reduce"
+    algorithm: str | None = None
+    """NCCL algorithm the run forced, when it did (else NCCL's own choice)."""
+
+
+PERF_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
+            "reduce_scatter": "reduce_scatter", "alltoall": "all_to_all",
+            "sendrecv": "send_recv", "broadcast": "broadcast"}
+"""nccl-tests binaries (`<name>_perf`) the cost model prices, and the op it prices each as;
+reduce, gather, scatter and hypercube it does not."""
+
+# NCCL_ALGO's names (NCCL's src/graph/tuning.cc, case-insensitive) as the model's algorithms;
+# NCCL's two CollNet variants are one algorithm in the model.
+_NCCL_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree",
+               "pat": "pat", "collnet": "collnet", "collnetdirect": "collnet",
+               "collnetchain": "collnet"}
+
+_NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
+# "#  Rank  3 Group  0 Pid 1221792 on cnode3-003 device  3 [0000:61:00] NVIDIA H100 80GB HBM3";
+# nccl-tests before 2.11 printed no Group.
+_RANK_LINE = re.compile(r"\s*#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+"
+                        r"device\s+(\d+)\s+\[[^\]]*\]\s+(\S.*?)\s*$")
+_RANK_START = re.compile(r"\s*#?\s*Rank\s+\d")
+_STARTING = re.compile(r"Collective test starting:\s*(\w+)_perf\b")
+_BINARY = re.compile(r"\b([a-z_]+)_perf\b")
+_NCCL_VERSION = re.compile(r"NCCL version (\d+)\.(\d+)\.(\d+)")
+_NCCL_LIBRARY = re.compile(r"nccl-library=(\d+)")
+_NCCL_ALGO = re.compile(r"NCCL_ALGO(?:=|\s+set by environment to\s+)(\S+)")
+
+
+def algorithm_from_nccl(text: str, where: str) -> str:
+    """The model's name of one NCCL algorithm as NCCL_ALGO spells it (Ring, NVLSTree, ...) or
+    as the model does (nvls_tree)."""
+    found = _NCCL_ALGOS.get(text.strip().strip("'\"").replace("_", "").lower())
+    if found is None:
+        raise ValueError(f"{where}: got {text!r}, expected one NCCL algorithm: "
+                         "Ring, Tree, NVLS, NVLSTree, PAT, CollNetDirect or CollNetChain (a "
+                         "list or an exclusion such as ^NVLS cannot be priced as one forced "
+                         "algorithm; give --algo NAME, or --algo default for NCCL's own choice)")
+    return found
+
+
+def read_table(lines: list[str], *, op: str, algorithm: str | None,
+               path: str = "<text>") -> list[Published]:
+    """nccl-tests tables: the out-of-place time and busbw of every row ('root' column or not,
+    sizes with '_' separators as some authors print them). A row cut short or with a cell that
+    is not a number raises ValueError naming path:line."""
+    at = next((i for i, ln in enumerate(lines) if "time" in ln and "busbw" in ln), None)
+    if at is None:
+        raise ValueError(f"{path}: no nccl-tests table: expected a header line naming 'time' "
+                         "and 'busbw' ('#  size  count  type  redop  root  time  algbw  busbw "
+                         "...'); is this nccl-tests' stdout?")
+    names = lines[at].lstrip("# ").split()
+    # A row carries the out-of-place columns first; 'time' is the first timing column.
+    t_col = names.index("time")
+    out = []
+    for number, line in enumerate(lines, 1):
+        tok = line.split()
+        if not tok or not re.fullmatch(_NUM, tok[0]):
+            continue
+        if len(tok) <= t_col + 2:
+            raise ValueError(f"{path}:{number}: nccl-tests row: got {len(tok)} columns, expected "
+                             f"at least {t_col + 3} (size ... time algbw busbw as the header on "
+                             f"line {at + 1} names them)")
+        try:
+            out.append(Published(size=int(tok[0].replace("_", "")), time_us=float(tok[t_col]),
+                                 busbw=float(tok[t_col + 2]), op=op, algorithm=algorithm))
+        except ValueError:
+            raise ValueError(f"{path}:{number}: nccl-tests row: got size {tok[0]!r}, time "
+                             f"{tok[t_col]!r}, busbw {tok[t_col + 2]!r}, expected an integer "
+                             "and two numbers") from None
+    if not out:
+        raise ValueError(f"{path}: the nccl-tests table (header on line {at + 1}) has no rows")
+    return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunHeader:
+    """What a saved nccl-tests stdout says about its run; None or 0 where it says nothing."""
+
+    op: str | None
+    """The model's op for the run's binary (all_to_all for alltoall_perf)."""
+    hosts: tuple[str, ...]
+    """Host names of the rank lines, in order of first appearance."""
+    ranks_per_host: int
+    """Rank lines (one per GPU, also for -g N) of each host; 0 without rank lines."""
+    gpu_names: tuple[str, ...]
+    """Distinct device names of the rank lines."""
+    nccl_version: int
+    """NCCL's version code (2.26.2 -> 22602) from 'NCCL version' or 'nccl-library='."""
+    algorithm: str | None
+    """The model's name of the NCCL_ALGO a command or environment line sets."""
+
+
+def _op_of(lines: list[str], path: str) -> str | None:
+    """The binary: 'Collective test starting: X_perf' (nccl-tests from 2.13), else the first
+    'X_perf' of a command line above the table."""
+    found = None
+    for number, line in enumerate(lines, 1):
+        m = _STARTING.search(line)
+        if m:
+            found = (m.group(1), number)
+            break
+    if found is None:
+        for number, line in enumerate(lines, 1):
+            if "time" in line and "busbw" in line:
+                break
+            m = _BINARY.search(line)
+            if m:
+                found = (m.group(1), number)
+                break
+    if found is None:
+        return None
+    name, number = found
+    if name not in PERF_OPS:
+        raise ValueError(f"{path}:{number}: {name}_perf: the cost model does not price this "
+                         f"collective; it prices {', '.join(f'{n}_perf' for n in PERF_OPS)}")
+    return PERF_OPS[name]
+
+
+def _ranks_of(lines: list[str], path: str) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
+    per_host: dict[str, int] = {}
+    names: dict[str, None] = {}
+    for number, line in enumerate(lines, 1):
+        if not _RANK_START.match(line):
+            continue
+        m = _RANK_LINE.match(line)
+        if m is None:
+            raise ValueError(f"{path}:{number}: rank line: got {line.strip()!r}, expected "
+                             "'#  Rank N Group G Pid P on HOST device D [BUS] NAME'")
+        per_host[m.group(2)] = per_host.get(m.group(2), 0) + 1
+        names[m.group(4)] = None
+    counts = set(per_host.values())
+    if len(counts) > 1:
+        spread = ", ".join(f"{host} {n}" for host, n in per_host.items())
+        raise ValueError(f"{path}: rank lines: got {spread} ranks per host, expected the same "
+                         "number on every host (the model prices uniform hosts)")
+    return tuple(per_host), counts.pop() if counts else 0, tuple(names)
+
+
+def read_header(lines: list[str], path: str = "<text>") -> RunHeader:
+    """The run's settings as its output prints them; ValueError (path:line) for a collective the
+    model cannot price, a malformed rank line, uneven hosts or an NCCL_ALGO it cannot force."""
+    op = _op_of(lines, path)
+    hosts, ranks_per_host, gpu_names = _ranks_of(lines, path)
+    version = 0
+    algorithm = None
+    for number, line in enumerate(lines, 1):
+        if not version and (m := _NCCL_VERSION.search(line)):
+            version = version_code(*(int(g) for g in m.groups()))
+        elif not version and (m := _NCCL_LIBRARY.search(line)):
+            version = int(m.group(1))
+        if algorithm is None and (m := _NCCL_ALGO.search(line)):
+            algorithm = algorithm_from_nccl(m.group(1), f"{path}:{number}: NCCL_ALGO")
+    return RunHeader(op=op, hosts=hosts, ranks_per_host=ranks_per_host, gpu_names=gpu_names,
+                     nccl_version=version, algorithm=algorithm)

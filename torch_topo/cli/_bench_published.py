@@ -1,0 +1,242 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`bench --published OUTPUT`: a saved nccl-tests stdout held against the cost model (the CLI
+layer; `_` keeps this module out of the verb list). Nothing runs on a GPU: the run's settings
+come from the output's header unless an option gives them, and the table is the one
+benchmarks/model_vs_nccl_tests.py prints for tests/data/nccl_tests."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from torch_topo.bench.nccl_tests import (
+    BUSBW_GOAL,
+    TIME_GOAL,
+    System,
+    compare,
+    format_table,
+    goal_misses,
+    table_json,
+)
+from torch_topo.bench.nccl_tests_output import (
+    PERF_OPS,
+    RunHeader,
+    algorithm_from_nccl,
+    read_header,
+    read_table,
+)
+from torch_topo.cli._options import (
+    add_nvlink_domain_hosts,
+    nvlink_domain_hosts,
+    parse_nccl_version,
+)
+
+__all__ = ["PUBLISHED_SCHEMA", "add_published_options", "published_mode", "run_published"]
+
+PUBLISHED_SCHEMA = "torch-topo-bench-published/1"
+_OPS = tuple(PERF_OPS.values())
+_P2P = ("all_to_all", "send_recv")  # NCCL's p2p: NCCL_ALGO does not apply
+_PUBLISHED_ONLY = ("--op", "--hosts", "--ranks-per-host", "--sm", "--nic-gbit", "--nics",
+                   "--nccl-version", "--algo", "--nvlink-domain-hosts")
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"got {text!r}, expected a positive number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"got {text}, expected > 0")
+        return value
+    return parse
+
+
+def add_published_options(p) -> None:
+    g = p.add_argument_group("a saved nccl-tests output against the cost model (no GPU needed)")
+    g.add_argument("--published", metavar="OUTPUT", default=None,
+                   help="nccl-tests stdout saved to a file: print each size's published time "
+                        "and busbw beside the model's for the host file of --topology; the "
+                        "options below override what the output's header says (--json: "
+                        f"{PUBLISHED_SCHEMA})")
+    g.add_argument("--op", choices=_OPS, default=None,
+                   help="collective (default: the output's 'Collective test starting: X_perf' "
+                        "or X_perf command line)")
+    g.add_argument("--hosts", type=_positive(int), default=None,
+                   help="hosts of the run (default: the hosts of its rank lines, else 1)")
+    g.add_argument("--ranks-per-host", type=_positive(int), default=None, metavar="N",
+                   help="GPUs each host ran, the first N of --topology (default: the rank lines "
+                        "of each host, also for -g N; else every GPU of the file)")
+    g.add_argument("--sm", type=_positive(int), default=None,
+                   help="GPU compute capability x 10, e.g. 90 (default: from the rank lines' "
+                        "GPU name)")
+    g.add_argument("--nic-gbit", type=_positive(float), default=None, metavar="G",
+                   help="line rate of each NIC, Gbit/s (needed across hosts where the host file "
+                        "gives none)")
+    g.add_argument("--nics", type=_positive(int), default=None, metavar="K",
+                   help="NICs per host that carry the run (caps the host's network at K x G)")
+    g.add_argument("--nccl-version", default=None, metavar="X.Y.Z",
+                   help="NCCL release whose tuning the model follows (default: the output's "
+                        "'NCCL version' or 'nccl-library=', else the newest the model knows)")
+    g.add_argument("--algo", default=None, metavar="ALGO",
+                   help="NCCL algorithm the run forced (Ring, Tree, NVLS, NVLSTree, PAT, "
+                        "CollNetDirect, CollNetChain), or 'default' for NCCL's own choice "
+                        "(default: NCCL_ALGO where the output shows it)")
+    add_nvlink_domain_hosts(g)
+
+
+def published_mode(args) -> bool:
+    """Whether bench reads a saved output; ValueError for an option of that mode without it."""
+    if args.published is None:
+        given = [o for o in _PUBLISHED_ONLY if getattr(args, o[2:].replace("-", "_")) is not None]
+        if given:
+            raise ValueError(f"{given[0]}: applies to --published OUTPUT only")
+    return args.published is not None
+
+
+def _check_options(args) -> None:
+    """The live bench's options do not mix with --published, which needs a host file."""
+    live = [o for o, v in (("--procs", args.procs), ("--check", args.check or None),
+                           ("--plot", args.plot)) if v is not None]
+    if live:
+        raise ValueError(f"{live[0]}: measures this machine, not a saved output; leave it out "
+                         "with --published")
+    if args.topology is None:
+        raise ValueError("--published: needs --topology HOSTFILE, the topology file of one host "
+                         "the run ran on (nvidia-smi topo -m text, NCCL XML, hwloc XML or "
+                         "torch-topo JSON)")
+
+
+def _resolve(args, header: RunHeader, output: str) -> tuple[System, dict, dict]:
+    """The System to price, its settings and where each came from."""
+    from torch_topo import _C
+
+    where: dict[str, str] = {}
+    op = args.op or header.op
+    if op is None:
+        raise ValueError(f"{output}: no 'Collective test starting: X_perf' line or X_perf "
+                         f"command line names the collective; give --op ({', '.join(_OPS)})")
+    where["op"] = "--op" if args.op else "output"
+    rank_hosts = len(header.hosts)
+    if args.hosts is not None and rank_hosts and args.hosts != rank_hosts:
+        raise ValueError(f"--hosts: got {args.hosts}, but the rank lines of {output} name "
+                         f"{rank_hosts} host(s) ({', '.join(header.hosts[:4])}"
+                         f"{', ...' if rank_hosts > 4 else ''}); leave --hosts out")
+    hosts = args.hosts or rank_hosts or 1
+    where["hosts"] = "--hosts" if args.hosts else "rank lines" if rank_hosts else "default"
+    if args.ranks_per_host is not None and header.ranks_per_host and \
+            args.ranks_per_host != header.ranks_per_host:
+        raise ValueError(f"--ranks-per-host: got {args.ranks_per_host}, but the rank lines of "
+                         f"{output} give {header.ranks_per_host} per host; leave it out")
+    host = _C.load_cluster_file(args.topology).hosts[0]
+    gpus = len(host.gpus)
+    per_host = args.ranks_per_host or header.ranks_per_host or gpus
+    if per_host > gpus:
+        raise ValueError(f"--topology {args.topology}: has {gpus} GPU(s) per host, but the run "
+                         f"has {per_host} ranks per host")
+    where["ranks_per_host"] = "--ranks-per-host" if args.ranks_per_host else \
+        "rank lines" if header.ranks_per_host else "every GPU of --topology"
+    sm, where["sm"] = _sm(args, header, output)
+    nccl_version = parse_nccl_version(args.nccl_version) or header.nccl_version
+    where["nccl_version"] = "--nccl-version" if args.nccl_version else \
+        "output" if header.nccl_version else "default"
+    algorithm, where["algorithm"] = _algorithm(args, header, op)
+    if args.nics and not args.nic_gbit:
+        raise ValueError("--nics: needs --nic-gbit G, the line rate of each NIC")
+    if hosts > 1 and not args.nic_gbit and (not host.nics or any(not n.speed_gbps
+                                                                 for n in host.nics)):
+        raise ValueError(f"--topology {args.topology}: its NICs carry no line rate and the run "
+                         f"spans {hosts} hosts; give --nic-gbit G (and --nics K, the NICs per "
+                         "host the run used)")
+    if hosts > 1 and not host.nics and not args.nics:
+        raise ValueError(f"--topology {args.topology}: lists no NICs and the run spans {hosts} "
+                         "hosts; give --nics K (and --nic-gbit G)")
+    domain_hosts = nvlink_domain_hosts(args) or 0
+    where["nic_gbit"] = "--nic-gbit" if args.nic_gbit else "topology file"
+    where["nics"] = "--nics" if args.nics else "topology file"
+    where["nvlink_domain_hosts"] = "--nvlink-domain-hosts" if domain_hosts else "default"
+    system = System(results=str(Path(output).resolve()),
+                    topology=str(Path(args.topology).resolve()), hosts=hosts,
+                    ranks=tuple(range(per_host)) if per_host < gpus else None, op=op,
+                    algorithm=algorithm, sm=sm, nic_gbit=args.nic_gbit or 0.0,
+                    nics=args.nics or 0, domain_hosts=domain_hosts, nccl_version=nccl_version)
+    settings = {"op": op, "hosts": hosts, "ranks_per_host": per_host, "sm": sm,
+                "nccl_version": nccl_version, "algorithm": algorithm,
+                "nic_gbit": system.nic_gbit, "nics": system.nics,
+                "nvlink_domain_hosts": domain_hosts}
+    return system, settings, where
+
+
+def _sm(args, header: RunHeader, output: str) -> tuple[int, str]:
+    from torch_topo import _C
+
+    if args.sm:
+        return args.sm, "--sm"
+    if not header.gpu_names:
+        raise ValueError(f"{output}: no rank lines name the GPU; give --sm (compute capability "
+                         "x 10, e.g. 90 for H100/H200, 80 for A100, 100 for B200)")
+    found = {name: _C.sm_from_gpu_name(name) for name in header.gpu_names}
+    unknown = [name for name, sm in found.items() if not sm]
+    if unknown:
+        raise ValueError(f"{output}: GPU {unknown[0]!r}: its compute capability is unknown; "
+                         "give --sm (x 10, e.g. 90 for H100/H200, 80 for A100, 100 for B200)")
+    if len(set(found.values())) > 1:
+        raise ValueError(f"{output}: rank lines name GPUs of several compute capabilities "
+                         f"({', '.join(f'{n} sm{s}' for n, s in found.items())}); the model "
+                         "prices one kind; give --sm")
+    return found[header.gpu_names[0]], f"rank lines: {header.gpu_names[0]}"
+
+
+def _algorithm(args, header: RunHeader, op: str) -> tuple[str | None, str]:
+    if args.algo is not None:
+        if args.algo.lower() == "default":
+            return None, "--algo"
+        if op in _P2P:
+            raise ValueError(f"--algo: got {args.algo!r}, but {op} is NCCL point-to-point "
+                             "traffic, which NCCL_ALGO does not steer; leave --algo out")
+        return algorithm_from_nccl(args.algo, "--algo"), "--algo"
+    if header.algorithm and op not in _P2P:
+        return header.algorithm, "output (NCCL_ALGO)"
+    return None, "default"
+
+
+def _version_text(code: int) -> str:
+    return f"{code // 10000}.{code // 100 % 100}.{code % 100}" if code else "newest"
+
+
+def run_published(args) -> int:
+    _check_options(args)
+    output = args.published
+    try:
+        lines = Path(output).read_text(errors="replace").splitlines()
+    except OSError as exc:
+        raise ValueError(f"--published: cannot read {output!r}: {exc.strerror or exc}") from None
+    # The file's own faults first, then what the options must add; the rows get their op and
+    # algorithm once those are settled.
+    header = read_header(lines, output)
+    published = read_table(lines, op=header.op or "", algorithm=None, path=output)
+    system, settings, where = _resolve(args, header, output)
+    rows = compare(system, [replace(p, op=system.op, algorithm=system.algorithm)
+                            for p in published])
+    misses = goal_misses(rows)
+    if args.json:
+        missed = {id(r) for r in misses}
+        print(json.dumps({
+            "schema": PUBLISHED_SCHEMA, "published": output, "topology": args.topology,
+            "settings": settings, "sources": where,
+            "goals": {"busbw_from_1MiB": list(BUSBW_GOAL), "time_to_64KiB": list(TIME_GOAL)},
+            "misses": len(misses),
+            "rows": [{**row, "outside_goals": id(r) in missed}
+                     for r, row in zip(rows, table_json(rows), strict=True)]}, indent=2))
+        return 0
+    print(f"== {output}  ({system.hosts} x {Path(args.topology).name}, {system.op}, "
+          f"sm{system.sm})")
+    shown = {**settings, "nccl_version": _version_text(system.nccl_version),
+             "algorithm": system.algorithm or "NCCL's own choice",
+             "nic_gbit": f"{system.nic_gbit:g}" if system.nic_gbit else "-",
+             "nics": system.nics or "-", "nvlink_domain_hosts": system.domain_hosts or "-"}
+    print("settings: " + ", ".join(f"{k} {shown[k]} ({where[k]})" for k in settings))
+    print(format_table(rows))
+    return 0
