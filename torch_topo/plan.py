@@ -180,9 +180,10 @@ def check_traffic_bytes(option: str, name: str, nbytes: float) -> float:
 def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20,
                     model: str = "auto", *, nvlink: str = "file", live=None,
                     inter_host_gbps: float | None = None, nccl_version: int = 0):
-    """A `_C.PlannerCluster` from a file path, a `Topology`/cluster object (anything with
-    `to_json()`), a torch-topo JSON dict or text, or an existing PlannerCluster. `model`: the
-    cost model's kind for GPU groups ("auto", "alpha_beta", "nccl"; see PlannerCluster).
+    """A `_C.PlannerCluster` from a file path, a `Topology` (or anything with `to_json()`), a
+    `torch_topo.Cluster`, a torch-topo JSON dict or text, or an existing PlannerCluster.
+    `model`: the cost model's kind for GPU groups ("auto", "alpha_beta", "nccl"; see
+    PlannerCluster).
     `nvlink`: for an NCCL XML path, "file" plans on it as written, "complete" on the NVLink it
     leaves out filled from `live` (a live probe `Topology`; None probes this host) or the GPU
     model (`load_topology`). `inter_host_gbps`: GB/s between hosts per direction, as the live
@@ -209,20 +210,22 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
 
 
 def _cluster_text(obj: Any, hosts: int) -> str:
-    """Cluster JSON of a file path, `Topology`/cluster object or torch-topo JSON, a one-host
+    """Cluster JSON of a file path, `Topology`, `Cluster` or torch-topo JSON, a one-host
     topology repeated `hosts` times."""
     if _is_path(obj):
         path = os.fspath(obj)
         if not os.path.exists(path):
             raise ValueError(f"topology: {path}: no such file")
         return _C.planner_cluster_json(path=path, hosts=hosts)
-    if hasattr(obj, "to_json"):
+    if hasattr(obj, "planner_doc"):  # a `Cluster` (exchange_cluster, world_cluster)
+        obj = obj.planner_doc()
+    elif hasattr(obj, "to_json"):
         obj = obj.to_json()
     if isinstance(obj, Mapping):
         obj = json.dumps(obj)
     if not isinstance(obj, str):
-        raise ValueError(f"topology: got {type(obj).__name__}, expected a file path, a Topology "
-                         "or cluster object, or torch-topo JSON")
+        raise ValueError(f"topology: got {type(obj).__name__}, expected a file path, a Topology, "
+                         "a Cluster or torch-topo JSON")
     return _C.planner_cluster_json(text=_drop_empty_nic_paths(obj), hosts=hosts)
 
 
@@ -522,7 +525,7 @@ def plan(topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
     """Lays `mesh` ({name: size}, outermost first) out on the ranks of a topology or cluster.
 
     Args:
-        topology_or_cluster: topology file path, `Topology`, cluster object, or torch-topo JSON.
+        topology_or_cluster: topology file path, `Topology`, `Cluster` or torch-topo JSON.
         mesh: ordered mapping (or "dp=4,tp=2") of dimension name to size.
         traffic: optional {dim: bytes per step or (bytes, op)}; must name every dimension.
             Defaults: tp heaviest, then sp/cp, ep, dp, pp.

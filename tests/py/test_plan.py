@@ -164,6 +164,25 @@ def test_multi_host_hard_cases_strictly_better(hosts):
         assert planned.cost() < Plan.naive(DGX1, spec, hosts=hosts).cost(), spec
 
 
+def _exchanged_cluster(hosts: int) -> torch_topo.Cluster:
+    """What exchange_cluster gives ranks on `hosts` DGX-1s, rank r on GPU r % 8 of host r // 8."""
+    host = torch_topo.load_topology(DGX1).to_json()
+    records = [_C.RankRecord(r, f"h{r // 8}", r % 8, r % 8, host_json=host)
+               for r in range(8 * hosts)]
+    return torch_topo.Cluster(_C.assemble_cluster(records), 0)
+
+
+def test_plan_takes_an_exchanged_cluster():
+    # The docs promise a Cluster (exchange_cluster, world_cluster) as the planner's input; it
+    # was refused as "got Cluster, expected ... a Topology or cluster object".
+    one = torch_topo.plan(_exchanged_cluster(1), {"dp": 4, "tp": 2})
+    assert one.groups("tp") == [[0, 3], [1, 2], [4, 7], [5, 6]]  # the NV2 pairs of the cube
+    two = _exchanged_cluster(2)
+    planned = torch_topo.plan(two, {"dp": 8, "tp": 2})
+    assert planned.cluster.world_size == 16
+    assert planned.groups("dp") == torch_topo.plan(two.planner_doc(), {"dp": 8, "tp": 2}).groups("dp")
+
+
 def test_plan_outputs():
     p = torch_topo.plan(DGX1, {"dp": 2, "cp": 2, "tp": 2}, nccl_hints=True)
     assert p.mesh_dim_names == ("dp", "cp", "tp") and p.mesh_shape == (2, 2, 2)
