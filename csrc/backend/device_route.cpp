@@ -72,6 +72,12 @@ std::vector<c10::intrusive_ptr<c10d::Backend>> DeviceRoute::backends() const {
   return all;
 }
 
+bool DeviceRoute::mayRunHierarchical() const {
+  return levels.valid() &&
+         std::any_of(hierarchicalMinBytes.begin(), hierarchicalMinBytes.end(),
+                     [](const auto& entry) { return entry.second >= 0; });
+}
+
 ScheduleWorker& DeviceRoute::scheduleWorker() {
   if (!worker_) worker_ = std::make_unique<ScheduleWorker>();
   return *worker_;

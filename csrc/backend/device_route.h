@@ -39,6 +39,8 @@ struct DeviceRoute {
   bool glooDtypesOnly;
   Levels levels;
   std::map<std::string, int64_t> hierarchicalMinBytes;
+  /// The group has levels and some op a threshold from which it runs hierarchically.
+  bool mayRunHierarchical() const;
 
   /// The inner backend and the level backends (the latter made by the creator for this route
   /// alone, so shutdown, abort and timeouts reach them only through here).

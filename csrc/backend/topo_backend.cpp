@@ -229,8 +229,20 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
     const std::function<Issued()>& issue, Epilogue epilogue, bool direct) {
   ++seq_;
   // The inner backend's own call and Work are all the op needs: on a stream device it orders
-  // itself after the caller's stream, as a plain group of that backend would.
-  if (passesThrough(!direct, epilogue != nullptr, coalescing_)) return issue().work;
+  // itself after the caller's stream, as a plain group of that backend would. Not on a stream
+  // route where ops can run hierarchically: those run on the internal stream and the level
+  // groups, and a flat op on the inner group's own stream would be ordered with them only
+  // through the caller's stream, which an async op's caller has not made wait. A plain NCCL
+  // group runs all its collectives on one stream, so an all_reduce(async_op=True) followed by
+  // a collective reading the same tensor is ordered there; here the two ran at once, the
+  // second reading stale values, and kernels of different communicators running at once can
+  // deadlock (NCCL's "Using multiple NCCL communicators concurrently"). Every collective of
+  // such a route goes through the internal stream instead; point-to-point ops stay apart, as
+  // NCCL's own do.
+  if (passesThrough(!direct || orderedOnInternal(route, type), epilogue != nullptr,
+                    coalescing_)) {
+    return issue().work;
+  }
   if (coalescing_) {
     if (route.streamed && epilogue) {
       // The epilogue would run when the op is queued, before NCCL's grouped launch at

@@ -213,9 +213,19 @@ class TopoBackend : public c10d::Backend {
   /// The latest flat/hierarchical decisions, oldest first (bounded, kMaxDecisions).
   std::vector<Decision> lastDecisions() const;
   /// The fast path's rule: an op runs as the inner backend's own call, returning its Work,
-  /// exactly when it needs no hierarchical schedule, no local epilogue and no coalescing.
-  static bool passesThrough(bool hierarchical, bool hasEpilogue, bool coalescing) {
-    return !hierarchical && !hasEpilogue && !coalescing;
+  /// exactly when it needs neither the internal stream (a hierarchical schedule, or any
+  /// collective on a route with levels: `orderedOnInternal`) nor a local epilogue nor
+  /// coalescing.
+  static bool passesThrough(bool onInternal, bool hasEpilogue, bool coalescing) {
+    return !onInternal && !hasEpilogue && !coalescing;
+  }
+  /// Whether an op of `type` on `route` must run on the route's internal stream even when flat:
+  /// every collective of a stream route where some op can run hierarchically, so that it is
+  /// ordered with those as a plain NCCL group's collectives are on their one stream.
+  static bool orderedOnInternal(const DeviceRoute& route, c10d::OpType type) {
+    const bool p2p = type == c10d::OpType::SEND || type == c10d::OpType::RECV ||
+                     type == c10d::OpType::RECVANYSOURCE;
+    return route.streamed && !p2p && route.mayRunHierarchical();
   }
   /// The inner backend of a device type (null if none, or lazy and not built yet): for
   /// Python-side helpers and tests.

@@ -103,6 +103,9 @@ void TopoBackend::joinCoalesced(DeviceRoute& route) {
     coalescedOther_ = true;
   } else if (std::find(coalescedNative_.begin(), coalescedNative_.end(), &route) ==
              coalescedNative_.end()) {
+    // The block's ops run on the inner group's stream, which follows the caller's: the caller's
+    // stream first waits for the hierarchical ops queued on the internal stream (see launch).
+    if (route.mayRunHierarchical()) route.orderCurrentAfterInternal();
     route.inner->startCoalescing();
     coalescedNative_.push_back(&route);
   }

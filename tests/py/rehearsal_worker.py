@@ -9,8 +9,9 @@ c10d collective through the world group: each reduction for every dtype and redu
 backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
 batch_isend_irecv, and the overlap ops; on CUDA, with a late peer, that coalesced blocks'
 wait() and barrier() order the caller after the op (barrier() also after an op nobody waited
-for), that wait(timeout) of a hierarchical op blocks the host up to the timeout, and that a
-dropped work's buffers (and the copies of strided all-to-all inputs) are not reused early.
+for), that wait(timeout) of a hierarchical op blocks the host up to the timeout, that NCCL's
+own ops and hierarchical ones on one tensor follow each other unwaited, and that a dropped
+work's buffers (and the copies of strided all-to-all inputs) are not reused early.
 Each result is compared with the one
 computed locally from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
 equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
@@ -242,6 +243,46 @@ def _wait_with_timeout(c: Checks, rank: int, world: int) -> None:
     c.same("all_reduce after a wait that timed out", t, want)
 
 
+def _flat_and_hierarchical_unwaited(c: Checks, rank: int, world: int) -> None:
+    """Async collectives on one tensor, none waited before the next is issued, where
+    all_reduce is hierarchical (topo's internal stream and level groups) and all_to_all_single
+    and batch_isend_irecv are NCCL's own ops: on a plain NCCL group all its collectives share
+    one stream, so each reads what the one before wrote. Behind a late last rank: a flat op
+    that does not follow the hierarchical one reads the tensor before it is reduced, and a
+    hierarchical op that does not follow the flat one reduces the tensor before it is filled
+    (deterministic on the ranks of the other host: their first level step needs no late peer)."""
+    if c.device.type != "cuda" or world < 2 or \
+            os.environ.get("TORCH_TOPO_HIERARCHICAL") != "always":
+        return
+    every = range(world)
+    numel = 1 << 20
+
+    def exchanged(salt: int, r: int) -> torch.Tensor:  # rank r's all_to_all_single output
+        return torch.cat([_input(j, salt, torch.float32, numel).chunk(world)[r] for j in every])
+
+    filled = c.put(torch.empty(numel))
+    src = c.put(_input(rank, 76, torch.float32, numel))
+    _late_peer(c, rank, world)
+    works = [dist.all_to_all_single(filled, src, async_op=True),
+             dist.all_reduce(filled, async_op=True)]
+    t = c.put(_input(rank, 77, torch.float32, numel))
+    read, got = c.put(torch.empty(numel)), c.put(torch.empty(numel))
+    _late_peer(c, rank, world)
+    works += [dist.all_reduce(t, async_op=True),
+              dist.all_to_all_single(read, t, async_op=True)]
+    works += dist.batch_isend_irecv([dist.P2POp(dist.isend, t, (rank + 1) % world),
+                                     dist.P2POp(dist.irecv, got, (rank - 1) % world)])
+    for work in works:
+        work.wait()
+    c.same("hierarchical all_reduce after an unwaited all_to_all_single", filled,
+           sum(exchanged(76, r) for r in every))
+    reduced = sum(_input(r, 77, torch.float32, numel) for r in every)
+    c.same("all_to_all_single after an unwaited hierarchical all_reduce", read,
+           torch.cat([reduced.chunk(world)[rank]] * world))
+    c.same("batch_isend_irecv after an unwaited hierarchical all_reduce", got, reduced)
+    dist.barrier()
+
+
 def _dropped_all_to_all(c: Checks, rank: int, world: int) -> None:
     """An uneven list all-to-all (topo packs it into one buffer and unpacks after) whose work
     is dropped without wait(). On CUDA the last rank is late and then allocates buffers of
@@ -464,6 +505,7 @@ def main() -> int:
         _barrier_waits_for_peers(checks, rank, world)
         _barrier_after_unwaited_op(checks, rank, world)
         _wait_with_timeout(checks, rank, world)
+        _flat_and_hierarchical_unwaited(checks, rank, world)
         _overlap_ops(checks, rank, world)
         if args.mesh:
             record["mesh"] = _mesh_and_subgroups(checks, rank, world, args.device)
