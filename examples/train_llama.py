@@ -334,14 +334,22 @@ def checkpoint_round_trip(trainer: Trainer, folder: str) -> bool:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    device = init_distributed(args)
+    try:
+        device = init_distributed(args)
+        cfg = LlamaConfig(dim=args.dim, n_layers=args.layers, ffn_dim=args.ffn_dim,
+                          n_heads=args.heads, n_kv_heads=args.kv_heads)
+        mesh, names = build_mesh(args, device)
+        trainer = Trainer(args, cfg, mesh, names, device)
+    except ValueError as exc:
+        # Sizes that break a rule of the model, the mesh or the split, known only once the
+        # world size is: a usage error like parse_args' own (every rank finds the same one).
+        print(f"train_llama.py: error: {exc}", file=sys.stderr, flush=True)
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        return 2
     rank, world = dist.get_rank(), dist.get_world_size()
-    cfg = LlamaConfig(dim=args.dim, n_layers=args.layers, ffn_dim=args.ffn_dim,
-                      n_heads=args.heads, n_kv_heads=args.kv_heads)
-    mesh, names = build_mesh(args, device)
     plan_text = "\n".join(filter(None, [getattr(args, "split_text", None),
                                          describe_plan(mesh, names)]))
-    trainer = Trainer(args, cfg, mesh, names, device)
     ref = reference_losses(args, cfg, args.check_steps) if rank == 0 else []
 
     losses, times, tp_stats = [], [], []

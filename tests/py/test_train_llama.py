@@ -139,9 +139,17 @@ def test_docstring_command_runs_with_its_defaults(command, tmp_path):
                    for line in r["plan"].splitlines()), r["plan"]
 
 
-def test_bad_options_are_refused():
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    res = subprocess.run([sys.executable, EXAMPLE, "--ring"], capture_output=True, text=True,
-                         env=env, timeout=60)
-    assert res.returncode == 2
-    assert re.search(r"--ring: needs --sp > 1", res.stderr)
+@pytest.mark.parametrize("options, message", [
+    (["--ring"], r"--ring: needs --sp > 1"),
+    # Rules that need the world size (1 here: a lone process) or the model were tracebacks.
+    (["--dp", "2"], r"--dp x --tp x --sp: got 2 x 1 x 1 = 2, expected the world size 1"),
+    (["--heads", "3"], r"LlamaConfig.dim: got 64, expected a multiple of n_heads 3"),
+])
+def test_bad_options_are_refused(options, message):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TOPO_", "NCCL_TOPO"))}
+    env.update(PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
+    res = subprocess.run([sys.executable, EXAMPLE, *options, "--no-checkpoint"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert re.search(r"^train_llama.py: error: " + message, res.stderr, re.M), res.stderr
+    assert "Traceback" not in res.stderr
