@@ -24,6 +24,7 @@ from torch_topo.bench.nccl_tests import (
     compare,
     format_table,
     goal_misses,
+    parse_published,
     table_json,
 )
 from torch_topo.bench.nccl_tests_output import read_header
@@ -102,6 +103,26 @@ def test_text_table_end_to_end():
     assert lines[1].startswith("settings: op all_to_all (output), hosts 2 (rank lines), "
                                "ranks_per_host 8 (rank lines), sm 90 (rank lines: NVIDIA H100")
     assert "\n".join(lines[2:]) == format_table(compare(_system(ALLTOALL_2X8.name)))
+
+
+def test_runs_of_several_gpus_per_process_carry_the_caveat(capsys, tmp_path):
+    """-g 8 gets the note, one GPU per process none; the note's figures are those of the same
+    8 x A100 host run both ways (tests/data)."""
+    system = _system(G8_ALLREDUCE.name)
+    assert "one process drove 8 GPUs" in _published(capsys, G8_ALLREDUCE,
+                                                     DATA / system.topology)["caveat"]
+    assert _published(capsys, ALLTOALL_2X8, H100, *NET)["caveat"] is None
+    threads = _derive(tmp_path, ALLTOALL_2X8, ("nThread 1 nGpus 1", "nThread 2 nGpus 4"))
+    assert read_header(threads.read_text().splitlines()).gpus_per_process == 8
+    times = {}
+    for how in ("g8", "mpirun8proc"):
+        name = f"thanosNotes_1node_8xA100-SXM4-80GB_{how}_all_reduce_perf_8B-4G.txt"
+        times[how] = {p.size: p.time_us for p in parse_published(_system(name))}
+    extra = [times["g8"][s] - times["mpirun8proc"][s] for s in times["g8"] if s <= 1 << 20]
+    ratio = [times["g8"][s] / times["mpirun8proc"][s] for s in times["g8"]
+             if 4 << 20 <= s <= 512 << 20]
+    assert (round(min(extra)), round(max(extra))) == (9, 22)
+    assert (round(min(ratio), 2), round(max(ratio), 2)) == (1.08, 1.27)
 
 
 def _derive(tmp_path, source: Path, *edits: tuple[str, str], name="out.txt") -> Path:

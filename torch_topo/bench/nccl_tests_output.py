@@ -50,6 +50,7 @@ _STARTING = re.compile(r"Collective test starting:\s*(\w+)_perf\b")
 _BINARY = re.compile(r"\b([a-z_]+)_perf\b")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+)\.(\d+)\.(\d+)")
 _NCCL_LIBRARY = re.compile(r"nccl-library=(\d+)")
+_THREADS_GPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
 _NCCL_ALGO = re.compile(r"NCCL_ALGO(?:=|\s+set by environment to\s+)(\S+)")
 
 
@@ -115,6 +116,8 @@ class RunHeader:
     """NCCL's version code (2.26.2 -> 22602) from 'NCCL version' or 'nccl-library='."""
     algorithm: str | None
     """The model's name of the NCCL_ALGO a command or environment line sets."""
+    gpus_per_process: int
+    """GPUs one process drove (nccl-tests -t x -g), 0 where the output does not say."""
 
 
 def _op_of(lines: list[str], path: str) -> str | None:
@@ -168,9 +171,11 @@ def read_header(lines: list[str], path: str = "<text>") -> RunHeader:
     model cannot price, a malformed rank line, uneven hosts or an NCCL_ALGO it cannot force."""
     op = _op_of(lines, path)
     hosts, ranks_per_host, gpu_names = _ranks_of(lines, path)
-    version = 0
+    version = gpus_per_process = 0
     algorithm = None
     for number, line in enumerate(lines, 1):
+        if not gpus_per_process and (m := _THREADS_GPUS.search(line)):
+            gpus_per_process = int(m.group(1)) * int(m.group(2))
         if not version and (m := _NCCL_VERSION.search(line)):
             version = version_code(*(int(g) for g in m.groups()))
         elif not version and (m := _NCCL_LIBRARY.search(line)):
@@ -178,4 +183,5 @@ def read_header(lines: list[str], path: str = "<text>") -> RunHeader:
         if algorithm is None and (m := _NCCL_ALGO.search(line)):
             algorithm = algorithm_from_nccl(m.group(1), f"{path}:{number}: NCCL_ALGO")
     return RunHeader(op=op, hosts=hosts, ranks_per_host=ranks_per_host, gpu_names=gpu_names,
-                     nccl_version=version, algorithm=algorithm)
+                     nccl_version=version, algorithm=algorithm,
+                     gpus_per_process=gpus_per_process)
