@@ -283,7 +283,8 @@ def test_exit_codes(monkeypatch, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--procs", "0"], "--procs: got 0, expected >= 1"),
     (["--procs", "2", "--min-bytes", "lots"], "--min-bytes: got 'lots'"),
-    (["--procs", "2", "--min-bytes", "1M", "--max-bytes", "1K"], "min_bytes/max_bytes"),
+    (["--procs", "2", "--min-bytes", "1M", "--max-bytes", "1K"],
+     "--min-bytes/--max-bytes: got 1048576/1024, expected --min-bytes <= --max-bytes"),
     (["--procs", "2", "--factor", "1"], "--factor: got 1, expected >= 2"),
     (["--procs", "2", "--min-fraction", "1.5"], "--min-fraction: got 1.5"),
     (["--procs", "2", "--collectives", "all_reduce", "gather"], "invalid choice: 'gather'"),

@@ -99,6 +99,9 @@ def render_text(result: dict, check: bool) -> str:
 def run(args) -> int:
     if published_mode(args):
         return run_published(args)
+    if args.min_bytes > args.max_bytes:  # SweepConfig would name its fields, not the options
+        raise ValueError(f"--min-bytes/--max-bytes: got {args.min_bytes}/{args.max_bytes}, "
+                         "expected --min-bytes <= --max-bytes")
     if args.topology:
         load_topology(args.topology)  # a bad file fails here, before any rank starts
     options = BenchOptions(
