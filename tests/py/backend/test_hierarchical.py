@@ -23,7 +23,7 @@ from datetime import timedelta
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+from rank_processes import process
 
 from torch_topo import _C
 from torch_topo.cluster import parse_play
@@ -261,9 +261,7 @@ def _play(hosts):
 
 def _spawn(hosts, tmp, full, target=_worker):
     """Every rank's result dict, after asserting that no rank reported a failure."""
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_rank_main, args=(target, r, hosts, str(tmp), full))
-             for r in range(len(hosts))]
+    procs = [process(_rank_main, (target, r, hosts, str(tmp), full)) for r in range(len(hosts))]
     for p in procs:
         p.start()
     for p in procs:
@@ -661,7 +659,10 @@ def test_destroy_frees_inner_backends_that_ddp_still_holds(tmp_path):
 
 
 SET_TIMEOUT_S = 2.0
-STALL_S = 12.0  # the stalled rank's sleep: well past the shortened timeout, well before TIMEOUT
+# The stalled rank's longest wait: well past the shortened timeouts of the others' two calls,
+# well before TIMEOUT. It leaves as soon as they have all reported: a peer that exits earlier
+# would fail their calls with a closed connection instead of the timeout.
+STALL_S = 12.0
 
 
 def _set_timeout_worker(rank, hosts, tmp, _full):
@@ -697,7 +698,10 @@ def _set_timeout_worker(rank, hosts, tmp, _full):
             except RuntimeError as e:
                 outcome[label] = (str(e).splitlines()[0], time.monotonic() - start)
     else:
-        time.sleep(STALL_S)
+        peers = [os.path.join(tmp, f"result{r}.json") for r in range(size - 1)]
+        deadline = time.monotonic() + STALL_S
+        while time.monotonic() < deadline and not all(map(os.path.exists, peers)):
+            time.sleep(0.1)
     with open(os.path.join(tmp, f"result{rank}.json"), "w") as f:
         json.dump({"failures": [], "outcome": outcome}, f)
     os._exit(0)  # a group with a stalled peer cannot be torn down cleanly
