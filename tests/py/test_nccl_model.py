@@ -12,7 +12,6 @@ import pytest
 
 from torch_topo import _C
 from torch_topo.bench.nccl_tests import (
-    _NCCL1801,
     BUSBW_GOAL,
     DATA,
     SYSTEMS,
@@ -23,6 +22,7 @@ from torch_topo.bench.nccl_tests import (
     goal_misses,
     parse_published,
 )
+from torch_topo.bench.published_systems import _NCCL1801
 from torch_topo.plan import predicted_choices
 
 BY_FILE = {s.results: s for s in SYSTEMS}
