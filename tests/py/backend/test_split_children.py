@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+from rank_processes import start_processes
 
 HOSTS = ["hostA", "hostA", "hostB", "hostB"]
 PLAY = ",".join(f"{h}:{i % 2}" for i, h in enumerate(HOSTS))
@@ -69,7 +69,7 @@ def test_split_children_get_levels_like_new_group(tmp_path, monkeypatch):
     # "always": a child left flat (no levels) would run these 256-byte calls flat.
     monkeypatch.setenv("TORCH_TOPO_HIERARCHICAL", "always")
     monkeypatch.setenv("TORCH_TOPO_PLAY", PLAY)
-    mp.start_processes(_worker, args=(str(tmp_path),), nprocs=len(HOSTS), start_method="spawn")
+    start_processes(_worker, args=(str(tmp_path),), nprocs=len(HOSTS))
     for rank in range(len(HOSTS)):
         got = json.loads((tmp_path / f"{rank}.json").read_text())
         for name in ("all", "across", "within"):
