@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from planner_support import DGX1
+from rank_processes import start_processes
 
 import torch_topo
 from torch_topo import nccl_hints
@@ -96,8 +96,8 @@ def _groups_main(rank, world, store_path, out_dir):
 @pytest.mark.timeout(240)
 def test_each_group_is_created_under_its_planned_setting(tmp_path, monkeypatch):
     monkeypatch.delenv("NCCL_ALGO", raising=False)
-    mp.start_processes(_groups_main, args=(4, str(tmp_path / "store"), str(tmp_path)),
-                       nprocs=4, start_method="spawn")
+    start_processes(_groups_main, args=(4, str(tmp_path / "store"), str(tmp_path)),
+                    nprocs=4)
     plan = _plan()
     for rank in range(4):
         r = json.loads((tmp_path / f"{rank}.json").read_text())
