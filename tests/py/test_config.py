@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+from rank_processes import start_processes
 
 from torch_topo import TopoConfig
 from torch_topo.config import ENV_VARS, OTHER_VARS, parse_bool
@@ -289,8 +289,8 @@ def test_each_field_has_its_effect_on_a_topo_group(tmp_path, monkeypatch):
     for var in ENV_VARS.values():
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
-    mp.start_processes(_effects_main, args=(2, str(tmp_path / "store"), str(tmp_path)),
-                       nprocs=2, start_method="spawn")
+    start_processes(_effects_main, args=(2, str(tmp_path / "store"), str(tmp_path)),
+                    nprocs=2)
     for rank in range(2):
         seen = json.loads((tmp_path / f"{rank}.json").read_text())
         assert set(seen) == set(_EFFECT_FIELDS)
@@ -353,8 +353,8 @@ def test_aware_off_issues_exactly_what_plain_gloo_does(tmp_path, monkeypatch, wo
     for var in ENV_VARS.values():
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
-    mp.start_processes(_plain_main, args=(world, str(tmp_path / "store"), str(tmp_path)),
-                       nprocs=world, start_method="spawn")
+    start_processes(_plain_main, args=(world, str(tmp_path / "store"), str(tmp_path)),
+                    nprocs=world)
     for rank in range(world):
         seen = json.loads((tmp_path / f"{rank}.json").read_text())
         calls, values = seen["gloo"]
