@@ -275,10 +275,10 @@ def _groups_main(rank, world, store_path, out_dir):
 def test_groups_follow_the_played_hosts(tmp_path):
     import json
 
-    import torch.multiprocessing as mp
+    from rank_processes import start_processes
 
-    mp.start_processes(_groups_main, args=(4, str(tmp_path / "store"), str(tmp_path)),
-                       nprocs=4, start_method="spawn")
+    start_processes(_groups_main, args=(4, str(tmp_path / "store"), str(tmp_path)),
+                    nprocs=4)
     hosts = {0: "A", 1: "B", 2: "A", 3: "B"}
     chosen = []
     for rank in range(4):
