@@ -62,10 +62,9 @@ def _main(rank, world, store_path, out_dir):
                     reason="torch < 2.12 refuses this mesh (test_mesh checks that)")
 @pytest.mark.timeout(240)
 def test_flattened_world_dimension_keeps_the_planned_order(tmp_path):
-    import torch.multiprocessing as mp
+    from rank_processes import start_processes
 
-    mp.start_processes(_main, args=(4, str(tmp_path / "store"), str(tmp_path)), nprocs=4,
-                       start_method="spawn")
+    start_processes(_main, args=(4, str(tmp_path / "store"), str(tmp_path)), nprocs=4)
     results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(4)]
     order = results[0]["order"]
     assert order != sorted(order), "the plan kept rank order: the case is not exercised"
