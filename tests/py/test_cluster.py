@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch.distributed as dist
-import torch.multiprocessing as mp
+from rank_processes import start_processes
 
 from torch_topo import TopoConfig
 from torch_topo.cluster import exchange_cluster, parse_play
@@ -38,11 +38,10 @@ def _rank_main(rank, world, store_path, configs, out_dir):
 
 def _run(tmp_path, configs):
     world = len(configs)
-    mp.start_processes(
+    start_processes(
         _rank_main,
         args=(world, str(tmp_path / "store"), configs, str(tmp_path)),
         nprocs=world,
-        start_method="spawn",
     )
     return [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
 
@@ -110,8 +109,8 @@ def test_a_bad_play_entry_without_a_file_fails_every_rank_at_once(tmp_path, monk
     for var in ("TORCH_TOPO_FILE", "NCCL_TOPO_FILE", "TORCH_TOPO_PLAY"):
         monkeypatch.delenv(var, raising=False)
     world = 3
-    mp.start_processes(_layout_main, nprocs=world, start_method="spawn",
-                       args=(world, str(tmp_path / "store"), ["a:0", "b", "c:0"], str(tmp_path)))
+    start_processes(_layout_main, nprocs=world,
+                    args=(world, str(tmp_path / "store"), ["a:0", "b", "c:0"], str(tmp_path)))
     results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
     for result in results:
         assert result.get("error") == "ValueError", result
@@ -228,8 +227,8 @@ def _reuse_main(rank, world, store_path, out_dir, tamper):
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("tamper", [False, True])
 def test_later_group_reuses_the_exchange_after_a_digest_check(tmp_path, tamper):
-    mp.start_processes(_reuse_main, args=(3, str(tmp_path / "store"), str(tmp_path), tamper),
-                       nprocs=3, start_method="spawn")
+    start_processes(_reuse_main, args=(3, str(tmp_path / "store"), str(tmp_path), tamper),
+                    nprocs=3)
     results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(3)]
     assert all(r["exchanges"] == 1 and r["hosts"] == ["hostA", "hostB"] for r in results)
     for r in results[1:]:
