@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+from rank_processes import start_processes
 
 
 def _topo_with_lazy_cpu(store, rank, world, timeout_s, factory):
@@ -29,8 +29,8 @@ def _topo_with_lazy_cpu(store, rank, world, timeout_s, factory):
 
 def _spawn(main, world, tmp_path):
     """Every rank's result of main(rank, world, store path, out dir), which writes {rank}.json."""
-    mp.start_processes(main, args=(world, str(tmp_path / "store"), str(tmp_path)),
-                       nprocs=world, start_method="spawn")
+    start_processes(main, args=(world, str(tmp_path / "store"), str(tmp_path)),
+                    nprocs=world)
     return [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
 
 
@@ -102,9 +102,9 @@ def _creator_main(rank, world, store_path, out_dir, bound, timeout_s):
 
 @pytest.mark.timeout(180)
 def test_creator_defers_gloo_when_every_rank_bound_cuda(tmp_path):
-    mp.start_processes(_creator_main,
-                       args=(2, str(tmp_path / "store"), str(tmp_path), [True, True], 20),
-                       nprocs=2, start_method="spawn")
+    start_processes(_creator_main,
+                    args=(2, str(tmp_path / "store"), str(tmp_path), [True, True], 20),
+                    nprocs=2)
     for r in range(2):
         result = json.loads((tmp_path / f"{r}.json").read_text())
         assert result == {"lazy": True, "sum": [3.0, 3.0], "built": True}, result
@@ -114,9 +114,9 @@ def test_creator_defers_gloo_when_every_rank_bound_cuda(tmp_path):
 def test_ranks_that_disagree_on_binding_get_an_error_naming_them(tmp_path):
     # Rank 0 goes on alone and fails later, when its timeout ends: a short one, as only rank 1's
     # error is checked.
-    ranks = mp.start_processes(_creator_main,
-                               args=(2, str(tmp_path / "store"), str(tmp_path), [True, False], 8),
-                               nprocs=2, start_method="spawn", join=False)
+    ranks = start_processes(_creator_main,
+                            args=(2, str(tmp_path / "store"), str(tmp_path), [True, False], 8),
+                            nprocs=2, join=False)
     while not ranks.join():
         pass
     result = json.loads((tmp_path / "1.json").read_text())
