@@ -189,8 +189,9 @@ def ring_in_place(rank, world, *, op, causal, balance, batch=2):
     return None
 
 
-# Short enough for a test to wait out, long enough for a loaded 2-core host to go round a ring.
-_SHORT_TIMEOUT_S = 10
+# Short enough for a test to wait out, long enough for a loaded 2-core host to go round a ring
+# (its two ranks run warm in the pool: a ring step takes milliseconds).
+_SHORT_TIMEOUT_S = 5
 
 
 def ring_fails_mid_ring(rank, world, *, phase, failing):
