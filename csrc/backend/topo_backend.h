@@ -48,7 +48,9 @@ using Decision = std::tuple<std::string, int64_t, std::string>;
 ///
 /// Fast path: an op that needs no schedule, no epilogue and no coalescing returns the inner
 /// backend's own Work, issued on the caller's stream: no TopoWork, no stream hop, no event pair
-/// (`passesThrough`). Everything else runs as described below.
+/// (`passesThrough`), except the collectives of a stream route where ops can run
+/// hierarchically, which all take the internal stream (`orderedOnInternal`). Everything else
+/// runs as described below.
 ///
 /// Ordering: flat inner collectives are issued on the calling thread, in program order, inside
 /// the op call. A hierarchical schedule waits between dependent steps: on CUDA with stream
