@@ -15,7 +15,7 @@ import tempfile
 import traceback
 from datetime import timedelta
 
-import torch.multiprocessing as mp
+from rank_processes import context, process
 
 CASE_TIMEOUT_S = 120
 
@@ -50,15 +50,14 @@ class RankPool:
     def __init__(self, size: int, env: dict[str, str] | None = None):
         self.size = size
         self.env = dict(env or {})
-        ctx = mp.get_context("spawn")
+        ctx = context()
         self._dir = tempfile.TemporaryDirectory()
         store_path = os.path.join(self._dir.name, "store")
         self._tasks = [ctx.Queue() for _ in range(size)]
         self._results = ctx.Queue()
         self._procs = [
-            ctx.Process(target=_worker,
-                        args=(r, size, store_path, self.env, self._tasks[r], self._results),
-                        daemon=True)
+            process(_worker, (r, size, store_path, self.env, self._tasks[r], self._results),
+                    daemon=True)
             for r in range(size)
         ]
         for p in self._procs:
