@@ -10,7 +10,7 @@ import queue
 import tempfile
 import traceback
 
-import torch.multiprocessing as mp
+from rank_processes import context, process
 
 _CASE_TIMEOUT_S = 120
 # Starting ranks imports torch in each; on a loaded 2-core host that alone can take minutes.
@@ -47,14 +47,14 @@ class RankPool:
     every rank and returns the per-rank results, raising with the tracebacks on failure."""
 
     def __init__(self, world: int, backend: str = "gloo") -> None:
-        ctx = mp.get_context("spawn")
+        ctx = context()
         self.world = world
         self._dir = tempfile.TemporaryDirectory()
         store = os.path.join(self._dir.name, "store")
         self._results = ctx.Queue()
         self._tasks = [ctx.Queue() for _ in range(world)]
-        self._procs = [ctx.Process(target=_worker, daemon=True,
-                                   args=(r, world, backend, store, self._tasks[r], self._results))
+        self._procs = [process(_worker, (r, world, backend, store, self._tasks[r], self._results),
+                               daemon=True)
                        for r in range(world)]
         for p in self._procs:
             p.start()
