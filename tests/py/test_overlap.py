@@ -14,7 +14,7 @@ import traceback
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+from rank_processes import context, process
 
 CHUNKS = (1, 2, 3, 4, 8)
 ROWS_PER_RANK = 8  # 3 chunks split it unevenly (3, 3, 2)
@@ -45,15 +45,14 @@ def _worker(rank: int, world: int, store_path: str, tasks, results) -> None:
 
 class Pool:
     def __init__(self, world: int) -> None:
-        ctx = mp.get_context("spawn")
+        ctx = context()
         self.world = world
         self._dir = tempfile.TemporaryDirectory()
         self.tasks = [ctx.Queue() for _ in range(world)]
         self.results = ctx.Queue()
         store = os.path.join(self._dir.name, "store")
         self.procs = [
-            ctx.Process(target=_worker, args=(r, world, store, self.tasks[r], self.results),
-                        daemon=True)
+            process(_worker, (r, world, store, self.tasks[r], self.results), daemon=True)
             for r in range(world)
         ]
         for p in self.procs:
