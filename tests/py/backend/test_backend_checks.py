@@ -13,7 +13,7 @@ import cases
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+from rank_processes import context, process
 
 TIMEOUT_S = 4.0
 SLACK_S = 6.0  # process scheduling on a loaded 2-core machine
@@ -85,12 +85,10 @@ def _failing_rank(rank, size, store_path, mode, results):
 @pytest.mark.parametrize("mode", ["killed", "stalled"])
 def test_failed_rank_gives_error_within_timeout(mode):
     size = 3
-    ctx = mp.get_context("spawn")
-    results = ctx.Queue()
+    results = context().Queue()
     with tempfile.TemporaryDirectory() as tmp:
-        procs = [ctx.Process(target=_failing_rank,
-                             args=(r, size, os.path.join(tmp, "store"), mode, results),
-                             daemon=True) for r in range(size)]
+        procs = [process(_failing_rank, (r, size, os.path.join(tmp, "store"), mode, results),
+                         daemon=True) for r in range(size)]
         for p in procs:
             p.start()
         got = []
