@@ -203,12 +203,14 @@ bool TopoBackend::chooseHierarchical(DeviceRoute& route, const char* op, int64_t
                       : !route.levels.valid() ? "group has no intra/inter-host levels"
                       : coalescing_           ? "inside a coalesced group"
                       : threshold < 0         ? "cost model never prefers the schedule"
+                      : threshold == 0        ? "every size: hierarchical=always, or a crossover "
+                                                "below 1 KiB"
                                               : "cost model crossover";
     std::fprintf(stderr, "[torch_topo rank %d] %s %lld bytes on %s: %s (%s",
                  rank_, op, static_cast<long long>(bytes),
                  c10::DeviceTypeName(route.type).c_str(), hierarchical ? "hierarchical" : "flat",
                  why);
-    if (threshold >= 0) std::fprintf(stderr, " at %lld bytes", static_cast<long long>(threshold));
+    if (threshold > 0) std::fprintf(stderr, " at %lld bytes", static_cast<long long>(threshold));
     std::fprintf(stderr, ")\n");
   }
   return hierarchical;

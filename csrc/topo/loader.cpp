@@ -145,7 +145,7 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
       if (topologyJsonKind(text) == "cluster") {
         throw ParseError(path, 1, 1,
                          "this is a torch-topo cluster file (\"kind\": \"cluster\"), expected "
-                         "one host; load it as a cluster (loadClusterFile)");
+                         "one host; plan, doctor and torch_topo.plan read cluster files");
       }
       return hostFromJson(text, path);
     case TopologyFormat::HwlocXml:

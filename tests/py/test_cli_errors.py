@@ -30,6 +30,7 @@ def env(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     report = tmp_path / "shown.json"
     report.write_text(json.dumps({"schema": "torch-topo-show/1", "gpu_count": 0}))
+    (tmp_path / "cluster.json").write_text(_C.planner_cluster_json(path=str(DGX1), hosts=2))
     return monkeypatch, tmp_path
 
 
@@ -46,6 +47,9 @@ CASES = [
     (["show", "/dev/zero"], {}, "bytes, expected at most"),
     (["show", "{tmp}/shown.json"], {}, "this is the report of `python -m torch_topo show --json`"),
     (["show"], {"TORCH_TOPO_FILE": "{tmp}/shown.json"}, "not a topology"),
+    # A cluster file names the verbs that read one (plan and doctor do: below).
+    (["show", "{tmp}/cluster.json"], {}, "plan, doctor and torch_topo.plan read cluster files"),
+    (["convert", "{tmp}/cluster.json", "--to", "json"], {}, "expected one host; plan, doctor"),
     (["convert", str(DGX1)], {}, "the following arguments are required: --to"),
     (["convert", str(DGX1), "--to", "yaml"], {}, "argument --to: invalid choice: 'yaml'"),
     (["convert", str(DGX1), "--to", "nccl-xml"], {}, "no physical graph"),
@@ -99,6 +103,14 @@ def test_user_error_is_one_line_and_exit_2(env, capsys, argv, environ, fragment)
     assert fragment.format(tmp=tmp) in err, err
     # The native core's "[csrc/FILE:LINE]" is for the Python API's tracebacks, not the CLI.
     assert "[csrc/" not in err and not err.rstrip().endswith("]"), err
+
+
+def test_the_verbs_a_cluster_file_error_names_read_it(env, capsys):
+    _, tmp = env
+    cluster = str(tmp / "cluster.json")
+    assert main(["plan", cluster, "--mesh", "dp=2,tp=8"]) == 0
+    assert main(["doctor", cluster]) in (0, 1)  # findings, not a refusal
+    assert "error" not in capsys.readouterr().err
 
 
 def test_native_errors_name_their_source_inside_csrc():
