@@ -19,6 +19,8 @@ PATH_CLASSES = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET")
 """Path classes from fastest to slowest, the vocabulary of `nvidia-smi topo -m`."""
 
 NO_NVLINK_WARNING = _C.NO_NVLINK_WARNING
+# An nvidia-smi `topo -mp` matrix: PCIe paths only, so its NVLink is unknown.
+PCIE_ONLY_MATRIX_WARNING = _C.PCIE_ONLY_MATRIX_WARNING
 """Start of the warning `load_topology(..., nvlink="complete")` leaves on an NCCL XML without
 NVLink: what was found, where NVLink was taken from or what was assumed."""
 
@@ -117,14 +119,16 @@ class Topology:
     def nvlink_origin(self) -> str:
         """Where the GPU-to-GPU NVLink paths come from: "file" (the source), "live-probe" or
         "inferred" (filled in by `load_topology(..., nvlink="complete")`), "unknown" (an NCCL
-        XML without NVLink whose GPU model no table names), "none" (no NVLink expected)."""
+        XML without NVLink whose GPU model no table names, or a PCIe-only `nvidia-smi topo -mp`
+        matrix), "none" (no NVLink expected)."""
         return _C.nvlink_origin(self._host)
 
     @property
     def nvlink_warning(self) -> str:
         """The warning NVLink completion left on an NCCL XML without NVLink (what was found and
-        assumed), "" when there is none."""
-        return next((w for w in self.warnings if w.startswith(NO_NVLINK_WARNING)), "")
+        assumed), or the reader's on a `topo -mp` matrix; "" when there is none."""
+        return next((w for w in self.warnings
+                     if w.startswith((NO_NVLINK_WARNING, PCIE_ONLY_MATRIX_WARNING))), "")
 
     def nvlink_note(self) -> str:
         """One line on where the NVLink paths come from, for `show` and `plan`: the origin, and

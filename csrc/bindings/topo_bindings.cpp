@@ -11,6 +11,7 @@
 #include "topo/loader.h"
 #include "topo/nccl_xml.h"
 #include "topo/nvlink_inference.h"
+#include "topo/nvsmi_reader.h"
 #include "topo/topology_json.h"
 
 namespace torch_topo::bindings {
@@ -244,6 +245,7 @@ void defReaders(py::module_& m) {
 
 void defNvlinkCompletion(py::module_& m) {
   m.attr("NO_NVLINK_WARNING") = kNoNvlinkWarning;
+  m.attr("PCIE_ONLY_MATRIX_WARNING") = kPcieOnlyMatrixWarning;
   m.def(
       "complete_nvlink",
       [](HostTopology& host, const HostTopology* live) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "topo/link_tables.h"
+#include "topo/nvsmi_reader.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -187,6 +188,8 @@ NvlinkOrigin nvlinkOrigin(const HostTopology& host) {
     if (w->find(kFromModel) != std::string::npos) return NvlinkOrigin::Inferred;
     return NvlinkOrigin::Unknown;
   }
+  for (const std::string& w : host.warnings)
+    if (w.rfind(kPcieOnlyMatrixWarning, 0) == 0) return NvlinkOrigin::Unknown;
   return hasNvlink(host) ? NvlinkOrigin::File : NvlinkOrigin::None;
 }
 

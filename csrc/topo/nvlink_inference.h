@@ -17,7 +17,8 @@ enum class NvlinkOrigin {
   File,      // the source itself
   LiveProbe, // merged from the live probe of the same host (completeNvlink)
   Inferred,  // assumed from the GPU model's SXM board (completeNvlink)
-  Unknown,   // an NCCL XML without NVLink whose GPUs no table names: may lack it
+  Unknown,   // an NCCL XML without NVLink whose GPUs no table names, or an nvidia-smi
+             // `topo -mp` matrix (PCIe paths only): may lack it
 };
 
 /// "none", "file", "live-probe", "inferred", "unknown".
@@ -44,8 +45,9 @@ bool describesSameHost(const HostTopology& file, const HostTopology& live);
 /// what was assumed. Calling it again changes nothing.
 NvlinkOrigin completeNvlink(HostTopology& host, const HostTopology* live);
 
-/// The origin completeNvlink gave `host` (read from its warning, which JSON keeps), else File
-/// when some GPU pair is NV, else None.
+/// The origin completeNvlink gave `host` (read from its warning, which JSON keeps), else Unknown
+/// for a `topo -mp` matrix (nvsmi_reader.h kPcieOnlyMatrixWarning), else File when some GPU pair
+/// is NV, else None.
 NvlinkOrigin nvlinkOrigin(const HostTopology& host);
 
 }  // namespace torch_topo::topo

@@ -380,7 +380,9 @@ class NvsmiParser {
   }
 
   /// Space layout with empty cells: each value goes to the affinity column whose header starts
-  /// nearest to it (nvidia-smi aligns cells under their header).
+  /// nearest to it, the later one at equal distance. nvidia-smi writes tabs: headers stand
+  /// 16 columns apart, values at 8-column stops, so a value whose earlier cell is empty (no
+  /// CPU Affinity: `\t\t0\t\tN/A`) falls halfway between its own header and the one before.
   std::vector<Token> placeByHeader(size_t li, const std::vector<Token>& values) const {
     std::vector<Token> placed(affinity_.size());
     std::vector<bool> used(affinity_.size(), false);
@@ -390,7 +392,7 @@ class NvsmiParser {
         auto dist = [&](size_t k) {
           return affinity_[k].col > v.col ? affinity_[k].col - v.col : v.col - affinity_[k].col;
         };
-        if (dist(a) < dist(best)) best = a;
+        if (dist(a) <= dist(best)) best = a;
       }
       if (used[best])
         fail(li, v.col,
@@ -405,6 +407,14 @@ class NvsmiParser {
 
   void parseLegendLine(const std::string& s) {
     size_t pos = skipBlanks(s, 0);
+    // Class definitions ("  PIX  = Connection ..."); `topo -mp` prints all but NV#.
+    const bool nvlink = startsWith(s, pos, "NV#");
+    const size_t word = nvlink ? 3 : matchClassCell(s, pos);
+    if (word > 0 && s.compare(skipBlanks(s, pos + word), 1, "=") == 0) {
+      legend_classes_ = true;
+      legend_nvlink_ = legend_nvlink_ || nvlink;
+      return;
+    }
     if (!startsWith(s, pos, "NIC")) return;
     size_t n = matchDeviceName(s, pos);
     size_t colon = skipBlanks(s, pos + n);
@@ -487,6 +497,14 @@ class NvsmiParser {
                               std::to_string(unknown) +
                               " device pairs given by neither row nor column, assumed SYS");
     }
+    const bool any_nvlink = std::any_of(host.gpu_paths.begin(), host.gpu_paths.end(),
+                                        [](const PathInfo& p) { return p.cls == PathClass::NV; });
+    if (legend_classes_ && !legend_nvlink_ && !any_nvlink && gpu_cols.size() > 1) {
+      host.warnings.push_back(std::string(kPcieOnlyMatrixWarning) + " (" + path_ +
+                              "): its legend has no NV# line, as `nvidia-smi topo -mp` prints; "
+                              "NVLink between the GPUs, if any, is not shown, so GPU pairs keep "
+                              "their PCIe paths; save `nvidia-smi topo -m` for NVLink");
+    }
     estimatePathMetrics(&host);
     return host;
   }
@@ -526,9 +544,13 @@ class NvsmiParser {
   std::vector<int> numa_;
   std::vector<int> gpu_numa_id_;
   std::map<std::string, std::string> legend_;
+  bool legend_classes_ = false;  // the legend defines path classes
+  bool legend_nvlink_ = false;   // ... NV# among them
 };
 
 }  // namespace
+
+const char* const kPcieOnlyMatrixWarning = "PCIe-only nvidia-smi matrix";
 
 HostTopology readNvidiaSmi(const std::string& text, const std::string& path) {
   return NvsmiParser(text, path).parse();

@@ -18,8 +18,14 @@ namespace torch_topo::topo {
 /// NUMA ids come from `NUMA Affinity` (its first id); without that column they are numbered
 /// by distinct CPU affinity in order of appearance, with a warning.
 /// Bandwidths and latencies are estimated from the classes (paths.h estimatePathMetrics).
+/// A matrix whose legend defines the path classes but not NV# is `nvidia-smi topo -mp` (PCIe
+/// paths only): without NV cells, it gets a warning starting with kPcieOnlyMatrixWarning, and
+/// its NVLink is unknown (nvlink_inference.h nvlinkOrigin).
 /// Throws ParseError (`path:line:col: ...`) on anything else.
 HostTopology readNvidiaSmi(const std::string& text, const std::string& path);
+
+/// Start of the warning on a `topo -mp` matrix: NVLink, if any, is not in the file.
+extern const char* const kPcieOnlyMatrixWarning;
 
 /// True when `text` looks like `nvidia-smi topo -m` output (a header line with `GPU0`).
 bool looksLikeNvidiaSmi(const std::string& text);

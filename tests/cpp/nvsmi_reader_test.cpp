@@ -6,6 +6,7 @@
 
 #include "test_data.h"
 #include "topo/error.h"
+#include "topo/nvlink_inference.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -128,6 +129,37 @@ TEST(NvsmiReaderTest, HeaderUnderlinedWithTerminalEscapes) {
   // Only SGR escapes draw nothing; any other control text is still reported.
   EXPECT_NE(parseError("\x1b[2JGPU0\nGPU0 X\n").find("t.txt:1:1: header: got '?[2JGPU0'"),
             std::string::npos);
+}
+
+TEST(NvsmiReaderTest, EmptyCpuAffinityLeavesNumaInItsColumn) {
+  // Space-expanded tabs: with CPU Affinity empty, the NUMA id sits halfway between the CPU and
+  // NUMA headers and N/A halfway between NUMA Affinity and GPU NUMA ID.
+  HostTopology h = readData("nchcSlurmGuide_8xH200_NV18_10xNIC_emptyCpuAffinity.txt");
+  ASSERT_EQ(h.gpuCount(), 8);
+  EXPECT_EQ(h.gpus[0].cpu_affinity, "");
+  EXPECT_EQ(h.gpus[0].numa_node, 0);
+  EXPECT_EQ(h.gpus[0].memory_numa_node, -1);
+  EXPECT_EQ(h.gpus[4].cpu_affinity, "56");
+  EXPECT_EQ(h.gpus[4].numa_node, 1);
+  ASSERT_EQ(h.numa_nodes.size(), 2u);
+  EXPECT_EQ(h.gpu_nic_paths[1 * 10 + 3].cls, PathClass::PIX);
+}
+
+TEST(NvsmiReaderTest, PcieOnlyMatrixOfTopoMpLeavesNvlinkUnknown) {
+  // `nvidia-smi topo -mp` drops NV# from the cells and from the legend.
+  const std::string name = "numaK8sNotes_3xGPU_topo-mp_PCIeOnly_SYS_NODE_2numa.txt";
+  HostTopology h = readData(name);
+  ASSERT_EQ(h.gpuCount(), 3);
+  EXPECT_EQ(h.path(1, 2).cls, PathClass::NODE);
+  ASSERT_FALSE(h.warnings.empty());
+  EXPECT_EQ(h.warnings[0].rfind(std::string(kPcieOnlyMatrixWarning) + " (", 0), 0u);
+  EXPECT_NE(h.warnings[0].find(name), std::string::npos);
+  EXPECT_EQ(nvlinkOrigin(h), NvlinkOrigin::Unknown);
+  // A `topo -m` legend lists NV#: PCIe paths there are what the host has.
+  HostTopology m = readData("hwPlatformNotes_sm02_4xA100-PCIE-40GB_allSYS_2numa.txt");
+  for (const std::string& w : m.warnings)
+    EXPECT_EQ(w.find(kPcieOnlyMatrixWarning), std::string::npos) << w;
+  EXPECT_EQ(nvlinkOrigin(m), NvlinkOrigin::None);
 }
 
 TEST(NvsmiReaderTest, PeerAccessMatrixIsNamedInTheError) {

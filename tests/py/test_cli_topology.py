@@ -43,6 +43,22 @@ def test_show_text_is_an_aligned_matrix(capsys):
     assert "0000:10:1b.0: NUMA 0" in text
 
 
+def test_pcie_only_matrix_says_its_nvlink_is_unknown(tmp_path, capsys):
+    # `nvidia-smi topo -mp` leaves NV# out of cells and legend: its SYS/NODE pairs may be
+    # NVLinked, so show and plan must not call them NVLink-free, nor lose that in JSON.
+    mp = os.path.join(DATA, "nvidia_smi_topo", "numaK8sNotes_3xGPU_topo-mp_PCIeOnly_SYS_NODE_2numa.txt")
+    assert main(["show", mp]) == 0
+    assert "NVLink: unknown (PCIe-only nvidia-smi matrix (" in capsys.readouterr().out
+    out = tmp_path / "mp.json"
+    assert main(["convert", mp, "--to", "json", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["plan", str(out), "--mesh", "tp=3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["nvlink"].startswith(
+        "NVLink: unknown (PCIe-only nvidia-smi matrix (")
+    assert main(["show", DGX1]) == 0
+    assert "NVLink: file (as the source gives it)" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("args", [["show"], ["convert"]])
 def test_bad_file_exits_2_with_file_and_line(tmp_path, capsys, args):
     bad = tmp_path / "bad.txt"
