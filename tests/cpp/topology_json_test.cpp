@@ -65,7 +65,7 @@ TEST(TopologyJsonTest, EveryFileRoundTripsExactly) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 45);
+  EXPECT_EQ(checked, 46);
 }
 
 // A source without GPU-to-NIC paths (e.g. a live probe whose NICs came from hwloc only) must

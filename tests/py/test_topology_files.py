@@ -68,6 +68,13 @@ SMI: dict[str, Expect] = {
         [0, 0, 0, 1, 2, 2, N, N], 9),
     "a100_8xSXM_NV12_2numa_mlengineering_realigned.txt": Expect(
         8, full(8, "NV12"), [0] * 4 + [1] * 4, 0),
+    # GPU0-3 print no CPU Affinity, so their NUMA id stands alone between two columns.
+    "nchcSlurmGuide_8xH200_NV18_10xNIC_emptyCpuAffinity.txt": Expect(
+        8, full(8, "NV18"), [0] * 4 + [1] * 4, 10),
+    # `topo -mp`: PCIe paths only; the reader says NVLink is not shown (test_cli_topology.py).
+    "numaK8sNotes_3xGPU_topo-mp_PCIeOnly_SYS_NODE_2numa.txt": Expect(
+        3, ["X SYS SYS", "SYS X NODE", "SYS NODE X"], [0, 1, 1], 0),
+    "llmSetupGuide_8xGPU_NV8_4xmlx5_2numa.txt": Expect(8, full(8, "NV8"), [0] * 4 + [1] * 4, 4),
     "club3090_1229_2xRTX5090_PHB.tsv.txt": Expect(2, ["X PHB", "PHB X"], [0, 0], 0),
     "dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt": Expect(8, [
         "X NV1 NV1 NV2 NV2 SYS SYS SYS",
