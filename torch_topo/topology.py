@@ -19,10 +19,12 @@ PATH_CLASSES = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET")
 """Path classes from fastest to slowest, the vocabulary of `nvidia-smi topo -m`."""
 
 NO_NVLINK_WARNING = _C.NO_NVLINK_WARNING
-# An nvidia-smi `topo -mp` matrix: PCIe paths only, so its NVLink is unknown.
-PCIE_ONLY_MATRIX_WARNING = _C.PCIE_ONLY_MATRIX_WARNING
 """Start of the warning `load_topology(..., nvlink="complete")` leaves on an NCCL XML without
 NVLink: what was found, where NVLink was taken from or what was assumed."""
+
+PCIE_ONLY_MATRIX_WARNING = _C.PCIE_ONLY_MATRIX_WARNING
+"""Start of the reader's warning on an nvidia-smi `topo -mp` matrix: PCIe paths only, so its
+NVLink is unknown."""
 
 
 @dataclass(frozen=True, slots=True)
