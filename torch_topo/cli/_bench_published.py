@@ -29,6 +29,7 @@ from torch_topo.bench.nccl_tests_output import (
 )
 from torch_topo.cli._options import (
     add_nvlink_domain_hosts,
+    int_at_least,
     nvlink_domain_hosts,
     parse_nccl_version,
 )
@@ -42,16 +43,14 @@ _PUBLISHED_ONLY = ("--op", "--hosts", "--ranks-per-host", "--sm", "--nic-gbit", 
                    "--nccl-version", "--algo", "--nvlink-domain-hosts")
 
 
-def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"got {text!r}, expected a positive number") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"got {text}, expected > 0")
-        return value
-    return parse
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"got {text!r}, expected a positive number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"got {text}, expected > 0")
+    return value
 
 
 def add_published_options(p) -> None:
@@ -64,18 +63,18 @@ def add_published_options(p) -> None:
     g.add_argument("--op", choices=_OPS, default=None,
                    help="collective (default: the output's 'Collective test starting: X_perf' "
                         "or X_perf command line)")
-    g.add_argument("--hosts", type=_positive(int), default=None,
+    g.add_argument("--hosts", type=int_at_least(1), default=None,
                    help="hosts of the run (default: the hosts of its rank lines, else 1)")
-    g.add_argument("--ranks-per-host", type=_positive(int), default=None, metavar="N",
+    g.add_argument("--ranks-per-host", type=int_at_least(1), default=None, metavar="N",
                    help="GPUs each host ran, the first N of --topology (default: the rank lines "
                         "of each host, also for -g N; else every GPU of the file)")
-    g.add_argument("--sm", type=_positive(int), default=None,
+    g.add_argument("--sm", type=int_at_least(1), default=None,
                    help="GPU compute capability x 10, e.g. 90 (default: from the rank lines' "
                         "GPU name)")
-    g.add_argument("--nic-gbit", type=_positive(float), default=None, metavar="G",
+    g.add_argument("--nic-gbit", type=_positive_number, default=None, metavar="G",
                    help="line rate of each NIC, Gbit/s (needed across hosts where the host file "
                         "gives none)")
-    g.add_argument("--nics", type=_positive(int), default=None, metavar="K",
+    g.add_argument("--nics", type=int_at_least(1), default=None, metavar="K",
                    help="NICs per host that carry the run (caps the host's network at K x G)")
     g.add_argument("--nccl-version", default=None, metavar="X.Y.Z",
                    help="NCCL release whose tuning the model follows (default: the output's "

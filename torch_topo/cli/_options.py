@@ -4,10 +4,12 @@ module out of the verb list)."""
 
 from __future__ import annotations
 
+import argparse
+
 from torch_topo.nccl_hints import version_code
 from torch_topo.plan import check_hosts_per_domain
 
-__all__ = ["add_nvlink_domain_hosts", "nvlink_domain_hosts", "parse_nccl_version"]
+__all__ = ["add_nvlink_domain_hosts", "int_at_least", "nvlink_domain_hosts", "parse_nccl_version"]
 
 _NVLINK_DOMAIN_HOSTS = "--nvlink-domain-hosts"
 
@@ -36,3 +38,16 @@ def parse_nccl_version(text: str | None) -> int:
         raise ValueError(f"--nccl-version: got {text!r}, expected an NCCL 2.x release as "
                          "X.Y.Z, e.g. 2.26.2")
     return version_code(*(int(p) for p in parts))
+
+
+def int_at_least(low: int):
+    """An argparse type: an integer >= low."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"got {text!r}, expected an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"got {value}, expected >= {low}")
+        return value
+    return parse

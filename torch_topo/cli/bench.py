@@ -27,21 +27,10 @@ from torch_topo.bench import (
     run_bench,
 )
 from torch_topo.cli._bench_published import add_published_options, published_mode, run_published
+from torch_topo.cli._options import int_at_least
 from torch_topo.topology import load_topology
 
 __all__ = ["add_parser", "run"]
-
-
-def _int_at_least(low: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"got {text!r}, expected an integer") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"got {value}, expected >= {low}")
-        return value
-    return parse
 
 
 def _fraction(text: str) -> float:
@@ -63,11 +52,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--min-bytes", type=parse_bytes, default=8, help="smallest size, e.g. 8, 64K (8)")
     p.add_argument("--max-bytes", type=parse_bytes, default=16 << 20,
                    help="largest size (16M; use 1G on GPUs)")
-    p.add_argument("--factor", type=_int_at_least(2), default=4, help="size step factor (4)")
-    p.add_argument("--reps", type=_int_at_least(1), default=5,
+    p.add_argument("--factor", type=int_at_least(2), default=4, help="size step factor (4)")
+    p.add_argument("--reps", type=int_at_least(1), default=5,
                    help="interleaved repetitions per size, median reported (5)")
     p.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (float32)")
-    p.add_argument("--procs", type=_int_at_least(1), default=None,
+    p.add_argument("--procs", type=int_at_least(1), default=None,
                    help="spawn N CPU ranks (default: one rank per local GPU; not under torchrun)")
     p.add_argument("--topology", metavar="FILE", default=None,
                    help="expectation source (default: TORCH_TOPO_FILE, NCCL_TOPO_FILE or the probe)")
