@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 
+from torch_topo.cli import OneLineErrorParser
 from torch_topo.emulation import cluster_file, netns, one_gpu
 from torch_topo.emulation.launcher import (
     RankProcesses,
@@ -46,7 +47,7 @@ class _Interrupted(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="python -m torch_topo.emulate",
         description="Run COMMAND as the ranks of an emulated N-node cluster.",
     )

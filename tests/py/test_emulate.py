@@ -277,6 +277,21 @@ def test_bad_options_exit_2(argv, fragment, capsys):
     assert fragment in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv,fragment", [
+    (["--nodes", "2", "--procs-per-node", "1", "--placement", "foo", "--", "true"],
+     "argument --placement: invalid choice: 'foo'"),
+    (["--procs-per-node", "1", "--", "true"], "the following arguments are required: --nodes"),
+    (["--nodes", "x", "--procs-per-node", "1", "--", "true"],
+     "argument --nodes: invalid int value: 'x'"),
+])
+def test_usage_errors_are_one_line_as_in_the_cli(argv, fragment, capsys):
+    # argparse printed its whole usage block before the error; the CLI's verbs print one line.
+    assert emulate.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith("torch_topo.emulate: error: ") and fragment in err, err
+
+
 def test_rate_and_delay_units():
     # tc's convention (tc(8) "RATES"): "bit" units are bits/s, "bps" units are bytes/s.
     assert parse_rate_bps("1gbit") == 1e9

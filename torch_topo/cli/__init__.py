@@ -15,7 +15,7 @@ import sys
 
 from torch_topo.config import TopoConfig
 
-__all__ = ["main", "build_parser"]
+__all__ = ["OneLineErrorParser", "main", "build_parser"]
 
 
 def _verb_modules():
@@ -24,9 +24,10 @@ def _verb_modules():
             yield importlib.import_module(f"{__name__}.{info.name}")
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineErrorParser(argparse.ArgumentParser):
     """argparse with usage errors as one line (`torch_topo VERB: error: ...`), exit 2, like
-    every other error of the CLI; --help still prints the usage."""
+    every other error of the CLI; --help still prints the usage. `python -m
+    torch_topo.emulate` uses it too."""
 
     def error(self, message: str):
         name = self.prog.removeprefix("python -m ")
@@ -44,7 +45,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m torch_topo", description=__doc__)
+    parser = OneLineErrorParser(prog="python -m torch_topo", description=__doc__)
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for module in _verb_modules():
         module.add_parser(sub)
