@@ -27,7 +27,7 @@ from torch_topo.bench.nccl_tests import (
     parse_published,
     table_json,
 )
-from torch_topo.bench.nccl_tests_output import read_header
+from torch_topo.bench.nccl_tests_output import op_from_file_name, read_header
 from torch_topo.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,9 +42,8 @@ NET = ["--nic-gbit", "400", "--nics", "8"]
 # collective of outputs without a 'Collective test starting' line, hosts of one without rank
 # lines); everything else is read from the output.
 CASES = {
-    # one host, one process per GPU, all_reduce (no collective line: --op)
-    "thanosNotes_1node_8xA100-SXM4-80GB_mpirun8proc_all_reduce_perf_8B-4G.txt":
-        ["--op", "all_reduce"],
+    # one host, one process per GPU, all_reduce (no collective line: from the file name)
+    "thanosNotes_1node_8xA100-SXM4-80GB_mpirun8proc_all_reduce_perf_8B-4G.txt": [],
     # one host, one process driving 8 GPUs (-g 8), NCCL 2.19.3 from 'nccl-library='
     "dkh_1node_8xA100-SXM4-80GB_nccl2193_all_reduce_perf_8B-128M.txt": [],
     # two hosts, all_to_all, 8 and 4 ranks per host
@@ -324,13 +323,69 @@ def test_option_misuse(capsys):
                                                       "--topology", H100, "--procs", "2")
     assert "--nics: needs --nic-gbit G" in _error(capsys, "--published", ALLTOALL_2X8,
                                                   "--topology", H100, "--nics", "8")
-    err = _error(capsys, "--published", ALLTOALL_2X8, "--topology", H100)
+    # The H100 file lists no NICs: both options are missing, whichever one is given.
+    for given in ([], ["--nic-gbit", "400"]):
+        err = _error(capsys, "--published", ALLTOALL_2X8, "--topology", H100, *given)
+        assert "lists no NICs and the run spans 2 hosts; give --nics K and --nic-gbit G" in err
+    nine_nics = DATA / "nvidia_smi_topo" / "PARTIAL_nccl1453_8xH100_NV18_9xNIC.tsv.txt"
+    err = _error(capsys, "--published", ALLTOALL_2X8, "--topology", nine_nics)
     assert "its NICs carry no line rate and the run spans 2 hosts; give --nic-gbit G" in err
-    err = _error(capsys, "--published", ALLTOALL_2X8, "--topology", H100, "--nic-gbit", "400")
-    assert "lists no NICs and the run spans 2 hosts; give --nics K" in err
     err = _error(capsys, "--published", ALLTOALL_2X8, "--topology", H100, *NET, "--algo", "ring")
     assert "--algo: got 'ring', but all_to_all is NCCL point-to-point traffic" in err
     err = _error(capsys, "--published", G8_ALLREDUCE, "--topology", A100, "--algo", "bogus")
     assert "--algo: got 'bogus', expected one NCCL algorithm" in err
     err = _error(capsys, "--published", G8_ALLREDUCE, "--topology", A100, "--nccl-version", "2.x")
     assert "--nccl-version: got '2.x'" in err
+
+
+@pytest.mark.parametrize("label", ["[1,0]<stdout>:", "[1,12]<stdout>: ", "0: ", "  3: ", "[0] "])
+def test_launcher_labels_read_as_the_plain_output(tmp_path, label):
+    """Open MPI --tag-output, srun -l (padded) and MPICH -prepend-rank put a label before every
+    line; the labelled output gives the plain output's settings and rows."""
+    path = tmp_path / "labelled.txt"
+    path.write_text("".join(label + line + "\n" for line in
+                            ALLTOALL_2X8.read_text().splitlines()))
+    plain = _published_path(ALLTOALL_2X8, *NET)
+    labelled = _published_path(path, *NET)
+    assert (labelled["settings"], labelled["sources"], labelled["rows"]) == \
+        (plain["settings"], plain["sources"], plain["rows"])
+
+
+def test_rows_of_several_runs_are_refused(tmp_path, capsys):
+    """-d all repeats every size once per data type under one header: priced as one run, the
+    rows would be wrong; the error names the repeated row and its first."""
+    lines = G8_ALLREDUCE.read_text().splitlines()
+    rows = [i for i, ln in enumerate(lines) if ln.split() and ln.split()[0].isdigit()]
+    doubled = lines[:rows[-1] + 1] + [lines[i].replace("float", " half", 1) for i in rows]
+    (tmp_path / "dall.txt").write_text("\n".join(doubled) + "\n")
+    err = _error(capsys, "--published", tmp_path / "dall.txt", "--topology", A100)
+    size = lines[rows[0]].split()[0]
+    assert f"dall.txt:{rows[-1] + 2}: nccl-tests row: size {size} again (first on line " \
+           f"{rows[0] + 1}): the output holds several runs" in err
+
+
+@pytest.mark.parametrize("name, op", [
+    ("ncclTests309_2node_baremetal_nccl2262_all_reduce_perf_8B-16G.txt", "all_reduce"),
+    ("run_reduce_scatter_perf.log", "reduce_scatter"), ("scatter_perf.txt", None),
+    ("alltoall_perf-16node.out", "all_to_all"), ("h100_sendrecv_perf", "send_recv"),
+    ("all_gather_perf_1K-8G.txt", "all_gather"), ("broadcast_perf.txt", "broadcast"),
+    ("nccl_run.txt", None), ("my_all_reduce_perfect.txt", None)])
+def test_collective_from_the_file_name(name, op):
+    if op is None and name.startswith("scatter"):
+        with pytest.raises(ValueError, match="scatter_perf: the cost model does not price"):
+            op_from_file_name(name)
+    else:
+        assert op_from_file_name(name) == op
+
+
+def test_file_name_names_the_collective_where_the_output_does_not(tmp_path):
+    """The thanosNotes output has no collective line; a copy named for reduce_scatter_perf is
+    priced as reduce_scatter, and --op still wins."""
+    source = NCCL_TESTS / "thanosNotes_1node_8xA100-SXM4-80GB_mpirun8proc_all_reduce_perf_8B-4G.txt"
+    assert read_header(source.read_text().splitlines()).op is None
+    path = tmp_path / "a100_reduce_scatter_perf.txt"
+    path.write_text(source.read_text())
+    out = _published_path(path)
+    assert (out["settings"]["op"], out["sources"]["op"]) == ("reduce_scatter", "file name")
+    out = _published_path(path, "--op", "all_gather")
+    assert (out["settings"]["op"], out["sources"]["op"]) == ("all_gather", "--op")

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from torch_topo.nccl_hints import version_code
 
-__all__ = ["PERF_OPS", "Published", "RunHeader", "algorithm_from_nccl", "read_header",
-           "read_table"]
+__all__ = ["PERF_OPS", "Published", "RunHeader", "algorithm_from_nccl", "op_from_file_name",
+           "read_header", "read_table", "unlabelled"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -40,6 +41,14 @@ _NCCL_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls
                "pat": "pat", "collnet": "collnet", "collnetdirect": "collnet",
                "collnetchain": "collnet"}
 
+# Every nccl-tests binary, longest first so that reduce_scatter is not read as scatter.
+_BINARIES = ("reduce_scatter", "all_reduce", "all_gather", "hypercube", "broadcast", "sendrecv",
+             "alltoall", "scatter", "gather", "reduce")
+_NAME_BINARY = re.compile(rf"(?<![a-z])({'|'.join(_BINARIES)})_perf(?![a-z])")
+# Labels that launchers put before every line a rank prints: Open MPI's --tag-output
+# ("[1,0]<stdout>:"), srun -l ("0: ", padded), MPICH's -prepend-rank ("[0] "). No nccl-tests line
+# starts so, so stripping them cannot change an unlabelled output.
+_LAUNCHER_LABEL = re.compile(r"(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s|\[\d+\]\s)")
 _NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
 # "#  Rank  3 Group  0 Pid 1221792 on cnode3-003 device  3 [0000:61:00] NVIDIA H100 80GB HBM3";
 # nccl-tests before 2.11 printed no Group.
@@ -66,11 +75,19 @@ def algorithm_from_nccl(text: str, where: str) -> str:
     return found
 
 
+def unlabelled(lines: list[str]) -> list[str]:
+    """The lines without the per-line rank labels of MPI or Slurm launchers, so that a table saved
+    from `mpirun --tag-output` or `srun -l` reads as the plain output does."""
+    return [_LAUNCHER_LABEL.sub("", line, count=1) if _LAUNCHER_LABEL.match(line) else line
+            for line in lines]
+
+
 def read_table(lines: list[str], *, op: str, algorithm: str | None,
                path: str = "<text>") -> list[Published]:
     """nccl-tests tables: the out-of-place time and busbw of every row ('root' column or not,
     sizes with '_' separators as some authors print them). A row cut short or with a cell that
-    is not a number raises ValueError naming path:line."""
+    is not a number raises ValueError naming path:line, as does a size seen twice (the rows of
+    several runs would be priced as one)."""
     at = next((i for i, ln in enumerate(lines) if "time" in ln and "busbw" in ln), None)
     if at is None:
         raise ValueError(f"{path}: no nccl-tests table: expected a header line naming 'time' "
@@ -80,16 +97,23 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     # A row carries the out-of-place columns first; 'time' is the first timing column.
     t_col = names.index("time")
     out = []
+    first_line: dict[int, int] = {}
     for number, line in enumerate(lines, 1):
         tok = line.split()
         if not tok or not re.fullmatch(_NUM, tok[0]):
             continue
+        size = int(tok[0].replace("_", ""))
+        if size in first_line:
+            raise ValueError(f"{path}:{number}: nccl-tests row: size {size} again (first on line "
+                             f"{first_line[size]}): the output holds several runs (-d all, -o "
+                             "all, or outputs saved one after another); keep one run's rows")
+        first_line[size] = number
         if len(tok) <= t_col + 2:
             raise ValueError(f"{path}:{number}: nccl-tests row: got {len(tok)} columns, expected "
                              f"at least {t_col + 3} (size ... time algbw busbw as the header on "
                              f"line {at + 1} names them)")
         try:
-            out.append(Published(size=int(tok[0].replace("_", "")), time_us=float(tok[t_col]),
+            out.append(Published(size=size, time_us=float(tok[t_col]),
                                  busbw=float(tok[t_col + 2]), op=op, algorithm=algorithm))
         except ValueError:
             raise ValueError(f"{path}:{number}: nccl-tests row: got size {tok[0]!r}, time "
@@ -140,10 +164,23 @@ def _op_of(lines: list[str], path: str) -> str | None:
     if found is None:
         return None
     name, number = found
-    if name not in PERF_OPS:
-        raise ValueError(f"{path}:{number}: {name}_perf: the cost model does not price this "
+    return _priced(name, f"{path}:{number}")
+
+
+def _priced(binary: str, where: str) -> str:
+    if binary not in PERF_OPS:
+        raise ValueError(f"{where}: {binary}_perf: the cost model does not price this "
                          f"collective; it prices {', '.join(f'{n}_perf' for n in PERF_OPS)}")
-    return PERF_OPS[name]
+    return PERF_OPS[binary]
+
+
+def op_from_file_name(path: str) -> str | None:
+    """The op of the nccl-tests binary a saved output's file name carries ('..._all_reduce_perf_
+    8B-16G.txt', as people name them), for outputs whose text does not say; ValueError for a
+    binary the model does not price."""
+    name = Path(path).name
+    m = _NAME_BINARY.search(name)
+    return _priced(m.group(1), f"{path}: file name") if m else None
 
 
 def _ranks_of(lines: list[str], path: str) -> tuple[tuple[str, ...], int, tuple[str, ...]]:

@@ -24,8 +24,10 @@ from torch_topo.bench.nccl_tests_output import (
     PERF_OPS,
     RunHeader,
     algorithm_from_nccl,
+    op_from_file_name,
     read_header,
     read_table,
+    unlabelled,
 )
 from torch_topo.cli._options import (
     add_nvlink_domain_hosts,
@@ -113,11 +115,12 @@ def _resolve(args, header: RunHeader, output: str) -> tuple[System, dict, dict]:
     from torch_topo import _C
 
     where: dict[str, str] = {}
-    op = args.op or header.op
+    op = args.op or header.op or op_from_file_name(output)
     if op is None:
-        raise ValueError(f"{output}: no 'Collective test starting: X_perf' line or X_perf "
-                         f"command line names the collective; give --op ({', '.join(_OPS)})")
-    where["op"] = "--op" if args.op else "output"
+        raise ValueError(f"{output}: no 'Collective test starting: X_perf' line, X_perf "
+                         "command line or X_perf in the file name names the collective; give "
+                         f"--op ({', '.join(_OPS)})")
+    where["op"] = "--op" if args.op else "output" if header.op else "file name"
     rank_hosts = len(header.hosts)
     if args.hosts is not None and rank_hosts and args.hosts != rank_hosts:
         raise ValueError(f"--hosts: got {args.hosts}, but the rank lines of {output} name "
@@ -144,14 +147,14 @@ def _resolve(args, header: RunHeader, output: str) -> tuple[System, dict, dict]:
     algorithm, where["algorithm"] = _algorithm(args, header, op)
     if args.nics and not args.nic_gbit:
         raise ValueError("--nics: needs --nic-gbit G, the line rate of each NIC")
-    if hosts > 1 and not args.nic_gbit and (not host.nics or any(not n.speed_gbps
-                                                                 for n in host.nics)):
+    if hosts > 1 and not host.nics and not (args.nics and args.nic_gbit):
+        raise ValueError(f"--topology {args.topology}: lists no NICs and the run spans {hosts} "
+                         "hosts; give --nics K and --nic-gbit G (the NICs per host the run used "
+                         "and their line rate)")
+    if hosts > 1 and not args.nic_gbit and any(not n.speed_gbps for n in host.nics):
         raise ValueError(f"--topology {args.topology}: its NICs carry no line rate and the run "
                          f"spans {hosts} hosts; give --nic-gbit G (and --nics K, the NICs per "
                          "host the run used)")
-    if hosts > 1 and not host.nics and not args.nics:
-        raise ValueError(f"--topology {args.topology}: lists no NICs and the run spans {hosts} "
-                         "hosts; give --nics K (and --nic-gbit G)")
     domain_hosts = nvlink_domain_hosts(args) or 0
     where["nic_gbit"] = "--nic-gbit" if args.nic_gbit else "topology file"
     where["nics"] = "--nics" if args.nics else "topology file"
@@ -219,7 +222,7 @@ def run_published(args) -> int:
     _check_options(args)
     output = args.published
     try:
-        lines = Path(output).read_text(errors="replace").splitlines()
+        lines = unlabelled(Path(output).read_text(errors="replace").splitlines())
     except OSError as exc:
         raise ValueError(f"--published: cannot read {output!r}: {exc.strerror or exc}") from None
     # The file's own faults first, then what the options must add; the rows get their op and
