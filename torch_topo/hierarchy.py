@@ -253,14 +253,39 @@ def _rule_seconds(op: str, nbytes: int, layout: HostLayout, inter_gbps: float,
     return flat, hier
 
 
-def _rule_thresholds(layout: HostLayout, inter_gbps: float, inter_latency_us: float
-                     ) -> dict[str, int]:
+@dataclass(frozen=True, slots=True)
+class _RuleModel:
+    """The size rule with the `compare_hierarchical` of `_C.PlannerCluster`, so that
+    TORCH_TOPO_DEBUG prints a group's predictions alike whichever of the two decides."""
+
+    layout: HostLayout
+    inter_gbps: float
+    inter_latency_us: float
+
+    def compare_hierarchical(self, op: str, nbytes: int, _groups) -> dict:
+        flat, hier = _rule_seconds(op, nbytes, self.layout, self.inter_gbps,
+                                   self.inter_latency_us)
+        return {"flat": {"seconds": flat, "algorithm": "ring", "protocol": ""},
+                "hierarchical": {"seconds": hier, "applicable": True}, "margin": 1.0}
+
+
+def _rule_model(layout: HostLayout, cluster, inter_gbps: float = 0.0,
+                inter_latency_us: float = 0.0) -> _RuleModel:
+    """The rule over the inter-host link of `cluster` when given, else of the arguments;
+    0 = unknown: 10 GbE assumed."""
+    if cluster is not None:
+        inter_gbps = cluster.inter_host_bandwidth_gbps
+        inter_latency_us = cluster.inter_host_latency_us
+    return _RuleModel(layout, inter_gbps or ASSUMED_INTER_HOST_GBPS,
+                      inter_latency_us or ASSUMED_INTER_HOST_LATENCY_US)
+
+
+def _rule_thresholds(rule: _RuleModel) -> dict[str, int]:
     out = {}
     sizes = [1 << p for p in range(10, 35)]  # 1 KiB .. 16 GiB
     for op in HIERARCHICAL_OPS:
-        faster = [_rule_seconds(op, s, layout, inter_gbps, inter_latency_us)[1]
-                  < _rule_seconds(op, s, layout, inter_gbps, inter_latency_us)[0]
-                  for s in sizes]
+        faster = [both["hierarchical"]["seconds"] < both["flat"]["seconds"]
+                  for both in (rule.compare_hierarchical(op, s, None) for s in sizes)]
         # The smallest size from which hierarchical wins at every larger scanned size.
         start = None
         for i in range(len(sizes) - 1, -1, -1):
@@ -285,6 +310,11 @@ def _planner(cluster, chunk_bytes: int, device_type: str):
     return _C.PlannerCluster(json.dumps(cluster.planner_doc()), chunk_bytes,
                              _model_of(device_type),
                              nccl_version_code() if device_type == "cuda" else 0)
+
+
+def _on_gpus(cluster) -> bool:
+    """Whether the planner's cost model prices the group: every rank placed on a GPU."""
+    return cluster is not None and all(p.local_gpu >= 0 for p in cluster.placements)
 
 
 def _cost_model_thresholds(cluster, group_size: int, chunk_bytes: int,
@@ -315,14 +345,10 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
         return {}
     if config.hierarchical == "always":
         return dict.fromkeys(HIERARCHICAL_OPS, 0)
-    if cluster is not None:
-        if all(p.local_gpu >= 0 for p in cluster.placements):
-            return _cost_model_thresholds(cluster, layout.group_size, config.pipeline_chunk_bytes,
-                                          device_type)
-        inter_gbps = cluster.inter_host_bandwidth_gbps
-        inter_latency_us = cluster.inter_host_latency_us
-    return _rule_thresholds(layout, inter_gbps or ASSUMED_INTER_HOST_GBPS,
-                            inter_latency_us or ASSUMED_INTER_HOST_LATENCY_US)
+    if _on_gpus(cluster):
+        return _cost_model_thresholds(cluster, layout.group_size, config.pipeline_chunk_bytes,
+                                      device_type)
+    return _rule_thresholds(_rule_model(layout, cluster, inter_gbps, inter_latency_us))
 
 
 # TopoBackend keys its thresholds by c10d op name and measures a call by its input bytes: the
@@ -435,9 +461,9 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
         _debug(config, f"{layout.host_count} hosts ({sizes} ranks), "
                        f"{'rails' if layout.uniform else 'leaders'}, {device_type} thresholds "
                        f"{per_call}")
-        if (config.debug and config.hierarchical == "auto" and cluster is not None
-                and all(p.local_gpu >= 0 for p in cluster.placements)):
-            model = _planner(cluster, config.pipeline_chunk_bytes, device_type)
+        if config.debug and config.hierarchical == "auto":
+            model = (_planner(cluster, config.pipeline_chunk_bytes, device_type)
+                     if _on_gpus(cluster) else _rule_model(layout, cluster))
             for line in predicted_choices(model, list(range(group_size))):
                 _debug(config, f"{device_type} predicted {line}")
     return layout

@@ -220,9 +220,24 @@ def _last_choice(group, backend) -> str:
     return backend.last_decisions()[-1][2]
 
 
-def _effects_main(rank, world, store_path, out_dir):
-    import sys
+def _stderr_during(action) -> str:
+    """What `action()` writes to file descriptor 2 (the C++ backend's log included)."""
+    read_fd, write_fd = os.pipe()
+    saved = os.dup(2)
+    sys.stderr.flush()
+    os.dup2(write_fd, 2)
+    try:
+        action()
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(write_fd)
+    with os.fdopen(read_fd) as f:
+        return f.read()
 
+
+def _effects_main(rank, world, store_path, out_dir):
     import torch_topo  # noqa: F401  (registers "topo")
     from torch_topo import cluster, hierarchy
 
@@ -246,6 +261,11 @@ def _effects_main(rank, world, store_path, out_dir):
         for on in (True, False)]
     seen["hierarchical"] = [_last_choice(*_topo_group(TopoConfig(play=two_hosts, hierarchical=h)))
                             for h in ("always", "never")]
+    # A group across hosts of CPU ranks: the size rule decides, and its predictions are printed
+    # as the cost model's are for GPU ranks (before, only the thresholds were).
+    text = _stderr_during(lambda: _topo_group(TopoConfig(play=two_hosts, debug=True)))
+    predicted = re.findall(r"cpu predicted all_reduce 64 KiB: flat ring ([\d.]+) us, "
+                           r"hierarchical ([\d.]+) us -> (\w+);", text)
     chunks.clear()
     for size in (2048, 8192):
         _topo_group(TopoConfig(**always, pipeline_chunk_bytes=size))
@@ -264,21 +284,11 @@ def _effects_main(rank, world, store_path, out_dir):
     for cfg, env in ((TopoConfig(debug=True), None), (TopoConfig(debug=False), None),
                      (None, {"TORCH_TOPO_DEBUG": "false"}), (None, {"TORCH_TOPO_DEBUG": "On"})):
         group, b = _topo_group(cfg, env)
-        read_fd, write_fd = os.pipe()
-        saved = os.dup(2)
-        sys.stderr.flush()
-        os.dup2(write_fd, 2)
-        try:
-            _last_choice(group, b)
-        finally:
-            os.dup2(saved, 2)
-            os.close(write_fd)
-        with os.fdopen(read_fd) as f:
-            text = f.read()
+        text = _stderr_during(lambda: _last_choice(group, b))  # noqa: B023  (called at once)
         # Each decision line says which path and why (the cost model's crossover, no levels...).
         debug.append(re.search(r"allreduce \d+ bytes on cpu: (flat|hierarchical) \(\w", text,
                                re.IGNORECASE) is not None)
-    seen["debug"] = debug
+    seen["debug"] = {"decisions": debug, "predicted": predicted}
     Path(out_dir, f"{rank}.json").write_text(json.dumps(seen))
     dist.barrier()
     dist.destroy_process_group()
@@ -302,7 +312,15 @@ def test_each_field_has_its_effect_on_a_topo_group(tmp_path, monkeypatch):
         assert seen["play"] == [["hostA"], [0, 5]]
         # Unpinned, the p4d file names no NIC speed; pinned, the config's figure is used.
         assert seen["inter_host_gbps"] == [0.0, 12.5]
-        assert seen["debug"] == [True, False, False, True]
+        assert seen["debug"]["decisions"] == [True, False, False, True]
+        # docs/schedules.md's rule by hand for hosts of one rank, 10 GbE (1.25 GB/s) and 50 us
+        # assumed, 30 us per inner collective: flat 2 (50 + 30) us, two levels 2 x 50 + 3 x 30
+        # us, each plus 64 KiB / 1.25 GB/s on the link.
+        link_us = 65536 / 1.25e9 * 1e6
+        ((flat, hier, taken),) = seen["debug"]["predicted"]
+        assert float(flat) == pytest.approx(160 + link_us, abs=0.05)
+        assert float(hier) == pytest.approx(190 + link_us, abs=0.05)
+        assert taken == "flat"
 
 
 def _issued(group, rank: int, world: int) -> tuple[list[str], list[list[float]]]:
