@@ -22,7 +22,8 @@ NOT_COLLECTIVES = {
     "destroy_process_group", "get_backend", "get_backend_config", "get_backend_impl",
     "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank",
     "get_world_size",
-    # Group creation: covered by the subgroup and split tests (cases.subgroups, test_split_source).
+    # Group creation: covered by the subgroup and split tests (group_cases.subgroups,
+    # test_split_source).
     "new_subgroups",
 }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
-from cases import R, _diff, seeded
+from gloo_reference import R, _diff, seeded
 
 
 def split_source_takes_request() -> bool:

@@ -6,33 +6,35 @@ one-step forms against references computed the same way), for world sizes 1-4 an
 
 from __future__ import annotations
 
-import cases
+import collective_cases
+import group_cases
 import pytest
 import routing_cases
 
 WORLDS = [1, 2, 3, 4]
 ALL_CASES = [
-    cases.allreduce_all,
-    cases.allreduce_future,
-    cases.allreduce_sparse,
-    cases.allreduce_coalesced_all,
-    cases.strided_views,
-    cases.reduce_all,
-    cases.broadcast_all,
-    cases.allgather_all,
-    cases.allgather_coalesced_all,
-    cases.reduce_scatter_all,
-    cases.gather_scatter_all,
-    cases.alltoall_all,
-    cases.p2p_all,
-    cases.barrier_and_seq,
-    cases.object_collectives,
-    cases.subgroups,
-    cases.decisions_logged,
+    collective_cases.allreduce_all,
+    collective_cases.allreduce_future,
+    collective_cases.allreduce_sparse,
+    collective_cases.allreduce_coalesced_all,
+    collective_cases.strided_views,
+    collective_cases.reduce_all,
+    collective_cases.broadcast_all,
+    collective_cases.allgather_all,
+    collective_cases.allgather_coalesced_all,
+    collective_cases.reduce_scatter_all,
+    collective_cases.gather_scatter_all,
+    collective_cases.alltoall_all,
+    collective_cases.p2p_all,
+    group_cases.barrier_and_seq,
+    group_cases.object_collectives,
+    group_cases.subgroups,
+    group_cases.decisions_logged,
     routing_cases.pass_through_on_cpu,
 ]
-SUBSET_AT_8 = [cases.allreduce_all, cases.allgather_all, cases.reduce_scatter_all,
-               cases.alltoall_all, cases.p2p_all]
+SUBSET_AT_8 = [collective_cases.allreduce_all, collective_cases.allgather_all,
+               collective_cases.reduce_scatter_all, collective_cases.alltoall_all,
+               collective_cases.p2p_all]
 
 
 def _check(pool, case):

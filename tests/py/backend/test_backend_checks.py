@@ -9,7 +9,7 @@ import signal
 import tempfile
 import time
 
-import cases
+import error_cases
 import pytest
 import torch
 import torch.distributed as dist
@@ -22,14 +22,14 @@ SLACK_S = 6.0  # process scheduling on a loaded 2-core machine
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("world", [2, 3])
 def test_bad_inputs_raise_value_error(pool_factory, world):
-    results = pool_factory(world).run(cases.bad_inputs)
+    results = pool_factory(world).run(error_cases.bad_inputs)
     problems = [f"rank {r}: {m}" for r, bad in enumerate(results) for m in bad]
     assert not problems, "\n".join(problems)
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("case", [cases.wait_timeout_then_wait, cases.p2p_future_refused],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize("case", [error_cases.wait_timeout_then_wait,
+                                  error_cases.p2p_future_refused], ids=lambda c: c.__name__)
 @pytest.mark.parametrize("world", [2, 3])
 def test_work_edges_match_gloo(pool_factory, world, case):
     results = pool_factory(world).run(case)

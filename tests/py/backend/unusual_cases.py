@@ -8,10 +8,10 @@ waited out of issue order.
 Each call is `call(rank, size, group, ref, layout, dtype, shape)` and returns what it produced on
 this rank. Integer-valued data throughout, so results are exact whatever order a backend sums
 in. References: plain Gloo reads a tensor that is not contiguous as one dense block from its
-first element (cases.strided_views), and its tensor forms need dim-0 blocks where NCCL and
-"topo" take element counts, so the Gloo side (`ref=True`) gets contiguous copies, and the tensor
-forms' 0-dim tensors as 1-element views; a call Gloo refuses must fail with the same error kind
-on "topo".
+first element (collective_cases.strided_views), and its tensor forms need dim-0 blocks where
+NCCL and "topo" take element counts, so the Gloo side (`ref=True`) gets contiguous copies, and
+the tensor forms' 0-dim tensors as 1-element views; a call Gloo refuses must fail with the same
+error kind on "topo".
 """
 
 from __future__ import annotations

@@ -1,67 +1,28 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Cases run on every rank of a RankPool: each issues the same call on the "topo" world group
-and on a plain Gloo group over the same ranks, from seeded inputs, and returns the mismatches
-(an empty list passes). Gloo is the independent reference; AVG and PREMUL_SUM, which Gloo
-lacks, are referenced as Gloo SUM followed by the same scaling written out here.
+"""Every collective and point-to-point op, run on every rank of a RankPool: each issues the same
+call on the "topo" world group and on a plain Gloo group over the same ranks, from seeded
+inputs, and returns the mismatches (an empty list passes). `mixed_stress` issues them in a long
+random sequence.
 """
 
 from __future__ import annotations
 
-import time
-
 import torch
 import torch.distributed as dist
-
-R = dist.ReduceOp
-FLOATS = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
-INTS = [torch.int32, torch.int64]
-COMPLEX = [torch.complex64, torch.complex128]
-ALL_OPS = ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"]
-PREMUL_FACTOR = 0.375
-
-
-def seeded(rank: int, shape, dtype, salt: int = 0) -> torch.Tensor:
-    if dtype.is_complex:
-        part = torch.float32 if dtype == torch.complex64 else torch.float64
-        return torch.complex(seeded(rank, shape, part, salt), seeded(rank, shape, part, salt + 1))
-    g = torch.Generator().manual_seed(1000 * rank + salt)
-    if dtype.is_floating_point:
-        # Small magnitudes keep PRODUCT finite in float16 for 8 ranks.
-        return (torch.rand(shape, generator=g, dtype=torch.float64) * 1.5 + 0.25).to(dtype)
-    return torch.randint(-50, 50, shape, generator=g, dtype=torch.int64).to(dtype)
-
-
-def dtypes_for(op: str):
-    if op in ("BAND", "BOR", "BXOR"):
-        return INTS
-    if op in ("AVG", "PREMUL_SUM"):
-        return FLOATS
-    return FLOATS + INTS
-
-
-def topo_op(op: str, dtype):
-    if op == "PREMUL_SUM":
-        return dist._make_nccl_premul_sum(PREMUL_FACTOR)
-    return getattr(R, op)
-
-
-def ref_reduce(op: str):
-    """The Gloo op and the scaling that completes it (AVG, PREMUL_SUM)."""
-    if op == "AVG":
-        return R.SUM, lambda t, size: t.div_(size)
-    if op == "PREMUL_SUM":
-        return R.SUM, lambda t, size: t.mul_(PREMUL_FACTOR)
-    return getattr(R, op), None
-
-
-def _finish(work, async_op):
-    if async_op:
-        work.wait()
-
-
-def _diff(name, got, want, out):
-    if got.dtype != want.dtype or got.shape != want.shape or not torch.equal(got, want):
-        out.append(f"{name}: got {got.flatten()[:6].tolist()} want {want.flatten()[:6].tolist()}")
+from gloo_reference import (
+    ALL_OPS,
+    COMPLEX,
+    FLOATS,
+    INTS,
+    R,
+    _diff,
+    _finish,
+    dtypes_for,
+    reduce_scatter_ref,
+    ref_reduce,
+    seeded,
+    topo_op,
+)
 
 
 def allreduce_all(rank, size, ref, shape=(5, 3)):
@@ -259,29 +220,6 @@ def allreduce_coalesced_all(rank, size, ref):
     return bad
 
 
-_FOLDS = {
-    "SUM": torch.add, "AVG": torch.add, "PREMUL_SUM": torch.add, "PRODUCT": torch.mul,
-    "MIN": torch.minimum, "MAX": torch.maximum, "BAND": torch.bitwise_and,
-    "BOR": torch.bitwise_or, "BXOR": torch.bitwise_xor,
-}
-
-
-def reduce_scatter_ref(rank, size, ref, x, op):
-    """What "topo" computes on Gloo (one all-to-all, then block r of every rank folded in rank
-    order), from the inputs gathered over the plain Gloo group `ref`: each rank's block of the
-    result is exact to the bit, independently of either side's collective."""
-    inputs = [torch.empty_like(x) for _ in range(size)]
-    dist.all_gather(inputs, x, group=ref)
-    blocks = [t.chunk(size)[rank] for t in inputs]
-    want = blocks[0].clone()
-    for b in blocks[1:]:
-        want = _FOLDS[op](want, b)
-    _, scale = ref_reduce(op)
-    if scale:
-        scale(want, size)
-    return want
-
-
 def reduce_scatter_all(rank, size, ref):
     bad = []
     for op in ALL_OPS:
@@ -434,133 +372,6 @@ def p2p_all(rank, size, ref):
     return bad
 
 
-def barrier_and_seq(rank, size, ref):
-    bad = []
-    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
-    before = backend._get_sequence_number_for_group()
-    dist.barrier()
-    t = torch.ones(1)
-    dist.all_reduce(t)
-    after = backend._get_sequence_number_for_group()
-    if after - before != 2:
-        bad.append(f"sequence number moved by {after - before}, expected 2")
-    if dist.get_backend() != "topo":
-        bad.append(f"get_backend() = {dist.get_backend()}")
-    if backend.name() != "topo":
-        bad.append(f"backend name {backend.name()}")
-    return bad
-
-
-def object_collectives(rank, size, ref):
-    bad = []
-    objs = [None] * size
-    dist.all_gather_object(objs, {"rank": rank, "x": [rank] * rank})
-    if objs != [{"rank": r, "x": [r] * r} for r in range(size)]:
-        bad.append(f"all_gather_object {objs}")
-    box = [f"from {rank}"]
-    dist.broadcast_object_list(box, src=size - 1)
-    if box != [f"from {size - 1}"]:
-        bad.append(f"broadcast_object_list {box}")
-    out = [None]
-    dist.scatter_object_list(out, [f"to {r}" for r in range(size)] if rank == 0 else None, src=0)
-    if out != [f"to {rank}"]:
-        bad.append(f"scatter_object_list {out}")
-    gathered = [None] * size if rank == 0 else None
-    dist.gather_object(rank * 10, gathered, dst=0)
-    if rank == 0 and gathered != [r * 10 for r in range(size)]:
-        bad.append(f"gather_object {gathered}")
-    return bad
-
-
-def subgroups(rank, size, ref):
-    """new_group over non-contiguous ranks (even ranks, and the reversed odd ranks)."""
-    bad = []
-    even = list(range(0, size, 2))
-    odd = list(range(1, size, 2))[::-1]
-    g_even = dist.new_group(even)
-    g_odd = dist.new_group(odd) if odd else None
-    r_even = dist.new_group(even, backend="gloo")
-    r_odd = dist.new_group(odd, backend="gloo") if odd else None
-    mine, mine_ref = (g_even, r_even) if rank in even else (g_odd, r_odd)
-    if dist.get_backend(mine) != "topo":
-        bad.append(f"subgroup backend {dist.get_backend(mine)}")
-    for op in ("SUM", "AVG", "MAX"):
-        x = seeded(rank, (6,), torch.float32, salt=11)
-        a, b = x.clone(), x.clone()
-        dist.all_reduce(a, op=topo_op(op, None), group=mine)
-        gop, scale = ref_reduce(op)
-        dist.all_reduce(b, op=gop, group=mine_ref)
-        if scale:
-            scale(b, dist.get_world_size(mine))
-        _diff(f"subgroup all_reduce {op}", a, b, bad)
-    n = dist.get_world_size(mine)
-    x = seeded(rank, (2,), torch.float64)
-    got = [torch.empty_like(x) for _ in range(n)]
-    want = [torch.empty_like(x) for _ in range(n)]
-    dist.all_gather(got, x, group=mine)
-    dist.all_gather(want, x, group=mine_ref)
-    for i in range(n):
-        _diff(f"subgroup all_gather [{i}]", got[i], want[i], bad)
-    root = (even if rank in even else odd)[-1]
-    a = seeded(rank, (3,), torch.float32)
-    b = a.clone()
-    dist.broadcast(a, root, group=mine)
-    dist.broadcast(b, root, group=mine_ref)
-    _diff("subgroup broadcast (global root)", a, b, bad)
-    return bad
-
-
-def bad_inputs(rank, size, ref):
-    """Each call must raise ValueError naming the problem; returns the misses."""
-    bad = []
-    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
-
-    def expect(fragment, fn):
-        try:
-            fn()
-        except ValueError as e:
-            if fragment not in str(e):
-                bad.append(f"{fragment!r} not in {e}")
-            return
-        except Exception as e:  # noqa: BLE001
-            bad.append(f"{fragment!r}: got {type(e).__name__}: {e}")
-            return
-        bad.append(f"{fragment!r}: no error")
-
-    f = torch.ones(4)
-    i = torch.ones(4, dtype=torch.int32)
-    expect("TopoBackend::allreduce: ReduceOp.BAND needs an integer tensor",
-           lambda: dist.all_reduce(f, op=R.BAND))
-    expect("TopoBackend::allreduce: ReduceOp.AVG needs a floating-point or complex tensor",
-           lambda: dist.all_reduce(i, op=R.AVG))
-    c = torch.ones(4 * size, dtype=torch.complex64)
-    expect("TopoBackend::_reduce_scatter_base: ReduceOp.MAX needs a real tensor: got ComplexFloat",
-           lambda: dist.reduce_scatter_tensor(torch.empty(4, dtype=c.dtype), c, op=R.MAX))
-    expect("TopoBackend::reduce_scatter: ReduceOp.MIN needs a real tensor: got ComplexFloat",
-           lambda: dist.reduce_scatter(torch.empty(4, dtype=c.dtype), list(c.chunk(size)),
-                                       op=R.MIN))
-    opts = dist.BroadcastOptions()
-    opts.rootRank = size
-    expect("TopoBackend::broadcast: root rank out of range", lambda: backend.broadcast([f], opts))
-    ropts = dist.ReduceOptions()
-    ropts.rootRank = -1
-    expect("TopoBackend::reduce: root rank out of range", lambda: backend.reduce([f], ropts))
-    expect("TopoBackend::_allgather_base: output has",
-           lambda: backend._allgather_base(torch.empty(4 * size + 1), f))
-    expect("TopoBackend::_reduce_scatter_base: input has",
-           lambda: backend._reduce_scatter_base(torch.empty(3), torch.empty(3 * size + 2),
-                                                dist.ReduceScatterOptions()))
-    expect("TopoBackend::allgather: output list holds",
-           lambda: backend.allgather([[torch.empty(4)] * (size + 1)], [f]))
-    expect("TopoBackend::alltoall_base: input split sizes sum to",
-           lambda: backend.alltoall_base(torch.empty(size), torch.empty(size), [1] * size,
-                                         [2] * size, dist.AllToAllOptions()))
-    expect("TopoBackend::send: destination rank out of range",
-           lambda: backend.send([f], size, 0))
-    expect("TopoBackend::recv: source rank out of range", lambda: backend.recv([f], -2, 0))
-    return bad
-
-
 def mixed_stress(rank, size, ref, count=300, seed=5):
     """`count` random collectives (op, ReduceOp, dtype, size, async) issued back to back, with
     async works waited out of order, each checked against Gloo."""
@@ -608,100 +419,4 @@ def mixed_stress(rank, size, ref, count=300, seed=5):
                     w.wait()
                 _diff(name, g, r, bad)
             pending.clear()
-    return bad
-
-
-def decisions_logged(rank, size, ref):
-    """runCollective records (op, bytes, choice); without levels every op stays flat."""
-    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
-    backend.set_hierarchical_thresholds("cpu", {"allreduce": 0, "allgather": 0})
-    bad = []
-    x = torch.ones(10, dtype=torch.float64)
-    dist.all_reduce(x)
-    out = torch.empty(10 * size, dtype=torch.float64)
-    dist.all_gather_into_tensor(out, x)
-    dist.broadcast(x, 0)
-    got = backend.last_decisions()[-3:]
-    want = [("allreduce", 80, "flat"), ("_allgather_base", 80, "flat"), ("broadcast", 80, "flat")]
-    if got != want:
-        bad.append(f"decisions {got}, expected {want}")
-    backend.set_hierarchical_thresholds("cpu", {})
-    return bad
-
-
-def wait_timeout_then_wait(rank, size, ref):
-    """wait(timeout) that runs out while a late rank has not joined raises and leaves the op
-    running, as on plain Gloo: a later wait() completes it, with the AVG scaling and the
-    one-step reduce-scatter's fold. Inputs are small integers, so every order sums exactly."""
-    import datetime
-
-    bad = []
-    short = datetime.timedelta(milliseconds=50)
-    for name in ("all_reduce AVG", "reduce_scatter_tensor"):
-        results = {}
-        for label, group in (("gloo", ref), ("topo", dist.group.WORLD)):
-            x = torch.arange(2 * size, dtype=torch.float64) + rank
-            out = torch.empty(2, dtype=torch.float64)
-            if rank == 0 and size > 1:
-                time.sleep(0.5)
-            if name == "all_reduce AVG":
-                # Gloo has no AVG: its reference is the SUM, scaled below.
-                op = R.SUM if label == "gloo" else R.AVG
-                work, got = dist.all_reduce(x, op=op, group=group, async_op=True), x
-            else:
-                work = dist.reduce_scatter_tensor(out, x, group=group, async_op=True)
-                got = out
-            try:
-                work.wait(timeout=short)
-            except RuntimeError as e:
-                if "timed out" not in str(e):
-                    bad.append(f"{name} {label}: first wait raised {e}")
-            try:
-                work.wait()
-            except RuntimeError as e:
-                bad.append(f"{name} {label}: wait() after a wait(timeout) raised {e}")
-                continue
-            if label == "gloo" and name == "all_reduce AVG":
-                got = got / size
-            results[label] = got
-            # Gloo's own reduce-scatter work never reports itself completed: topo's only.
-            if label == "topo" and not (work.is_completed() and work.is_success()):
-                bad.append(f"{name} topo: not completed successfully after wait()")
-        if len(results) == 2:
-            _diff(f"{name} after wait(timeout)", results["topo"], results["gloo"], bad)
-    return bad
-
-
-def p2p_future_refused(rank, size, ref):
-    """Gloo's send and recv works have no future, and "topo"'s refuse theirs while pending too:
-    only wait() completes them, so a caller waiting on the future would wait forever."""
-    bad = []
-    if size == 1 or rank > 1:
-        return bad
-    peer = 1 - rank
-    for label, group in (("gloo", ref), ("topo", dist.group.WORLD)):
-        t = torch.full((3,), float(rank))
-        work = dist.isend(t, peer, group=group) if rank == 0 else dist.irecv(t, peer, group=group)
-        try:
-            work.get_future()
-            bad.append(f"{label}: get_future() of a pending {'send' if rank == 0 else 'recv'} "
-                       "returned a future that only wait() completes")
-        except RuntimeError as e:
-            if label == "topo" and "wait()" not in str(e):
-                bad.append(f"topo: get_future() error does not say to call wait(): {e}")
-        work.wait()
-        _diff(f"{label} p2p", t, torch.zeros(3), bad)
-    # A batch of sends and receives ends in one work over Gloo's: the same holds for it.
-    t = torch.full((3,), float(rank))
-    op = dist.isend if rank == 0 else dist.irecv
-    works = dist.batch_isend_irecv([dist.P2POp(op, t, peer)])
-    for w in works:
-        try:
-            w.get_future()
-            bad.append("topo: get_future() of a pending batch_isend_irecv work returned a future "
-                       "that only wait() completes")
-        except RuntimeError:
-            pass
-        w.wait()
-    _diff("topo batch_isend_irecv", t, torch.zeros(3), bad)
     return bad

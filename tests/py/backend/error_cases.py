@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Calls that must fail, run on every rank of a RankPool (an empty list passes): bad inputs
+raise a ValueError naming the problem, and a wait that times out or a future that cannot
+complete behaves as on the plain Gloo group over the same ranks.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.distributed as dist
+from gloo_reference import R, _diff
+
+
+def bad_inputs(rank, size, ref):
+    """Each call must raise ValueError naming the problem; returns the misses."""
+    bad = []
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+
+    def expect(fragment, fn):
+        try:
+            fn()
+        except ValueError as e:
+            if fragment not in str(e):
+                bad.append(f"{fragment!r} not in {e}")
+            return
+        except Exception as e:  # noqa: BLE001
+            bad.append(f"{fragment!r}: got {type(e).__name__}: {e}")
+            return
+        bad.append(f"{fragment!r}: no error")
+
+    f = torch.ones(4)
+    i = torch.ones(4, dtype=torch.int32)
+    expect("TopoBackend::allreduce: ReduceOp.BAND needs an integer tensor",
+           lambda: dist.all_reduce(f, op=R.BAND))
+    expect("TopoBackend::allreduce: ReduceOp.AVG needs a floating-point or complex tensor",
+           lambda: dist.all_reduce(i, op=R.AVG))
+    c = torch.ones(4 * size, dtype=torch.complex64)
+    expect("TopoBackend::_reduce_scatter_base: ReduceOp.MAX needs a real tensor: got ComplexFloat",
+           lambda: dist.reduce_scatter_tensor(torch.empty(4, dtype=c.dtype), c, op=R.MAX))
+    expect("TopoBackend::reduce_scatter: ReduceOp.MIN needs a real tensor: got ComplexFloat",
+           lambda: dist.reduce_scatter(torch.empty(4, dtype=c.dtype), list(c.chunk(size)),
+                                       op=R.MIN))
+    opts = dist.BroadcastOptions()
+    opts.rootRank = size
+    expect("TopoBackend::broadcast: root rank out of range", lambda: backend.broadcast([f], opts))
+    ropts = dist.ReduceOptions()
+    ropts.rootRank = -1
+    expect("TopoBackend::reduce: root rank out of range", lambda: backend.reduce([f], ropts))
+    expect("TopoBackend::_allgather_base: output has",
+           lambda: backend._allgather_base(torch.empty(4 * size + 1), f))
+    expect("TopoBackend::_reduce_scatter_base: input has",
+           lambda: backend._reduce_scatter_base(torch.empty(3), torch.empty(3 * size + 2),
+                                                dist.ReduceScatterOptions()))
+    expect("TopoBackend::allgather: output list holds",
+           lambda: backend.allgather([[torch.empty(4)] * (size + 1)], [f]))
+    expect("TopoBackend::alltoall_base: input split sizes sum to",
+           lambda: backend.alltoall_base(torch.empty(size), torch.empty(size), [1] * size,
+                                         [2] * size, dist.AllToAllOptions()))
+    expect("TopoBackend::send: destination rank out of range",
+           lambda: backend.send([f], size, 0))
+    expect("TopoBackend::recv: source rank out of range", lambda: backend.recv([f], -2, 0))
+    return bad
+
+
+def wait_timeout_then_wait(rank, size, ref):
+    """wait(timeout) that runs out while a late rank has not joined raises and leaves the op
+    running, as on plain Gloo: a later wait() completes it, with the AVG scaling and the
+    one-step reduce-scatter's fold. Inputs are small integers, so every order sums exactly."""
+    import datetime
+
+    bad = []
+    short = datetime.timedelta(milliseconds=50)
+    for name in ("all_reduce AVG", "reduce_scatter_tensor"):
+        results = {}
+        for label, group in (("gloo", ref), ("topo", dist.group.WORLD)):
+            x = torch.arange(2 * size, dtype=torch.float64) + rank
+            out = torch.empty(2, dtype=torch.float64)
+            if rank == 0 and size > 1:
+                time.sleep(0.5)
+            if name == "all_reduce AVG":
+                # Gloo has no AVG: its reference is the SUM, scaled below.
+                op = R.SUM if label == "gloo" else R.AVG
+                work, got = dist.all_reduce(x, op=op, group=group, async_op=True), x
+            else:
+                work = dist.reduce_scatter_tensor(out, x, group=group, async_op=True)
+                got = out
+            try:
+                work.wait(timeout=short)
+            except RuntimeError as e:
+                if "timed out" not in str(e):
+                    bad.append(f"{name} {label}: first wait raised {e}")
+            try:
+                work.wait()
+            except RuntimeError as e:
+                bad.append(f"{name} {label}: wait() after a wait(timeout) raised {e}")
+                continue
+            if label == "gloo" and name == "all_reduce AVG":
+                got = got / size
+            results[label] = got
+            # Gloo's own reduce-scatter work never reports itself completed: topo's only.
+            if label == "topo" and not (work.is_completed() and work.is_success()):
+                bad.append(f"{name} topo: not completed successfully after wait()")
+        if len(results) == 2:
+            _diff(f"{name} after wait(timeout)", results["topo"], results["gloo"], bad)
+    return bad
+
+
+def p2p_future_refused(rank, size, ref):
+    """Gloo's send and recv works have no future, and "topo"'s refuse theirs while pending too:
+    only wait() completes them, so a caller waiting on the future would wait forever."""
+    bad = []
+    if size == 1 or rank > 1:
+        return bad
+    peer = 1 - rank
+    for label, group in (("gloo", ref), ("topo", dist.group.WORLD)):
+        t = torch.full((3,), float(rank))
+        work = dist.isend(t, peer, group=group) if rank == 0 else dist.irecv(t, peer, group=group)
+        try:
+            work.get_future()
+            bad.append(f"{label}: get_future() of a pending {'send' if rank == 0 else 'recv'} "
+                       "returned a future that only wait() completes")
+        except RuntimeError as e:
+            if label == "topo" and "wait()" not in str(e):
+                bad.append(f"topo: get_future() error does not say to call wait(): {e}")
+        work.wait()
+        _diff(f"{label} p2p", t, torch.zeros(3), bad)
+    # A batch of sends and receives ends in one work over Gloo's: the same holds for it.
+    t = torch.full((3,), float(rank))
+    op = dist.isend if rank == 0 else dist.irecv
+    works = dist.batch_isend_irecv([dist.P2POp(op, t, peer)])
+    for w in works:
+        try:
+            w.get_future()
+            bad.append("topo: get_future() of a pending batch_isend_irecv work returned a future "
+                       "that only wait() completes")
+        except RuntimeError:
+            pass
+        w.wait()
+    _diff("topo batch_isend_irecv", t, torch.zeros(3), bad)
+    return bad

@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Hierarchical schedules against plain flat Gloo, in the same processes, and the host layout,
+thresholds and levels that set them up.
+
+Each configuration is one pool of local processes that play hosts. Every schedule runs over
+Gloo inner groups built by torch_topo.hierarchy with a tiny pipelining chunk (so every call
+crosses several chunks), and its result is compared element by element with the same collective
+on a flat Gloo group (tolerances: hierarchical_harness).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.distributed as dist
+from hierarchical_harness import (
+    CONFIGS,
+    TIMEOUT,
+    Checker,
+    FlatRef,
+    _make,
+    _play,
+    _reduce_op,
+    _spawn,
+)
+
+from torch_topo import _C
+from torch_topo.cluster import parse_play
+from torch_topo.config import TopoConfig
+from torch_topo.hierarchy import (
+    HostLayout,
+    attach_hierarchy,
+    backend_thresholds,
+    build_levels,
+    exchange_hostnames,
+    hierarchical_thresholds,
+)
+
+CHUNK_BYTES = 64  # several pipeline chunks even for tensors of a few dozen elements
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.int64]
+FLOAT_OPS = ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "PREMUL_SUM"]
+INT_OPS = ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"]
+# (numel or shape, non-contiguous): sizes not divisible by 2 or 3 local ranks, one that spans
+# many chunks, and a strided view.
+SHAPES = [((7,), False), ((3, 5), True), ((61,), False)]
+# Even (2x2) and uneven (1+2) hosts reach every schedule and every c10d call the inner backends
+# take, on every dtype (2-, 4- and 8-byte elements chunk differently); the others vary the
+# layout only, which neither the dtype nor the torch release changes: they run float32 and
+# int64 (float and bitwise ops, 4- and 8-byte chunks).
+BREADTH_CONFIGS = {"2x2-interleaved", "3x2", "3+5-mixed"}
+
+
+def _ops_for(dtype):
+    return FLOAT_OPS if dtype.is_floating_point else INT_OPS
+
+
+def _run_cases(rank, size, levels, ref, check, full):
+    gen = torch.Generator().manual_seed(1234 + rank)
+    roots = sorted({0, size - 1, size // 2})
+    dtypes = DTYPES if full else [torch.float32, torch.int64]
+    for dtype in dtypes:
+        for op in _ops_for(dtype):
+            for shape, strided in SHAPES:
+                tag = f"{dtype} {op} {shape}{' strided' if strided else ''}"
+                # all_reduce, in place, on the very tensor (strided views included).
+                x = _make(gen, shape, dtype, op, strided)
+                want = ref.all_reduce(x.clone(), op)
+                _C._hierarchical_all_reduce(levels, x, _reduce_op(op))
+                check.same(f"all_reduce {tag}", x, want)
+                # reduce to each root: the root's tensor gets the result, others stay as they were.
+                for root in roots:
+                    x = _make(gen, shape, dtype, op, strided)
+                    before = x.clone()
+                    want = ref.reduce(x.clone(), root, op)
+                    _C._hierarchical_reduce(levels, x, root, _reduce_op(op))
+                    check.same(f"reduce root {root} {tag}", x, want if rank == root else before)
+                # reduce_scatter: list form with strided blocks, tensor form from their concat.
+                blocks = [_make(gen, shape, dtype, op, strided) for _ in range(size)]
+                want = ref.reduce_scatter(blocks, op)
+                out = _make(gen, shape, dtype, op, strided)
+                _C._hierarchical_reduce_scatter_list(levels, out, blocks, _reduce_op(op))
+                check.same(f"reduce_scatter list {tag}", out, want)
+                flat_in = torch.cat([b.reshape(-1) for b in blocks])
+                out = torch.empty(shape, dtype=dtype)
+                _C._hierarchical_reduce_scatter(levels, out, flat_in, _reduce_op(op))
+                check.same(f"reduce_scatter {tag}", out, want)
+        for shape, strided in SHAPES:
+            tag = f"{dtype} {shape}{' strided' if strided else ''}"
+            x = _make(gen, shape, dtype, "SUM", strided)
+            want = ref.all_gather(x)
+            outs = [torch.zeros(shape, dtype=dtype) for _ in range(size)]
+            _C._hierarchical_all_gather_list(levels, outs, x)
+            for r in range(size):
+                check.same(f"all_gather list [{r}] {tag}", outs[r], want[r])
+            out = torch.zeros((size,) + shape, dtype=dtype)
+            _C._hierarchical_all_gather(levels, out, x)
+            check.same(f"all_gather {tag}", out, torch.stack(want))
+            # In place as FSDP2 does it: the input is this rank's slice of the output.
+            out = torch.zeros((size,) + shape, dtype=dtype)
+            out[rank].copy_(x)
+            _C._hierarchical_all_gather(levels, out, out[rank])
+            check.same(f"all_gather in-place {tag}", out, torch.stack(want))
+            for root in roots:
+                x = _make(gen, shape, dtype, "SUM", strided)
+                want = ref.broadcast(x.clone(), root)
+                _C._hierarchical_broadcast(levels, x, root)
+                check.same(f"broadcast root {root} {tag}", x, want)
+
+
+def _worker(rank, hosts, tmp, full):
+    size = len(hosts)
+    store = dist.FileStore(os.path.join(tmp, "store"), size)
+    flat = dist.ProcessGroupGloo(dist.PrefixStore("flat", store), rank, size, TIMEOUT)
+    # Hosts come from a play string indexed by rank, exchanged through the store.
+    names = exchange_hostnames(store, rank, size, parse_play(_play(hosts), size, rank)[0])
+    layout = HostLayout.from_hostnames(names)
+    lv = build_levels(dist.PrefixStore("hier", store), rank, layout,
+                      chunk_bytes=CHUNK_BYTES, timeout=TIMEOUT)
+    levels = _C._ScheduleLevels(*lv.as_args())
+    check = Checker(rank)
+    _run_cases(rank, size, levels, FlatRef(flat, size), check, full)
+    return {"checked": check.checked, "failures": check.failures,
+            "layout": [list(layout.host_of_rank), list(layout.local_of_rank)],
+            "uniform": lv.uniform}
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.breadth) if n in BREADTH_CONFIGS else n for n in CONFIGS])
+def test_schedules_match_flat_gloo(name, tmp_path):
+    hosts = CONFIGS[name]
+    results = _spawn(hosts, tmp_path, full=name not in BREADTH_CONFIGS, target=_worker)
+    want_layout = HostLayout.from_hostnames(hosts)
+    for res in results:
+        assert res["layout"] == [list(want_layout.host_of_rank), list(want_layout.local_of_rank)]
+        assert res["uniform"] == want_layout.uniform
+        assert res["checked"] > 100
+
+
+class _RecordingBackend:
+    """Stands in for _C.TopoBackend: records what attach_hierarchy hands over."""
+
+    def __init__(self):
+        self.levels = {}
+        self.thresholds = {}
+
+    def set_levels(self, device_type, *args):
+        self.levels[device_type] = args
+
+    def set_hierarchical_thresholds(self, device_type, thresholds):
+        self.thresholds[device_type] = dict(thresholds)
+
+
+def _attach_worker(rank, hosts, tmp, _full):
+    size = len(hosts)
+    store = dist.FileStore(os.path.join(tmp, "store"), size)
+    flat = dist.ProcessGroupGloo(dist.PrefixStore("flat", store), rank, size, TIMEOUT)
+    play = ",".join(f"{h}:0" for h in hosts)
+    backend = _RecordingBackend()
+    cfg = TopoConfig(hierarchical="always", play=play, pipeline_chunk_bytes=1024)
+    layout = attach_hierarchy(backend, dist.PrefixStore("pg", store), rank, size,
+                              list(range(size)), cfg, timeout=TIMEOUT)
+    levels = _C._ScheduleLevels(*backend.levels["cpu"])
+    x = torch.arange(1000, dtype=torch.float32) * (rank + 1)
+    want = FlatRef(flat, size).all_reduce(x.clone(), "SUM")
+    _C._hierarchical_all_reduce(levels, x, dist.ReduceOp.SUM)
+    check = Checker(rank)
+    check.same("all_reduce via attach_hierarchy", x, want)
+    return {"checked": check.checked, "failures": check.failures,
+            "thresholds": backend.thresholds, "hosts": layout.host_count,
+            "chunk_bytes": levels.chunk_bytes}
+
+
+@pytest.mark.timeout(120)
+def test_attach_hierarchy_hands_levels_to_backend(tmp_path):
+    results = _spawn(["a", "b", "a"], tmp_path, False, target=_attach_worker)
+    for res in results:
+        assert res["hosts"] == 2 and res["chunk_bytes"] == 1024 and res["checked"] == 1
+        assert res["thresholds"] == {"cpu": {op: 0 for op in
+                                             ("allreduce", "allgather", "_allgather_base",
+                                              "reduce_scatter", "_reduce_scatter_base",
+                                              "broadcast", "reduce")}}
+
+
+def test_layout_from_hostnames():
+    lay = HostLayout.from_hostnames(["b", "a", "b", "a", "a"])
+    assert lay.host_names == ("b", "a")
+    assert lay.host_of_rank == (0, 1, 0, 1, 1)
+    assert lay.local_of_rank == (0, 0, 1, 1, 2)
+    assert not lay.uniform
+    assert lay.rail(1) == [2, 3]
+    assert HostLayout.from_hostnames(["x", "y", "x", "y"]).ring_crossings() == 2
+    assert HostLayout.from_hostnames(["x", "x", "y", "y"]).ring_crossings() == 1
+    with pytest.raises(ValueError, match="empty host name"):
+        HostLayout.from_hostnames(["x", ""])
+
+
+def test_thresholds_follow_config():
+    two = HostLayout.from_hostnames(["a", "a", "b", "b"])
+    one = HostLayout.from_hostnames(["a", "a"])
+    assert hierarchical_thresholds(two, TopoConfig(hierarchical="never")) == {}
+    assert hierarchical_thresholds(two, TopoConfig(use_topo_aware_collectives=False)) == {}
+    assert hierarchical_thresholds(one, TopoConfig(hierarchical="always")) == {}
+    assert set(hierarchical_thresholds(two, TopoConfig(hierarchical="always")).values()) == {0}
+    # A slow, high-latency host link (1 Gbit/s, 1 ms: the emulator's) favours two levels for
+    # large all-reduces; a link as fast as the intra path leaves the contiguous ring flat.
+    slow = hierarchical_thresholds(two, TopoConfig(), inter_gbps=0.125, inter_latency_us=1000)
+    assert 0 <= slow["all_reduce"] <= 1 << 20
+    fast = hierarchical_thresholds(two, TopoConfig(), inter_gbps=50.0, inter_latency_us=1)
+    assert "all_reduce" not in fast
+    # TopoBackend measures all-gathers by their per-rank input.
+    assert backend_thresholds({"all_gather": 4096, "reduce": 10}, 4) == {
+        "allgather": 1024, "_allgather_base": 1024, "reduce": 10}
