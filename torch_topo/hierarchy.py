@@ -269,13 +269,16 @@ class _RuleModel:
                 "hierarchical": {"seconds": hier, "applicable": True}, "margin": 1.0}
 
 
-def _rule_model(layout: HostLayout, cluster, inter_gbps: float = 0.0,
+def _rule_model(layout: HostLayout, config: TopoConfig, cluster, inter_gbps: float = 0.0,
                 inter_latency_us: float = 0.0) -> _RuleModel:
-    """The rule over the inter-host link of `cluster` when given, else of the arguments;
+    """The rule over the inter-host link of `cluster` when given (its bandwidth already is
+    `config.inter_host_gbps` where that is set), else of the arguments, else of the config;
     0 = unknown: 10 GbE assumed."""
     if cluster is not None:
         inter_gbps = cluster.inter_host_bandwidth_gbps
         inter_latency_us = cluster.inter_host_latency_us
+    else:
+        inter_gbps = inter_gbps or config.inter_host_gbps or 0.0
     return _RuleModel(layout, inter_gbps or ASSUMED_INTER_HOST_GBPS,
                       inter_latency_us or ASSUMED_INTER_HOST_LATENCY_US)
 
@@ -336,7 +339,7 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
     "always": 0 for every op; "never", `use_topo_aware_collectives=False` or one host: none;
     "auto": the planner's cost model when `cluster` (a torch_topo.cluster.Cluster) places every
     rank on a GPU, else the size rule over the inter-host bandwidth and latency (the cluster's,
-    else the arguments; 0 = unknown: 10 GbE assumed). For `device_type` "cuda" the model's flat
+    else the arguments, else `config.inter_host_gbps`; 0 = unknown: 10 GbE assumed). For `device_type` "cuda" the model's flat
     side is NCCL's best algorithm and hierarchical must beat it by 1.15x; for "cpu" it is the
     alpha-beta model's best schedule.
     """
@@ -348,7 +351,7 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
     if _on_gpus(cluster):
         return _cost_model_thresholds(cluster, layout.group_size, config.pipeline_chunk_bytes,
                                       device_type)
-    return _rule_thresholds(_rule_model(layout, cluster, inter_gbps, inter_latency_us))
+    return _rule_thresholds(_rule_model(layout, config, cluster, inter_gbps, inter_latency_us))
 
 
 # TopoBackend keys its thresholds by c10d op name and measures a call by its input bytes: the
@@ -463,7 +466,7 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
                        f"{per_call}")
         if config.debug and config.hierarchical == "auto":
             model = (_planner(cluster, config.pipeline_chunk_bytes, device_type)
-                     if _on_gpus(cluster) else _rule_model(layout, cluster))
+                     if _on_gpus(cluster) else _rule_model(layout, config, cluster))
             for line in predicted_choices(model, list(range(group_size))):
                 _debug(config, f"{device_type} predicted {line}")
     return layout

@@ -263,9 +263,13 @@ def _effects_main(rank, world, store_path, out_dir):
                             for h in ("always", "never")]
     # A group across hosts of CPU ranks: the size rule decides, and its predictions are printed
     # as the cost model's are for GPU ranks (before, only the thresholds were).
-    text = _stderr_during(lambda: _topo_group(TopoConfig(play=two_hosts, debug=True)))
-    predicted = re.findall(r"cpu predicted all_reduce 64 KiB: flat ring ([\d.]+) us, "
-                           r"hierarchical ([\d.]+) us -> (\w+);", text)
+    # Without a topology file no cluster carries inter_host_gbps: the rule must take it.
+    predicted = []
+    for gbps in (None, 12.5):
+        cfg = TopoConfig(play=two_hosts, debug=True, inter_host_gbps=gbps)
+        text = _stderr_during(lambda: _topo_group(cfg))  # noqa: B023  (called at once)
+        predicted += re.findall(r"cpu predicted all_reduce 64 KiB: flat ring ([\d.]+) us, "
+                                r"hierarchical ([\d.]+) us -> (\w+);", text)
     chunks.clear()
     for size in (2048, 8192):
         _topo_group(TopoConfig(**always, pipeline_chunk_bytes=size))
@@ -313,14 +317,15 @@ def test_each_field_has_its_effect_on_a_topo_group(tmp_path, monkeypatch):
         # Unpinned, the p4d file names no NIC speed; pinned, the config's figure is used.
         assert seen["inter_host_gbps"] == [0.0, 12.5]
         assert seen["debug"]["decisions"] == [True, False, False, True]
-        # docs/schedules.md's rule by hand for hosts of one rank, 10 GbE (1.25 GB/s) and 50 us
-        # assumed, 30 us per inner collective: flat 2 (50 + 30) us, two levels 2 x 50 + 3 x 30
-        # us, each plus 64 KiB / 1.25 GB/s on the link.
-        link_us = 65536 / 1.25e9 * 1e6
-        ((flat, hier, taken),) = seen["debug"]["predicted"]
-        assert float(flat) == pytest.approx(160 + link_us, abs=0.05)
-        assert float(hier) == pytest.approx(190 + link_us, abs=0.05)
-        assert taken == "flat"
+        # docs/schedules.md's rule by hand for hosts of one rank, 50 us assumed between them,
+        # 30 us per inner collective: flat 2 (50 + 30) us, two levels 2 x 50 + 3 x 30 us, each
+        # plus 64 KiB over the link: 10 GbE (1.25 GB/s) assumed, then the configured 12.5 GB/s.
+        for (flat, hier, taken), gbps in zip(seen["debug"]["predicted"], (1.25, 12.5),
+                                             strict=True):
+            link_us = 65536 / (gbps * 1e9) * 1e6
+            assert float(flat) == pytest.approx(160 + link_us, abs=0.05)
+            assert float(hier) == pytest.approx(190 + link_us, abs=0.05)
+            assert taken == "flat"
 
 
 def _issued(group, rank: int, world: int) -> tuple[list[str], list[list[float]]]:
