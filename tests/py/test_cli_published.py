@@ -27,7 +27,7 @@ from torch_topo.bench.nccl_tests import (
     parse_published,
     table_json,
 )
-from torch_topo.bench.nccl_tests_output import op_from_file_name, read_header
+from torch_topo.bench.nccl_tests_output import op_in_name, read_header
 from torch_topo.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -373,9 +373,9 @@ def test_rows_of_several_runs_are_refused(tmp_path, capsys):
 def test_collective_from_the_file_name(name, op):
     if op is None and name.startswith("scatter"):
         with pytest.raises(ValueError, match="scatter_perf: the cost model does not price"):
-            op_from_file_name(name)
+            op_in_name(name, name)
     else:
-        assert op_from_file_name(name) == op
+        assert op_in_name(name, name) == op
 
 
 def test_file_name_names_the_collective_where_the_output_does_not(tmp_path):

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from torch_topo.nccl_hints import version_code
 
-__all__ = ["PERF_OPS", "Published", "RunHeader", "algorithm_from_nccl", "op_from_file_name",
-           "read_header", "read_table", "unlabelled"]
+__all__ = ["PERF_OPS", "Published", "RunHeader", "algorithm_from_nccl", "op_in_name",
+           "read_header", "read_table", "uniform_hosts", "unlabelled"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -41,10 +40,11 @@ _NCCL_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls
                "pat": "pat", "collnet": "collnet", "collnetdirect": "collnet",
                "collnetchain": "collnet"}
 
-# Every nccl-tests binary, longest first so that reduce_scatter is not read as scatter.
-_BINARIES = ("reduce_scatter", "all_reduce", "all_gather", "hypercube", "broadcast", "sendrecv",
-             "alltoall", "scatter", "gather", "reduce")
-_NAME_BINARY = re.compile(rf"(?<![a-z])({'|'.join(_BINARIES)})_perf(?![a-z])")
+# Every nccl-tests binary (its Makefile's list), longest first so that reduce_scatter is not read
+# as scatter; builds may append a suffix (all_reduce_perf_mpi), so only letters may not follow.
+_BINARIES = ("reduce_scatter", "all_reduce", "all_gather", "alltoallv", "hypercube", "broadcast",
+             "sendrecv", "alltoall", "scatter", "gather", "reduce")
+_NAMED_BINARY = re.compile(rf"(?<![a-z])({'|'.join(_BINARIES)})_perf(?![a-z])")
 # Labels that launchers put before every line a rank prints: Open MPI's --tag-output
 # ("[1,0]<stdout>:"), srun -l ("0: ", padded), MPICH's -prepend-rank ("[0] "). No nccl-tests line
 # starts so, so stripping them cannot change an unlabelled output.
@@ -55,8 +55,7 @@ _NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
 _RANK_LINE = re.compile(r"\s*#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+"
                         r"device\s+(\d+)\s+\[[^\]]*\]\s+(\S.*?)\s*$")
 _RANK_START = re.compile(r"\s*#?\s*Rank\s+\d")
-_STARTING = re.compile(r"Collective test starting:\s*(\w+)_perf\b")
-_BINARY = re.compile(r"\b([a-z_]+)_perf\b")
+_STARTING = re.compile(r"Collective test starting:\s*(\S+)")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+)\.(\d+)\.(\d+)")
 _NCCL_LIBRARY = re.compile(r"nccl-library=(\d+)")
 _THREADS_GPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
@@ -94,6 +93,13 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
                          "and 'busbw' ('#  size  count  type  redop  root  time  algbw  busbw "
                          "...'); is this nccl-tests' stdout?")
     names = lines[at].lstrip("# ").split()
+    if "time" not in names:
+        raise ValueError(f"{path}:{at + 1}: the table times {names[names.index('cputime')]!r} "
+                         "(nccl-tests -C 1): the CPU's time per call, not the collective's, "
+                         "which the model prices; run without -C"
+                         if "cputime" in names else
+                         f"{path}:{at + 1}: nccl-tests header: got {lines[at].strip()!r}, "
+                         "expected a 'time' column before 'algbw' and 'busbw'")
     # A row carries the out-of-place columns first; 'time' is the first timing column.
     t_col = names.index("time")
     out = []
@@ -147,43 +153,31 @@ class RunHeader:
 def _op_of(lines: list[str], path: str) -> str | None:
     """The binary: 'Collective test starting: X_perf' (nccl-tests from 2.13), else the first
     'X_perf' of a command line above the table."""
-    found = None
     for number, line in enumerate(lines, 1):
-        m = _STARTING.search(line)
-        if m:
-            found = (m.group(1), number)
+        if m := _STARTING.search(line):
+            return op_in_name(m.group(1), f"{path}:{number}")
+    for number, line in enumerate(lines, 1):
+        if "time" in line and "busbw" in line:
             break
-    if found is None:
-        for number, line in enumerate(lines, 1):
-            if "time" in line and "busbw" in line:
-                break
-            m = _BINARY.search(line)
-            if m:
-                found = (m.group(1), number)
-                break
-    if found is None:
+        if op := op_in_name(line, f"{path}:{number}"):
+            return op
+    return None
+
+
+def op_in_name(text: str, where: str) -> str | None:
+    """The model's op for the first nccl-tests binary named in `text` (a command line, a path,
+    a file name such as '..._all_reduce_perf_8B-16G.txt'), None where none is; ValueError
+    naming `where` for a binary the model does not price."""
+    m = _NAMED_BINARY.search(text)
+    if m is None:
         return None
-    name, number = found
-    return _priced(name, f"{path}:{number}")
-
-
-def _priced(binary: str, where: str) -> str:
-    if binary not in PERF_OPS:
-        raise ValueError(f"{where}: {binary}_perf: the cost model does not price this "
+    if m.group(1) not in PERF_OPS:
+        raise ValueError(f"{where}: {m.group(1)}_perf: the cost model does not price this "
                          f"collective; it prices {', '.join(f'{n}_perf' for n in PERF_OPS)}")
-    return PERF_OPS[binary]
+    return PERF_OPS[m.group(1)]
 
 
-def op_from_file_name(path: str) -> str | None:
-    """The op of the nccl-tests binary a saved output's file name carries ('..._all_reduce_perf_
-    8B-16G.txt', as people name them), for outputs whose text does not say; ValueError for a
-    binary the model does not price."""
-    name = Path(path).name
-    m = _NAME_BINARY.search(name)
-    return _priced(m.group(1), f"{path}: file name") if m else None
-
-
-def _ranks_of(lines: list[str], path: str) -> tuple[tuple[str, ...], int, tuple[str, ...]]:
+def _ranks_of(lines: list[str], path: str) -> tuple[dict[str, int], tuple[str, ...]]:
     per_host: dict[str, int] = {}
     names: dict[str, None] = {}
     for number, line in enumerate(lines, 1):
@@ -195,19 +189,26 @@ def _ranks_of(lines: list[str], path: str) -> tuple[tuple[str, ...], int, tuple[
                              "'#  Rank N Group G Pid P on HOST device D [BUS] NAME'")
         per_host[m.group(2)] = per_host.get(m.group(2), 0) + 1
         names[m.group(4)] = None
+    return per_host, tuple(names)
+
+
+def uniform_hosts(per_host: dict[str, int], where: str) -> tuple[tuple[str, ...], int]:
+    """The hosts in order and the ranks of each; ValueError naming `where` where hosts differ
+    (the model prices uniform hosts)."""
     counts = set(per_host.values())
     if len(counts) > 1:
         spread = ", ".join(f"{host} {n}" for host, n in per_host.items())
-        raise ValueError(f"{path}: rank lines: got {spread} ranks per host, expected the same "
-                         "number on every host (the model prices uniform hosts)")
-    return tuple(per_host), counts.pop() if counts else 0, tuple(names)
+        raise ValueError(f"{where}: got {spread} ranks per host, expected the same number on "
+                         "every host (the model prices uniform hosts)")
+    return tuple(per_host), counts.pop() if counts else 0
 
 
 def read_header(lines: list[str], path: str = "<text>") -> RunHeader:
     """The run's settings as its output prints them; ValueError (path:line) for a collective the
     model cannot price, a malformed rank line, uneven hosts or an NCCL_ALGO it cannot force."""
     op = _op_of(lines, path)
-    hosts, ranks_per_host, gpu_names = _ranks_of(lines, path)
+    per_host, gpu_names = _ranks_of(lines, path)
+    hosts, ranks_per_host = uniform_hosts(per_host, f"{path}: rank lines")
     version = gpus_per_process = 0
     algorithm = None
     for number, line in enumerate(lines, 1):

@@ -20,11 +20,12 @@ from torch_topo.bench.nccl_tests import (
     goal_misses,
     table_json,
 )
+from torch_topo.bench.nccl_tests_json import looks_like_json, read_json_report
 from torch_topo.bench.nccl_tests_output import (
     PERF_OPS,
     RunHeader,
     algorithm_from_nccl,
-    op_from_file_name,
+    op_in_name,
     read_header,
     read_table,
     unlabelled,
@@ -115,7 +116,7 @@ def _resolve(args, header: RunHeader, output: str) -> tuple[System, dict, dict]:
     from torch_topo import _C
 
     where: dict[str, str] = {}
-    op = args.op or header.op or op_from_file_name(output)
+    op = args.op or header.op or op_in_name(Path(output).name, f"{output}: file name")
     if op is None:
         raise ValueError(f"{output}: no 'Collective test starting: X_perf' line, X_perf "
                          "command line or X_perf in the file name names the collective; give "
@@ -222,13 +223,17 @@ def run_published(args) -> int:
     _check_options(args)
     output = args.published
     try:
-        lines = unlabelled(Path(output).read_text(errors="replace").splitlines())
+        text = Path(output).read_text(errors="replace")
     except OSError as exc:
         raise ValueError(f"--published: cannot read {output!r}: {exc.strerror or exc}") from None
     # The file's own faults first, then what the options must add; the rows get their op and
     # algorithm once those are settled.
-    header = read_header(lines, output)
-    published = read_table(lines, op=header.op or "", algorithm=None, path=output)
+    if looks_like_json(text):
+        header, published = read_json_report(text, output)
+    else:
+        lines = unlabelled(text.splitlines())
+        header = read_header(lines, output)
+        published = read_table(lines, op=header.op or "", algorithm=None, path=output)
     system, settings, where = _resolve(args, header, output)
     rows = compare(system, [replace(p, op=system.op, algorithm=system.algorithm)
                             for p in published])

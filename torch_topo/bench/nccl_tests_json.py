@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: Apache-2.0
+"""nccl-tests' own JSON report (`-J FILE.json`, nccl-tests from 2.17) read back as the stdout
+reader reads the text (layer: Python package): the same RunHeader and rows, so `bench
+--published` takes either. Errors name the file and the JSON line or result."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from torch_topo.bench.nccl_tests_output import (
+    Published,
+    RunHeader,
+    algorithm_from_nccl,
+    op_in_name,
+    uniform_hosts,
+)
+
+__all__ = ["looks_like_json", "read_json_report"]
+
+def looks_like_json(text: str) -> bool:
+    """A JSON report starts with an object; nccl-tests' stdout never does."""
+    return text.lstrip().startswith("{")
+
+
+def _object(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: got {type(value).__name__}, expected an object")
+    return value
+
+
+def _number(entry: dict, key: str, where: str) -> float:
+    value = entry.get(key)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number):
+        raise ValueError(f"{where}: {key}: got {value!r}, expected a finite number")
+    return number
+
+
+def _op(doc: dict, path: str) -> str | None:
+    args = doc.get("args") or []
+    return op_in_name(str(args[0]), f"{path}: args[0] {args[0]!r}") if args else None
+
+
+def _algorithm(doc: dict, path: str) -> str | None:
+    for entry in doc.get("env") or []:
+        name, _, value = str(entry).partition("=")
+        if name == "NCCL_ALGO":
+            return algorithm_from_nccl(value, f"{path}: env NCCL_ALGO")
+    return None
+
+
+def _rows(doc: dict, op: str, path: str) -> list[Published]:
+    results = doc.get("results")
+    if not isinstance(results, list) or not results:
+        raise ValueError(f"{path}: no 'results' list: is this nccl-tests' -J report of a run "
+                         "that finished?")
+    out = []
+    first: dict[int, int] = {}
+    for i, raw in enumerate(results):
+        where = f"{path}: results[{i}]"
+        entry = _object(raw, where)
+        size = int(_number(entry, "size", where))
+        if size in first:
+            raise ValueError(f"{where}: size {size} again (first at results[{first[size]}]): "
+                             "the report holds several runs (-d all or -o all); keep one")
+        first[size] = i
+        # Trace replay reports only in-place results (out_of_place null).
+        timed = entry.get("out_of_place") or entry.get("in_place")
+        timed = _object(timed, f"{where}: out_of_place")
+        if "cpu_time" in timed:
+            raise ValueError(f"{where}: cpu_time (nccl-tests -C 1): the CPU's time per call, "
+                             "not the collective's, which the model prices; run without -C")
+        out.append(Published(size=size, time_us=_number(timed, "time", f"{where}.out_of_place"),
+                             busbw=_number(timed, "bus_bw", f"{where}.out_of_place"), op=op))
+    return out
+
+
+def read_json_report(text: str, path: str) -> tuple[RunHeader, list[Published]]:
+    """The header and out-of-place rows of one -J report. Devices list one entry per process
+    (its first GPU), each process driving `config.nthreads x config.ngpus` GPUs."""
+    try:
+        doc = _object(json.loads(text), path)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno}); "
+                         "a report cut short by a failed run cannot be read") from None
+    config = _object(doc.get("config") or {}, f"{path}: config")
+    per_process = int(config.get("nthreads") or 1) * int(config.get("ngpus") or 1)
+    per_host: dict[str, int] = {}
+    names: dict[str, None] = {}
+    for i, raw in enumerate(doc.get("devices") or []):
+        device = _object(raw, f"{path}: devices[{i}]")
+        host = str(device.get("hostname") or "").strip()
+        if not host:
+            raise ValueError(f"{path}: devices[{i}]: no hostname")
+        per_host[host] = per_host.get(host, 0) + per_process
+        if device.get("device_info"):
+            names[str(device["device_info"]).strip()] = None
+    hosts, ranks_per_host = uniform_hosts(per_host, f"{path}: devices")
+    op = _op(doc, path)
+    header = RunHeader(op=op, hosts=hosts, ranks_per_host=ranks_per_host,
+                       gpu_names=tuple(names), nccl_version=int(doc.get("nccl_version") or 0),
+                       algorithm=_algorithm(doc, path),
+                       gpus_per_process=per_process if config else 0)
+    return header, _rows(doc, op or "", path)
