@@ -10,7 +10,7 @@ from typing import Literal
 
 from torch_topo.plan import Plan, resolve_cluster, with_nvlink_domains
 from torch_topo.probe import live_probe, pinned_differences, probe_failed
-from torch_topo.topology import load_topology
+from torch_topo.topology import Topology, load_topology
 
 __all__ = ["Finding", "diagnose", "live_probe_findings"]
 
@@ -18,6 +18,13 @@ __all__ = ["Finding", "diagnose", "live_probe_findings"]
 _CLASS_ORDER = ["X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET"]
 # Dimensions whose groups must sit in the fastest clique (heaviest, latency-bound traffic).
 _CLIQUE_DIMS = ("tp", "sp")
+# Reader warnings on what a format never carries, so that every file of it gets them: link
+# rates estimated from path classes (nvidia-smi text), NUMA nodes told apart by CPU affinity
+# (nvidia-smi text without that column), no NVLink matrix (an hwloc export without NVML). They
+# are notes; every other reader warning (rows or closing tags missing, cells that disagree, a
+# rate or GPU order assumed) is a warning, since the checks rest on what the reader assumed.
+_READER_NOTES = ("bandwidths estimated from path classes", "no NUMA Affinity column",
+                 ": no NVLinkBandwidth matrix")
 
 
 @dataclass(frozen=True)
@@ -142,18 +149,74 @@ def _environment_findings(environ) -> list[Finding]:
     return findings
 
 
-def _nvlink_findings(pinned) -> list[Finding]:
-    """A pinned NCCL XML whose NVLink came from elsewhere than the file, or from nowhere."""
-    origin = pinned.nvlink_origin
+def _nvlink_findings(topo, pinned: bool) -> list[Finding]:
+    """A file whose NVLink came from elsewhere than the file (an NCCL XML completed as for the
+    run), or from nowhere (an NCCL XML no GPU model completes, a `topo -mp` matrix); `pinned`:
+    the file is pinned (TORCH_TOPO_FILE / NCCL_TOPO_FILE)."""
+    origin = topo.nvlink_origin
     if origin not in ("live-probe", "inferred", "unknown"):
         return []
     severity = "info" if origin == "live-probe" else "warning"
-    fix = ("nothing to do here; on another host that file gets NVLink from the GPU model or "
-           "not at all" if origin == "live-probe" else
-           "plan on this host's live probe (unset TORCH_TOPO_FILE / NCCL_TOPO_FILE, run on the "
-           "GPU host), or pin a file with NVLink: NCCL's own dump (NCCL_TOPO_DUMP_FILE) or "
-           "`python -m torch_topo probe -o FILE` on the GPU host")
-    return [Finding("pinned-no-nvlink", severity, pinned.nvlink_warning, fix)]
+    with_nvlink = ("NCCL's own dump (NCCL_TOPO_DUMP_FILE) or `python -m torch_topo probe -o "
+                   "FILE` on the GPU host")
+    if origin == "live-probe":
+        fix = ("nothing to do here; on another host that file gets NVLink from the GPU model or "
+               "not at all")
+    elif pinned:
+        fix = ("plan on this host's live probe (unset TORCH_TOPO_FILE / NCCL_TOPO_FILE, run on "
+               f"the GPU host), or pin a file with NVLink: {with_nvlink}")
+    else:
+        fix = f"give a file with NVLink: `nvidia-smi topo -m` (not `-mp`), {with_nvlink}"
+    return [Finding("pinned-no-nvlink" if pinned else "file-no-nvlink", severity,
+                    topo.nvlink_warning, fix)]
+
+
+def _file_topology(topology) -> Topology | None:
+    """`topology` as the host read from a file, for `_file_findings`; None for a live probe (its
+    warnings are `live_probe_findings`'), a cluster, and a file the loaders refuse
+    (`resolve_cluster` reports on it)."""
+    if isinstance(topology, (str, os.PathLike)):
+        try:
+            return load_topology(topology)
+        except ValueError:
+            return None
+    return topology if isinstance(topology, Topology) and topology.format else None
+
+
+def _file_findings(topo, pinned: bool) -> list[Finding]:
+    """The reader's warnings on a topology file, each a finding, and a file without GPUs (error:
+    nothing to check, nothing a run could place ranks on). A pinned file's NVLink is
+    `_probe_findings`'."""
+    if topo is None:
+        return []
+    findings = [] if pinned else _nvlink_findings(topo, pinned=False)
+    findings += [_reader_finding(text) for text in topo.warnings if text != topo.nvlink_warning]
+    if topo.gpu_count == 0:
+        findings.append(Finding(
+            "file-no-gpus", "error",
+            "the file holds no GPU: there is no layout to check, and no rank to place",
+            "give the topology of a GPU host: `nvidia-smi topo -m`, NCCL's own dump "
+            "(NCCL_TOPO_DUMP_FILE) or `python -m torch_topo probe -o FILE` there (a cloud's "
+            "NCCL XML without GPUs is a skeleton NCCL fills in at run time)"))
+    return findings
+
+
+def _reader_finding(text: str) -> Finding:
+    if text.startswith("probe:"):  # a file the probe wrote keeps its sources' lines
+        if probe_failed(text):
+            return Finding("reader-warning", "warning", text,
+                           "the message ends with the fix; then write the file again on the "
+                           "host (`python -m torch_topo probe -o FILE`)")
+        return Finding("reader-warning", "info", text,
+                       "nothing to do: that source was absent where the probe ran")
+    if any(note in text for note in _READER_NOTES):
+        return Finding("reader-warning", "info", text,
+                       "nothing to do: the file does not carry it (the message says what "
+                       "stands in)")
+    return Finding("reader-warning", "warning", text,
+                   "the checks take the file as the reader completed it (the message says how); "
+                   "save the whole file again on the host: `nvidia-smi topo -m`, NCCL's own dump "
+                   "(NCCL_TOPO_DUMP_FILE) or `python -m torch_topo probe -o FILE`")
 
 
 def _probe_findings(pinned_path: str | None, pinned, live) -> list[Finding]:
@@ -161,7 +224,7 @@ def _probe_findings(pinned_path: str | None, pinned, live) -> list[Finding]:
     came from."""
     if pinned_path is None:
         return []
-    findings = _nvlink_findings(pinned)
+    findings = _nvlink_findings(pinned, pinned=True)
     if live.gpu_count == 0:
         return findings + [Finding(
             "pinned-unverified", "info",
@@ -232,8 +295,12 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     `inter_host_gbps` pins the network between hosts as `resolve_cluster` does.
     `nvlink_domain_hosts` puts every that many consecutive hosts in one multi-node NVLink
     domain (`with_nvlink_domains`; GB200 NVL72: 18 trays), so their GPU pairs are NVLink paths.
+    A topology read from a file (a path, or a `Topology` a reader made) also gets each of the
+    reader's warnings as a finding (`reader-warning`, `file-no-nvlink`) and, holding no GPU,
+    `file-no-gpus`; a `mesh` on such a file is a ValueError.
     """
     env = os.environ if environ is None else environ
+    name = os.fspath(topology) if isinstance(topology, (str, os.PathLike)) else None
     pinned = None
     if pinned_path is not None:
         # Checked as it will run: with the NVLink NCCL would add at run time (pinned-no-nvlink).
@@ -241,6 +308,10 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
         pinned = load_topology(pinned_path, nvlink="complete", live=live)
         if isinstance(topology, (str, os.PathLike)) and os.fspath(topology) == pinned_path:
             topology = pinned
+    host = pinned if topology is pinned else _file_topology(topology)
+    if mesh and host is not None and host.gpu_count == 0:
+        raise ValueError(f"mesh: {name or host.source} holds no GPU to place a mesh on; give "
+                         "the topology of a GPU host")
     source, source_hosts = topology, hosts
     if nvlink_domain_hosts is not None:
         # On the topology as it will run (a pinned file completed above); the document it
@@ -259,5 +330,6 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     findings += _pcie_findings(cluster)
     findings += _network_findings(cluster)
     findings += _environment_findings(env)
+    findings += _file_findings(host, pinned=topology is pinned)
     findings += _probe_findings(pinned_path, pinned, live)
     return findings

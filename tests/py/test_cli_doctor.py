@@ -13,6 +13,7 @@ from planner_support import DATA, DGX1
 from torch_topo import _C, load_topology
 from torch_topo.cli import main
 from torch_topo.doctor import diagnose
+from torch_topo.topology import PCIE_ONLY_MATRIX_WARNING
 
 P4D = DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml"
 DGX2 = DATA / "hwloc" / "hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml"
@@ -143,8 +144,9 @@ def test_pinned_file_gets_nvlink_domains_after_its_nvlink_is_completed(env, caps
     argv = ("--hosts", "2", "--nvlink-domain-hosts", "2", "--mesh", "tp=4,dp=4")
     expected = diagnose(load_topology(nebius, nvlink="complete"), {"tp": 4, "dp": 4}, hosts=2,
                         nvlink_domain_hosts=2, environ={})
-    assert [f.code for f in expected] == ["tp-crosses-numa"]
-    assert "span NUMA nodes" in expected[0].message  # NV18 everywhere: only the NUMA check
+    # NV18 everywhere: only the NUMA check, and the NVLink the file left out (inferred)
+    assert [f.code for f in expected] == ["tp-crosses-numa", "file-no-nvlink"]
+    assert "span NUMA nodes" in expected[0].message
     env.setenv("TORCH_TOPO_FILE", str(nebius))
     rc, out = _doctor(capsys, *argv)
     assert rc == 1
@@ -153,3 +155,87 @@ def test_pinned_file_gets_nvlink_domains_after_its_nvlink_is_completed(env, caps
     _, as_written = _doctor(capsys, str(nebius), *argv)
     (raw,) = [f for f in as_written["findings"] if f["code"].startswith("tp-")]
     assert "slowest pair SYS" in raw["message"]
+
+
+# `nvidia-smi topo -mp` of 3 GPUs: PCIe paths only, its legend without an NV# line.
+TOPO_MP = DATA / "nvidia_smi_topo" / "numaK8sNotes_3xGPU_topo-mp_PCIeOnly_SYS_NODE_2numa.txt"
+# Files that hold no GPU: a cloud's NCCL XML skeleton (CPUs and PCI bridges only) and a DGX Spark
+# hwloc export without a PCI GPU.
+NO_GPU_XML = DATA / "nccl_topo_xml" / "aws_g5.48xlarge_8xA10G_topo.xml"
+NO_GPU_HWLOC = DATA / "hwloc" / "hwloc_nvidia_DGX-GB10.xml"
+
+
+def _show_warnings(capsys, path) -> list[str]:
+    """The reader's warnings on `path` as `show` surfaces them."""
+    assert main(["show", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["warnings"]
+
+
+def test_file_with_pcie_only_matrix_warns_that_nvlink_is_unknown(env, capsys):
+    warnings = _show_warnings(capsys, TOPO_MP)
+    rc, out = _doctor(capsys, str(TOPO_MP))
+    assert rc == 1
+    (nvlink,) = [f for f in out["findings"] if f["code"] == "file-no-nvlink"]
+    assert nvlink["severity"] == "warning"
+    assert nvlink["message"].startswith(PCIE_ONLY_MATRIX_WARNING) and nvlink["message"] in warnings
+    assert "nvidia-smi topo -m" in nvlink["fix"]
+    # Every reader warning once: the NVLink one above, the estimated rates as a note.
+    assert sorted(f["message"] for f in out["findings"]) == sorted(warnings)
+    assert [f["severity"] for f in out["findings"] if f is not nvlink] == ["info"]
+    assert main(["doctor", str(TOPO_MP)]) == 1
+    assert f"1 problem(s), 1 note(s) for {TOPO_MP}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("name", "severities"), [
+    # Rows of GPU6, GPU7 and every NIC cut off (pairs assumed SYS); rates estimated.
+    ("nvidia_smi_topo/PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC_PIX.txt",
+     ["warning", "info"]),
+    # Each of the 4 GPUs lists an NVLink to itself, which the reader drops.
+    ("nccl_topo_xml/azure_ncv4_4xA100pcie_topo.xml", ["warning"] * 4),
+    # Whole nvidia-smi matrix: only the rates estimated from path classes, as in every such file.
+    ("nvidia_smi_topo/a100_8xSXM_NV12_2numa_mlengineering_realigned.txt", ["info"]),
+    # No NUMA Affinity column (NUMA nodes told apart by CPU affinity); rates estimated.
+    ("nvidia_smi_topo/sheffield_sharc_DGX-1_8xP100_NV1_4xmlx5_SOCformat.tsv.txt", ["info"] * 2),
+    # hwloc export without an NVLinkBandwidth matrix (Tesla M2070s have no NVLink).
+    ("hwloc/hwloc_HP-SL390sG7_3xTeslaM2070_ConnectX2-IB-class0c06.xml", ["info"]),
+])
+def test_every_reader_warning_of_a_file_is_a_finding(env, capsys, name, severities):
+    warnings = _show_warnings(capsys, DATA / name)
+    rc, out = _doctor(capsys, str(DATA / name))
+    reader = [f for f in out["findings"] if f["code"] == "reader-warning"]
+    assert [f["message"] for f in reader] == warnings
+    assert [f["severity"] for f in reader] == severities
+    # No layout finding on these files (mesh checks: tp=2 and tp=4): the reader's decide.
+    assert rc == (1 if "warning" in severities else 0)
+
+
+@pytest.mark.parametrize("path", [NO_GPU_XML, NO_GPU_HWLOC], ids=lambda p: p.name)
+def test_file_without_gpus_is_an_error(env, capsys, path):
+    rc, out = _doctor(capsys, str(path))
+    assert rc == 1
+    (f,) = [f for f in out["findings"] if f["code"] == "file-no-gpus"]
+    assert f["severity"] == "error" and "holds no GPU" in f["message"]
+    assert main(["doctor", str(path)]) == 1
+    assert "[error] file-no-gpus: the file holds no GPU" in capsys.readouterr().out
+    # A mesh has nothing to go on: bad input, named as such.
+    assert main(["doctor", str(path), "--mesh", "tp=2"]) == 2
+    assert f"mesh: {path} holds no GPU to place a mesh on" in capsys.readouterr().err
+
+
+def test_nccl_xml_without_gpus_keeps_the_readers_word_for_it(env, capsys):
+    assert "<gpu" not in NO_GPU_XML.read_text()  # the file by hand: CPUs and PCI bridges only
+    rc, out = _doctor(capsys, str(NO_GPU_XML))
+    assert [(f["code"], f["severity"]) for f in out["findings"]] == [
+        ("reader-warning", "warning"), ("file-no-gpus", "error")]
+    assert [out["findings"][0]["message"]] == _show_warnings(capsys, NO_GPU_XML)
+
+
+def test_pinned_file_without_gpus_is_an_error_and_its_nvlink_said_once(env, capsys):
+    env.setenv("TORCH_TOPO_FILE", str(NO_GPU_XML))
+    codes = _codes(_doctor(capsys)[1])
+    assert "file-no-gpus" in codes and "pinned-unverified" in codes  # this CPU host
+    # A pinned -mp matrix: its NVLink warning is pinned-no-nvlink's, not a second finding.
+    env.setenv("TORCH_TOPO_FILE", str(TOPO_MP))
+    findings = _doctor(capsys)[1]["findings"]
+    said = [f["code"] for f in findings if f["message"].startswith(PCIE_ONLY_MATRIX_WARNING)]
+    assert said == ["pinned-no-nvlink"]
