@@ -295,6 +295,23 @@ def test_bad_input_exits_2(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("where, message", [
+    ("missing/busbw.png", "--plot: no folder '{tmp}/missing' to write"),
+    ("", "--plot: '{tmp}/' is a folder"),
+])
+def test_bad_plot_path_exits_2_before_the_sweep(where, message, tmp_path, monkeypatch, capsys):
+    # It failed after the sweep (minutes on GPUs), and the tables were never printed.
+    def sweep(options, procs):
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setattr(bench_cli, "run_bench", sweep)
+    assert main(["bench", "--procs", "2", "--plot", f"{tmp_path}/{where}"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert message.format(tmp=tmp_path) in err, err
+
+
 def test_launch_errors_exit_2(monkeypatch, capsys):
     monkeypatch.delenv("RANK", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from torch_topo.bench import (
     BENCH_SCHEMA,
@@ -85,6 +86,16 @@ def render_text(result: dict, check: bool) -> str:
     return "\n".join(out)
 
 
+def _check_plot_path(path: str) -> None:
+    """A figure that cannot be written failed after the whole sweep, whose tables were then
+    lost: the folder is checked before any rank starts."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ValueError(f"--plot: {path!r} is a folder, expected a file name such as busbw.png")
+    if not os.path.isdir(folder):
+        raise ValueError(f"--plot: no folder {folder!r} to write {path!r} into")
+
+
 def run(args) -> int:
     if published_mode(args):
         return run_published(args)
@@ -93,6 +104,8 @@ def run(args) -> int:
                          "expected --min-bytes <= --max-bytes")
     if args.topology:
         load_topology(args.topology)  # a bad file fails here, before any rank starts
+    if args.plot and os.environ.get("RANK", "0") == "0":  # rank 0 alone writes the figure
+        _check_plot_path(args.plot)
     options = BenchOptions(
         sweep=SweepConfig(collectives=tuple(args.collectives), min_bytes=args.min_bytes,
                           max_bytes=args.max_bytes, factor=args.factor, reps=args.reps,
