@@ -80,7 +80,12 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
         return _played_cluster(os.fspath(source), placements, config)
     # The pinned file gets the NVLink a cloud's NCCL XML leaves out (NCCL adds it at run time).
     nvlink = "complete" if topology is None else "file"
-    per_host = resolve_cluster(source, 1, chunk, nvlink=nvlink).world_size
+    one_host = resolve_cluster(source, 1, chunk, nvlink=nvlink)
+    if one_host.rank_gpu(0) < 0:
+        # A host without GPUs (each emulated node pins one: its NIC alone) places no rank, and
+        # copies of it made every rank a host of its own: 8 ranks on 2 nodes planned as 8 hosts.
+        return None
+    per_host = one_host.world_size
     if world_size % per_host == 0:
         return resolve_cluster(source, world_size // per_host, chunk, nvlink=nvlink,
                                inter_host_gbps=config.inter_host_gbps,

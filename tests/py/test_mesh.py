@@ -145,6 +145,18 @@ def test_pinned_file_wins_over_the_live_cluster(monkeypatch):
     assert cluster.world_size == 8
 
 
+def test_pinned_host_without_gpus_places_no_rank(tmp_path, monkeypatch):
+    # What the emulator pins on every node: a host of CPUs and a NIC. Planned on, it was
+    # copied once per rank, so 4 ranks on 2 nodes were 4 hosts (the mesh explained as spanning
+    # hosts inside a node, the sequence split priced so); no GPU means no plan, as unpinned.
+    import torch_topo.mesh as mesh
+
+    host = tmp_path / "node0.json"
+    host.write_text(json.dumps({"schema": "torch-topo/1", "kind": "host", "gpus": []}))
+    monkeypatch.setattr(mesh, "world_cluster", lambda _config: pytest.fail("live consulted"))
+    assert mesh._world_cluster(TopoConfig(topology_file=str(host)), 4) is None
+
+
 @pytest.mark.parametrize("args, kwargs, fragment", [
     # Checked before any collective, so no process group is needed. Before: 1.5 was planned as
     # 1 (int()), a repeated name folded two dimensions into one mesh dimension without a word,
