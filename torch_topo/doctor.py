@@ -4,10 +4,12 @@ interconnect (docs/design.md §3). Each finding says what is wrong and what to d
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
+from torch_topo import _C
 from torch_topo.plan import Plan, resolve_cluster, with_nvlink_domains
 from torch_topo.probe import live_probe, pinned_differences, probe_failed
 from torch_topo.topology import Topology, load_topology
@@ -171,34 +173,73 @@ def _nvlink_findings(topo, pinned: bool) -> list[Finding]:
                     topo.nvlink_warning, fix)]
 
 
-def _file_topology(topology) -> Topology | None:
-    """`topology` as the host read from a file, for `_file_findings`; None for a live probe (its
-    warnings are `live_probe_findings`'), a cluster, and a file the loaders refuse
-    (`resolve_cluster` reports on it)."""
+def _file_hosts(topology) -> tuple[list[Topology], bool]:
+    """The hosts of `topology` as read from a file, for `_file_findings`, and whether they are a
+    cluster file's; none for a live probe (its warnings are `live_probe_findings`'), a cluster
+    not read from a file, and a file the loaders refuse (`resolve_cluster` reports on it)."""
     if isinstance(topology, (str, os.PathLike)):
         try:
-            return load_topology(topology)
+            return [load_topology(topology)], False
         except ValueError:
-            return None
-    return topology if isinstance(topology, Topology) and topology.format else None
+            pass
+        try:  # a cluster file: its hosts keep their sources' warnings
+            doc = json.loads(_C.planner_cluster_json(path=os.fspath(topology), hosts=1))
+        except ValueError:
+            return [], False
+        return [Topology.from_json(json.dumps({"schema": "torch-topo/1", "kind": "host", **h}))
+                for h in doc["hosts"]], True
+    # A live probe has no format; a file it was saved to says "probe" (`probe -o`).
+    return ([topology] if isinstance(topology, Topology) and topology.format else []), False
 
 
-def _file_findings(topo, pinned: bool) -> list[Finding]:
+def _file_findings(topo, pinned: bool, host: str | None = None) -> list[Finding]:
     """The reader's warnings on a topology file, each a finding, and a file without GPUs (error:
     nothing to check, nothing a run could place ranks on). A pinned file's NVLink is
-    `_probe_findings`'."""
-    if topo is None:
-        return []
+    `_probe_findings`'. `host` names a cluster file's host ("host 2 (node2)"); each message
+    starts with it."""
+    said = f"{host}: " if host else ""
     findings = [] if pinned else _nvlink_findings(topo, pinned=False)
+    findings += [] if pinned or host else _left_out_nvlink_findings(topo)
     findings += [_reader_finding(text) for text in topo.warnings if text != topo.nvlink_warning]
+    findings = [replace(f, message=said + f.message) for f in findings]
     if topo.gpu_count == 0:
         findings.append(Finding(
             "file-no-gpus", "error",
-            "the file holds no GPU: there is no layout to check, and no rank to place",
+            "the file holds no GPU: there is no layout to check, and no rank to place"
+            if host is None else f"{host} holds no GPU: the ranks placed on it have none to run on",
             "give the topology of a GPU host: `nvidia-smi topo -m`, NCCL's own dump "
             "(NCCL_TOPO_DUMP_FILE) or `python -m torch_topo probe -o FILE` there (a cloud's "
             "NCCL XML without GPUs is a skeleton NCCL fills in at run time)"))
     return findings
+
+
+def _cluster_file_findings(hosts: list[Topology]) -> list[Finding]:
+    """`_file_findings` of each host of a cluster file, naming the host."""
+    return [f for i, topo in enumerate(hosts)
+            for f in _file_findings(topo, pinned=False, host=f"host {i}" + (
+                f" ({topo.hostname})" if topo.hostname else ""))]
+
+
+def _left_out_nvlink_findings(topo) -> list[Finding]:
+    """An NCCL XML read as written whose GPUs have no NVLink between them where their model
+    has it on its SXM board, or names no model: clouds leave NVLink out of the file (NCCL adds
+    it from NVML at run time), so the checks ran on PCI paths. The message is what `show
+    --nvlink complete` says of the file without this host's live probe."""
+    if topo.format != "nccl-xml" or topo.nvlink_origin != "none":
+        return []
+    completed = Topology.from_json(topo.to_json())
+    origin = _C.complete_nvlink(completed.native, None)
+    if origin not in ("inferred", "unknown"):
+        return []  # PCIe cards, or fewer than two GPUs: nothing left out
+    return [Finding(
+        "file-nvlink-left-out", "warning",
+        f"NVLink {'probably' if origin == 'inferred' else 'possibly'} left out: the checks ran "
+        "on the file's PCI paths between its GPUs; `--nvlink complete` reads it as: "
+        f"{completed.nvlink_warning}",
+        "check it as the run will see it: `--nvlink complete` (doctor, plan, show; "
+        'load_topology(FILE, nvlink="complete")) fills it from this host\'s live probe or the '
+        "GPU model; or give a file with NVLink: NCCL's own dump (NCCL_TOPO_DUMP_FILE) or "
+        "`python -m torch_topo probe -o FILE` on the GPU host")]
 
 
 def _reader_finding(text: str) -> Finding:
@@ -295,9 +336,12 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     `inter_host_gbps` pins the network between hosts as `resolve_cluster` does.
     `nvlink_domain_hosts` puts every that many consecutive hosts in one multi-node NVLink
     domain (`with_nvlink_domains`; GB200 NVL72: 18 trays), so their GPU pairs are NVLink paths.
-    A topology read from a file (a path, or a `Topology` a reader made) also gets each of the
-    reader's warnings as a finding (`reader-warning`, `file-no-nvlink`) and, holding no GPU,
-    `file-no-gpus`; a `mesh` on such a file is a ValueError.
+    A topology read from a file (a path, or a `Topology` a reader made, a saved probe included)
+    also gets each of the reader's warnings as a finding (`reader-warning`, `file-no-nvlink`),
+    an NCCL XML read as written whose GPUs' model has NVLink (or is not named) but the file none
+    `file-nvlink-left-out`, and, holding no GPU, `file-no-gpus`; a `mesh` on such a file is a
+    ValueError. Each host of a cluster file gets the same, but `file-nvlink-left-out`, naming
+    the host.
     """
     env = os.environ if environ is None else environ
     name = os.fspath(topology) if isinstance(topology, (str, os.PathLike)) else None
@@ -308,9 +352,9 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
         pinned = load_topology(pinned_path, nvlink="complete", live=live)
         if isinstance(topology, (str, os.PathLike)) and os.fspath(topology) == pinned_path:
             topology = pinned
-    host = pinned if topology is pinned else _file_topology(topology)
-    if mesh and host is not None and host.gpu_count == 0:
-        raise ValueError(f"mesh: {name or host.source} holds no GPU to place a mesh on; give "
+    read, cluster_file = ([pinned], False) if topology is pinned else _file_hosts(topology)
+    if mesh and read and not any(h.gpu_count for h in read):
+        raise ValueError(f"mesh: {name or read[0].source} holds no GPU to place a mesh on; give "
                          "the topology of a GPU host")
     source, source_hosts = topology, hosts
     if nvlink_domain_hosts is not None:
@@ -330,6 +374,9 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     findings += _pcie_findings(cluster)
     findings += _network_findings(cluster)
     findings += _environment_findings(env)
-    findings += _file_findings(host, pinned=topology is pinned)
+    if cluster_file:
+        findings += _cluster_file_findings(read)
+    elif read:
+        findings += _file_findings(read[0], pinned=topology is pinned)
     findings += _probe_findings(pinned_path, pinned, live)
     return findings

@@ -11,9 +11,10 @@ import pytest
 from planner_support import DATA, DGX1
 
 from torch_topo import _C, load_topology
-from torch_topo.cli import main
+from torch_topo.cli import build_parser, main
 from torch_topo.doctor import diagnose
-from torch_topo.topology import PCIE_ONLY_MATRIX_WARNING
+from torch_topo.probe import live_probe
+from torch_topo.topology import NO_NVLINK_WARNING, PCIE_ONLY_MATRIX_WARNING
 
 P4D = DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml"
 DGX2 = DATA / "hwloc" / "hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml"
@@ -165,9 +166,9 @@ NO_GPU_XML = DATA / "nccl_topo_xml" / "aws_g5.48xlarge_8xA10G_topo.xml"
 NO_GPU_HWLOC = DATA / "hwloc" / "hwloc_nvidia_DGX-GB10.xml"
 
 
-def _show_warnings(capsys, path) -> list[str]:
+def _show_warnings(capsys, path, *argv) -> list[str]:
     """The reader's warnings on `path` as `show` surfaces them."""
-    assert main(["show", str(path), "--json"]) == 0
+    assert main(["show", str(path), *argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)["warnings"]
 
 
@@ -239,3 +240,121 @@ def test_pinned_file_without_gpus_is_an_error_and_its_nvlink_said_once(env, caps
     findings = _doctor(capsys)[1]["findings"]
     said = [f["code"] for f in findings if f["message"].startswith(PCIE_ONLY_MATRIX_WARNING)]
     assert said == ["pinned-no-nvlink"]
+
+
+# Cloud NCCL XMLs without any <nvlink> element: Nebius names its GPUs' PCI device 0x2330 (H100
+# SXM5 80GB, NVSwitch board), AWS p4d 0x20b0 (A100 SXM4 40GB); Azure's name no device at all.
+NEBIUS = DATA / "nccl_topo_xml" / "nebius_h100_vm_8xH100_8xIB_topo_v1.xml"
+NDV4 = DATA / "nccl_topo_xml" / "azure_ndv4_8xA100_topo.xml"
+NDV5 = DATA / "nccl_topo_xml" / "azure_ndv5_8xH100_topo.xml"
+
+
+@pytest.mark.parametrize(("path", "device", "likely"), [
+    (NEBIUS, 'device="0x2330"', "probably"), (P4D, 'device="0x20b0"', "probably"),
+    (NDV4, None, "possibly"), (NDV5, None, "possibly")], ids=lambda v: getattr(v, "name", v))
+def test_nccl_xml_without_nvlink_is_said_to_leave_it_out(env, capsys, path, device, likely):
+    text = path.read_text()
+    gpus = [line for line in text.splitlines() if 'class="0x030200"' in line]
+    assert "<nvlink" not in text and len(gpus) == 8  # 8 GPUs, no NVLink
+    assert all((device in g) if device else ('device="' not in g) for g in gpus)
+    # What `show` says of it: NVLink none as written, and what completing it assumes.
+    assert main(["show", str(path)]) == 0
+    assert "NVLink: none" in capsys.readouterr().out
+    completed = [w for w in _show_warnings(capsys, path, "--nvlink", "complete")
+                 if w.startswith(NO_NVLINK_WARNING)]
+    rc, out = _doctor(capsys, str(path))
+    assert rc == 1
+    (f,) = [f for f in out["findings"] if f["code"] == "file-nvlink-left-out"]
+    assert f["severity"] == "warning"
+    assert f["message"].startswith(f"NVLink {likely} left out: the checks ran on the file's PCI")
+    assert f["message"].endswith(f"`--nvlink complete` reads it as: {completed[0]}")
+    assert "--nvlink complete" in f["fix"]
+
+
+def test_nvlink_complete_checks_a_file_as_the_pinned_file_is(env, capsys):
+    argv = ("--mesh", "tp=4,dp=2")
+    env.setenv("TORCH_TOPO_FILE", str(NEBIUS))
+    _, pinned = _doctor(capsys, *argv)
+    env.delenv("TORCH_TOPO_FILE")
+    rc, completed = _doctor(capsys, str(NEBIUS), "--nvlink", "complete", *argv)
+    assert rc == 1
+    # Same layout checks (NV18 everywhere: only NUMA); the NVLink said as a FILE's.
+    assert [f for f in completed["findings"] if f["code"] != "file-no-nvlink"] == [
+        f for f in pinned["findings"] if not f["code"].startswith("pinned-")]
+    (said,) = [f for f in pinned["findings"] if f["code"] == "pinned-no-nvlink"]
+    assert [f["message"] for f in completed["findings"] if f["code"] == "file-no-nvlink"] == [
+        said["message"]]
+    assert "file-nvlink-left-out" not in _codes(completed)
+    # As written, the same mesh is faulted on the PCI paths the file gives.
+    assert {"file-nvlink-left-out", "tp-crosses-numa"} <= set(_codes(_doctor(capsys, str(NEBIUS), *argv)[1]))
+
+
+@pytest.mark.parametrize("path", [
+    DATA / "nccl_topo_xml" / "azure_ncv4_4xA100pcie_topo.xml",  # A100 PCIe cards (0x20b5)
+    DATA / "nccl_topo_xml" / "PARTIAL_ncclTests256_H200-HGX_baremetal_topo_dump_numa0.xml",
+    NO_GPU_XML, SXM], ids=lambda p: p.name)
+def test_files_that_leave_no_nvlink_out_are_not_said_to(env, capsys, path):
+    assert "file-nvlink-left-out" not in _codes(_doctor(capsys, str(path))[1])
+
+
+def test_nvlink_option_is_shared_with_show_and_plan(env, capsys):
+    sub = next(a for a in build_parser()._actions if a.dest == "verb")
+    options = [next((a.choices, a.default, a.help) for a in sub.choices[verb]._actions
+                    if "--nvlink" in a.option_strings) for verb in ("show", "plan", "doctor")]
+    assert options[0] == options[1] == options[2] and options[0][0] == ("file", "complete")
+    # A pinned file is checked as the run reads it: completed; as written only as FILE.
+    env.setenv("TORCH_TOPO_FILE", str(NEBIUS))
+    assert main(["doctor", "--nvlink", "file"]) == 2
+    assert f"--nvlink file: {NEBIUS} is pinned" in capsys.readouterr().err
+
+
+def _cluster_file(tmp_path, host_json: str, hostnames: list[str]):
+    """A cluster file of one host document repeated under `hostnames`."""
+    doc = json.loads(_C.planner_cluster_json(text=host_json, hosts=len(hostnames)))
+    for host, name in zip(doc["hosts"], hostnames, strict=True):
+        host["hostname"] = name
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_cluster_file_of_hosts_without_gpus(env, capsys, tmp_path):
+    # Two of this CPU machine's probes, exchanged as a cluster file.
+    host = tmp_path / "host.json"
+    assert main(["probe", "-o", str(host)]) == 0
+    warnings = _show_warnings(capsys, host)
+    path = _cluster_file(tmp_path, host.read_text(), ["node0", "node1"])
+    rc, out = _doctor(capsys, str(path))
+    assert rc == 1
+    expected = []
+    for name in ("host 0 (node0)", "host 1 (node1)"):
+        expected += [("reader-warning", f"{name}: {w}") for w in warnings]
+        expected.append(("file-no-gpus", f"{name} holds no GPU: the ranks placed on it have none to run on"))
+    assert [(f["code"], f["message"]) for f in out["findings"]
+            if f["code"] in ("reader-warning", "file-no-gpus")] == expected
+    assert main(["doctor", str(path), "--mesh", "dp=2"]) == 2
+    assert f"mesh: {path} holds no GPU to place a mesh on" in capsys.readouterr().err
+
+
+def test_cluster_file_hosts_keep_their_readers_warnings(env, capsys, tmp_path):
+    # `topo -mp` hosts: NVLink unknown and rates estimated, on each host; GPUs, so no error.
+    warnings = _show_warnings(capsys, TOPO_MP)
+    path = _cluster_file(tmp_path, load_topology(TOPO_MP).to_json(), ["a", ""])
+    rc, out = _doctor(capsys, str(path))
+    assert rc == 1
+    said = sorted(f["message"] for f in out["findings"] if f["code"] in ("reader-warning", "file-no-nvlink"))
+    assert said == sorted([f"host 0 (a): {w}" for w in warnings] + [f"host 1: {w}" for w in warnings])
+    assert "file-no-gpus" not in _codes(out)
+
+
+def test_saved_probe_topology_gets_the_file_checks(env, tmp_path):
+    # A probe of this CPU machine saved with `probe -o` and read back is a file without GPUs,
+    # as its path is; the live probe it was written from keeps the live checks.
+    path = tmp_path / "host.json"
+    assert main(["probe", "-o", str(path)]) == 0
+    saved = load_topology(path)
+    assert saved.gpu_count == 0 and saved.format == "probe"
+    by_path = diagnose(str(path), environ={})
+    assert diagnose(saved, environ={}) == by_path
+    assert [f.code for f in by_path] == ["reader-warning"] * len(saved.warnings) + ["file-no-gpus"]
+    assert diagnose(live_probe(), environ={}) == []

@@ -26,8 +26,8 @@ def test_option_sets_are_frozen():
     assert _options("plan") == {"-h", "--help", "--mesh", "--hosts", "--traffic", "--compare",
                                 "--attention", "--nvlink", "--nvlink-domain-hosts",
                                 "--nccl-version", "--json"}
-    assert _options("doctor") == {"-h", "--help", "--mesh", "--hosts", "--nvlink-domain-hosts",
-                                  "--kv-heads", "--json"}
+    assert _options("doctor") == {"-h", "--help", "--mesh", "--hosts", "--nvlink",
+                                  "--nvlink-domain-hosts", "--kv-heads", "--json"}
     assert _options("bench") == {"-h", "--help", "--collectives", "--min-bytes", "--max-bytes",
                                  "--factor", "--reps", "--dtype", "--procs", "--topology",
                                  "--min-fraction", "--check", "--plot", "--json",

@@ -68,7 +68,8 @@ def test_this_host_round_trips(env, tmp_path, capsys):
 def test_stdout_and_summary(env, capsys):
     assert main(["probe"]) == 0
     text = capsys.readouterr().out
-    assert json.loads(text) == json.loads(live_probe().to_json())
+    # The live probe's topology, its format "probe" rather than a live probe's "" (a file).
+    assert json.loads(text) == {**json.loads(live_probe().to_json()), "format": "probe"}
     summary = _json(capsys, "probe")
     assert summary["output"] is None and summary["content"] == json.loads(text)
     assert summary["gpu_count"] == live_probe().gpu_count

@@ -9,9 +9,24 @@ import argparse
 from torch_topo.nccl_hints import version_code
 from torch_topo.plan import check_hosts_per_domain
 
-__all__ = ["add_nvlink_domain_hosts", "int_at_least", "nvlink_domain_hosts", "parse_nccl_version"]
+__all__ = ["add_nvlink", "add_nvlink_domain_hosts", "int_at_least", "nvlink_domain_hosts", "nvlink_mode",
+           "parse_nccl_version"]
 
 _NVLINK_DOMAIN_HOSTS = "--nvlink-domain-hosts"
+
+
+def add_nvlink(parser) -> None:
+    parser.add_argument("--nvlink", choices=("file", "complete"), default=None,
+                        help="NVLink an NCCL XML leaves out (clouds ship it without; NCCL adds it "
+                        "from NVML at run time): 'file' reads FILE as written (default for FILE), "
+                        "'complete' fills it from this host's live probe or the GPU model, as the "
+                        "run does (default for the pinned file)")
+
+
+def nvlink_mode(args) -> str:
+    """"file" or "complete": --nvlink as given, else FILE as written and the pinned file as the
+    run reads it (`torch_topo.probe` completes it)."""
+    return args.nvlink or ("file" if args.file is not None else "complete")
 
 
 def add_nvlink_domain_hosts(parser) -> None:

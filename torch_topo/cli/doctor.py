@@ -2,7 +2,8 @@
 """`python -m torch_topo doctor [FILE] [--mesh ...]`: lint a topology and a mesh; each finding
 says what to do. Exit 0 when clean, 1 with warnings or errors, 2 on bad input. Without FILE the
 pinned topology (TORCH_TOPO_FILE, NCCL_TOPO_FILE) is checked and compared with the live probe of
-this host; with neither, this host's live probe is checked, its failed sources included.
+this host; with neither, this host's live probe is checked, its failed sources included. `--nvlink
+complete` checks an NCCL XML FILE with the NVLink it leaves out filled in, as the pinned file is.
 `--hosts N --nvlink-domain-hosts K` checks N copies of a one-tray FILE as multi-node NVLink
 domains of K hosts (GB200 NVL72: 18), so groups across trays of one domain are NVLink pairs."""
 
@@ -12,10 +13,15 @@ import argparse
 import json
 import os
 
-from torch_topo.cli._options import add_nvlink_domain_hosts, nvlink_domain_hosts
+from torch_topo.cli._options import (
+    add_nvlink,
+    add_nvlink_domain_hosts,
+    nvlink_domain_hosts,
+    nvlink_mode,
+)
 from torch_topo.config import TopoConfig
 from torch_topo.doctor import diagnose, live_probe_findings
-from torch_topo.plan import check_hosts, parse_mesh
+from torch_topo.plan import check_hosts, completed_source, parse_mesh
 from torch_topo.probe import live_probe
 
 __all__ = ["add_parser", "run"]
@@ -27,6 +33,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("file", metavar="FILE", nargs="?", default=None,
                    help="topology file (default: TORCH_TOPO_FILE or NCCL_TOPO_FILE, else probe this "
                    "host)")
+    add_nvlink(p)
     p.add_argument("--mesh", default=None, help="mesh to check, e.g. dp=4,tp=2 (default: tp=2 and tp=4)")
     p.add_argument("--hosts", type=int, default=1, help="copies of a one-host FILE (default 1)")
     add_nvlink_domain_hosts(p)
@@ -43,10 +50,15 @@ def run(args) -> int:
     pinned = os.environ.get("TORCH_TOPO_FILE") or os.environ.get("NCCL_TOPO_FILE")
     path = args.file or pinned
     mesh = parse_mesh(args.mesh, "--mesh") if args.mesh else None
+    nvlink = nvlink_mode(args)
+    if args.file is None and pinned and nvlink == "file":
+        raise ValueError(f"--nvlink file: {pinned} is pinned, and is checked as the run reads it "
+                         "(its NVLink completed); give it as FILE to check it as written")
     if path is None:
         findings, source = _diagnose_live(args, mesh, domain_hosts)
     else:
-        findings, source = diagnose(path, mesh, hosts=args.hosts, kv_heads=args.kv_heads,
+        topology = completed_source(path) if args.file is not None and nvlink == "complete" else path
+        findings, source = diagnose(topology, mesh, hosts=args.hosts, kv_heads=args.kv_heads,
                                     pinned_path=path if args.file is None else None,
                                     inter_host_gbps=TopoConfig.from_env().inter_host_gbps,
                                     nvlink_domain_hosts=domain_hosts), path

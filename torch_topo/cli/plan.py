@@ -16,8 +16,10 @@ import json
 import os
 
 from torch_topo.cli._options import (
+    add_nvlink,
     add_nvlink_domain_hosts,
     nvlink_domain_hosts,
+    nvlink_mode,
     parse_nccl_version,
 )
 from torch_topo.config import TopoConfig
@@ -68,10 +70,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("file", metavar="FILE", nargs="?", default=None,
                    help="topology file (nvidia-smi, NCCL XML, torch-topo JSON, cluster JSON); "
                         "default: pinned file, else the live cluster or probe")
-    p.add_argument("--nvlink", choices=("file", "complete"), default=None,
-                   help="NVLink an NCCL XML leaves out: 'complete' fills it from this host's live "
-                   "probe or the GPU model (default for the pinned file), 'file' plans on the "
-                   "file as written (default for FILE)")
+    add_nvlink(p)
     p.add_argument("--mesh", required=True, help="dimensions outermost first, e.g. dp=4,tp=2 or dp=2,cp=2,sp=2")
     p.add_argument("--hosts", type=int, default=1, help="copies of a one-host FILE (default 1)")
     add_nvlink_domain_hosts(p)
@@ -162,8 +161,7 @@ def run(args) -> int:
     mesh = parse_mesh(args.mesh, "--mesh")
     traffic = parse_traffic(args.traffic)
     source = args.file if args.file is not None else _live_source()
-    nvlink = args.nvlink or ("file" if args.file is not None else "complete")
-    if nvlink == "complete" and isinstance(source, (str, os.PathLike)):
+    if nvlink_mode(args) == "complete" and isinstance(source, (str, os.PathLike)):
         source = completed_source(os.fspath(source))
     topo = _one_host(source)
     nvlink_note = ""

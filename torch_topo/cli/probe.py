@@ -2,7 +2,8 @@
 """`python -m torch_topo probe [-o FILE] [--json]`: the live probe of this host (hwloc or /sys,
 NVML) as torch-topo JSON, the file format that TORCH_TOPO_FILE, `show`, `plan` and `doctor`
 read. Pinned files (TORCH_TOPO_FILE, NCCL_TOPO_FILE) are ignored: this is how to make one. A
-source that failed is logged on stderr and kept in the file's warnings (docs/probe.md)."""
+source that failed is logged on stderr and kept in the file's warnings (docs/probe.md); the file's
+format is "probe"."""
 
 from __future__ import annotations
 
@@ -28,7 +29,11 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     topo = live_probe()
-    text = topo.to_json(indent=2) + "\n"
+    doc = json.loads(topo.to_json())
+    # A live probe has no file format (""); its file says "probe", so that a Topology read back
+    # from it is told from a fresh probe (doctor's file checks) and keeps the probe's source.
+    doc["format"] = doc["format"] or "probe"
+    text = json.dumps(doc, indent=2) + "\n"
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)

@@ -9,6 +9,7 @@ import importlib.util
 import json
 
 import torch_topo
+from torch_topo.cli._options import add_nvlink, nvlink_mode
 from torch_topo.topology import Topology, load_topology
 
 __all__ = ["add_parser", "run", "show_dict", "render_text", "SHOW_SCHEMA"]
@@ -32,10 +33,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("file", nargs="?", metavar="FILE",
                    help="nvidia-smi text, NCCL XML, hwloc XML or torch-topo JSON; "
                         "omitted: probe this host")
-    p.add_argument("--nvlink", choices=("file", "complete"), default="file",
-                   help="NVLink an NCCL XML FILE leaves out: 'file' shows it as written (default), "
-                   "'complete' fills it from this host's live probe or the GPU model, as for a "
-                   "pinned file")
+    add_nvlink(p)
     p.add_argument("--json", action="store_true", help=f"print one JSON object ({SHOW_SCHEMA})")
     p.set_defaults(run=run)
 
@@ -124,8 +122,9 @@ def render_text(topo: Topology) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if args.file:
-        live = _live() if args.nvlink == "complete" else None
-        topo = load_topology(args.file, nvlink=args.nvlink, live=live)
+        nvlink = nvlink_mode(args)
+        live = _live() if nvlink == "complete" else None
+        topo = load_topology(args.file, nvlink=nvlink, live=live)
     else:
         topo = _probe()
     if args.json:
