@@ -325,8 +325,6 @@ def _cost_model_thresholds(cluster, group_size: int, chunk_bytes: int,
     """Thresholds from the planner's cost model over the exchanged cluster (GPU ranks)."""
     model = _planner(cluster, chunk_bytes, device_type)
     found = model.hierarchical_thresholds(list(range(group_size)))
-    # The model has no reduce of its own; reduce mirrors broadcast (same levels, reversed).
-    found.setdefault("reduce", found.get("broadcast"))
     return {op: found[op] for op in HIERARCHICAL_OPS if found.get(op) is not None}
 
 

@@ -138,6 +138,7 @@ const char* toString(CollectiveOp op) {
     case CollectiveOp::ReduceScatter: return "reduce_scatter";
     case CollectiveOp::AllToAll: return "all_to_all";
     case CollectiveOp::Broadcast: return "broadcast";
+    case CollectiveOp::Reduce: return "reduce";
     case CollectiveOp::SendRecv: return "send_recv";
   }
   return "?";
@@ -161,12 +162,13 @@ const char* toString(Algorithm algorithm) {
 CollectiveOp parseCollectiveOp(const std::string& text) {
   for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather,
                           CollectiveOp::ReduceScatter, CollectiveOp::AllToAll,
-                          CollectiveOp::Broadcast, CollectiveOp::SendRecv}) {
+                          CollectiveOp::Broadcast, CollectiveOp::Reduce,
+                          CollectiveOp::SendRecv}) {
     if (text == toString(op)) return op;
   }
   throw InvalidArgument("collective op: got '" + text +
                         "', expected all_reduce, all_gather, reduce_scatter, all_to_all, "
-                        "broadcast or send_recv");
+                        "broadcast, reduce or send_recv");
 }
 
 Algorithm parseAlgorithm(const std::string& text) {
@@ -413,7 +415,7 @@ CostModel::Schedule CostModel::flatSchedule(CollectiveOp op, double bytes,
   std::vector<Schedule> levels;
   for (const auto& g : groups) {
     std::vector<int> o =
-        algorithm == Algorithm::Direct ? g : ringOrderOf(g, op == CollectiveOp::Broadcast);
+        algorithm == Algorithm::Direct ? g : ringOrderOf(g, isRooted(op));
     Schedule s = buildFlat(op, bytes, o, algorithm);
     if (s.empty()) return {};
     if (order && order->empty()) *order = o;
@@ -543,7 +545,8 @@ std::vector<HierarchicalThreshold> computeHierarchicalThresholds(const CostModel
   std::vector<HierarchicalThreshold> out;
   const double margin = model.usesNccl({ranks}) ? kHierarchicalMarginOverNccl : 1.0;
   for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather,
-                          CollectiveOp::ReduceScatter, CollectiveOp::Broadcast}) {
+                          CollectiveOp::ReduceScatter, CollectiveOp::Broadcast,
+                          CollectiveOp::Reduce}) {
     HierarchicalThreshold th;
     th.op = op;
     for (int64_t bytes = kScanMaxBytes; bytes >= kScanMinBytes; bytes /= 2) {

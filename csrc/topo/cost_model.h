@@ -12,7 +12,15 @@
 
 namespace torch_topo::topo {
 
-enum class CollectiveOp { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, SendRecv };
+enum class CollectiveOp { AllReduce, AllGather, ReduceScatter, AllToAll, Broadcast, SendRecv,
+                          Reduce };
+
+/// Broadcast and reduce: one root, the same chain or tree with its edges reversed. NCCL runs
+/// both as rings only and tunes them alike (src/graph/tuning.cc), so the model prices a reduce
+/// as the broadcast whose transfers run the other way.
+inline bool isRooted(CollectiveOp op) {
+  return op == CollectiveOp::Broadcast || op == CollectiveOp::Reduce;
+}
 
 /// Algorithms the model knows. Not every algorithm applies to every op (`estimateCollective`
 /// returns `applicable = false`): e.g. all_to_all is Direct only, send/recv is Direct only.
@@ -31,7 +39,8 @@ constexpr double kHierarchicalMarginOverNccl = 1.15;
 
 const char* toString(CollectiveOp op);
 const char* toString(Algorithm algorithm);
-/// Parses "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv";
+/// Parses "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
+/// "send_recv";
 /// throws InvalidArgument naming the text otherwise.
 CollectiveOp parseCollectiveOp(const std::string& text);
 Algorithm parseAlgorithm(const std::string& text);
@@ -39,7 +48,7 @@ Algorithm parseAlgorithm(const std::string& text);
 ModelKind parseModelKind(const std::string& text);
 
 /// nccl-tests bus bandwidth factor (doc/PERFORMANCE.md of NVIDIA/nccl-tests): all-reduce
-/// 2(n-1)/n, all-gather / reduce-scatter / all-to-all (n-1)/n, broadcast and send/recv 1.
+/// 2(n-1)/n, all-gather / reduce-scatter / all-to-all (n-1)/n, broadcast, reduce, send/recv 1.
 double busBandwidthFactor(CollectiveOp op, int group_size);
 
 /// Result of one estimate. `seconds` is +inf when the algorithm does not apply.

@@ -11,6 +11,7 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace torch_topo::topo {
@@ -20,6 +21,16 @@ constexpr double kBytesPerGB = 1e9;
 
 // Largest group for one-shot (direct) all-reduce, all-gather and reduce-scatter.
 constexpr int kDirectMaxGroup = 16;
+
+// A reduce is its broadcast run backwards: the last phase first, every transfer towards its
+// sender.
+template <typename Schedule>
+Schedule reversedSchedule(Schedule s) {
+  std::reverse(s.begin(), s.end());
+  for (auto& phase : s)
+    for (auto& t : phase.transfers) std::swap(t.src, t.dst);
+  return s;
+}
 
 }  // namespace
 
@@ -98,6 +109,8 @@ double CostModel::timeOf(const Schedule& schedule) const {
 CostModel::Schedule CostModel::buildFlat(CollectiveOp op, double bytes,
                                          const std::vector<int>& order,
                                          Algorithm algorithm) const {
+  if (op == CollectiveOp::Reduce)
+    return reversedSchedule(buildFlat(CollectiveOp::Broadcast, bytes, order, algorithm));
   const int n = static_cast<int>(order.size());
   auto at = [&](int p) { return order[((p % n) + n) % n]; };
   Schedule s;
@@ -225,6 +238,12 @@ CostModel::HierarchicalLevels CostModel::hierarchicalLevels(const std::vector<in
 std::vector<CostModel::Schedule> CostModel::buildHierarchical(CollectiveOp op, double bytes,
                                                               const std::vector<int>& ranks) const {
   if (op == CollectiveOp::AllToAll || op == CollectiveOp::SendRecv) return {};
+  if (op == CollectiveOp::Reduce) {
+    std::vector<Schedule> out = buildHierarchical(CollectiveOp::Broadcast, bytes, ranks);
+    std::reverse(out.begin(), out.end());
+    for (Schedule& level : out) level = reversedSchedule(std::move(level));
+    return out;
+  }
   const HierarchicalLevels levels = hierarchicalLevels(ranks);
   if (levels.intra.empty()) return {};
   auto merged = [&](CollectiveOp level_op, double level_bytes, bool intra) {

@@ -146,6 +146,7 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
   const double ll_max = ncclLlMaxBusGBps(s.generation, s.amd_cpu, hosts);
   const bool all_reduce = op == CollectiveOp::AllReduce;
   const bool gather_scatter = op == CollectiveOp::AllGather || op == CollectiveOp::ReduceScatter;
+  const bool rooted = isRooted(op);
   // The ring's bus bandwidth: the host-local ring and the host's NICs (one channel per rail).
   const double ring_bus = std::min(s.intra_bus_gbps, s.net_gbps);
   // NCCL's own view across nodes (hosts or multi-node NVLink domains): its channels and their
@@ -167,7 +168,7 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
   std::vector<NcclModel::Prediction> c;
   switch (algo) {
     case NcclAlgo::Ring: {
-      if (!all_reduce && !gather_scatter && op != CollectiveOp::Broadcast) break;
+      if (!all_reduce && !gather_scatter && !rooted) break;
       const double factor = busBandwidthFactor(op, n);
       for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
         if (p == NcclProto::LL128 && !ll128) continue;
@@ -175,7 +176,7 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
         const double choice =
             nccl_view ? ring_proto(p, nccl_bus, graphs.channels * caps.ring_ll128) / factor : -1.0;
         double lat = ncclBaseLatencyUs(NcclAlgo::Ring, p);
-        if (op == CollectiveOp::Broadcast) {
+        if (rooted) {
           // A pipelined chain: one hop's latency, whatever the group size.
           lat += hop(hosts == 1 ? intra_hop : NcclHop::Net, NcclAlgo::Ring, p);
         } else {
@@ -395,6 +396,9 @@ CostEstimate NcclModel::hierarchical(CollectiveOp op, int64_t bytes,
       break;
     case CollectiveOp::Broadcast:
       levels = {{op, &root_rails, chunk, false}, {op, &intra, chunk, true}};
+      break;
+    case CollectiveOp::Reduce:
+      levels = {{op, &intra, chunk, true}, {op, &root_rails, chunk, false}};
       break;
     default: return est;
   }

@@ -200,7 +200,7 @@ class ArrangementCost {
     for (size_t d = 0; d < plan.dims.size(); ++d) {
       groups_.push_back(intraGroups(plan, static_cast<int>(d), local));
       const CollectiveOp op = parseCollectiveOp(plan.dims[d].op);
-      ordered_.push_back(op == CollectiveOp::Broadcast || op == CollectiveOp::SendRecv);
+      ordered_.push_back(isRooted(op) || op == CollectiveOp::SendRecv);
       // One group of the whole host (unordered) or singletons: the same for every candidate.
       fixed_.push_back(plan.intra_size[d] == 1 || (plan.intra_size[d] == local && !ordered_[d]));
     }

@@ -78,6 +78,26 @@ TEST(CostModelTest, OtherAlgorithmsMatchClosedForms) {
                                         Algorithm::HalvingDoubling).applicable);
 }
 
+TEST(CostModelTest, ReduceIsItsBroadcastReversed) {
+  // Every edge of the reversed schedule has the bandwidth and latency of the edge it mirrors,
+  // so each algorithm prices a reduce as its broadcast; one host's ring is the chain's closed
+  // form, the tensor once over each edge after n - 1 latency steps.
+  const CostModel model(uniformSwitched(2), alphaBeta());
+  const std::vector<int> g{0, 1, 2, 3, 4, 5, 6, 7};
+  for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::Direct,
+                      Algorithm::Hierarchical, Algorithm::HalvingDoubling}) {
+    const CostEstimate reduce = model.estimateCollective(CollectiveOp::Reduce, kS, g, a);
+    const CostEstimate broadcast = model.estimateCollective(CollectiveOp::Broadcast, kS, g, a);
+    EXPECT_EQ(reduce.applicable, broadcast.applicable) << toString(a);
+    if (broadcast.applicable) EXPECT_NEAR(reduce.seconds, broadcast.seconds, 1e-12) << toString(a);
+  }
+  EXPECT_NEAR(model.estimateCollective(CollectiveOp::Reduce, kS, {0, 1, 2, 3}, Algorithm::Ring)
+                  .seconds,
+              kS / kB + 3 * kA, 1e-12);
+  EXPECT_EQ(parseCollectiveOp("reduce"), CollectiveOp::Reduce);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveOp::Reduce, 8), 1.0);
+}
+
 TEST(CostModelTest, BusBandwidthFollowsNcclTests) {
   EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveOp::AllReduce, 8), 2.0 * 7 / 8);
   EXPECT_DOUBLE_EQ(busBandwidthFactor(CollectiveOp::AllGather, 8), 7.0 / 8);
@@ -133,8 +153,11 @@ TEST(CostModelTest, HierarchicalThresholds) {
     EXPECT_EQ(t.min_bytes, -1) << toString(t.op);
   const CostModel two(uniformSwitched(2), alphaBeta());
   const auto thresholds = computeHierarchicalThresholds(two, {0, 1, 2, 3, 4, 5, 6, 7});
-  ASSERT_EQ(thresholds.size(), 4u);
+  ASSERT_EQ(thresholds.size(), 5u);
   EXPECT_EQ(thresholds[0].op, CollectiveOp::AllReduce);
+  // On links alike both ways a reduce turns hierarchical where its broadcast does.
+  EXPECT_EQ(thresholds[4].op, CollectiveOp::Reduce);
+  EXPECT_EQ(thresholds[4].min_bytes, thresholds[3].min_bytes);
   EXPECT_GT(thresholds[0].min_bytes, 0);
   // The threshold is where hierarchical starts winning: check the definition directly.
   const int64_t at = thresholds[0].min_bytes;

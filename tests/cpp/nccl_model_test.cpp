@@ -139,6 +139,35 @@ TEST(NcclModelTest, RingLatencyFollowsNcclsFormula) {
   EXPECT_NEAR(big.seconds, latency + (bytes + kSimpleFillBytes) * 2 * 7 / 8 / (360e9), 1e-9);
 }
 
+TEST(NcclModelTest, ReduceIsTunedAsBroadcast) {
+  // NCCL runs reduce and broadcast as rings only, with one latency and bandwidth formula for
+  // both (src/graph/tuning.cc): every algorithm prices them alike, on one host and across two.
+  for (int hosts : {1, 2}) {
+    HostTopology host = switchedHost(90);
+    addNics(host, 8, 400);
+    const CostModel model(makeCluster(host, hosts));
+    const std::vector<int> g = iota(8 * hosts);
+    for (int64_t bytes : {int64_t{8}, int64_t{1} << 20, int64_t{1} << 30}) {
+      for (Algorithm a : {Algorithm::Ring, Algorithm::Tree, Algorithm::Nvls, Algorithm::NvlsTree,
+                          Algorithm::Pat, Algorithm::Hierarchical}) {
+        const CostEstimate r = model.estimateCollective(CollectiveOp::Reduce, bytes, g, a);
+        const CostEstimate b = model.estimateCollective(CollectiveOp::Broadcast, bytes, g, a);
+        EXPECT_EQ(r.applicable, b.applicable) << toString(a) << " " << bytes;
+        if (!b.applicable) continue;
+        EXPECT_DOUBLE_EQ(r.seconds, b.seconds) << toString(a) << " " << bytes;
+        // The two-level form runs its levels in the opposite order.
+        std::string levels = b.protocol;
+        if (a == Algorithm::Hierarchical) {
+          const size_t cut = levels.find('/');
+          levels = levels.substr(cut + 1) + "/" + levels.substr(0, cut);
+        }
+        EXPECT_EQ(r.protocol, levels) << toString(a) << " " << bytes;
+      }
+      EXPECT_EQ(model.chooseFlat(CollectiveOp::Reduce, bytes, {g}).algorithm, Algorithm::Ring);
+    }
+  }
+}
+
 TEST(NcclModelTest, NvlsOnlyOnHopperNvswitchHosts) {
   const std::vector<int> g = iota(8);
   const CostModel ampere(makeCluster(switchedHost(80), 1));

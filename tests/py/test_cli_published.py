@@ -220,7 +220,7 @@ def test_sm_from_the_rank_lines(tmp_path):
 
 # --- errors: one line, exit 2 ---
 
-@pytest.mark.parametrize("binary", ["reduce", "gather", "scatter", "hypercube"])
+@pytest.mark.parametrize("binary", ["gather", "scatter", "alltoallv", "hypercube"])
 def test_collective_the_model_cannot_price(tmp_path, capsys, binary):
     path = _derive(tmp_path, ALLTOALL_2X8, ("alltoall_perf", f"{binary}_perf"))
     line = path.read_text().splitlines().index(f"# Collective test starting: {binary}_perf") + 1
@@ -389,3 +389,28 @@ def test_file_name_names_the_collective_where_the_output_does_not(tmp_path):
     assert (out["settings"]["op"], out["sources"]["op"]) == ("reduce_scatter", "file name")
     out = _published_path(path, "--op", "all_gather")
     assert (out["settings"]["op"], out["sources"]["op"]) == ("all_gather", "--op")
+
+
+def test_reduce_is_priced_as_its_broadcast(tmp_path):
+    """NCCL tunes reduce and broadcast alike (rings only, one formula in src/graph/tuning.cc):
+    the broadcast run's table renamed to reduce_perf gets the model's broadcast figures."""
+    source = NCCL_TESTS / "h800_1node_8xH800_g8_nccl2183_broadcast_perf_4B-2G.txt"
+    topology = DATA / "nvidia_smi_topo" / "llmSetupGuide_8xGPU_NV8_4xmlx5_2numa.txt"
+    reduce = tmp_path / "h800_reduce_perf.txt"
+    reduce.write_text(source.read_text().replace("float    none       0", "float     sum       0")
+                      .replace("broadcast_perf", "reduce_perf"))
+    buf = io.StringIO()
+    outs = {}
+    for name, path in (("broadcast", tmp_path / "h800_broadcast_perf.txt"), ("reduce", reduce)):
+        if name == "broadcast":
+            path.write_text(source.read_text())
+        with contextlib.redirect_stdout(buf):
+            assert main(["bench", "--published", str(path), "--topology", str(topology),
+                         "--json", "--sm", "90"]) == 0
+        outs[name] = json.loads(buf.getvalue())
+        buf.seek(0)
+        buf.truncate()
+    assert outs["reduce"]["settings"]["op"] == "reduce"
+    strip = [{k: v for k, v in r.items() if k != "op"} for r in outs["broadcast"]["rows"]]
+    assert [{k: v for k, v in r.items() if k != "op"} for r in outs["reduce"]["rows"]] == strip
+    assert {r["algorithm"] for r in outs["reduce"]["rows"]} == {"ring"}

@@ -30,9 +30,9 @@ class Published:
 
 PERF_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
             "reduce_scatter": "reduce_scatter", "alltoall": "all_to_all",
-            "sendrecv": "send_recv", "broadcast": "broadcast"}
+            "sendrecv": "send_recv", "broadcast": "broadcast", "reduce": "reduce"}
 """nccl-tests binaries (`<name>_perf`) the cost model prices, and the op it prices each as;
-reduce, gather, scatter and hypercube it does not."""
+gather, scatter, alltoallv and hypercube it does not."""
 
 # NCCL_ALGO's names (NCCL's src/graph/tuning.cc, case-insensitive) as the model's algorithms;
 # NCCL's two CollNet variants are one algorithm in the model.
