@@ -225,17 +225,15 @@ def _left_out_nvlink_findings(topo) -> list[Finding]:
     has it on its SXM board, or names no model: clouds leave NVLink out of the file (NCCL adds
     it from NVML at run time), so the checks ran on PCI paths. The message is what `show
     --nvlink complete` says of the file without this host's live probe."""
-    if topo.format != "nccl-xml" or topo.nvlink_origin != "none":
+    left_out = topo.nvlink_left_out()
+    if left_out is None:
         return []
-    completed = Topology.from_json(topo.to_json())
-    origin = _C.complete_nvlink(completed.native, None)
-    if origin not in ("inferred", "unknown"):
-        return []  # PCIe cards, or fewer than two GPUs: nothing left out
+    origin, completed_warning = left_out
     return [Finding(
         "file-nvlink-left-out", "warning",
         f"NVLink {'probably' if origin == 'inferred' else 'possibly'} left out: the checks ran "
         "on the file's PCI paths between its GPUs; `--nvlink complete` reads it as: "
-        f"{completed.nvlink_warning}",
+        f"{completed_warning}",
         "check it as the run will see it: `--nvlink complete` (doctor, plan, show; "
         'load_topology(FILE, nvlink="complete")) fills it from this host\'s live probe or the '
         "GPU model; or give a file with NVLink: NCCL's own dump (NCCL_TOPO_DUMP_FILE) or "

@@ -132,13 +132,31 @@ class Topology:
         return next((w for w in self.warnings
                      if w.startswith((NO_NVLINK_WARNING, PCIE_ONLY_MATRIX_WARNING))), "")
 
+    def nvlink_left_out(self) -> tuple[str, str] | None:
+        """For an NCCL XML read as written with no NVLink between its GPUs: what completing it
+        without this host's live probe would find ("inferred" from the GPU model, "unknown"
+        where the file names none) and the warning that says so. Clouds leave NVLink out of
+        their files (NCCL adds it from NVML at run time). None for other files, PCIe cards and
+        fewer than two GPUs."""
+        if self.format != "nccl-xml" or self.nvlink_origin != "none":
+            return None
+        completed = Topology.from_json(self.to_json())
+        origin = _C.complete_nvlink(completed.native, None)
+        return (origin, completed.nvlink_warning) if origin in ("inferred", "unknown") else None
+
     def nvlink_note(self) -> str:
         """One line on where the NVLink paths come from, for `show` and `plan`: the origin, and
         for a completed NCCL XML the warning that says what was found and assumed."""
         origin = self.nvlink_origin
         said = self.nvlink_warning
-        return f"NVLink: {origin}" + (f" ({said})" if said else {
-            "file": " (as the source gives it)", "none": " (none between the GPUs)"}.get(origin, ""))
+        if said:
+            return f"NVLink: {origin} ({said})"
+        if origin == "none" and (left_out := self.nvlink_left_out()):
+            return (f"NVLink: none in the file, {'probably' if left_out[0] == 'inferred' else 'possibly'}"
+                    " left out as clouds do; --nvlink complete reads the file as NCCL will at run"
+                    " time")
+        return f"NVLink: {origin}" + {"file": " (as the source gives it)",
+                                      "none": " (none between the GPUs)"}.get(origin, "")
 
     @property
     def warnings(self) -> list[str]:

@@ -201,3 +201,23 @@ def test_show_and_plan_say_where_nvlink_came_from(env, capsys):
     assert "NVLink: inferred (" + NO_NVLINK_WARNING in text and "tp: " in text
     assert main(["plan", str(NEBIUS), "--mesh", "dp=2,tp=4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["nvlink"].startswith("NVLink: none")
+
+
+@pytest.mark.parametrize("path, likely", [(NEBIUS, "probably"), (NDV4, "possibly"),
+                                          (NDV5, "possibly")], ids=lambda p: getattr(p, "name", p))
+def test_note_of_a_file_read_as_written_says_nvlink_may_be_left_out(path, likely):
+    """Read as written, a cloud file's SXM GPUs show no NVLink: the note says it is probably (a
+    model the tables name) or possibly (no model) left out, and how to read it completed,
+    where 'none between the GPUs' would state a fact the file does not hold."""
+    raw = load_topology(path)
+    assert raw.nvlink_note() == (f"NVLink: none in the file, {likely} left out as clouds do; "
+                                 "--nvlink complete reads the file as NCCL will at run time")
+    origin = load_topology(path, nvlink="complete").nvlink_origin
+    assert raw.nvlink_left_out()[0] == {"probably": "inferred", "possibly": "unknown"}[likely]
+    assert origin == raw.nvlink_left_out()[0]
+
+
+def test_note_of_pcie_cards_and_switched_files_is_unchanged():
+    assert load_topology(XML / "azure_ncv4_4xA100pcie_topo.xml").nvlink_note() == \
+        "NVLink: none (none between the GPUs)"
+    assert load_topology(H100_LIVE).nvlink_note() == "NVLink: file (as the source gives it)"
