@@ -414,3 +414,13 @@ def test_reduce_is_priced_as_its_broadcast(tmp_path):
     strip = [{k: v for k, v in r.items() if k != "op"} for r in outs["broadcast"]["rows"]]
     assert [{k: v for k, v in r.items() if k != "op"} for r in outs["reduce"]["rows"]] == strip
     assert {r["algorithm"] for r in outs["reduce"]["rows"]} == {"ring"}
+
+
+def test_rows_of_zero_bytes_are_left_out(tmp_path):
+    """-b 0 adds a row NCCL never launches a kernel for (0.1 us): not a collective to price."""
+    first = "           8             2     float     sum      -1    34.84"
+    zero = ("           0             0     float     sum      -1     0.11    0.00    0.00       0"
+            "     0.10    0.00    0.00       0\n")
+    path = _derive(tmp_path, G8_ALLREDUCE, (first, zero + first))
+    assert [r["size"] for r in _published_path(path)["rows"]] == \
+        [r["size"] for r in _published_path(G8_ALLREDUCE)["rows"]]

@@ -64,6 +64,8 @@ def _rows(doc: dict, op: str, path: str) -> list[Published]:
         where = f"{path}: results[{i}]"
         entry = _object(raw, where)
         size = int(_number(entry, "size", where))
+        if size == 0:
+            continue  # NCCL returns at once for an empty buffer (-b 0): nothing to price
         if size in first:
             raise ValueError(f"{where}: size {size} again (first at results[{first[size]}]): "
                              "the report holds several runs (-d all or -o all); keep one")

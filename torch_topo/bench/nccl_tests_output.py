@@ -109,6 +109,8 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
         if not tok or not re.fullmatch(_NUM, tok[0]):
             continue
         size = int(tok[0].replace("_", ""))
+        if size == 0:
+            continue  # NCCL returns at once for an empty buffer (-b 0): nothing to price
         if size in first_line:
             raise ValueError(f"{path}:{number}: nccl-tests row: size {size} again (first on line "
                              f"{first_line[size]}): the output holds several runs (-d all, -o "
