@@ -29,8 +29,8 @@ from torch_topo.plan import Plan, resolve_cluster
 from torch_topo.probe import resolve_pinned_file
 from torch_topo.validation import is_int_in
 
-__all__ = ["cpu_cluster_doc", "init_device_mesh", "plan_for_world", "played_placements",
-           "world_planner_cluster"]
+__all__ = ["cpu_cluster_doc", "cpu_ranks_doc", "init_device_mesh", "plan_for_world",
+           "played_placements", "world_planner_cluster"]
 
 
 def played_placements(text: str, world_size: int) -> list[tuple[str, int]] | None:
@@ -112,6 +112,14 @@ def cpu_cluster_doc(world_size: int) -> dict:
             "ranks": [{"host": 0, "local_gpu": -1, "local_rank": r} for r in range(world_size)]}
 
 
+def cpu_ranks_doc(world_size: int, config: TopoConfig | None = None) -> dict:
+    """Where no rank has a GPU to plan on: the live cluster's hosts with their ranks, else (no
+    exchange, or host names alone) one host of `world_size` CPU ranks. Plans on it stay
+    contiguous; they price what a contiguous layout costs on those hosts."""
+    live = world_cluster(config)
+    return live.planner_doc() if live is not None else cpu_cluster_doc(world_size)
+
+
 def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
                    config: TopoConfig | None = None) -> Plan:
     """The plan init_device_mesh would use, computed on every rank (deterministic)."""
@@ -120,8 +128,7 @@ def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
     world = dist.get_world_size()
     cluster = _world_cluster(cfg, world, topology)
     if cluster is None:
-        # No topology: a CPU-only cluster of one host; the layout stays contiguous.
-        return Plan.build(cpu_cluster_doc(world), mesh, traffic, contiguous=True)
+        return Plan.build(cpu_ranks_doc(world, cfg), mesh, traffic, contiguous=True)
     return Plan.build(cluster, mesh, traffic, nccl_hints=cfg.nccl_hints)
 
 

@@ -157,6 +157,31 @@ def test_nodes_play_a_host_topology_file(tmp_path):
                                               "local_gpu": r % 2}
 
 
+_MESH_PLAN = (
+    "import os, sys, torch.distributed as dist; from torch_topo.mesh import plan_for_world; "
+    "dist.init_process_group('gloo'); "
+    "text = plan_for_world((2, 2), ('dp', 'tp')).explain(); "
+    "open(os.path.join(sys.argv[1], 'rank%s.txt' % os.environ['RANK']), 'w').write(text); "
+    "dist.destroy_process_group()"
+)
+
+
+@needs_root
+@pytest.mark.timeout(120)
+def test_mesh_of_cpu_ranks_is_explained_on_the_nodes(tmp_path):
+    # Each node pins a host of CPUs and a NIC, no GPU: the mesh stays contiguous, and its plan
+    # must stand on the 2 emulated nodes (tp inside them, dp across), not one host per rank
+    # (4 hosts, tp "across hosts") or one host for all.
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "2", "--",
+                    sys.executable, "-c", _MESH_PLAN, str(tmp_path)])
+    assert rc == 0
+    text = (tmp_path / "rank0.txt").read_text()
+    assert text.startswith("contiguous layout of mesh dp=2 x tp=2 on 4 ranks (2 host(s))"), text
+    lines = {line.split(":")[0].strip(): line for line in text.splitlines()}
+    assert "across hosts" in lines["dp"] and "groups [[0, 2], [1, 3]]" in lines["dp"], text
+    assert "inside hosts" in lines["tp"] and "groups [[0, 1], [2, 3]]" in lines["tp"], text
+
+
 def test_bad_topology_file_exits_2(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_text("this is not a topology\n")

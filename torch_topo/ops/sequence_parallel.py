@@ -115,16 +115,13 @@ def _check_divides_world(sp: int, world: int) -> None:
 def _pricing_cluster(world: int):
     """(cluster, contiguous): what init_device_mesh plans on, else the live cluster's hosts
     with CPU ranks (or one host), laid out contiguously as init_device_mesh then does."""
-    from torch_topo.cluster import world_cluster
-    from torch_topo.mesh import cpu_cluster_doc, world_planner_cluster
+    from torch_topo.mesh import cpu_ranks_doc, world_planner_cluster
     from torch_topo.plan import resolve_cluster
 
     cluster = world_planner_cluster()
     if cluster is not None:
         return cluster, False
-    live = world_cluster()
-    return resolve_cluster(live.planner_doc() if live is not None else cpu_cluster_doc(world)), \
-        True
+    return resolve_cluster(cpu_ranks_doc(world)), True
 
 
 def sequence_parallel_candidates(config: UlyssesConfig, world_size: int | None = None,
