@@ -231,16 +231,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
     const std::function<Issued()>& issue, Epilogue epilogue, bool direct) {
   ++seq_;
   // The inner backend's own call and Work are all the op needs: on a stream device it orders
-  // itself after the caller's stream, as a plain group of that backend would. Not on a stream
-  // route where ops can run hierarchically: those run on the internal stream and the level
-  // groups, and a flat op on the inner group's own stream would be ordered with them only
-  // through the caller's stream, which an async op's caller has not made wait. A plain NCCL
-  // group runs all its collectives on one stream, so an all_reduce(async_op=True) followed by
-  // a collective reading the same tensor is ordered there; here the two ran at once, the
-  // second reading stale values, and kernels of different communicators running at once can
-  // deadlock (NCCL's "Using multiple NCCL communicators concurrently"). Every collective of
-  // such a route goes through the internal stream instead; point-to-point ops stay apart, as
-  // NCCL's own do.
+  // itself after the caller's stream, as a plain group of that backend would. Not where ops can
+  // run hierarchically: there every collective takes the internal stream (`orderedOnInternal`
+  // says why), as a plain NCCL group's collectives all take its one stream.
   if (passesThrough(!direct || orderedOnInternal(route, type), epilogue != nullptr,
                     coalescing_)) {
     return issue().work;
@@ -254,7 +247,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
                                            route.type, " cannot order; issue it outside the "
                                            "block"));
     }
-    joinCoalesced(route);
+    joinCoalesced(route, inputs);
   }
   if (!route.streamed || coalescing_) {
     // CPU (and any coalesced group): the inner work stays in flight; the epilogue runs when it
@@ -267,6 +260,13 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
     if (coalescing_) coalesced_.push_back(work);
     return work;
   }
+  return onInternal(route, type, op, outputs, inputs, issue, std::move(epilogue));
+}
+
+c10::intrusive_ptr<c10d::Work> TopoBackend::onInternal(
+    DeviceRoute& route, c10d::OpType type, const char* op, const std::vector<at::Tensor>& outputs,
+    const std::vector<at::Tensor>& inputs, const std::function<Issued()>& issue,
+    Epilogue epilogue) {
   const c10::Device device =
       !outputs.empty() ? outputs.front().device()
                        : (!inputs.empty() ? inputs.front().device() : c10::Device(route.type));

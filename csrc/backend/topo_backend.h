@@ -167,7 +167,10 @@ class TopoBackend : public c10d::Backend {
   /// of them. An inner backend that coalesces natively (NCCL) gets its own start before the
   /// first op on it (not before: NCCL's group would hold back this thread's NCCL ops on other
   /// groups during a CPU-only block) and its own end; a block only on it returns its end work,
-  /// whose wait() is the one that orders the caller's stream after the grouped launch.
+  /// whose wait() is the one that orders the caller's stream after the grouped launch. Where
+  /// that route's collectives take the internal stream (`orderedOnInternal`), the end is issued
+  /// as one of them: the internal stream waits for the grouped launch, so later hierarchical
+  /// ops follow the block unwaited, and the block returns that op's work (a streamed TopoWork).
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 
@@ -223,7 +226,11 @@ class TopoBackend : public c10d::Backend {
   }
   /// Whether an op of `type` on `route` must run on the route's internal stream even when flat:
   /// every collective of a stream route where some op can run hierarchically, so that it is
-  /// ordered with those as a plain NCCL group's collectives are on their one stream.
+  /// ordered with those as a plain NCCL group's collectives are on their one stream. On the
+  /// inner group's own stream it would follow a hierarchical op only through the caller's
+  /// stream, which an async op's caller has not made wait: unwaited, the two read stale values,
+  /// and kernels of several communicators running at once can deadlock (NCCL's "Using multiple
+  /// NCCL communicators concurrently"). A coalesced block's grouped launch (`COALESCED`) counts.
   static bool orderedOnInternal(const DeviceRoute& route, c10d::OpType type) {
     const bool p2p = type == c10d::OpType::SEND || type == c10d::OpType::RECV ||
                      type == c10d::OpType::RECVANYSOURCE;
@@ -274,6 +281,13 @@ class TopoBackend : public c10d::Backend {
                                         const std::vector<at::Tensor>& inputs,
                                         const std::function<Issued()>& issue,
                                         Epilogue epilogue = nullptr, bool direct = true);
+  /// The stream-device part of `launch`: `issue` runs with the route's internal stream current,
+  /// which then waits for the inner work; the op's work ends with an event on that stream.
+  c10::intrusive_ptr<c10d::Work> onInternal(DeviceRoute& route, c10d::OpType type, const char* op,
+                                            const std::vector<at::Tensor>& outputs,
+                                            const std::vector<at::Tensor>& inputs,
+                                            const std::function<Issued()>& issue,
+                                            Epilogue epilogue = nullptr);
   /// The ops with a hierarchical form: chooseHierarchical, then launch.
   c10::intrusive_ptr<c10d::Work> collective(DeviceRoute& route, c10d::OpType type, const char* op,
                                             const std::vector<at::Tensor>& outputs,
@@ -304,9 +318,9 @@ class TopoBackend : public c10d::Backend {
   static void checkCoalescedDtypes(const char* op, const DeviceRoute& route,
                                    const std::vector<at::Tensor>& tensors);
   DeviceRoute& barrierRoute(const c10d::BarrierOptions& opts);
-  /// Inside a coalesced block, before an op on `route`: starts the route's native coalescing
-  /// on first use, or notes that the block holds ops of another kind.
-  void joinCoalesced(DeviceRoute& route);
+  /// Inside a coalesced block, before an op on `route` reading `inputs`: starts the route's
+  /// native coalescing on first use, or notes that the block holds ops of another kind.
+  void joinCoalesced(DeviceRoute& route, const std::vector<at::Tensor>& inputs);
   /// Calls `fn` on every inner and level backend of every built route.
   void forEachBackend(const std::function<void(c10d::Backend&)>& fn);
 
@@ -327,6 +341,9 @@ class TopoBackend : public c10d::Backend {
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
   std::vector<DeviceRoute*> coalescedNative_;
+  /// The inputs of the block's ops on stream routes: an end issued on the internal stream keeps
+  /// them (with the ops' outputs) until the grouped launch is done with them.
+  std::vector<at::Tensor> coalescedInputs_;
   /// The block holds an op on a route that does not coalesce natively (CPU).
   bool coalescedOther_ = false;
   bool debug_ = false;

@@ -67,7 +67,7 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::barrier(const c10d::BarrierOptions& 
   for (auto& [type, r] : routes_) r->drainSchedules();
   // The inner barrier is issued as is: NCCL's barrier runs its own allreduce on its streams.
   ++seq_;
-  if (coalescing_) joinCoalesced(route);
+  if (coalescing_) joinCoalesced(route, {});
   // On a plain NCCL group the barrier's allreduce follows the group's earlier collectives on
   // their stream, so its wait() returns after them; ours ran on the internal stream and the
   // level groups, which NCCL's barrier knows nothing of. The caller's stream, which NCCL's
@@ -95,10 +95,12 @@ void TopoBackend::startCoalescing() {
   coalescing_ = true;
   coalesced_.clear();
   coalescedNative_.clear();
+  coalescedInputs_.clear();
   coalescedOther_ = false;
 }
 
-void TopoBackend::joinCoalesced(DeviceRoute& route) {
+void TopoBackend::joinCoalesced(DeviceRoute& route, const std::vector<at::Tensor>& inputs) {
+  if (route.streamed) coalescedInputs_.insert(coalescedInputs_.end(), inputs.begin(), inputs.end());
   if (!route.streamed || !route.inner->supportsCoalescing()) {
     coalescedOther_ = true;
   } else if (std::find(coalescedNative_.begin(), coalescedNative_.end(), &route) ==
@@ -122,11 +124,32 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::endCoalescing() {
     auto r = w->result();
     outputs.insert(outputs.end(), r.begin(), r.end());
   }
+  std::vector<at::Tensor> inputs = std::move(coalescedInputs_);
+  coalescedInputs_.clear();
   // A natively coalesced group is launched by its end; the per-op works of its ops were made
   // before that launch and say nothing about its completion.
   std::vector<c10::intrusive_ptr<c10d::Work>> native;
   for (auto* route : coalescedNative_) {
-    if (auto w = route->inner->endCoalescing()) native.push_back(w);
+    auto onRoute = [route](const std::vector<at::Tensor>& all) {
+      std::vector<at::Tensor> mine;
+      for (const auto& t : all) {
+        if (t.device().type() == route->type) mine.push_back(t);
+      }
+      return mine;
+    };
+    auto routeOutputs = onRoute(outputs);
+    auto routeInputs = onRoute(inputs);
+    auto end = [route] { return Issued{route->inner->endCoalescing(), {}}; };
+    // Where the route's collectives take the internal stream, so does the grouped launch's end:
+    // returning NCCL's end work left the internal stream unordered after the block, so a
+    // hierarchical op issued before anyone waited read the block's tensors while NCCL still
+    // wrote them (a block of a barrier alone has no device to order and stays NCCL's).
+    const bool onStream = orderedOnInternal(*route, c10d::OpType::COALESCED) &&
+                          (!routeOutputs.empty() || !routeInputs.empty());
+    auto w = onStream ? onInternal(*route, c10d::OpType::COALESCED, "coalesced", routeOutputs,
+                                   routeInputs, end)
+                      : end().work;
+    if (w) native.push_back(w);
   }
   coalescedNative_.clear();
   if (!coalescedOther_ && native.size() == 1) return native.front();

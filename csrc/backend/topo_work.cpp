@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
 namespace torch_topo::backend {
@@ -122,6 +123,18 @@ void TopoWork::attachCallbacks() {
   // (NCCL's) when the op is queued, so only the former can settle isCompleted().
   settledByFutures_ = std::all_of(futures.begin(), futures.end(),
                                   [](const auto& f) { return f->devices().empty(); });
+  // A device future carries events that whoever uses its value waits on. A future without
+  // devices here said "done" without them: a block of CPU and CUDA ops fired its future when
+  // Gloo finished, and `fut.wait()` or a then() callback read the CUDA outputs before NCCL
+  // wrote them. Ours takes the inner devices and is marked after their events (markFuture).
+  std::vector<c10::Device> devices;
+  for (auto& f : futures) {
+    const std::vector<c10::Device> own = f->devices();
+    if (own.empty()) continue;
+    deviceFutures_.push_back(f);
+    devices.insert(devices.end(), own.begin(), own.end());
+  }
+  if (!devices.empty()) future_ = makeTensorListFuture(std::move(devices));
   remaining_ = static_cast<int>(futures.size());
   c10::intrusive_ptr<TopoWork> self = c10::intrusive_ptr<TopoWork>::reclaim_copy(this);
   for (auto& f : futures) {
@@ -150,10 +163,28 @@ void TopoWork::complete(std::exception_ptr error) {
     if (error) {
       future_->setErrorIfNeeded(error);
     } else {
-      future_->markCompleted(c10::IValue(outputs_));
+      markFuture();
     }
     finish(error);
   });
+}
+
+void TopoWork::markFuture() {
+  if (deviceFutures_.empty()) {
+    future_->markCompleted(c10::IValue(outputs_));
+    return;
+  }
+  // Any thread may get here (a Gloo callback, wait(), isCompleted()): pool streams of the
+  // future's devices wait on every inner future's events and are current while ours records its
+  // own (as c10's then() callbacks run), so its users wait for the inner ops and for nothing
+  // queued on the completing thread's streams.
+  const std::vector<c10::Device> devices = future_->devices();
+  c10::impl::VirtualGuardImpl impl(devices.front().type());
+  std::vector<c10::Stream> streams;
+  for (const auto& device : devices) streams.push_back(impl.getStreamFromGlobalPool(device));
+  c10::MultiStreamGuard current(streams);
+  for (auto& f : deviceFutures_) f->wait();  // complete already: a stream wait, no host block
+  future_->markCompleted(c10::IValue(outputs_));
 }
 
 bool TopoWork::isCompleted() {

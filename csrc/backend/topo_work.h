@@ -25,7 +25,8 @@ namespace torch_topo::backend {
 ///    the inner futures' callbacks or from `wait()`, whichever comes first (exactly once).
 ///    `wait()` always asks the inner works too, and so does `isCompleted()` unless every inner
 ///    future is host-side (gloo's, marked when its op is done): an NCCL work's future is set
-///    when the op is queued, so its callback says nothing about the GPU;
+///    when the op is queued, so its callback says nothing about the GPU, and this work's
+///    future takes its devices and follows its events instead (`markFuture`);
 ///  - stream mode (CUDA and other stream devices): every inner step and the epilogue were
 ///    already enqueued on the backend's internal stream, which ends with `end_`; completion is a
 ///    stream-level fact, `wait()` makes the caller's current stream wait on `end_`.
@@ -89,8 +90,10 @@ class TopoWork : public c10d::Work {
   /// Aborts the inner works still in flight.
   void abort() override;
   /// Completed with the output tensors (or the error) when the op completes; never null, so
-  /// DDP's reducer can wait on it. A work whose inner works have no future (CPU send/recv and
-  /// coalesced blocks of them) raises while pending, as Gloo's do: nothing would complete it.
+  /// DDP's reducer can wait on it. Where inner futures have devices, so has this one, and its
+  /// events follow theirs: waiting on it orders the caller's stream after the inner ops. A work
+  /// whose inner works have no future (CPU send/recv and coalesced blocks of them) raises while
+  /// pending, as Gloo's do: nothing would complete it.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
   Status status() const { return status_.load(); }
@@ -98,6 +101,8 @@ class TopoWork : public c10d::Work {
  private:
   /// Runs once: on success the epilogue, then the future and the base Work state are settled.
   void complete(std::exception_ptr error);
+  /// Completes the future with the outputs, after the events of `deviceFutures_`.
+  void markFuture();
   void attachCallbacks();
   /// Some inner work has not finished (polled).
   bool anyInFlight();
@@ -120,6 +125,9 @@ class TopoWork : public c10d::Work {
   std::atomic<bool> settledByFutures_{false};
   /// The inner futures' callbacks (or an empty inner list) complete this work without wait().
   bool futureSettles_ = false;
+  /// The inner futures with devices (NCCL's, a streamed TopoWork's): marked when their op was
+  /// queued, with events that this work's future follows.
+  std::vector<c10::intrusive_ptr<c10::ivalue::Future>> deviceFutures_;
   std::exception_ptr error_;
 };
 

@@ -10,7 +10,8 @@ backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
 batch_isend_irecv, and the overlap ops; on CUDA, with a late peer, that coalesced blocks'
 wait() and barrier() order the caller after the op (barrier() also after an op nobody waited
 for), that wait(timeout) of a hierarchical op blocks the host up to the timeout, that NCCL's
-own ops and hierarchical ones on one tensor follow each other unwaited, and that a dropped
+own ops, coalesced blocks and hierarchical ones on one tensor follow each other unwaited, that
+the future of a block of CPU and CUDA ops orders its user after both, and that a dropped
 work's buffers (and the copies of strided all-to-all inputs) are not reused early.
 Each result is compared with the one
 computed locally from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
@@ -283,6 +284,65 @@ def _flat_and_hierarchical_unwaited(c: Checks, rank: int, world: int) -> None:
     dist.barrier()
 
 
+def _hierarchical_after_unwaited_block(c: Checks, rank: int, world: int) -> None:
+    """A coalesced block (`_coalescing_manager` with a device: all_to_all_single goes into
+    NCCL's own group) nobody waited for, then a hierarchical all_reduce of the block's output:
+    on a plain NCCL group the grouped launch and the all_reduce share one stream. Behind a late
+    last rank, an all_reduce on topo's internal stream that does not follow the block reduces
+    the tensor before the block fills it (deterministic on the ranks of the other host, as in
+    _flat_and_hierarchical_unwaited)."""
+    if c.device.type != "cuda" or world < 2 or \
+            os.environ.get("TORCH_TOPO_HIERARCHICAL") != "always":
+        return
+    every = range(world)
+    numel = 1 << 20
+    filled = c.put(torch.empty(numel))
+    src = c.put(_input(rank, 78, torch.float32, numel))
+    _late_peer(c, rank, world)
+    with dist._coalescing_manager(device=c.device, async_ops=True) as cm:
+        dist.all_to_all_single(filled, src, async_op=True)
+    work = dist.all_reduce(filled, async_op=True)
+    cm.wait()
+    work.wait()
+    exchanged = [torch.cat([_input(j, 78, torch.float32, numel).chunk(world)[r] for j in every])
+                 for r in every]
+    c.same("hierarchical all_reduce after an unwaited coalesced block", filled, sum(exchanged))
+    dist.barrier()
+
+
+def _mixed_block_future(c: Checks, rank: int, world: int) -> None:
+    """A coalesced block of a CPU and a CUDA broadcast from the late last rank, finished through
+    its future alone, as torch.futures users and DDP's comm hooks do: `fut.wait()` and a then()
+    callback must see NCCL's grouped launch done on the caller's (the callback's) stream, not
+    only the Gloo broadcast, which the late rank's host sends at once."""
+    if c.device.type != "cuda" or world < 2:
+        return
+    root, numel = world - 1, 1 << 20
+    host = _input(rank, 79, torch.float32, 64)
+    dev = c.put(_input(rank, 80, torch.float32, numel))
+    _late_peer(c, rank, world)
+    with dist._coalescing_manager(device=c.device, async_ops=True) as cm:
+        dist.broadcast(host, src=root, async_op=True)
+        dist.broadcast(dev, src=root, async_op=True)
+    c.count += 1
+    try:
+        fut = cm.works[0].get_future()
+    except RuntimeError as e:
+        c.failed.append(f"get_future() of a CPU and CUDA coalesced block raised: {e}")
+        cm.wait()
+        return
+    copied = fut.then(lambda f: f.value()[1].clone())
+    fut.wait()
+    c.same("CPU broadcast in a mixed coalesced block, after its future", host,
+           _input(root, 79, torch.float32, 64))
+    c.same("CUDA broadcast in a mixed coalesced block, after its future", dev,
+           _input(root, 80, torch.float32, numel))
+    c.same("CUDA broadcast in a mixed coalesced block, in its future's then()", copied.wait(),
+           _input(root, 80, torch.float32, numel))
+    cm.wait()
+    dist.barrier()
+
+
 def _dropped_all_to_all(c: Checks, rank: int, world: int) -> None:
     """An uneven list all-to-all (topo packs it into one buffer and unpacks after) whose work
     is dropped without wait(). On CUDA the last rank is late and then allocates buffers of
@@ -506,6 +566,8 @@ def main() -> int:
         _barrier_after_unwaited_op(checks, rank, world)
         _wait_with_timeout(checks, rank, world)
         _flat_and_hierarchical_unwaited(checks, rank, world)
+        _hierarchical_after_unwaited_block(checks, rank, world)
+        _mixed_block_future(checks, rank, world)
         _overlap_ops(checks, rank, world)
         if args.mesh:
             record["mesh"] = _mesh_and_subgroups(checks, rank, world, args.device)
