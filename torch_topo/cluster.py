@@ -93,7 +93,8 @@ def _checked_index(what: str, index: object, count: int) -> int:
 class Cluster:
     """Hosts joined by a network, with each rank's placement. Identical on every rank."""
 
-    def __init__(self, native: _C.ClusterTopology, rank: int) -> None:
+    def __init__(self, native: _C.ClusterTopology, rank: int,
+                 configured_inter_host_gbps: float = 0.0) -> None:
         self._native = native
         self.rank = rank
         """The group rank this process holds."""
@@ -107,6 +108,9 @@ class Cluster:
         """GB/s per direction between hosts (pinned, else the slowest host's best NIC; 0 when
         unknown or single-host)."""
         self.inter_host_latency_us: float = native.inter_host_latency_us
+        self.configured_inter_host_gbps = configured_inter_host_gbps
+        """`TopoConfig.inter_host_gbps` of the exchange (0 when not set): the one inter-host
+        figure the planner may take over the hosts' NICs."""
 
     @property
     def world_size(self) -> int:
@@ -133,8 +137,10 @@ class Cluster:
         return self.hosts[self.host_of(self.rank)]
 
     def planner_doc(self) -> dict:
-        """The cluster as the planner's torch-topo JSON (`_C.PlannerCluster` input); unknown
-        inter-host speed and latency take the 10 GbE assumption."""
+        """The cluster as the planner's torch-topo JSON (`_C.PlannerCluster` input). Its
+        network is each host's NICs at their speeds (the cost model's own assumption where a
+        NIC has none) unless `TopoConfig.inter_host_gbps` was set: `inter_host_bandwidth_gbps`
+        (one NIC's rate, for the size rule) would cap every host at one NIC."""
         hosts = []
         for topology in self.hosts:
             host = json.loads(topology.to_json())
@@ -145,7 +151,7 @@ class Cluster:
             "schema": "torch-topo/1", "kind": "cluster", "hosts": hosts,
             "ranks": [{"host": p.host, "local_gpu": p.local_gpu, "local_rank": p.local_rank}
                       for p in self.placements],
-            "inter_host_bandwidth_gbps": self.inter_host_bandwidth_gbps or ASSUMED_INTER_HOST_GBPS,
+            "inter_host_bandwidth_gbps": self.configured_inter_host_gbps,
             "inter_host_latency_us": self.inter_host_latency_us or ASSUMED_INTER_HOST_LATENCY_US,
         }
 
@@ -415,7 +421,8 @@ def _assemble(records: list[dict], inter_host_gbps: float, group_rank: int,
         local_rank = rec["local_rank"] if rec["local_rank"] >= 0 else order
         native.append(_C.RankRecord(r, rec["hostname"], local_rank, rec["local_device"],
                                     host_doc=rec["doc"]))
-    return Cluster(_C.assemble_cluster(native, inter_host_gbps, 0.0, docs), group_rank)
+    return Cluster(_C.assemble_cluster(native, inter_host_gbps, 0.0, docs), group_rank,
+                   inter_host_gbps)
 
 
 def exchange_records(store, group_rank: int, group_size: int, own: dict, *,

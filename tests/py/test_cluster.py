@@ -290,3 +290,50 @@ def test_rank_and_host_out_of_range_name_the_problem():
         one.host_of(1)
     with pytest.raises(ValueError, match=r"Cluster.ranks_on_host: host: got 1, expected an int"):
         one.ranks_on_host(1)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("configured", [None, 12.5])
+def test_planner_sees_every_nic_of_an_exchanged_cluster(tmp_path, configured):
+    # Two hosts of 8 H100 with 9 NICs of 400 Gbit/s each. The exchange's own figure is one NIC
+    # (50 GB/s, what the size rule takes); handed to the planner it capped each host's whole
+    # network at that NIC: a 1 GiB all_reduce over both hosts was priced 6x slower than the
+    # same cluster written by hand. Only TopoConfig.inter_host_gbps may set that figure.
+    import threading
+
+    from torch_topo import _C, load_topology
+
+    host = json.loads(load_topology(
+        str(DATA / "nvidia_smi_topo" / "PARTIAL_nccl1453_8xH100_NV18_9xNIC.tsv.txt")).to_json())
+    for nic in host["nics"]:
+        nic["speed_gbps"] = 400.0
+    for gpu in host["gpus"]:
+        gpu["sm"] = 90
+    path = tmp_path / "h100.json"
+    path.write_text(json.dumps(host))
+    store, out = dist.HashStore(), {}
+
+    def rank(r):
+        cfg = TopoConfig(topology_file=str(path), play=f"host{r // 8}:{r % 8}", timeout_s=60.0,
+                         inter_host_gbps=configured)
+        out[r] = exchange_cluster(dist.PrefixStore("nics", store), r, 16, cfg)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out[0].inter_host_bandwidth_gbps == (configured or 50.0)
+    hosts = [dict(host, hostname=f"host{h}") for h in range(2)]
+    by_hand = {"schema": "torch-topo/1", "kind": "cluster", "hosts": hosts,
+               "ranks": [{"host": r // 8, "local_gpu": r % 8, "local_rank": r % 8}
+                         for r in range(16)],
+               "inter_host_latency_us": out[0].inter_host_latency_us}
+    if configured:
+        by_hand["inter_host_bandwidth_gbps"] = configured
+    ranks = [list(range(16))]
+    want = _C.PlannerCluster(json.dumps(by_hand)).estimate("all_reduce", 1 << 30, ranks)
+    got = _C.PlannerCluster(json.dumps(out[0].planner_doc())).estimate("all_reduce", 1 << 30,
+                                                                       ranks)
+    assert got["seconds"] == pytest.approx(want["seconds"], rel=1e-12)
+    assert got["algorithm"] == want["algorithm"]

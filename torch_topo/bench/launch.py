@@ -57,17 +57,14 @@ class BenchOptions:
 
 
 def _planner(cluster):
-    """The cost model of the run's cluster. The inter-host speed stays unset unless pinned
-    (TORCH_TOPO_INTER_HOST_GBPS), so the model prices each NIC at its own speed rather than all
-    of a host's traffic at the cluster's one-NIC figure. The checks hold measurements against
-    what the links carry, so the model is the alpha-beta one (links and their sharing), not
-    NCCL's algorithm choice (issue 22), whatever backend ran the collective."""
-    from torch_topo.config import TopoConfig
+    """The cost model of the run's cluster, each NIC at its own speed unless
+    TORCH_TOPO_INTER_HOST_GBPS pins the network (`Cluster.planner_doc`). The checks hold
+    measurements against what the links carry, so the model is the alpha-beta one (links and
+    their sharing), not NCCL's algorithm choice (issue 22), whatever backend ran the
+    collective."""
     from torch_topo.plan import resolve_cluster
 
-    doc = cluster.planner_doc()
-    doc["inter_host_bandwidth_gbps"] = TopoConfig.from_env().inter_host_gbps or 0.0
-    return resolve_cluster(doc, model="alpha_beta")
+    return resolve_cluster(cluster.planner_doc(), model="alpha_beta")
 
 
 def _measure_host(cluster, rank: int, nbytes: int) -> list[tuple]:
