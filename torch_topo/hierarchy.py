@@ -352,6 +352,16 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
     return _rule_thresholds(_rule_model(layout, config, cluster, inter_gbps, inter_latency_us))
 
 
+def one_step_all_reduce_max_bytes(cluster=None) -> int:
+    """Largest all-reduce a two-rank Gloo group across hosts runs as one exchange (an all-gather
+    and a local fold, TopoBackend.set_one_step_all_reduce_max_bytes): while the link latency it
+    saves outweighs one more pass over the bytes at the host's rate. Gloo runs over TCP, so its
+    latency is taken as no less than ASSUMED_INTER_HOST_LATENCY_US whatever the NICs."""
+    latency_us = max(cluster.inter_host_latency_us if cluster is not None else 0.0,
+                     ASSUMED_INTER_HOST_LATENCY_US)
+    return int(latency_us * 1e-6 * _INTRA_CPU_GBPS * 1e9)
+
+
 # TopoBackend keys its thresholds by c10d op name and measures a call by its input bytes: the
 # whole buffer, except for all-gathers, whose input is one rank's share of it.
 _BACKEND_OPS = {
@@ -459,9 +469,14 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
                               chunk_bytes=config.pipeline_chunk_bytes, timeout=timeout)
         backend.set_levels(device_type, *levels.as_args())
         backend.set_hierarchical_thresholds(device_type, per_call)
+        one_step = ""
+        if device_type == "cpu" and group_size == 2:
+            max_bytes = one_step_all_reduce_max_bytes(cluster)
+            backend.set_one_step_all_reduce_max_bytes(device_type, max_bytes)
+            one_step = f", one-step all_reduce to {max_bytes} B"
         _debug(config, f"{layout.host_count} hosts ({sizes} ranks), "
                        f"{'rails' if layout.uniform else 'leaders'}, {device_type} thresholds "
-                       f"{per_call}")
+                       f"{per_call}{one_step}")
         if config.debug and config.hierarchical == "auto":
             model = (_planner(cluster, config.pipeline_chunk_bytes, device_type)
                      if _on_gpus(cluster) else _rule_model(layout, config, cluster))

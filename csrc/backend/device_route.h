@@ -3,6 +3,7 @@
 // streams), and the device-generic stream scope of docs/design.md §4 (layer: csrc/backend).
 #pragma once
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,9 @@ struct DeviceRoute {
   bool glooDtypesOnly;
   Levels levels;
   std::map<std::string, int64_t> hierarchicalMinBytes;
+  /// Largest flat all-reduce of a two-rank group across hosts that runs as one exchange
+  /// (gloo_exchanges.h: oneStepAllReduce) rather than as the inner backend's own.
+  int64_t oneStepAllReduceMaxBytes = std::numeric_limits<int64_t>::max();
   /// The group has levels and some op a threshold from which it runs hierarchically.
   bool mayRunHierarchical() const;
 

@@ -580,6 +580,16 @@ void TopoBackend::setHierarchicalThresholds(c10::DeviceType type,
   it->second->hierarchicalMinBytes = std::move(minBytes);
 }
 
+void TopoBackend::setOneStepAllReduceMaxBytes(c10::DeviceType type, int64_t maxBytes) {
+  auto it = routes_.find(type);
+  if (it == routes_.end()) {
+    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::set_one_step_all_reduce_max_bytes: no "
+                                         "inner backend for ", type));
+  }
+  std::lock_guard<std::mutex> lock(decisionsMutex_);
+  it->second->oneStepAllReduceMaxBytes = maxBytes;
+}
+
 std::vector<Decision> TopoBackend::lastDecisions() const {
   std::lock_guard<std::mutex> lock(decisionsMutex_);
   std::vector<Decision> out;

@@ -215,6 +215,8 @@ class TopoBackend : public c10d::Backend {
   /// Per-op minimum payload (bytes) from which the hierarchical schedule is used; an op that
   /// is absent always runs flat.
   void setHierarchicalThresholds(c10::DeviceType type, std::map<std::string, int64_t> minBytes);
+  /// Largest all-reduce (bytes) a two-rank group across hosts runs as one exchange.
+  void setOneStepAllReduceMaxBytes(c10::DeviceType type, int64_t maxBytes);
   /// The latest flat/hierarchical decisions, oldest first (bounded, kMaxDecisions).
   std::vector<Decision> lastDecisions() const;
   /// The fast path's rule: an op runs as the inner backend's own call, returning its Work,

@@ -35,10 +35,14 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& t
   return collective(route, c10d::OpType::ALLREDUCE, "allreduce", tensors, dense,
                     [&](c10d::Backend& b) {
                       // One exchange instead of Gloo's two ring steps pays where the two ranks
-                      // sit on different hosts (levels exist only then): the link's latency
+                      // sit on different hosts (levels exist only then) and the link's latency
                       // sets the time. On one host Gloo's own all-reduce costs less per call
-                      // (about 100 us less at 4 B with two ranks: wrapper_overhead.py).
-                      if (dense.size() == 1 && route.levels.valid()) {
+                      // (about 100 us less at 4 B with two ranks: wrapper_overhead.py), and
+                      // so it does across hosts once the message outweighs the saved latency
+                      // (Gloo's all-gather and the fold are slower per byte: 2-4x from 1 MiB).
+                      if (dense.size() == 1 && route.levels.valid() &&
+                          static_cast<int64_t>(dense[0].nbytes()) <=
+                              route.oneStepAllReduceMaxBytes) {
                         if (auto w = oneStepAllReduce(b, dense[0], inner.reduceOp,
                                                       opts.timeout)) {
                           return w;

@@ -122,6 +122,15 @@ Args:
     device_type (str): "cpu" or "cuda".
     min_bytes (dict[str, int]): op name (e.g. "allreduce") to the minimum payload in bytes;
         an op that is absent always runs flat.)")
+      .def(
+          "set_one_step_all_reduce_max_bytes",
+          [](TopoBackend& self, const std::string& deviceType, int64_t maxBytes) {
+            self.setOneStepAllReduceMaxBytes(parseDeviceType(deviceType), maxBytes);
+          },
+          py::arg("device_type"), py::arg("max_bytes"),
+          R"(Sets the largest all-reduce (bytes) that a two-rank group across hosts runs as one
+exchange (an all-gather and a local fold) instead of the inner backend's own; larger ones
+are the inner backend's call. Default: no limit.)")
       .def("last_decisions", &TopoBackend::lastDecisions,
            R"(The latest flat/hierarchical choices, oldest first: list of (op, bytes, choice).)")
       .def(

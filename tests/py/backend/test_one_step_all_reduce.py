@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The two-rank all-reduce across hosts as one exchange (an all-gather and a fold) only up to
+the size where the link latency it saves outweighs its extra pass over the bytes
+(hierarchy.one_step_all_reduce_max_bytes); larger ones are Gloo's own all-reduce, which costs
+less per byte. Two ranks play two hosts of a real topology file; the Gloo calls each size
+issues are read from the profiler, the sums against a plain Gloo group's."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+from rank_processes import start_processes
+
+from torch_topo.bench.nccl_tests import DATA
+
+P4D = str(DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml")
+
+
+def _calls(group, numel: int, rank: int) -> tuple[list[str], list[float]]:
+    x = torch.arange(numel, dtype=torch.float32) * (rank + 1)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        dist.all_reduce(x, group=group)
+    return sorted({e.name for e in prof.events() if e.name.startswith("gloo:")}), x[:4].tolist()
+
+
+def _main(rank, world, store_path, out_dir):
+    import torch_topo  # noqa: F401  (registers "topo")
+    from torch_topo.config import TopoConfig
+    from torch_topo.hierarchy import one_step_all_reduce_max_bytes
+
+    dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
+                            world_size=world, timeout=timedelta(seconds=60))
+    cap = one_step_all_reduce_max_bytes()
+    topo = dist.new_group(backend="topo", pg_options=TopoConfig(
+        topology_file=P4D, play="h0:0,h1:0", hierarchical="auto"))
+    plain = dist.new_group(backend="gloo")
+    seen = {}
+    for name, numel in (("small", 1024), ("at_cap", cap // 4), ("above_cap", cap // 4 + 1024)):
+        seen[name] = {"topo": _calls(topo, numel, rank), "gloo": _calls(plain, numel, rank)}
+    Path(out_dir, f"{rank}.json").write_text(json.dumps({"cap": cap, "seen": seen}))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+@pytest.mark.timeout(180)
+def test_one_step_all_reduce_stops_where_its_extra_pass_outweighs_the_latency(tmp_path):
+    start_processes(_main, args=(2, str(tmp_path / "store"), str(tmp_path)), nprocs=2)
+    for rank in range(2):
+        out = json.loads((tmp_path / f"{rank}.json").read_text())
+        # No NIC latency under Gloo's TCP floor: 50 us at 5 GB/s.
+        assert out["cap"] == 250_000
+        seen = out["seen"]
+        gloo_calls = seen["small"]["gloo"][0]
+        assert "gloo:all_reduce" in gloo_calls
+        for name in ("small", "at_cap"):
+            calls, values = seen[name]["topo"]
+            assert "gloo:all_reduce" not in calls and "gloo:all_gather" in calls, (name, calls)
+            assert values == seen[name]["gloo"][1]
+        calls, values = seen["above_cap"]["topo"]
+        assert calls == seen["above_cap"]["gloo"][0], calls
+        assert values == seen["above_cap"]["gloo"][1]
