@@ -137,6 +137,22 @@ def test_unreadable_file_is_a_parse_error(env, capsys):
     assert main(["doctor", str(DATA / "no-such-topology.xml")]) == 2
 
 
+@pytest.mark.parametrize(("var", "named"), [
+    ("TORCH_TOPO_FILE", "TopoConfig.topology_file (or TORCH_TOPO_FILE)"),
+    ("NCCL_TOPO_FILE", "NCCL_TOPO_FILE"),
+])
+def test_missing_pinned_file_is_named_by_its_variable(env, capsys, var, named):
+    missing = str(DATA / "no-such-topology.xml")
+    env.setenv(var, missing)
+    assert main(["doctor"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"torch_topo doctor: error: {named}: got {missing!r}, expected an "
+                            "existing topology file\n")
+    # A FILE given wins over the pin, which is then not read at all.
+    assert main(["doctor", str(P4D)]) != 2
+
+
 def test_pinned_file_gets_nvlink_domains_after_its_nvlink_is_completed(env, capsys):
     # Nebius's XML leaves NVLink out; pinned, doctor checks it with NV18 inferred from the GPU
     # model, and the domains of --nvlink-domain-hosts go on that completed topology. Read as

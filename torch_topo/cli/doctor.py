@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
 from torch_topo.cli._options import (
     add_nvlink,
@@ -22,7 +21,7 @@ from torch_topo.cli._options import (
 from torch_topo.config import TopoConfig
 from torch_topo.doctor import diagnose, live_probe_findings
 from torch_topo.plan import check_hosts, completed_source, parse_mesh
-from torch_topo.probe import live_probe
+from torch_topo.probe import live_probe, resolve_pinned_file
 
 __all__ = ["add_parser", "run"]
 
@@ -47,7 +46,8 @@ def run(args) -> int:
     domain_hosts = nvlink_domain_hosts(args)
     if args.kv_heads is not None and args.kv_heads < 1:
         raise ValueError(f"--kv-heads: got {args.kv_heads}, expected >= 1")
-    pinned = os.environ.get("TORCH_TOPO_FILE") or os.environ.get("NCCL_TOPO_FILE")
+    # Resolved as show and plan do, so a missing pinned file is reported by its variable.
+    pinned = resolve_pinned_file(TopoConfig.from_env()) if args.file is None else None
     path = args.file or pinned
     mesh = parse_mesh(args.mesh, "--mesh") if args.mesh else None
     nvlink = nvlink_mode(args)
