@@ -10,7 +10,7 @@ from torch_topo.nccl_hints import version_code
 from torch_topo.plan import check_hosts_per_domain
 
 __all__ = ["add_nvlink", "add_nvlink_domain_hosts", "int_at_least", "nvlink_domain_hosts", "nvlink_mode",
-           "parse_nccl_version"]
+           "parse_nccl_version", "write_output"]
 
 _NVLINK_DOMAIN_HOSTS = "--nvlink-domain-hosts"
 
@@ -66,3 +66,13 @@ def int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"got {value}, expected >= {low}")
         return value
     return parse
+
+
+def write_output(path: str, text: str) -> None:
+    """Write `text` to `path`, the -o of a verb; the OS's "[Errno 2] ..." names no option, so a
+    failure is reported as -o, the path and the OS's reason."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise ValueError(f"-o: cannot write {path!r}: {exc.strerror or exc}") from None

@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 
+from torch_topo.cli._options import write_output
 from torch_topo.topology import load_topology
 
 __all__ = ["add_parser", "run", "TARGETS"]
@@ -31,8 +32,7 @@ def run(args: argparse.Namespace) -> int:
     topo = load_topology(args.file)
     text = topo.to_nccl_xml() if args.to == "nccl-xml" else topo.to_json(indent=2) + "\n"
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_output(args.output, text)
     if args.json:
         summary = {"input": args.file, "from": topo.format or None, "to": args.to,
                    "output": args.output, "gpu_count": topo.gpu_count, "warnings": topo.warnings}

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 
+from torch_topo.cli._options import write_output
 from torch_topo.probe import live_probe
 
 __all__ = ["add_parser", "run"]
@@ -35,8 +36,7 @@ def run(args: argparse.Namespace) -> int:
     doc["format"] = doc["format"] or "probe"
     text = json.dumps(doc, indent=2) + "\n"
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_output(args.output, text)
     if args.json:
         summary = {"source": topo.source, "output": args.output, "gpu_count": topo.gpu_count,
                    "nic_count": len(topo.nics), "warnings": topo.warnings}
