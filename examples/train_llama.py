@@ -43,6 +43,7 @@ from llama_parallel import (
 )
 
 import torch_topo
+from torch_topo.cli import OneLineErrorParser
 from torch_topo.ops import OverlapRecorder
 from torch_topo.ops.overlap import overlap_choices
 from torch_topo.ops.sequence_split import (
@@ -59,7 +60,8 @@ SEED = 1234
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # Every rank parses: argparse's usage block would be printed once per rank.
+    p = OneLineErrorParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dp", type=int, default=1, help="data-parallel degree")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (overlap ops)")
     p.add_argument("--sp", type=_degree, default=1,

@@ -141,6 +141,9 @@ def test_docstring_command_runs_with_its_defaults(command, tmp_path):
 
 @pytest.mark.parametrize("options, message", [
     (["--ring"], r"--ring: needs --sp > 1"),
+    # Malformed options were argparse's usage block too, once per rank under torchrun.
+    (["--tp", "x"], r"argument --tp: invalid int value: 'x'"),
+    (["--bogus"], r"unrecognized arguments: --bogus"),
     # Rules that need the world size (1 here: a lone process) or the model were tracebacks.
     (["--dp", "2"], r"--dp x --tp x --sp: got 2 x 1 x 1 = 2, expected the world size 1"),
     (["--heads", "3"], r"LlamaConfig.dim: got 64, expected a multiple of n_heads 3"),
@@ -153,3 +156,4 @@ def test_bad_options_are_refused(options, message):
     assert res.returncode == 2, res.stderr[-2000:]
     assert re.search(r"^train_llama.py: error: " + message, res.stderr, re.M), res.stderr
     assert "Traceback" not in res.stderr
+    assert res.stderr.count("\n") == 1, res.stderr
