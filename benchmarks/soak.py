@@ -26,6 +26,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+import torch_topo  # noqa: F401  (registers the "topo" backend)
+from torch_topo.cli import OneLineErrorParser
+from torch_topo.cli._options import int_at_least
+
 R = dist.ReduceOp
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32, torch.int64]
 OPS = ["all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
@@ -141,8 +145,6 @@ def run_step(seed: int, step: int, case: dict, rank: int, world: int) -> bool:
 
 def soak(rank: int, world: int, count: int, seed: int, backend: str, timeout_s: float,
          store: dist.Store | None = None) -> dict:
-    if backend == "topo":
-        import torch_topo  # noqa: F401  (registers the backend)
     # Launched ranks use env:// (MASTER_ADDR...); local processes share a FileStore.
     where = {} if store is None else {"store": store, "rank": rank, "world_size": world}
     dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s), **where)
@@ -183,17 +185,16 @@ def _local_rank_main(rank: int, world: int, args: argparse.Namespace, store_path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="mixed-collective soak test")
-    parser.add_argument("--count", type=int, default=2000, help="collectives (default 2000)")
+    parser = OneLineErrorParser(description="mixed-collective soak test")
+    parser.add_argument("--count", type=int_at_least(1), default=2000,
+                        help="collectives (default 2000)")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--backend", default="topo", choices=["topo", "gloo"])
-    parser.add_argument("--local-procs", type=int, default=8,
+    parser.add_argument("--local-procs", type=int_at_least(1), default=8,
                         help="processes to start when not launched as ranks (default 8)")
     parser.add_argument("--timeout-s", type=float, default=120.0)
     parser.add_argument("--json", default=None, help="write the result object here (rank 0)")
     args = parser.parse_args(argv)
-    if args.count < 1 or args.local_procs < 1:
-        raise SystemExit("soak: --count and --local-procs must be >= 1")
     if "RANK" in os.environ:
         rank = int(os.environ["RANK"])
         result = soak(rank, int(os.environ["WORLD_SIZE"]), args.count, args.seed, args.backend,

@@ -43,6 +43,21 @@ def test_short_soak_on_local_processes(tmp_path):
     assert "60 collectives, 180 rank results checked, 0 failed" in proc.stdout
 
 
+@pytest.mark.parametrize("options, message", [
+    (["--count", "0"], "argument --count: got 0, expected >= 1"),
+    (["--local-procs", "-1"], "argument --local-procs: got -1, expected >= 1"),
+    (["--count", "many"], "argument --count: got 'many', expected an integer"),
+])
+def test_bad_option_is_one_line_naming_it(options, message):
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "soak.py"), *options],
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    assert proc.stderr.startswith(f"soak.py: error: {message}"), proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+
+
 @pytest.fixture
 def single_rank_group(tmp_path):
     store = dist.FileStore(str(tmp_path / "store"), 1)
