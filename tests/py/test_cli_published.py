@@ -196,8 +196,8 @@ def test_nccl_algo_does_not_steer_point_to_point(tmp_path):
     assert out["settings"]["algorithm"] is None
 
 
-@pytest.mark.parametrize("name, sm", [
-    # NVIDIA's CUDA GPUs list (developer.nvidia.com/cuda-gpus), names as nvidia-smi prints them
+# NVIDIA's CUDA GPUs list (developer.nvidia.com/cuda-gpus), names as nvidia-smi prints them
+GPU_SMS = [
     ("NVIDIA H100 80GB HBM3", 90), ("NVIDIA H200", 90), ("NVIDIA H20", 90),
     ("NVIDIA H800", 90), ("NVIDIA A100-SXM4-80GB", 80), ("NVIDIA A800-SXM4-80GB", 80),
     ("NVIDIA A30", 80), ("NVIDIA A10", 86), ("NVIDIA B200", 100), ("NVIDIA GB200", 100),
@@ -206,7 +206,10 @@ def test_nccl_algo_does_not_steer_point_to_point(tmp_path):
     ("NVIDIA RTX 5000 Ada Generation", 89), ("NVIDIA GeForce RTX 5090", 120),
     ("NVIDIA RTX PRO 6000 Blackwell Server Edition", 120), ("Tesla V100-SXM2-32GB", 70),
     ("NVIDIA GB10", 121), ("NVIDIA Graphics Device", 0),
-])
+]
+
+
+@pytest.mark.parametrize("name, sm", GPU_SMS)
 def test_sm_from_gpu_name(name, sm):
     assert _C.sm_from_gpu_name(name) == sm
 
@@ -243,6 +246,19 @@ def test_mixed_gpus_need_sm(tmp_path, capsys):
     (tmp_path / "mixed.txt").write_text(text)
     err = _error(capsys, "--published", tmp_path / "mixed.txt", "--topology", H100, *NET)
     assert "several compute capabilities" in err and "A100-SXM4-80GB sm80" in err
+
+
+def test_sm_of_no_known_gpu_generation(capsys):
+    # --sm is x 10: 1000 (for 100), 9 (for 90), or a value beyond NVIDIA's list was accepted
+    # and priced as the nearest generation.
+    for bad in ("1000", "9", "59", "122", "0", "9.0"):
+        err = _error(capsys, "--published", G8_ALLREDUCE, "--topology", A100, "--sm", bad)
+        assert (f"argument --sm: got {bad!r}, expected a compute capability x 10 the model "
+                "knows, 60 to 121 (60 P100, 70 V100, ") in err, err
+    # Every compute capability of GPU_SMS is accepted as given, and P100's 6.0, the oldest
+    # NVLink GPU.
+    for sm in sorted({sm for _, sm in GPU_SMS if sm} | {60}):
+        assert _published(capsys, G8_ALLREDUCE, A100, "--sm", str(sm))["settings"]["sm"] == sm
 
 
 def test_hosts_and_ranks_that_contradict_the_rank_lines(capsys):

@@ -46,6 +46,26 @@ _PUBLISHED_ONLY = ("--op", "--hosts", "--ranks-per-host", "--sm", "--nic-gbit", 
                    "--nccl-version", "--algo", "--nvlink-domain-hosts")
 
 
+# Compute capabilities x 10 of the GPUs the model knows by name (smFromGpuName in
+# csrc/topo/hwloc_reader.cpp, NVIDIA's CUDA GPUs list), P100 to GB10; the NVLink, PCIe and NCCL
+# generation tables cover every value between. Outside, a value is no GPU (1000 for 100).
+_KNOWN_SM = "60 P100, 70 V100, 75 T4, 80 A100, 86 A10, 89 L40, 90 H100/H200, 100 B200, " \
+    "103 B300, 120 RTX 50, 121 GB10"
+_SM_LOW, _SM_HIGH = 60, 121
+
+
+def _compute_capability(text: str) -> int:
+    try:
+        value = int_at_least(_SM_LOW)(text)
+    except argparse.ArgumentTypeError:
+        value = None
+    if value is None or value > _SM_HIGH:
+        raise argparse.ArgumentTypeError(
+            f"got {text!r}, expected a compute capability x 10 the model knows, {_SM_LOW} to "
+            f"{_SM_HIGH} ({_KNOWN_SM})")
+    return value
+
+
 def _positive_number(text: str) -> float:
     try:
         value = float(text)
@@ -71,9 +91,9 @@ def add_published_options(p) -> None:
     g.add_argument("--ranks-per-host", type=int_at_least(1), default=None, metavar="N",
                    help="GPUs each host ran, the first N of --topology (default: the rank lines "
                         "of each host, also for -g N; else every GPU of the file)")
-    g.add_argument("--sm", type=int_at_least(1), default=None,
-                   help="GPU compute capability x 10, e.g. 90 (default: from the rank lines' "
-                        "GPU name)")
+    g.add_argument("--sm", type=_compute_capability, default=None,
+                   help=f"GPU compute capability x 10, {_SM_LOW} to {_SM_HIGH}, e.g. 90 "
+                        "(default: from the rank lines' GPU name)")
     g.add_argument("--nic-gbit", type=_positive_number, default=None, metavar="G",
                    help="line rate of each NIC, Gbit/s (needed across hosts where the host file "
                         "gives none)")
