@@ -480,6 +480,6 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
         if config.debug and config.hierarchical == "auto":
             model = (_planner(cluster, config.pipeline_chunk_bytes, device_type)
                      if _on_gpus(cluster) else _rule_model(layout, config, cluster))
-            for line in predicted_choices(model, list(range(group_size))):
+            for line in predicted_choices(model, [list(range(group_size))]):
                 _debug(config, f"{device_type} predicted {line}")
     return layout

@@ -58,16 +58,17 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} us" if seconds != float("inf") else "n/a"
 
 
-def predicted_choices(model, ranks: list[int], ops=("all_reduce", "all_gather",
+def predicted_choices(model, groups: list[list[int]], ops=("all_reduce", "all_gather",
                       "reduce_scatter", "broadcast"), sizes=CHOICE_SIZES) -> list[str]:
     """One line per op: at each size both sides' predicted time and the side taken, from a
-    `_C.PlannerCluster` (what `plan --explain` prints for groups across hosts and
-    TORCH_TOPO_DEBUG for a "topo" group's hierarchy)."""
+    `_C.PlannerCluster` (what `plan --explain` prints for a mesh dimension across hosts and
+    TORCH_TOPO_DEBUG for a "topo" group's hierarchy). `groups` run at once, as a dimension's
+    groups do, sharing the links they cross."""
     lines = []
     for op in ops:
         cells = []
         for nbytes in sizes:
-            both = model.compare_hierarchical(op, nbytes, [ranks])
+            both = model.compare_hierarchical(op, nbytes, groups)
             flat, hier = both["flat"], both["hierarchical"]
             taken = ("hierarchical" if hier["applicable"]
                      and hier["seconds"] * both["margin"] < flat["seconds"] else "flat")
@@ -501,7 +502,7 @@ class Plan:
                 f"{k}={v}" for k, v in self.algorithms[name].items()))
             if where != "inside hosts":
                 lines.extend("     predicted " + line for line in predicted_choices(
-                    self._cluster, self.groups(name)[0], ops=(d["op"],)))
+                    self._cluster, self.groups(name), ops=(d["op"],)))
             if name in self.nccl_hints:
                 step = self.algorithms[name]["step"]
                 lines.append(f"     nccl hints: {self.nccl_hints[name]}" + (

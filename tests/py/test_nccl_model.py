@@ -115,7 +115,7 @@ def test_choice_lines_agree_with_estimate():
         hier = both["hierarchical"]["seconds"]
         want = "hierarchical" if hier * 1.15 < both["flat"]["seconds"] else both["flat"]["algorithm"]
         assert chosen["algorithm"] == want
-    (line,) = predicted_choices(cluster, ranks, ops=("all_reduce",), sizes=(1 << 20,))
+    (line,) = predicted_choices(cluster, [ranks], ops=("all_reduce",), sizes=(1 << 20,))
     assert line.startswith("all_reduce 1 MiB: flat ") and "hierarchical" in line
     # The alpha-beta model of the Gloo side needs no margin.
     gloo = _C.PlannerCluster(json.dumps(doc), 4 << 20, "alpha_beta")
@@ -123,6 +123,28 @@ def test_choice_lines_agree_with_estimate():
     assert gloo.estimate("all_reduce", 1 << 20, [ranks])["protocol"] == ""
     with pytest.raises(ValueError, match="expected auto, alpha_beta or nccl"):
         _C.PlannerCluster(json.dumps(doc), 4 << 20, "gloo")
+
+
+def test_explained_choices_price_a_dimensions_groups_together():
+    """cp=4 x tp=4 on two DGX-1: the four cp groups cross the hosts' one NIC at once. The
+    'predicted' line prices them together, as the dimension's own estimate does: at the step's
+    256 MiB it takes the step's algorithm at the step's time (one group alone has the NIC to
+    itself, and its line read flat where the step is hierarchical)."""
+    import re
+
+    import torch_topo
+
+    dgx1 = str(DATA / "nvidia_smi_topo/dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt")
+    p = torch_topo.plan(dgx1, {"cp": 4, "tp": 4}, hosts=2)
+    assert len(p.groups("cp")) == 4 and p.algorithms["cp"]["step"] == "hierarchical"
+    lines = p.explain().splitlines()
+    (dim,) = [ln for ln in lines if ln.startswith("  cp: all_gather 256 MiB/step")]
+    step_ms = float(re.search(r"hierarchical ([0-9.]+) ms", dim).group(1))
+    (line,) = [ln for ln in lines if "predicted all_gather" in ln]
+    cell = next(c for c in line.split("; ") if "256 MiB:" in c)
+    assert cell.endswith("-> hierarchical"), cell
+    hier_us = float(re.search(r"hierarchical ([0-9.]+) us", cell).group(1))
+    assert hier_us / 1e3 == pytest.approx(step_ms, abs=1e-3)
 
 
 def test_network_assumption_is_printed_never_silent():
