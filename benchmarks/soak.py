@@ -28,7 +28,7 @@ import torch.multiprocessing as mp
 
 import torch_topo  # noqa: F401  (registers the "topo" backend)
 from torch_topo.cli import OneLineErrorParser
-from torch_topo.cli._options import int_at_least
+from torch_topo.cli._options import int_at_least, positive_number
 
 R = dist.ReduceOp
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32, torch.int64]
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="topo", choices=["topo", "gloo"])
     parser.add_argument("--local-procs", type=int_at_least(1), default=8,
                         help="processes to start when not launched as ranks (default 8)")
-    parser.add_argument("--timeout-s", type=float, default=120.0)
+    parser.add_argument("--timeout-s", type=positive_number, default=120.0)
     parser.add_argument("--json", default=None, help="write the result object here (rank 0)")
     args = parser.parse_args(argv)
     if "RANK" in os.environ:

@@ -47,6 +47,8 @@ def test_short_soak_on_local_processes(tmp_path):
     (["--count", "0"], "argument --count: got 0, expected >= 1"),
     (["--local-procs", "-1"], "argument --local-procs: got -1, expected >= 1"),
     (["--count", "many"], "argument --count: got 'many', expected an integer"),
+    (["--timeout-s", "0"], "argument --timeout-s: got 0, expected > 0"),
+    (["--timeout-s", "nan"], "argument --timeout-s: got nan, expected > 0"),
 ])
 def test_bad_option_is_one_line_naming_it(options, message):
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "soak.py"), *options],

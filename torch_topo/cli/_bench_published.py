@@ -35,6 +35,7 @@ from torch_topo.cli._options import (
     int_at_least,
     nvlink_domain_hosts,
     parse_nccl_version,
+    positive_number,
 )
 
 __all__ = ["PUBLISHED_SCHEMA", "add_published_options", "published_mode", "run_published"]
@@ -66,16 +67,6 @@ def _compute_capability(text: str) -> int:
     return value
 
 
-def _positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"got {text!r}, expected a positive number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"got {text}, expected > 0")
-    return value
-
-
 def add_published_options(p) -> None:
     g = p.add_argument_group("a saved nccl-tests output against the cost model (no GPU needed)")
     g.add_argument("--published", metavar="OUTPUT", default=None,
@@ -94,7 +85,7 @@ def add_published_options(p) -> None:
     g.add_argument("--sm", type=_compute_capability, default=None,
                    help=f"GPU compute capability x 10, {_SM_LOW} to {_SM_HIGH}, e.g. 90 "
                         "(default: from the rank lines' GPU name)")
-    g.add_argument("--nic-gbit", type=_positive_number, default=None, metavar="G",
+    g.add_argument("--nic-gbit", type=positive_number, default=None, metavar="G",
                    help="line rate of each NIC, Gbit/s (needed across hosts where the host file "
                         "gives none)")
     g.add_argument("--nics", type=int_at_least(1), default=None, metavar="K",

@@ -10,7 +10,7 @@ from torch_topo.nccl_hints import version_code
 from torch_topo.plan import check_hosts_per_domain
 
 __all__ = ["add_nvlink", "add_nvlink_domain_hosts", "int_at_least", "nvlink_domain_hosts", "nvlink_mode",
-           "parse_nccl_version", "write_output"]
+           "parse_nccl_version", "positive_number", "write_output"]
 
 _NVLINK_DOMAIN_HOSTS = "--nvlink-domain-hosts"
 
@@ -53,6 +53,17 @@ def parse_nccl_version(text: str | None) -> int:
         raise ValueError(f"--nccl-version: got {text!r}, expected an NCCL 2.x release as "
                          "X.Y.Z, e.g. 2.26.2")
     return version_code(*(int(p) for p in parts))
+
+
+def positive_number(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"got {text!r}, expected a positive number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"got {text}, expected > 0")
+    return value
 
 
 def int_at_least(low: int):
