@@ -47,7 +47,7 @@ from torch_topo.topology import Topology, load_topology
 from torch_topo.validation import is_int_in
 
 __all__ = ["Cluster", "Placement", "exchange_cluster", "exchange_records", "world_cluster",
-           "own_record", "parse_play", "play_entries",
+           "own_record", "parse_play", "play_entries", "PLAY_SETTING",
            "decided_by_root", "get_many", "wait_all",
            "KEY_PREFIX", "HOST_PREFIX", "TABLE_KEY",
            "ASSUMED_INTER_HOST_GBPS", "ASSUMED_INTER_HOST_LATENCY_US"]
@@ -162,6 +162,10 @@ class Cluster:
         )
 
 
+PLAY_SETTING = "TopoConfig.play (TORCH_TOPO_PLAY)"
+"""How errors name the play setting: either form may have set it."""
+
+
 def play_entries(spec: str, world_size: int) -> list[tuple[str, int]]:
     """TopoConfig.play, "HOST:GPU" for this rank alone or "HOST:GPU,HOST:GPU,..." indexed by
     global rank, as [(host, gpu)]: one entry, or `world_size` of them. The one parser of play
@@ -170,12 +174,12 @@ def play_entries(spec: str, world_size: int) -> list[tuple[str, int]]:
     for entry in (e.strip() for e in spec.split(",")):
         host, sep, gpu = entry.rpartition(":")
         if not sep or not host.strip() or not gpu.strip().isdigit():
-            raise ValueError(f"TopoConfig.play: entry {entry!r}: expected HOST:GPU with GPU an "
+            raise ValueError(f"{PLAY_SETTING}: entry {entry!r}: expected HOST:GPU with GPU an "
                              "integer >= 0, e.g. 'node0:3'")
         entries.append((host.strip(), int(gpu)))
     if len(entries) not in (1, world_size):
         raise ValueError(
-            f"TopoConfig.play: got {len(entries)} entries, expected 1 (this rank) or "
+            f"{PLAY_SETTING}: got {len(entries)} entries, expected 1 (this rank) or "
             f"{world_size} (one per rank)"
         )
     return entries
@@ -229,14 +233,14 @@ def _probe_own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
         pinned = resolve_pinned_file(cfg)
         if pinned is None:
             raise ValueError(
-                "TopoConfig.play: needs a pinned topology file to play (TopoConfig.topology_file, "
+                f"{PLAY_SETTING}: needs a pinned topology file to play (TopoConfig.topology_file, "
                 "TORCH_TOPO_FILE or NCCL_TOPO_FILE)"
             )
         hostname, device = parse_play(play, group_size, play_rank)
         topology = load_topology(pinned)
         if device >= topology.gpu_count:
             raise ValueError(
-                f"TopoConfig.play: GPU {device} on {hostname!r}: {pinned} has "
+                f"{PLAY_SETTING}: GPU {device} on {hostname!r}: {pinned} has "
                 f"{topology.gpu_count} GPUs, expected 0..{topology.gpu_count - 1}"
             )
         # The launcher's LOCAL_RANK describes the real machine, not the played host.

@@ -21,7 +21,7 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 
 from torch_topo import _C
-from torch_topo.cluster import play_entries, world_cluster
+from torch_topo.cluster import PLAY_SETTING, play_entries, world_cluster
 from torch_topo.config import TopoConfig
 from torch_topo.nccl_hints import nccl_version_code, register_plan_hints
 from torch_topo.numa import apply_numa_binding, init_report
@@ -48,7 +48,7 @@ def _played_cluster(path: str, placements: list[tuple[str, int]], config: TopoCo
     ranks = []
     for rank, (host, gpu) in enumerate(placements):
         if not 0 <= gpu < max(gpus, 1):
-            raise ValueError(f"TopoConfig.play: rank {rank}: GPU {gpu}, expected 0..{gpus - 1} "
+            raise ValueError(f"{PLAY_SETTING}: rank {rank}: GPU {gpu}, expected 0..{gpus - 1} "
                              f"(GPUs of {path})")
         ranks.append({"host": names.index(host), "local_gpu": gpu if gpus else -1,
                       "local_rank": sum(1 for h, _ in placements[:rank] if h == host)})

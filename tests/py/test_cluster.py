@@ -114,7 +114,8 @@ def test_a_bad_play_entry_without_a_file_fails_every_rank_at_once(tmp_path, monk
     results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
     for result in results:
         assert result.get("error") == "ValueError", result
-        assert "TopoConfig.play: entry 'b': expected HOST:GPU" in result["message"], result
+        assert "TopoConfig.play (TORCH_TOPO_PLAY): entry 'b': expected HOST:GPU" in \
+            result["message"], result
         assert result["seconds"] < 60, result
     assert "raised on group rank 1" in results[0]["message"]
 
