@@ -16,9 +16,10 @@ import torch
 import torch.distributed as dist
 from rank_processes import start_processes
 
-from torch_topo.bench.nccl_tests import DATA
-
-P4D = str(DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml")
+# The checkout's data, not the package's: the suites also run against builds of other torch
+# releases (scripts/test_torch.sh) whose package lives elsewhere.
+P4D = str(Path(__file__).resolve().parents[2] / "data" / "nccl_topo_xml" /
+          "aws_p4d.24xlarge_8xA100_topo.xml")
 
 
 def _calls(group, numel: int, rank: int) -> tuple[list[str], list[float]]:
