@@ -560,46 +560,6 @@ void TopoBackend::eagerConnectSingleDevice(at::Device device) {
   if (it != routes_.end()) it->second->inner->eagerConnectSingleDevice(device);
 }
 
-void TopoBackend::setLevels(c10::DeviceType type, Levels levels) {
-  auto it = routes_.find(type);
-  if (it == routes_.end()) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::set_levels: no inner backend for ", type));
-  }
-  std::lock_guard<std::mutex> lock(decisionsMutex_);
-  it->second->levels = std::move(levels);
-}
-
-void TopoBackend::setHierarchicalThresholds(c10::DeviceType type,
-                                            std::map<std::string, int64_t> minBytes) {
-  auto it = routes_.find(type);
-  if (it == routes_.end()) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::set_hierarchical_thresholds: no inner "
-                                         "backend for ", type));
-  }
-  std::lock_guard<std::mutex> lock(decisionsMutex_);
-  it->second->hierarchicalMinBytes = std::move(minBytes);
-}
-
-void TopoBackend::setOneStepAllReduceMaxBytes(c10::DeviceType type, int64_t maxBytes) {
-  auto it = routes_.find(type);
-  if (it == routes_.end()) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::set_one_step_all_reduce_max_bytes: no "
-                                         "inner backend for ", type));
-  }
-  std::lock_guard<std::mutex> lock(decisionsMutex_);
-  it->second->oneStepAllReduceMaxBytes = maxBytes;
-}
-
-std::vector<Decision> TopoBackend::lastDecisions() const {
-  std::lock_guard<std::mutex> lock(decisionsMutex_);
-  std::vector<Decision> out;
-  out.reserve(decisions_.size());
-  for (const auto& d : decisions_) {
-    out.emplace_back(d.op, d.bytes, d.hierarchical ? "hierarchical" : "flat");
-  }
-  return out;
-}
-
 c10::intrusive_ptr<c10d::Backend> TopoBackend::innerBackend(c10::DeviceType type) const {
   std::lock_guard<std::mutex> lock(routesMutex_);
   auto it = routes_.find(type);

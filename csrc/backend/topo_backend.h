@@ -266,6 +266,8 @@ class TopoBackend : public c10d::Backend {
   /// The route of a set of tensors: all on one device type with an inner backend (built now if
   /// it is lazy), else a ValueError naming the op.
   DeviceRoute& routeFor(const char* op, const std::vector<at::Tensor>& tensors);
+  /// The route a Python setter configures; ValueError naming `setter` where none serves `type`.
+  DeviceRoute& routeToConfigure(c10::DeviceType type, const char* setter);
   /// Builds the lazy inner backend of `type` and its route; null when `type` has no factory.
   DeviceRoute* buildLazyRoute(c10::DeviceType type);
   void addRoute(c10::DeviceType type, const c10::intrusive_ptr<c10d::Backend>& backend);

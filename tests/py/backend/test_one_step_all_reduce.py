@@ -65,3 +65,17 @@ def test_one_step_all_reduce_stops_where_its_extra_pass_outweighs_the_latency(tm
         calls, values = seen["above_cap"]["topo"]
         assert calls == seen["above_cap"]["gloo"][0], calls
         assert values == seen["above_cap"]["gloo"][1]
+
+
+def test_setters_name_themselves_for_a_device_without_an_inner_backend(tmp_path):
+    from torch_topo import _C
+
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    timeout = timedelta(seconds=10)
+    gloo = dist.ProcessGroupGloo(store, 0, 1, timeout)
+    backend = _C.TopoBackend(store, 0, 1, _C.TopoBackend.Options(timeout), {"cpu": gloo}, {})
+    backend.set_one_step_all_reduce_max_bytes("cpu", 1024)
+    for setter, args in (("set_one_step_all_reduce_max_bytes", (1024,)),
+                         ("set_hierarchical_thresholds", ({"allreduce": 0},))):
+        with pytest.raises(ValueError, match=f"^TopoBackend::{setter}: no inner backend for cuda$"):
+            getattr(backend, setter)("cuda", *args)
