@@ -410,9 +410,6 @@ SYSTEMS: tuple[System, ...] = (
            note="to 64 KiB the model's tree/LL takes 33-39 us where the run took 25-34 "
                 "(1.03-1.33x), but 8 B and 256 B out-of-place are single slow calls (68.5 and "
                 "94.4 us, in-place 24.7 and 25.9: 0.35-0.48x); from 1 MiB 0.88-1.10x"),
-    # Single hosts of 8 GPUs on NVSwitch from small sizes: -g 8 runs (one process driving all
-    # eight GPUs) beside one process per GPU on the same A100 host, and H20 (sm90, NVLink4 as
-    # H100's) with one process per GPU.
     # Broadcast, on eight H800 (8 NVLinks a pair, not H100's 18) with -g 8, NCCL 2.18.3; the
     # matrix of another NV8 host of the same class stands in.
     System(results="h800_1node_8xH800_g8_nccl2183_broadcast_perf_4B-2G.txt",
@@ -422,6 +419,9 @@ SYSTEMS: tuple[System, ...] = (
                 "model's ring takes 15-16 (0.56-0.61x, as the A100 -g 8 runs), and the run holds "
                 "43-45 us from 512 KiB to 4 MiB (1 MiB 1.55x); from 2 MiB 0.88-1.16x, the ring "
                 "at 163.9 GB/s where the run reaches 165.0"),
+    # Single hosts of 8 GPUs on NVSwitch from small sizes: -g 8 runs (one process driving all
+    # eight GPUs) beside one process per GPU on the same A100 host, and H20 (sm90, NVLink4 as
+    # H100's) with one process per GPU.
     System(results="ncclTests306_1node_8xH20_all_reduce_perf_1M-2G.txt", topology=_H100, sm=90,
            note="eight H20, -g 8: from 128 MiB the run levels at 335-362 GB/s, about an H100 "
                 "ring's rate, where the model prices H100's NVLS at 425-476 (1.27-1.32x; "
