@@ -11,6 +11,7 @@ import math
 from torch_topo.bench.nccl_tests_output import (
     Published,
     RunHeader,
+    SizeLedger,
     algorithm_from_nccl,
     op_in_name,
     uniform_hosts,
@@ -59,17 +60,13 @@ def _rows(doc: dict, op: str, path: str) -> list[Published]:
         raise ValueError(f"{path}: no 'results' list: is this nccl-tests' -J report of a run "
                          "that finished?")
     out = []
-    first: dict[int, int] = {}
+    sizes = SizeLedger("report")
     for i, raw in enumerate(results):
         where = f"{path}: results[{i}]"
         entry = _object(raw, where)
         size = int(_number(entry, "size", where))
-        if size == 0:
-            continue  # NCCL returns at once for an empty buffer (-b 0): nothing to price
-        if size in first:
-            raise ValueError(f"{where}: size {size} again (first at results[{first[size]}]): "
-                             "the report holds several runs (-d all or -o all); keep one")
-        first[size] = i
+        if not sizes.admits(size, where, f"at results[{i}]"):
+            continue
         # Trace replay reports only in-place results (out_of_place null).
         timed = entry.get("out_of_place") or entry.get("in_place")
         timed = _object(timed, f"{where}: out_of_place")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from torch_topo.nccl_hints import version_code
 
-__all__ = ["PERF_OPS", "Published", "RunHeader", "algorithm_from_nccl", "op_in_name",
+__all__ = ["PERF_OPS", "Published", "RunHeader", "SizeLedger", "algorithm_from_nccl", "op_in_name",
            "read_header", "read_table", "uniform_hosts", "unlabelled"]
 
 
@@ -81,6 +81,29 @@ def unlabelled(lines: list[str]) -> list[str]:
             for line in lines]
 
 
+class SizeLedger:
+    """The sizes of one table or report, each priced once. A size seen again means the file
+    holds several runs (nccl-tests -d all, -o all, or outputs saved one after another), whose
+    rows priced as one would be wrong; a size of 0 (-b 0) is no collective: NCCL returns at once
+    for an empty buffer."""
+
+    def __init__(self, holder: str) -> None:
+        self._holder = holder  # what errors say holds the runs: "output", "report"
+        self._first: dict[int, str] = {}
+
+    def admits(self, size: int, where: str, here: str) -> bool:
+        """Whether to price `size`; ValueError naming `where` for a repeated one. `here` is how
+        a later error names this place ("on line 25", "at results[0]")."""
+        if size == 0:
+            return False
+        if size in self._first:
+            raise ValueError(f"{where}: size {size} again (first {self._first[size]}): the "
+                             f"{self._holder} holds several runs (-d all, -o all, or outputs "
+                             "saved one after another); keep one run's rows")
+        self._first[size] = here
+        return True
+
+
 def read_table(lines: list[str], *, op: str, algorithm: str | None,
                path: str = "<text>") -> list[Published]:
     """nccl-tests tables: the out-of-place time and busbw of every row ('root' column or not,
@@ -103,19 +126,14 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     # A row carries the out-of-place columns first; 'time' is the first timing column.
     t_col = names.index("time")
     out = []
-    first_line: dict[int, int] = {}
+    sizes = SizeLedger("output")
     for number, line in enumerate(lines, 1):
         tok = line.split()
         if not tok or not re.fullmatch(_NUM, tok[0]):
             continue
         size = int(tok[0].replace("_", ""))
-        if size == 0:
-            continue  # NCCL returns at once for an empty buffer (-b 0): nothing to price
-        if size in first_line:
-            raise ValueError(f"{path}:{number}: nccl-tests row: size {size} again (first on line "
-                             f"{first_line[size]}): the output holds several runs (-d all, -o "
-                             "all, or outputs saved one after another); keep one run's rows")
-        first_line[size] = number
+        if not sizes.admits(size, f"{path}:{number}: nccl-tests row", f"on line {number}"):
+            continue
         if len(tok) <= t_col + 2:
             raise ValueError(f"{path}:{number}: nccl-tests row: got {len(tok)} columns, expected "
                              f"at least {t_col + 3} (size ... time algbw busbw as the header on "
