@@ -38,6 +38,7 @@ import socket
 import zlib
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import NamedTuple
 
 from torch_topo import _C
 from torch_topo.config import TopoConfig
@@ -64,10 +65,18 @@ _DEFAULT_TIMEOUT = timedelta(minutes=5)
 ASSUMED_INTER_HOST_GBPS = 1.25  # 10 Gbit/s Ethernet, per direction
 ASSUMED_INTER_HOST_LATENCY_US = 50.0
 
-# The records of this process's exchanges: (global ranks, records by group rank, inter-host GB/s,
+
+class _Pins(NamedTuple):
+    """What TopoConfig pins about the network between hosts; 0 leaves it to the hosts' NICs."""
+
+    gbps: float = 0.0
+    latency_us: float = 0.0
+
+
+# The records of this process's exchanges: (global ranks, records by group rank, pinned network,
 # host documents). A record is {"hostname", "local_rank", "local_device", "doc"}, "doc" indexing
 # the host documents.
-_exchanges: list[tuple[tuple[int, ...], list[dict], float, list[str]]] = []
+_exchanges: list[tuple[tuple[int, ...], list[dict], _Pins, list[str]]] = []
 # This process's own records by (pinned file, play spec, group size, play index).
 _own_records: dict[tuple, dict] = {}
 
@@ -108,6 +117,7 @@ class Cluster:
         """GB/s per direction between hosts (pinned, else the slowest host's best NIC; 0 when
         unknown or single-host)."""
         self.inter_host_latency_us: float = native.inter_host_latency_us
+        """One-way us between hosts (pinned, else NCCL's network hop)."""
         self.configured_inter_host_gbps = configured_inter_host_gbps
         """`TopoConfig.inter_host_gbps` of the exchange (0 when not set): the one inter-host
         figure the planner may take over the hosts' NICs."""
@@ -413,8 +423,7 @@ def _decode_table(payload: bytes) -> tuple[list[dict], list[str]]:
     return records, table["digests"]
 
 
-def _assemble(records: list[dict], inter_host_gbps: float, group_rank: int,
-              docs: list[str]) -> Cluster:
+def _assemble(records: list[dict], pins: _Pins, group_rank: int, docs: list[str]) -> Cluster:
     # Ranks without a launcher LOCAL_RANK take their order among the ranks of their host, the
     # order torchrun itself assigns.
     seen: dict[str, int] = {}
@@ -425,17 +434,20 @@ def _assemble(records: list[dict], inter_host_gbps: float, group_rank: int,
         local_rank = rec["local_rank"] if rec["local_rank"] >= 0 else order
         native.append(_C.RankRecord(r, rec["hostname"], local_rank, rec["local_device"],
                                     host_doc=rec["doc"]))
-    return Cluster(_C.assemble_cluster(native, inter_host_gbps, 0.0, docs), group_rank,
-                   inter_host_gbps)
+    return Cluster(_C.assemble_cluster(native, pins.gbps, pins.latency_us, docs), group_rank,
+                   pins.gbps)
 
 
 def exchange_records(store, group_rank: int, group_size: int, own: dict, *,
                      timeout: timedelta = _DEFAULT_TIMEOUT,
-                     inter_host_gbps: float = 0.0) -> tuple[Cluster, list[dict], list[str]]:
+                     inter_host_gbps: float = 0.0, inter_host_latency_us: float = 0.0
+                     ) -> tuple[Cluster, list[dict], list[str]]:
     """The store protocol of `exchange_cluster` for a given own record (`own_record`'s form):
     publish, let group rank 0 assemble and publish the table, read it. Returns the cluster, the
     records by group rank and the host documents they index. benchmarks/init_scale.py drives
-    it for simulated ranks."""
+    it for simulated ranks. `inter_host_gbps` and `inter_host_latency_us` pin the network
+    (TopoConfig's fields; 0 leaves it to the hosts' NICs)."""
+    pins = _Pins(inter_host_gbps, inter_host_latency_us)
     _publish(store, group_rank, own)
     at_root: dict = {}
 
@@ -443,7 +455,7 @@ def exchange_records(store, group_rank: int, group_size: int, own: dict, *,
         records, digests = _read_placements(store, group_size, timeout)
         docs = _read_documents(store, digests, timeout, 0)
         # Assembling runs the consistency checks; their error goes to every rank.
-        at_root["result"] = (_assemble(records, inter_host_gbps, 0, docs), records, docs)
+        at_root["result"] = (_assemble(records, pins, 0, docs), records, docs)
         return _encode_table(records, digests)
 
     table = decided_by_root(store, TABLE_KEY, group_rank, timeout, "the cluster table",
@@ -452,18 +464,18 @@ def exchange_records(store, group_rank: int, group_size: int, own: dict, *,
         return at_root["result"]
     records, digests = _decode_table(table)
     docs = _read_documents(store, digests, timeout, group_rank)
-    return _assemble(records, inter_host_gbps, group_rank, docs), records, docs
+    return _assemble(records, pins, group_rank, docs), records, docs
 
 
 def _earlier_records(global_ranks: tuple[int, ...]
-                     ) -> tuple[list[dict], float, list[str]] | None:
+                     ) -> tuple[list[dict], _Pins, list[str]] | None:
     """The records of `global_ranks` from one earlier exchange that covered them all, with its
-    bandwidth and host documents. Every member of this group took part in that exchange too,
+    pinned network and host documents. Every member of this group took part in that exchange too,
     so all members find the same one."""
-    for ranks, records, gbps, docs in _exchanges:
+    for ranks, records, pins, docs in _exchanges:
         where = {g: i for i, g in enumerate(ranks)}
         if all(g in where for g in global_ranks):
-            return [records[where[g]] for g in global_ranks], gbps, docs
+            return [records[where[g]] for g in global_ranks], pins, docs
     return None
 
 
@@ -504,7 +516,8 @@ def exchange_cluster(
         store: the group's c10d store (e.g. the creator's PrefixStore); one exchange per store.
         group_rank: this rank in the group, 0..group_size-1.
         group_size: ranks in the group.
-        config: pinned file, play spec, timeout and inter-host bandwidth; None reads the env.
+        config: pinned file, play spec, timeout, inter-host bandwidth and latency; None reads
+            the env.
         global_rank: index into a per-rank play spec (default `group_rank`).
         global_ranks: global rank of every group rank. With it, the records are kept for later
             groups, and a group covered by an earlier exchange reuses its records (checked by
@@ -528,20 +541,21 @@ def exchange_cluster(
             _exchanges.clear()  # a new world: earlier exchanges describe an old one
         earlier = _earlier_records(ranks)
         if earlier is not None:
-            records, gbps, docs = earlier
+            records, pins, docs = earlier
             _check_same_reuse(store, group_rank, group_size, records, docs, timeout)
-            return _assemble(records, gbps, group_rank, docs)
+            return _assemble(records, pins, group_rank, docs)
     play_index = group_rank if global_rank is None else global_rank
     try:
         own = own_record(cfg, group_size, play_index)
     except Exception as exc:
         publish_failure(store, group_rank, f"{KEY_PREFIX}{group_rank}", TABLE_KEY, exc)
         raise
-    gbps = cfg.inter_host_gbps or 0.0
+    pins = _Pins(cfg.inter_host_gbps or 0.0, cfg.inter_host_latency_us or 0.0)
     cluster, records, docs = exchange_records(store, group_rank, group_size, own,
-                                              timeout=timeout, inter_host_gbps=gbps)
+                                              timeout=timeout, inter_host_gbps=pins.gbps,
+                                              inter_host_latency_us=pins.latency_us)
     if ranks is not None:
-        _exchanges.append((ranks, records, gbps, docs))
+        _exchanges.append((ranks, records, pins, docs))
     return cluster
 
 
@@ -556,8 +570,8 @@ def world_cluster(config: TopoConfig | None = None) -> Cluster | None:
     world = tuple(range(dist.get_world_size()))
     earlier = _earlier_records(world)
     if earlier is not None:
-        records, gbps, docs = earlier
-        return _assemble(records, gbps, dist.get_rank(), docs)
+        records, pins, docs = earlier
+        return _assemble(records, pins, dist.get_rank(), docs)
     if (cfg.play or os.environ.get("TORCH_TOPO_PLAY")) and resolve_pinned_file(cfg) is None:
         return None
     store = dist.PrefixStore("torch_topo/world/", distributed_c10d._get_default_store())

@@ -30,6 +30,7 @@ ENV_VARS: dict[str, str] = {
     "debug": "TORCH_TOPO_DEBUG",
     "play": "TORCH_TOPO_PLAY",
     "inter_host_gbps": "TORCH_TOPO_INTER_HOST_GBPS",
+    "inter_host_latency_us": "TORCH_TOPO_INTER_HOST_LATENCY_US",
 }
 
 # TORCH_TOPO_* variables that set no field, and who reads them; from_env accepts them so that
@@ -56,6 +57,9 @@ MAX_CHUNK_BYTES = 1 << 40
 # price every inter-host message at infinite time and 1e300 at none.
 MIN_LINK_GBPS = 1e-6
 MAX_LINK_GBPS = 1e6
+# The same file range for latencies: 1 ps to 1 s.
+MIN_LINK_LATENCY_US = 1e-6
+MAX_LINK_LATENCY_US = 1e6
 
 
 def parse_bool(name: str, text: str) -> bool:
@@ -138,6 +142,10 @@ class TopoConfig(_RecordsGivenFields):
     """Measured or pinned network bandwidth between hosts in GB/s per direction; None derives it
     from the NIC speeds the hosts report (the slowest host's fastest NIC)."""
 
+    inter_host_latency_us: float | None = None
+    """Measured or pinned one-way latency between hosts in microseconds. None: NCCL's network
+    hop for GPU groups, and for Gloo (TCP) groups that hop but no less than 50 us."""
+
     def __post_init__(self) -> None:
         # Types first: "0" would pass as a true flag and a string timeout would fail only at
         # group creation, far from the option that caused it.
@@ -153,17 +161,21 @@ class TopoConfig(_RecordsGivenFields):
                 self.pipeline_chunk_bytes, int):
             raise ValueError(f"TopoConfig.pipeline_chunk_bytes: got "
                              f"{self.pipeline_chunk_bytes!r}, expected an integer")
-        for name in ("timeout_s", "inter_host_gbps"):
+        for name in ("timeout_s", "inter_host_gbps", "inter_host_latency_us"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not math.isfinite(value) or not value > 0):
                 raise ValueError(f"TopoConfig.{name}: got {value!r}, expected a finite number "
                                  "> 0 or None")
-        if self.inter_host_gbps is not None and not (
-                MIN_LINK_GBPS <= self.inter_host_gbps <= MAX_LINK_GBPS):
-            raise ValueError(f"TopoConfig.inter_host_gbps: got {self.inter_host_gbps!r}, expected "
-                             f">= {MIN_LINK_GBPS:g} and <= {MAX_LINK_GBPS:g} GB/s (the range a "
-                             "topology file's bandwidths are held to)")
+        for name, low, high, unit, what in (
+                ("inter_host_gbps", MIN_LINK_GBPS, MAX_LINK_GBPS, "GB/s", "bandwidths"),
+                ("inter_host_latency_us", MIN_LINK_LATENCY_US, MAX_LINK_LATENCY_US, "us",
+                 "latencies")):
+            value = getattr(self, name)
+            if value is not None and not low <= value <= high:
+                raise ValueError(f"TopoConfig.{name}: got {value!r}, expected >= {low:g} and "
+                                 f"<= {high:g} {unit} (the range a topology file's {what} are "
+                                 "held to)")
         if self.timeout_s is not None and not (
                 MIN_TIMEOUT_S <= self.timeout_s <= MAX_TIMEOUT_S):
             raise ValueError(f"TopoConfig.timeout_s: got {self.timeout_s!r}, expected >= "

@@ -269,18 +269,27 @@ class _RuleModel:
                 "hierarchical": {"seconds": hier, "applicable": True}, "margin": 1.0}
 
 
+def gloo_latency_us(cluster=None, config: TopoConfig | None = None) -> float:
+    """One-way latency a Gloo step between hosts pays: `config.inter_host_latency_us` where set,
+    else the cluster's but no less than ASSUMED_INTER_HOST_LATENCY_US (a cluster's own figure is
+    NCCL's RDMA hop, and Gloo runs over TCP)."""
+    if config is not None and config.inter_host_latency_us:
+        return config.inter_host_latency_us
+    return max(cluster.inter_host_latency_us if cluster is not None else 0.0,
+               ASSUMED_INTER_HOST_LATENCY_US)
+
+
 def _rule_model(layout: HostLayout, config: TopoConfig, cluster, inter_gbps: float = 0.0,
                 inter_latency_us: float = 0.0) -> _RuleModel:
     """The rule over the inter-host link of `cluster` when given (its bandwidth already is
     `config.inter_host_gbps` where that is set), else of the arguments, else of the config;
-    0 = unknown: 10 GbE assumed."""
+    0 = unknown: 10 GbE assumed. The latency is Gloo's (gloo_latency_us) unless given."""
     if cluster is not None:
         inter_gbps = cluster.inter_host_bandwidth_gbps
-        inter_latency_us = cluster.inter_host_latency_us
     else:
         inter_gbps = inter_gbps or config.inter_host_gbps or 0.0
     return _RuleModel(layout, inter_gbps or ASSUMED_INTER_HOST_GBPS,
-                      inter_latency_us or ASSUMED_INTER_HOST_LATENCY_US)
+                      inter_latency_us or gloo_latency_us(cluster, config))
 
 
 def _rule_thresholds(rule: _RuleModel) -> dict[str, int]:
@@ -336,9 +345,10 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
 
     "always": 0 for every op; "never", `use_topo_aware_collectives=False` or one host: none;
     "auto": the planner's cost model when `cluster` (a torch_topo.cluster.Cluster) places every
-    rank on a GPU, else the size rule over the inter-host bandwidth and latency (the cluster's,
-    else the arguments, else `config.inter_host_gbps`; 0 = unknown: 10 GbE assumed). For `device_type` "cuda" the model's flat
-    side is NCCL's best algorithm and hierarchical must beat it by 1.15x; for "cpu" it is the
+    rank on a GPU, else the size rule over the inter-host bandwidth (the cluster's, else
+    `inter_gbps`, else `config.inter_host_gbps`; 0 = unknown: 10 GbE assumed) and latency
+    (`inter_latency_us`, else gloo_latency_us). For `device_type` "cuda" the model's flat side
+    is NCCL's best algorithm and hierarchical must beat it by 1.15x; for "cpu" it is the
     alpha-beta model's best schedule.
     """
     if (config.hierarchical == "never" or not config.use_topo_aware_collectives
@@ -352,14 +362,20 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
     return _rule_thresholds(_rule_model(layout, config, cluster, inter_gbps, inter_latency_us))
 
 
-def one_step_all_reduce_max_bytes(cluster=None) -> int:
+# Beyond about 1 MiB a two-rank exchange loses to Gloo's ring whatever the latency it saves: A/B
+# in one process on the emulated 1 Gbit/s, 1 ms link (Gloo's ring / one exchange) read 1.08-1.10x
+# at 512 KiB, 0.97-1.04x at 1 MiB and 0.86-0.95x at 4 MiB, the same with a 32 MiB TCP send
+# buffer (so not the socket's limit): the ring's pipelined halves keep the link busier.
+_ONE_STEP_ALL_REDUCE_MAX_BYTES = 1 << 20
+
+
+def one_step_all_reduce_max_bytes(cluster=None, config: TopoConfig | None = None) -> int:
     """Largest all-reduce a two-rank Gloo group across hosts runs as one exchange (an all-gather
     and a local fold, TopoBackend.set_one_step_all_reduce_max_bytes): while the link latency it
-    saves outweighs one more pass over the bytes at the host's rate. Gloo runs over TCP, so its
-    latency is taken as no less than ASSUMED_INTER_HOST_LATENCY_US whatever the NICs."""
-    latency_us = max(cluster.inter_host_latency_us if cluster is not None else 0.0,
-                     ASSUMED_INTER_HOST_LATENCY_US)
-    return int(latency_us * 1e-6 * _INTRA_CPU_GBPS * 1e9)
+    saves (gloo_latency_us) outweighs one more pass over the bytes at the host's rate, and to
+    1 MiB at most."""
+    return min(int(gloo_latency_us(cluster, config) * 1e-6 * _INTRA_CPU_GBPS * 1e9),
+               _ONE_STEP_ALL_REDUCE_MAX_BYTES)
 
 
 # TopoBackend keys its thresholds by c10d op name and measures a call by its input bytes: the
@@ -471,7 +487,7 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
         backend.set_hierarchical_thresholds(device_type, per_call)
         one_step = ""
         if device_type == "cpu" and group_size == 2:
-            max_bytes = one_step_all_reduce_max_bytes(cluster)
+            max_bytes = one_step_all_reduce_max_bytes(cluster, config)
             backend.set_one_step_all_reduce_max_bytes(device_type, max_bytes)
             one_step = f", one-step all_reduce to {max_bytes} B"
         _debug(config, f"{layout.host_count} hosts ({sizes} ranks), "

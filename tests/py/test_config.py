@@ -138,6 +138,10 @@ def test_parse_bool_is_the_one_parser():
          "TORCH_TOPO_CHUNK_BYTES: TopoConfig.pipeline_chunk_bytes: got 12"),
         ({"TORCH_TOPO_INTER_HOST_GBPS": "0"},
          "TORCH_TOPO_INTER_HOST_GBPS: TopoConfig.inter_host_gbps: got 0.0"),
+        ({"TORCH_TOPO_INTER_HOST_LATENCY_US": "1ms"},
+         "TORCH_TOPO_INTER_HOST_LATENCY_US: got '1ms', expected a number"),
+        ({"TORCH_TOPO_INTER_HOST_LATENCY_US": "-5"},
+         "TORCH_TOPO_INTER_HOST_LATENCY_US: TopoConfig.inter_host_latency_us: got -5.0"),
         ({"TORCH_TOPO_TIMEOUT": "1e10"},
          "TORCH_TOPO_TIMEOUT: TopoConfig.timeout_s: got 10000000000.0, expected"),
         ({"TORCH_TOPO_CHUNK_BYTES": str(2**41)},
@@ -172,6 +176,9 @@ def test_bad_values_name_the_variable(env, fragment):
         ({"inter_host_gbps": 1e300}, r"TopoConfig.inter_host_gbps: got 1e\+300, expected >= "
                                      r"1e-06 and <= 1e\+06 GB/s"),
         ({"inter_host_gbps": 1e-9}, r"TopoConfig.inter_host_gbps: got 1e-09"),
+        ({"inter_host_latency_us": 2e6}, r"TopoConfig.inter_host_latency_us: got 2000000.0, "
+                                         r"expected >= 1e-06 and <= 1e\+06 us"),
+        ({"inter_host_latency_us": "50"}, r"TopoConfig.inter_host_latency_us: got '50'"),
     ],
 )
 def test_bad_field_types_name_the_field(kwargs, fragment):
@@ -193,7 +200,8 @@ def test_every_field_has_a_variable_and_an_effect_case():
 
 
 _EFFECT_FIELDS = ("timeout_s", "use_topo_aware_collectives", "hierarchical",
-                  "pipeline_chunk_bytes", "topology_file", "play", "inter_host_gbps", "debug")
+                  "pipeline_chunk_bytes", "topology_file", "play", "inter_host_gbps",
+                  "inter_host_latency_us", "debug")
 
 
 def _topo_group(cfg, env=None):
@@ -237,6 +245,10 @@ def _stderr_during(action) -> str:
         return f.read()
 
 
+_PREDICTED_64K = (r"cpu predicted all_reduce 64 KiB: flat ring ([\d.]+) us, hierarchical "
+                  r"([\d.]+) us -> (\w+);")
+
+
 def _effects_main(rank, world, store_path, out_dir):
     import torch_topo  # noqa: F401  (registers "topo")
     from torch_topo import cluster, hierarchy
@@ -268,12 +280,11 @@ def _effects_main(rank, world, store_path, out_dir):
     for gbps in (None, 12.5):
         cfg = TopoConfig(play=two_hosts, debug=True, inter_host_gbps=gbps)
         text = _stderr_during(lambda: _topo_group(cfg))  # noqa: B023  (called at once)
-        predicted += re.findall(r"cpu predicted all_reduce 64 KiB: flat ring ([\d.]+) us, "
-                                r"hierarchical ([\d.]+) us -> (\w+);", text)
+        predicted += re.findall(_PREDICTED_64K, text)
     chunks.clear()
     for size in (2048, 8192):
         _topo_group(TopoConfig(**always, pipeline_chunk_bytes=size))
-    seen["pipeline_chunk_bytes"] = chunks
+    seen["pipeline_chunk_bytes"] = list(chunks)  # later groups record theirs too
     _topo_group(TopoConfig(topology_file=P4D, play="hostA:0,hostA:5", inter_host_gbps=12.5,
                            hierarchical="never"))
     live = cluster.world_cluster()
@@ -284,6 +295,15 @@ def _effects_main(rank, world, store_path, out_dir):
         _topo_group(TopoConfig(topology_file=P4D, play="x:0,y:0", inter_host_gbps=gbps,
                                hierarchical="never"))
         seen["inter_host_gbps"].append(cluster.world_cluster().inter_host_bandwidth_gbps)
+    latency = seen["inter_host_latency_us"] = {"cluster": [], "one_step": [], "predicted": []}
+    for us in (None, 1000.0):
+        _topo_group(TopoConfig(topology_file=P4D, play="x:0,y:0", inter_host_latency_us=us,
+                               hierarchical="never"))
+        latency["cluster"].append(cluster.world_cluster().inter_host_latency_us)
+        cfg = TopoConfig(play=two_hosts, debug=True, inter_host_latency_us=us)
+        text = _stderr_during(lambda: _topo_group(cfg))  # noqa: B023  (called at once)
+        latency["one_step"] += re.findall(r"one-step all_reduce to (\d+) B", text)
+        latency["predicted"] += re.findall(_PREDICTED_64K, text)
     debug = []
     for cfg, env in ((TopoConfig(debug=True), None), (TopoConfig(debug=False), None),
                      (None, {"TORCH_TOPO_DEBUG": "false"}), (None, {"TORCH_TOPO_DEBUG": "On"})):
@@ -317,15 +337,21 @@ def test_each_field_has_its_effect_on_a_topo_group(tmp_path, monkeypatch):
         # Unpinned, the p4d file names no NIC speed; pinned, the config's figure is used.
         assert seen["inter_host_gbps"] == [0.0, 12.5]
         assert seen["debug"]["decisions"] == [True, False, False, True]
-        # docs/schedules.md's rule by hand for hosts of one rank, 50 us assumed between them,
-        # 30 us per inner collective: flat 2 (50 + 30) us, two levels 2 x 50 + 3 x 30 us, each
-        # plus 64 KiB over the link: 10 GbE (1.25 GB/s) assumed, then the configured 12.5 GB/s.
-        for (flat, hier, taken), gbps in zip(seen["debug"]["predicted"], (1.25, 12.5),
-                                             strict=True):
+        # docs/schedules.md's rule by hand for hosts of one rank, a us between them (50
+        # assumed), 30 us per inner collective: flat 2 (a + 30) us, two levels 2 a + 3 x 30 us,
+        # each plus 64 KiB over the link: 10 GbE (1.25 GB/s) assumed, or the configured figure.
+        cases = [(1.25, 50.0), (12.5, 50.0), (1.25, 50.0), (1.25, 1000.0)]
+        predicted = seen["debug"]["predicted"] + seen["inter_host_latency_us"]["predicted"]
+        for (flat, hier, taken), (gbps, a) in zip(predicted, cases, strict=True):
             link_us = 65536 / (gbps * 1e9) * 1e6
-            assert float(flat) == pytest.approx(160 + link_us, abs=0.05)
-            assert float(hier) == pytest.approx(190 + link_us, abs=0.05)
+            assert float(flat) == pytest.approx(2 * (a + 30) + link_us, abs=0.05)
+            assert float(hier) == pytest.approx(2 * a + 90 + link_us, abs=0.05)
             assert taken == "flat"
+        # Unpinned, NCCL's network hop (link_tables.h); the Gloo pair's one exchange runs while
+        # the latency saved outweighs a pass over the bytes at 5 GB/s (50 us floor for TCP),
+        # to 1 MiB at most.
+        assert seen["inter_host_latency_us"]["cluster"] == [2.7, 1000.0]
+        assert seen["inter_host_latency_us"]["one_step"] == [str(50 * 5000), str(1 << 20)]
 
 
 def _issued(group, rank: int, world: int) -> tuple[list[str], list[list[float]]]:

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from torch_topo import emulate
+from torch_topo.config import TopoConfig
 from torch_topo.emulation import netns
 from torch_topo.emulation.launcher import place_ranks
 from torch_topo.emulation.shaping import parse_delay_us, parse_rate_bps
@@ -96,6 +97,7 @@ _ENV_PROBE = (
     "keys = ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'NODE_RANK', "
     "'MASTER_ADDR', 'MASTER_PORT', 'TORCH_TOPO_FILE', 'EMULATED_CLUSTER_FILE']; "
     "rec = {k: os.environ[k] for k in keys}; rec['hostname'] = socket.gethostname(); "
+    "rec['latency'] = os.environ.get('TORCH_TOPO_INTER_HOST_LATENCY_US'); "
     "rec['host'] = json.load(open(os.environ['TORCH_TOPO_FILE'])); "
     "rec['cluster'] = json.load(open(os.environ['EMULATED_CLUSTER_FILE'])); "
     "json.dump(rec, open(os.path.join(sys.argv[1], 'rank%s.json' % os.environ['RANK']), 'w'))"
@@ -125,6 +127,9 @@ def test_environment_placement_and_cluster_file(tmp_path):
         assert cluster["ranks"][r] == {"host": r % 3, "local_rank": r // 3, "local_gpu": -1}
         assert cluster["inter_host_bandwidth_gbps"] == pytest.approx(500e6 / 8 / 1e9)
         assert cluster["inter_host_latency_us"] == pytest.approx(2000)
+        # The backend is told the latency as a user would pin it (the host file has no field).
+        pinned = TopoConfig.from_env({"TORCH_TOPO_INTER_HOST_LATENCY_US": rec["latency"]})
+        assert pinned.inter_host_latency_us == pytest.approx(2000)
     assert [h["hostname"] for h in recs[0]["cluster"]["hosts"]] == ["node0", "node1", "node2"]
     # The project's own readers take both files, and the cluster the backend assembles from the
     # ranks' pinned host files has the emulated link speed (500 Mbit/s = 0.0625 GB/s).
@@ -145,10 +150,11 @@ def test_nodes_play_a_host_topology_file(tmp_path):
     # 2 GPUs joined by 2 NVLinks (read by hand from the file's matrix: GPU0-GPU1 "NV2").
     src = os.path.join(ROOT, "tests", "data", "nvidia_smi_topo",
                        "2xgpu_NV2_bridge_mlengineering.txt")
-    rc = _run_here(["--nodes", "2", "--procs-per-node", "2", "--topology", src, "--",
-                    sys.executable, "-c", _ENV_PROBE, str(tmp_path)])
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "2", "--topology", src,
+                    "--inter-delay", "0", "--", sys.executable, "-c", _ENV_PROBE, str(tmp_path)])
     assert rc == 0
     for r, rec in enumerate(_records(tmp_path, 4)):
+        assert rec["latency"] is None  # no delay added: the backend's floor stands
         host = rec["host"]
         assert host["hostname"] == f"node{r // 2}"
         assert len(host["gpus"]) == 2
