@@ -183,6 +183,8 @@ def task_bad_input(gloo) -> list[str]:
         # A float or an int past int64 was a pybind11 "incompatible function arguments".
         lambda: matmul_reduce_scatter(torch.randn(world * 2, K), w, chunks=2.0),
         lambda: all_gather_matmul(torch.randn(4, K), w, chunks=1, max_inflight=2**64),
+        # A 0-D weight was an IndexError before any check.
+        lambda: matmul_reduce_scatter(torch.randn(world * 2, K), torch.tensor(1.0)),
     ]
     return [line.splitlines()[0] for line in _value_errors(cases)]
 
@@ -296,7 +298,9 @@ def test_bad_input_names_the_problem(pool):
                 "chunks: got 0", "dtypes", "max_inflight: got 0",
                 f", 3, {K + 1}] and weight [{N}, {K}], expected x.shape[-1] == weight.shape[1]",
                 "matmul_reduce_scatter: chunks: got 2.0, expected an int >= 1",
-                f"all_gather_matmul: max_inflight: got {2**64}, expected an int >= 1"]
+                f"all_gather_matmul: max_inflight: got {2**64}, expected an int >= 1",
+                "matmul_reduce_scatter: weight: got 0-D shape [], expected 2-D [out_features, "
+                "in_features]"]
     for messages in pool.run("task_bad_input"):
         for fragment, message in zip(expected, messages, strict=True):
             assert fragment in message, (fragment, message)

@@ -392,8 +392,12 @@ def _flatten_rows(name: str, x: torch.Tensor, weight: torch.Tensor,
                   group_size: int | None) -> torch.Tensor:
     if x.dim() < 2:
         raise ValueError(f"{name}: x: got {x.dim()}-D shape {tuple(x.shape)}, expected >= 2-D")
-    # Checked here on the caller's shapes: the core sees x flattened to [rows, K].
-    if weight.dim() == 2 and x.shape[-1] != weight.shape[1]:
+    # Checked here, before weight.shape[0] sizes the shape check (a 0-D weight was an
+    # IndexError), and on the caller's shapes: the core sees x flattened to [rows, K].
+    if weight.dim() != 2:
+        raise ValueError(f"{name}: weight: got {weight.dim()}-D shape {list(weight.shape)}, "
+                         "expected 2-D [out_features, in_features]")
+    if x.shape[-1] != weight.shape[1]:
         raise ValueError(f"{name}: in_features: got x {list(x.shape)} and weight "
                          f"{list(weight.shape)}, expected x.shape[-1] == weight.shape[1]")
     if group_size is not None and x.shape[0] % group_size:
