@@ -26,7 +26,7 @@ def _worker(rank: int, world: int, backend: str, store_path: str, tasks, results
         import torch_topo  # noqa: F401  (registers the backend)
     dist.init_process_group(backend, init_method=f"file://{store_path}", rank=rank,
                             world_size=world, timeout=datetime.timedelta(seconds=60))
-    import ops_cases
+    import importlib
 
     results.put((rank, True, "ready"))
     while True:
@@ -34,8 +34,10 @@ def _worker(rank: int, world: int, backend: str, store_path: str, tasks, results
         if task is None:
             break
         name, kwargs = task
+        module, _, func = name.rpartition(".")
         try:
-            results.put((rank, True, getattr(ops_cases, name)(rank, world, **kwargs)))
+            case = getattr(importlib.import_module(module or "ops_cases"), func)
+            results.put((rank, True, case(rank, world, **kwargs)))
         except BaseException:  # reported to the parent, which fails the test
             results.put((rank, False, traceback.format_exc()))
     dist.barrier()  # no rank tears down while a peer still reads from it
@@ -43,8 +45,8 @@ def _worker(rank: int, world: int, backend: str, store_path: str, tasks, results
 
 
 class RankPool:
-    """`world` spawned ranks on one process group; `run(case, **kw)` runs `ops_cases.<case>` on
-    every rank and returns the per-rank results, raising with the tracebacks on failure."""
+    """`world` spawned ranks on one process group; `run(case, **kw)` runs `ops_cases.<case>`
+    (or `<module>.<case>` from this folder) on every rank and returns the per-rank results, raising with the tracebacks on failure."""
 
     def __init__(self, world: int, backend: str = "gloo") -> None:
         ctx = context()
