@@ -247,10 +247,12 @@ class TopoBackend : public c10d::Backend {
   /// The hierarchical form: a schedule of schedules/hierarchical.h over the levels; it returns
   /// the temporaries it allocated (kept alive until the op's end event on stream devices).
   using HierFn = std::function<std::vector<at::Tensor>(const Levels& levels)>;
-  /// `hier` where the call holds one tensor (the schedules' form), else none: a multi-tensor
-  /// call stays flat.
+  /// `hier` where the call holds one strided tensor (the schedules' form), else none: a
+  /// multi-tensor call stays flat, and so does a sparse one (CPU sparse tensors arrive through
+  /// allreduce), which only the inner backend's own all-reduce can take.
   static HierFn single(const std::vector<at::Tensor>& tensors, HierFn hier) {
-    return tensors.size() == 1 ? std::move(hier) : nullptr;
+    return tensors.size() == 1 && tensors.front().layout() == at::kStrided ? std::move(hier)
+                                                                           : nullptr;
   }
   using Epilogue = std::function<void()>;
   /// What one op issued: the inner work still in flight (null when the steps already

@@ -40,7 +40,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allreduce(std::vector<at::Tensor>& t
                       // (about 100 us less at 4 B with two ranks: wrapper_overhead.py), and
                       // so it does across hosts once the message outweighs the saved latency
                       // (Gloo's all-gather and the fold are slower per byte: 2-4x from 1 MiB).
+                      // A sparse tensor has no nbytes: it goes to Gloo's sparse all-reduce.
                       if (dense.size() == 1 && route.levels.valid() &&
+                          dense[0].layout() == at::kStrided &&
                           static_cast<int64_t>(dense[0].nbytes()) <=
                               route.oneStepAllReduceMaxBytes) {
                         if (auto w = oneStepAllReduce(b, dense[0], inner.reduceOp,

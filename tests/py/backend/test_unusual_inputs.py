@@ -6,6 +6,7 @@ and intra-host steps both run)."""
 
 from __future__ import annotations
 
+import collective_cases
 import pytest
 import unusual_cases
 
@@ -38,3 +39,14 @@ def test_hierarchical_pool_runs_the_schedules(pool_factory, world):
     for bad, choices in pool_factory(world, _env(world, "always")).run(
             unusual_cases.decisions_of_async):
         assert not bad and choices == ["hierarchical"], (bad, choices)
+
+
+# CPU sparse tensors reach "topo" through allreduce (torch sends only CUDA ones to
+# allreduce_sparse); with levels they failed: the two-rank pair across hosts measured them with
+# nbytes ("not defined for sparse tensors") and the schedules took their strides (as_strided).
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world, hierarchical", [(2, "auto"), (2, "always"), (4, "always")])
+def test_sparse_all_reduce_across_played_hosts_matches_gloo(pool_factory, world, hierarchical):
+    results = pool_factory(world, _env(world, hierarchical)).run(collective_cases.allreduce_sparse)
+    problems = [f"rank {r}: {m}" for r, bad in enumerate(results) for m in bad]
+    assert not problems, "\n".join(problems)
