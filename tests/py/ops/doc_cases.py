@@ -63,3 +63,33 @@ def two_d_snippet(rank, world):
                                          enable_gqa=True).transpose(1, 2)
     torch.testing.assert_close(scope["out"], ref[:, pos], rtol=1e-12, atol=1e-12)
     return ring
+
+
+def ring_snippet(rank, world, *, dtype):
+    """The ring block as written: outputs, the RoPE positions and the LSE, whose dtype the doc
+    states (fp32, fp64 for fp64 inputs), against the scores' logsumexp in float64."""
+    import torch.distributed as dist
+
+    dtype = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(6)
+    seq_len, h, hk, d = 4 * world, 4, 2, 8
+    q_full = torch.randn(2, seq_len, h, d, generator=g, dtype=torch.float64)
+    k_full, v_full = (torch.randn(2, seq_len, hk, d, generator=g, dtype=torch.float64)
+                      for _ in range(2))
+    scope = {"torch_topo": torch_topo, "cp_group": dist.group.WORLD, "seq_len": seq_len,
+             "q_full": q_full.to(dtype), "k_full": k_full.to(dtype), "v_full": v_full.to(dtype)}
+    exec(snippet("## Ring attention"), scope)
+    q64, k64, v64 = (t.to(dtype).double().transpose(1, 2) for t in (q_full, k_full, v_full))
+    k64, v64 = (t.repeat_interleave(h // hk, 1) for t in (k64, v64))
+    scores = (q64 @ k64.transpose(-1, -2)) * d ** -0.5
+    scores = scores.masked_fill(torch.ones(seq_len, seq_len).triu(1).bool(), float("-inf"))
+    ref_out = (scores.softmax(-1) @ v64).transpose(1, 2)
+    pos = expected_positions(seq_len, 1, 0, world, rank, zigzag=True)
+    assert scope["pos"].tolist() == pos.tolist()
+    lse = scope["lse"]
+    assert lse.dtype == (torch.float64 if dtype == torch.float64 else torch.float32), lse.dtype
+    assert not lse.requires_grad
+    tol = 1e-12 if dtype == torch.float64 else 3e-2
+    torch.testing.assert_close(lse.double(), scores.logsumexp(-1)[:, :, pos], rtol=tol,
+                               atol=tol)
+    torch.testing.assert_close(scope["full"].double(), ref_out, rtol=tol, atol=tol)
