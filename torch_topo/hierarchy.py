@@ -281,13 +281,12 @@ def gloo_latency_us(cluster=None, config: TopoConfig | None = None) -> float:
 
 def _rule_model(layout: HostLayout, config: TopoConfig, cluster, inter_gbps: float = 0.0,
                 inter_latency_us: float = 0.0) -> _RuleModel:
-    """The rule over the inter-host link of `cluster` when given (its bandwidth already is
-    `config.inter_host_gbps` where that is set), else of the arguments, else of the config;
-    0 = unknown: 10 GbE assumed. The latency is Gloo's (gloo_latency_us) unless given."""
-    if cluster is not None:
-        inter_gbps = cluster.inter_host_bandwidth_gbps
-    else:
-        inter_gbps = inter_gbps or config.inter_host_gbps or 0.0
+    """The rule over the inter-host bandwidth given, else `config.inter_host_gbps`, else that
+    of `cluster`; 0 = unknown: 10 GbE assumed. The config comes before the cluster: a group
+    whose members an earlier exchange covered reuses that exchange's cluster, with the
+    bandwidth pinned then. The latency is Gloo's (gloo_latency_us) unless given."""
+    inter_gbps = (inter_gbps or config.inter_host_gbps
+                  or (cluster.inter_host_bandwidth_gbps if cluster is not None else 0.0))
     return _RuleModel(layout, inter_gbps or ASSUMED_INTER_HOST_GBPS,
                       inter_latency_us or gloo_latency_us(cluster, config))
 
@@ -345,8 +344,8 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
 
     "always": 0 for every op; "never", `use_topo_aware_collectives=False` or one host: none;
     "auto": the planner's cost model when `cluster` (a torch_topo.cluster.Cluster) places every
-    rank on a GPU, else the size rule over the inter-host bandwidth (the cluster's, else
-    `inter_gbps`, else `config.inter_host_gbps`; 0 = unknown: 10 GbE assumed) and latency
+    rank on a GPU, else the size rule over the inter-host bandwidth (`inter_gbps`, else
+    `config.inter_host_gbps`, else the cluster's; 0 = unknown: 10 GbE assumed) and latency
     (`inter_latency_us`, else gloo_latency_us). For `device_type` "cuda" the model's flat side
     is NCCL's best algorithm and hierarchical must beat it by 1.15x; for "cpu" it is the
     alpha-beta model's best schedule.

@@ -213,3 +213,58 @@ def test_thresholds_follow_config():
     # TopoBackend measures all-gathers by their per-rank input.
     assert backend_thresholds({"all_gather": 4096, "reduce": 10}, 4) == {
         "allgather": 1024, "_allgather_base": 1024, "reduce": 10}
+
+
+def _documented_rule(names: list[str], op: str, gbps: float, latency_us: float) -> int | None:
+    """docs/schedules.md's size rule computed from its formulas: the smallest power of two
+    (1 KiB to 16 GiB) from which the two-level time stays below the flat ring's, 0 for 1 KiB,
+    None when there is none."""
+    g, hosts = len(names), len(set(names))
+    local = max(names.count(h) for h in set(names))
+    # Ring edges r -> r+1 that leave one host, most over any host.
+    crossings = max(sum(1 for r in range(g) if names[r] == h and names[(r + 1) % g] != h)
+                    for h in set(names))
+    f = 2 if op == "all_reduce" else 1
+    s = 2 if op in ("all_gather", "reduce_scatter") else 3
+    a_inter, a_intra, o = latency_us * 1e-6, 10e-6, 30e-6
+    b_inter, b_intra = gbps * 1e9, 5e9
+
+    def two_levels_win(size):
+        flat = f * (g - 1) * (a_inter + o) + f * (g - 1) / g * size * crossings / b_inter
+        two = (f * (hosts - 1) * a_inter + f * (local - 1) * a_intra + s * o
+               + f * (hosts - 1) / hosts * size / b_inter + f * (local - 1) / local * size / b_intra)
+        return two < flat
+
+    sizes = [1 << p for p in range(10, 35)]
+    wins = [two_levels_win(size) for size in sizes]
+    if not wins[-1]:
+        return None
+    first = next(i for i in range(len(sizes)) if all(wins[i:]))
+    return 0 if first == 0 else sizes[first]
+
+
+@pytest.mark.parametrize("names", [["a", "a", "b", "b"], ["a", "b", "a", "b"],
+                                   ["a", "a", "a", "b"], ["a", "b", "c", "a", "b", "c"]])
+@pytest.mark.parametrize("gbps, latency_us", [(0.125, 1.0), (1.25, 1.0), (5.0, 1.0),
+                                              (1.25, 50.0), (50.0, 1.0)])
+def test_size_rule_follows_the_documented_formulas(names, gbps, latency_us):
+    got = hierarchical_thresholds(HostLayout.from_hostnames(names), TopoConfig(
+        inter_host_gbps=gbps, inter_host_latency_us=latency_us))
+    want = {op: t for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+            if (t := _documented_rule(names, op, gbps, latency_us)) is not None}
+    assert got == want
+
+
+def test_pinned_bandwidth_wins_over_a_reused_clusters():
+    """A group whose members an earlier "topo" group's exchange covered reuses that cluster,
+    with the bandwidth pinned (or not) then: the group's own TopoConfig.inter_host_gbps was
+    ignored by the size rule (CPU ranks on no GPU)."""
+    from types import SimpleNamespace
+
+    names = ["a", "a", "b", "b"]
+    earlier = SimpleNamespace(inter_host_bandwidth_gbps=50.0, inter_host_latency_us=1.0,
+                              placements=[SimpleNamespace(local_gpu=-1)] * 4)
+    got = hierarchical_thresholds(HostLayout.from_hostnames(names), TopoConfig(
+        inter_host_gbps=0.125, inter_host_latency_us=1.0), cluster=earlier)
+    assert got["broadcast"] == _documented_rule(names, "broadcast", 0.125, 1.0) == 8192
+    assert _documented_rule(names, "broadcast", 50.0, 1.0) is None
