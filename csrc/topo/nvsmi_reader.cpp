@@ -306,7 +306,11 @@ class NvsmiParser {
   void parseAffinity(size_t li, size_t pos, int row, size_t last_cell) {
     const std::string& s = lines_[li];
     std::vector<Token> fields;
-    if (s.find('\t', pos) != std::string::npos) {
+    size_t content_end = s.size();
+    while (content_end > pos && isBlank(s[content_end - 1])) --content_end;
+    // Tabs only in trailing whitespace (a space-aligned paste whose lines end in a tab) do not
+    // make the row tab-separated.
+    if (s.find('\t', pos) < content_end) {
       // Tab layout: positional fields; nvidia-smi pads wide columns with an extra tab, so
       // surplus empty fields are padding.
       size_t start = s.find('\t', pos);
