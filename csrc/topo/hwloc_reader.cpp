@@ -463,7 +463,9 @@ void HwlocXmlReader::readNvlinkMatrix(const XmlElement* dist) {
 }
 
 HostTopology HwlocXmlReader::read() {
-  size_t first = text_.find_first_not_of(" \t\r\n");
+  // A UTF-8 byte order mark (Windows editors add one) may open any XML document.
+  const size_t bom = text_.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  size_t first = text_.find_first_not_of(" \t\r\n", bom);
   if (first == std::string::npos || text_[first] != '<') {
     std::string head = text_.substr(first == std::string::npos ? 0 : first, 10);
     std::string what = head.compare(0, 7, "Machine") == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+import torch_topo
 from torch_topo import load_topology
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
@@ -34,3 +35,16 @@ def test_space_aligned_rows_ending_in_a_tab_read_as_written(tmp_path):
         ["X" if i == j else "NV18" for j in range(8)] for i in range(8)]
     assert [g.cpu_affinity for g in topo.gpus] == ["0-51,104-155"] * 4 + ["52-103,156-207"] * 4
     assert [g.numa_node for g in topo.gpus] == [0] * 4 + [1] * 4
+
+
+def test_hwloc_xml_with_a_byte_order_mark(tmp_path):
+    # By hand from the file: one NUMANode (os_index 0, cpuset 0x0000ffff = CPUs 0-15), the GPU
+    # is PCIDev 0000:00:06.0 of class 0302 [10de:2335], the NIC 0000:00:03.0 (class 0200).
+    raw = data("hwloc", "hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml")
+    topo = load_topology(write(tmp_path, "h200_bom.xml", b"\xef\xbb\xbf" + raw))
+    assert topo.format == "hwloc-xml"
+    assert [g.bus_id for g in topo.gpus] == ["0000:00:06.0"]
+    assert topo.numa_nodes == {0: "0-15"}
+    assert [n.bus_id for n in topo.nics] == ["0000:00:03.0"]
+    host = torch_topo._C.read_hwloc_xml((b"\xef\xbb\xbf" + raw).decode(), "h200_bom.xml")
+    assert [g.bus_id for g in host.gpus] == ["0000:00:06.0"]
