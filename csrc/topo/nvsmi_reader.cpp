@@ -168,6 +168,7 @@ class NvsmiParser {
  public:
   NvsmiParser(const std::string& text, const std::string& path) : path_(path) {
     std::string body = startsWith(text, 0, "\xEF\xBB\xBF") ? text.substr(3) : text;
+    ends_mid_line_ = !body.empty() && body.back() != '\n';
     for (std::string& line : splitList(body, '\n')) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
       lines_.push_back(stripSgr(line));
@@ -188,7 +189,7 @@ class NvsmiParser {
       if (startsWith(s, pos, "Legend") || startsWith(s, pos, "NIC Legend")) break;
       parseRow(i);
     }
-    for (; i < lines_.size(); ++i) parseLegendLine(lines_[i]);
+    for (; i < lines_.size(); ++i) parseLegendLine(i);
     return build();
   }
 
@@ -352,6 +353,7 @@ class NvsmiParser {
                  std::to_string(affinity_.size()) + " affinity columns in the header)");
       if (fields.size() < affinity_.size() && !fields.empty()) fields = placeByHeader(li, fields);
     }
+    if (columns_[row].gpu) dropCutCell(li, row, &fields);
     if (!columns_[row].gpu) {
       for (const Token& f : fields) {
         if (!f.text.empty())
@@ -409,7 +411,8 @@ class NvsmiParser {
     return placed;
   }
 
-  void parseLegendLine(const std::string& s) {
+  void parseLegendLine(size_t li) {
+    const std::string& s = lines_[li];
     size_t pos = skipBlanks(s, 0);
     // Class definitions ("  PIX  = Connection ..."); `topo -mp` prints all but NV#.
     const bool nvlink = startsWith(s, pos, "NV#");
@@ -425,11 +428,20 @@ class NvsmiParser {
     if (n == 0 || colon >= s.size() || s[colon] != ':') return;
     size_t b = skipBlanks(s, colon + 1), e = s.size();
     while (e > b && isBlank(s[e - 1])) --e;
-    if (e > b) legend_[s.substr(pos, n)] = s.substr(b, e - b);
+    if (e == b) return;
+    if (endsCut(li)) {
+      warnings_.push_back(path_ + ":" + std::to_string(li + 1) + ": NIC Legend line " +
+                          s.substr(pos, n) + " ends the file without a newline (cut short?): '" +
+                          s.substr(b, e - b) + "' may be incomplete, kept the name " +
+                          s.substr(pos, n));
+      return;
+    }
+    legend_[s.substr(pos, n)] = s.substr(b, e - b);
   }
 
   HostTopology build() {
     HostTopology host;
+    host.warnings = warnings_;
     host.source = path_;
     host.format = "nvidia-smi";
     std::vector<size_t> gpu_cols, nic_cols;
@@ -537,8 +549,31 @@ class NvsmiParser {
     for (const auto& [id, cpus] : nodes) host->numa_nodes.push_back({id, cpus});
   }
 
+  /// nvidia-smi ends its output with the legend and a newline: text that ends mid-line right
+  /// after a value is a file cut short there, and the value may be the start of a longer one
+  /// ('5' of '56-111', 'ml' of 'mlx5_2').
+  bool endsCut(size_t li) const {
+    const std::string& s = lines_[li];
+    return ends_mid_line_ && li + 1 == lines_.size() && !s.empty() && !isBlank(s.back());
+  }
+
+  /// A GPU row's last value cut short (`endsCut`) is read as unknown, with a warning.
+  void dropCutCell(size_t li, int row, std::vector<Token>* fields) {
+    const std::string& s = lines_[li];
+    if (!endsCut(li)) return;
+    auto last = std::find_if(fields->rbegin(), fields->rend(),
+                             [](const Token& t) { return !t.text.empty(); });
+    if (last == fields->rend() || last->col + last->text.size() != s.size()) return;
+    warnings_.push_back(path_ + ":" + std::to_string(li + 1) + ": row " + columns_[row].name +
+                        " ends the file without a newline (cut short?): its last cell '" +
+                        last->text + "' may be incomplete, read as unknown");
+    last->text.clear();
+  }
+
   std::string path_;
   std::vector<std::string> lines_;
+  bool ends_mid_line_ = false;     // the text does not end with a newline
+  std::vector<std::string> warnings_;  // found while parsing rows, reported by build()
   size_t header_line_ = 0;
   std::vector<Column> columns_;
   std::vector<Token> affinity_;

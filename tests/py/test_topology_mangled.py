@@ -48,3 +48,49 @@ def test_hwloc_xml_with_a_byte_order_mark(tmp_path):
     assert [n.bus_id for n in topo.nics] == ["0000:00:03.0"]
     host = torch_topo._C.read_hwloc_xml((b"\xef\xbb\xbf" + raw).decode(), "h200_bom.xml")
     assert [g.bus_id for g in host.gpus] == ["0000:00:06.0"]
+
+
+def cut_after(raw: bytes, line_start: bytes, keep: bytes) -> bytes:
+    """`raw` cut right after `keep` on the first line starting with `line_start`."""
+    at = raw.index(b"\n" + line_start) + 1
+    return raw[:raw.index(keep, at) + len(keep)]
+
+
+def test_last_row_cut_mid_value_is_unknown_with_a_warning(tmp_path):
+    # GPU1's row of this tab file reads `GPU1<TAB>PHB<TAB> X <TAB>0-63<TAB>0...`; cut after
+    # its first character of CPU Affinity, '0' is not GPU1's affinity (0-63) but a cut.
+    raw = data("nvidia_smi_topo", "club3090_1229_2xRTX5090_PHB.tsv.txt")
+    path = write(tmp_path, "club_cut.txt", cut_after(raw, b"GPU1", b"\t X \t0"))
+    topo = load_topology(path)
+    assert [g.cpu_affinity for g in topo.gpus] == ["0-63", None]
+    assert [g.numa_node for g in topo.gpus] == [0, None]
+    cut = [w for w in topo.warnings if "cut short" in w]
+    assert cut == [f"{path}:3: row GPU1 ends the file without a newline (cut short?): its last "
+                   "cell '0' may be incomplete, read as unknown"]
+
+
+def test_last_row_cut_in_space_layout(tmp_path):
+    # GPU5's row ends `PIX ... SYS     56-111,168-223  1`; cut after '5' of the affinity.
+    raw = data("nvidia_smi_topo", "PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC_PIX.txt")
+    path = write(tmp_path, "deepep_cut.txt", cut_after(raw, b"GPU5", b"SYS     5"))
+    topo = load_topology(path)
+    assert [g.cpu_affinity for g in topo.gpus][4:6] == ["56-111,168-223", None]
+    assert any(w.startswith(f"{path}:7: row GPU5 ends the file") for w in topo.warnings)
+
+
+def test_complete_last_row_without_newline_loses_nothing_after_a_blank(tmp_path):
+    # Cut after the blank that follows GPU1's CPU Affinity: '0-63' is whole and kept.
+    raw = data("nvidia_smi_topo", "club3090_1229_2xRTX5090_PHB.tsv.txt")
+    topo = load_topology(write(tmp_path, "club_cut2.txt", cut_after(raw, b"GPU1", b"0-63\t")))
+    assert [g.cpu_affinity for g in topo.gpus] == ["0-63", "0-63"]
+    assert not [w for w in topo.warnings if "ends the file" in w]
+
+
+def test_nic_legend_cut_mid_name_keeps_the_column_name(tmp_path):
+    # The legend lists NIC0: mlx5_0 .. NIC9: mlx5_9; cut after 'NIC2: ml'.
+    raw = data("nvidia_smi_topo", "schmaustechNvidiaTools_R760xa_1xL40S-pod_NODE_10xmlx5.tsv.txt")
+    path = write(tmp_path, "legend_cut.txt", cut_after(raw, b"  NIC2", b"NIC2: ml"))
+    topo = load_topology(path)
+    assert [n.name for n in topo.nics] == ["mlx5_0", "mlx5_1"] + [f"NIC{k}" for k in range(2, 10)]
+    assert any("NIC Legend line NIC2 ends the file without a newline" in w and "'ml'" in w
+               for w in topo.warnings)
