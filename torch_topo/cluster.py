@@ -72,6 +72,14 @@ class _Pins(NamedTuple):
     gbps: float = 0.0
     latency_us: float = 0.0
 
+    @classmethod
+    def of(cls, config: TopoConfig, reused: _Pins | None = None) -> _Pins:
+        """The config's figures, else those pinned by the exchange whose records are reused:
+        a later group's own TopoConfig must take effect there too."""
+        reused = reused or cls()
+        return cls(config.inter_host_gbps or reused.gbps,
+                   config.inter_host_latency_us or reused.latency_us)
+
 
 # The records of this process's exchanges: (global ranks, records by group rank, pinned network,
 # host documents). A record is {"hostname", "local_rank", "local_device", "doc"}, "doc" indexing
@@ -543,14 +551,14 @@ def exchange_cluster(
         if earlier is not None:
             records, pins, docs = earlier
             _check_same_reuse(store, group_rank, group_size, records, docs, timeout)
-            return _assemble(records, pins, group_rank, docs)
+            return _assemble(records, _Pins.of(cfg, pins), group_rank, docs)
     play_index = group_rank if global_rank is None else global_rank
     try:
         own = own_record(cfg, group_size, play_index)
     except Exception as exc:
         publish_failure(store, group_rank, f"{KEY_PREFIX}{group_rank}", TABLE_KEY, exc)
         raise
-    pins = _Pins(cfg.inter_host_gbps or 0.0, cfg.inter_host_latency_us or 0.0)
+    pins = _Pins.of(cfg)
     cluster, records, docs = exchange_records(store, group_rank, group_size, own,
                                               timeout=timeout, inter_host_gbps=pins.gbps,
                                               inter_host_latency_us=pins.latency_us)
@@ -571,7 +579,7 @@ def world_cluster(config: TopoConfig | None = None) -> Cluster | None:
     earlier = _earlier_records(world)
     if earlier is not None:
         records, pins, docs = earlier
-        return _assemble(records, pins, dist.get_rank(), docs)
+        return _assemble(records, _Pins.of(cfg, pins), dist.get_rank(), docs)
     if (cfg.play or os.environ.get("TORCH_TOPO_PLAY")) and resolve_pinned_file(cfg) is None:
         return None
     store = dist.PrefixStore("torch_topo/world/", distributed_c10d._get_default_store())

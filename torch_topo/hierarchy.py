@@ -315,10 +315,13 @@ def _model_of(device_type: str) -> str:
     return "auto" if device_type == "cuda" else "alpha_beta"
 
 
-def _planner(cluster, chunk_bytes: int, device_type: str):
+def _planner(cluster, config: TopoConfig, device_type: str):
     from torch_topo import _C
 
-    return _C.PlannerCluster(json.dumps(cluster.planner_doc()), chunk_bytes,
+    doc = cluster.planner_doc()
+    if device_type != "cuda":  # Gloo's steps cross hosts over TCP, not NCCL's network hop
+        doc["inter_host_latency_us"] = gloo_latency_us(cluster, config)
+    return _C.PlannerCluster(json.dumps(doc), config.pipeline_chunk_bytes,
                              _model_of(device_type),
                              nccl_version_code() if device_type == "cuda" else 0)
 
@@ -328,10 +331,10 @@ def _on_gpus(cluster) -> bool:
     return cluster is not None and all(p.local_gpu >= 0 for p in cluster.placements)
 
 
-def _cost_model_thresholds(cluster, group_size: int, chunk_bytes: int,
+def _cost_model_thresholds(cluster, group_size: int, config: TopoConfig,
                            device_type: str) -> dict[str, int]:
     """Thresholds from the planner's cost model over the exchanged cluster (GPU ranks)."""
-    model = _planner(cluster, chunk_bytes, device_type)
+    model = _planner(cluster, config, device_type)
     found = model.hierarchical_thresholds(list(range(group_size)))
     return {op: found[op] for op in HIERARCHICAL_OPS if found.get(op) is not None}
 
@@ -356,7 +359,7 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
     if config.hierarchical == "always":
         return dict.fromkeys(HIERARCHICAL_OPS, 0)
     if _on_gpus(cluster):
-        return _cost_model_thresholds(cluster, layout.group_size, config.pipeline_chunk_bytes,
+        return _cost_model_thresholds(cluster, layout.group_size, config,
                                       device_type)
     return _rule_thresholds(_rule_model(layout, config, cluster, inter_gbps, inter_latency_us))
 
@@ -493,7 +496,7 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
                        f"{'rails' if layout.uniform else 'leaders'}, {device_type} thresholds "
                        f"{per_call}{one_step}")
         if config.debug and config.hierarchical == "auto":
-            model = (_planner(cluster, config.pipeline_chunk_bytes, device_type)
+            model = (_planner(cluster, config, device_type)
                      if _on_gpus(cluster) else _rule_model(layout, config, cluster))
             for line in predicted_choices(model, [list(range(group_size))]):
                 _debug(config, f"{device_type} predicted {line}")

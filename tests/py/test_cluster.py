@@ -199,7 +199,8 @@ def _reuse_main(rank, world, store_path, out_dir, tamper):
 
     dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
                             world_size=world)
-    cfg = TopoConfig(topology_file=P4D, play="hostA:0,hostA:1,hostB:0", timeout_s=60.0)
+    cfg = TopoConfig(topology_file=P4D, play="hostA:0,hostA:1,hostB:0", timeout_s=60.0,
+                     inter_host_gbps=7.0, inter_host_latency_us=30.0)
     whole = cluster.exchange_cluster(dist.PrefixStore("world", dist.FileStore(store_path, world)),
                                      rank, world, cfg, global_ranks=range(world))
 
@@ -217,6 +218,13 @@ def _reuse_main(rank, world, store_path, out_dir, tamper):
             sub = cluster.exchange_cluster(store, rank - 1, 2, TopoConfig(timeout_s=60.0),
                                            global_ranks=[1, 2])
             result["sub"] = [sub.hostnames, [p.local_gpu for p in sub.placements]]
+            # A later group's own network figures win over those the reused exchange pinned.
+            store = dist.PrefixStore("pinned", dist.FileStore(store_path, world))
+            pinned = cluster.exchange_cluster(store, rank - 1, 2, TopoConfig(
+                timeout_s=60.0, inter_host_gbps=0.01, inter_host_latency_us=500.0),
+                global_ranks=[1, 2])
+            result["network"] = [[c.inter_host_bandwidth_gbps, c.inter_host_latency_us]
+                                 for c in (sub, pinned)]
         except _C.TopoMismatchError as exc:
             result["error"] = str(exc)
     result["exchanges"] = len(cluster._exchanges)
@@ -238,6 +246,7 @@ def test_later_group_reuses_the_exchange_after_a_digest_check(tmp_path, tamper):
         else:
             # Ranks 1 and 2 play hostA:1 and hostB:0: the subgroup spans both hosts.
             assert r["sub"] == [["hostA", "hostB"], [1, 0]], r
+            assert r["network"] == [[7.0, 30.0], [0.01, 500.0]], r
 
 
 @pytest.mark.timeout(120)

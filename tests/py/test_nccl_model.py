@@ -381,6 +381,7 @@ def test_the_backend_prices_with_the_nccl_torch_runs(monkeypatch):
     import torch
 
     from torch_topo import hierarchy
+    from torch_topo.config import TopoConfig
     from torch_topo.nccl_hints import nccl_version_code
 
     system = BY_FILE[_NCCL_TESTS_309["4 VMs"]]
@@ -392,7 +393,7 @@ def test_the_backend_prices_with_the_nccl_torch_runs(monkeypatch):
 
     def pick(version):
         monkeypatch.setattr(torch.cuda.nccl, "version", lambda: version)
-        planner = hierarchy._planner(Cluster(), 4 << 20, "cuda")
+        planner = hierarchy._planner(Cluster(), TopoConfig(pipeline_chunk_bytes=4 << 20), "cuda")
         return planner.compare_hierarchical("all_reduce", 2 << 20, [list(range(32))])["flat"]
 
     assert pick((2, 26, 2))["algorithm"] == "nvls_tree"

@@ -268,3 +268,32 @@ def test_pinned_bandwidth_wins_over_a_reused_clusters():
         inter_host_gbps=0.125, inter_host_latency_us=1.0), cluster=earlier)
     assert got["broadcast"] == _documented_rule(names, "broadcast", 0.125, 1.0) == 8192
     assert _documented_rule(names, "broadcast", 50.0, 1.0) is None
+
+
+def test_cpu_tensors_of_gpu_ranks_are_priced_at_gloos_latency():
+    """CPU collectives of ranks placed on GPUs take the cost model over the exchanged cluster,
+    whose latency is NCCL's network hop (2.7 us) unless pinned; Gloo's steps cross hosts over
+    TCP, so they are priced at the pinned latency, else at least 50 us, as the size rule and the
+    one-step cap price them. Reference: the planner built by hand on the same cluster document
+    with that latency."""
+    import json
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    p4d = Path(__file__).resolve().parents[2] / "data" / "nccl_topo_xml" / \
+        "aws_p4d.24xlarge_8xA100_topo.xml"
+    doc = json.loads(_C.planner_cluster_json(path=str(p4d), hosts=2))
+    cluster = SimpleNamespace(planner_doc=lambda: dict(doc), inter_host_latency_us=2.7,
+                              placements=[SimpleNamespace(local_gpu=r % 8) for r in range(16)])
+    layout = HostLayout.from_hostnames(["a"] * 8 + ["b"] * 8)
+
+    def by_hand(latency_us):
+        planner = _C.PlannerCluster(json.dumps({**doc, "inter_host_latency_us": latency_us}),
+                                    4 << 20, "alpha_beta", 0)
+        found = planner.hierarchical_thresholds(list(range(16)))
+        return {op: t for op, t in found.items() if t is not None}
+
+    assert by_hand(50.0) != by_hand(2.7)  # the latency moves a threshold on these hosts
+    for config, latency_us in ((TopoConfig(), 50.0), (TopoConfig(inter_host_latency_us=20.0), 20.0)):
+        got = hierarchical_thresholds(layout, config, cluster=cluster, device_type="cpu")
+        assert got == by_hand(latency_us)
