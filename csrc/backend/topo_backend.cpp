@@ -198,14 +198,15 @@ bool TopoBackend::chooseHierarchical(DeviceRoute& route, const char* op, int64_t
   }
   if (debug_) {
     // Say why, so a user can tell "the model says flat is faster" from "no schedule applies".
+    // The model is the cost model for GPU ranks, the size rule otherwise (torch_topo.hierarchy).
     const char* why = !hasHier                ? "no hierarchical schedule for this op"
                       : refused               ? "dtype refused by the inner backend"
                       : !route.levels.valid() ? "group has no intra/inter-host levels"
                       : coalescing_           ? "inside a coalesced group"
-                      : threshold < 0         ? "cost model never prefers the schedule"
+                      : threshold < 0         ? "the group's model never prefers the schedule"
                       : threshold == 0        ? "every size: hierarchical=always, or a crossover "
                                                 "below 1 KiB"
-                                              : "cost model crossover";
+                                              : "the group's model crosses over";
     std::fprintf(stderr, "[torch_topo rank %d] %s %lld bytes on %s: %s (%s",
                  rank_, op, static_cast<long long>(bytes),
                  c10::DeviceTypeName(route.type).c_str(), hierarchical ? "hierarchical" : "flat",
