@@ -4,6 +4,7 @@
 #include "topo/hwloc_reader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -71,6 +72,7 @@ class HwlocXmlReader {
   void walkBridge(const XmlElement* obj, Context ctx);
   void addPciDevice(const XmlElement* obj, const Context& ctx);
   void addNic(const XmlElement* obj, const Context& ctx, const std::string& bus_id);
+  std::string pciBusId(const XmlElement* obj) const;
   bool isNetworkOsDev(const XmlElement* osdev) const;
   bool isFabricOsDev(const XmlElement* osdev) const;
   void finishGpus();
@@ -276,9 +278,30 @@ bool HwlocXmlReader::isFabricOsDev(const XmlElement* osdev) const {
   return version_major_ >= 3 ? (kind & (1u << 5)) != 0 : kind == 3;
 }
 
+/// hwloc writes `%04x:%02x:%02x.%01x` (the domain may be longer: VMD's 10000); GPUs, NICs and
+/// NVSwitches are matched by it (NVLink, live probe), so a missing or odd one is refused.
+std::string HwlocXmlReader::pciBusId(const XmlElement* obj) const {
+  std::string id = xmlAttr(obj, "pci_busid");
+  for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto hexRun = [&](size_t from, size_t to) {
+    return to > from && std::all_of(id.begin() + from, id.begin() + to, [](char c) {
+      return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+    });
+  };
+  const size_t colon = id.find(':');
+  const bool ok = colon != std::string::npos && colon >= 4 && colon <= 8 && hexRun(0, colon) &&
+                  id.size() == colon + 8 && id[colon + 3] == ':' && id[colon + 6] == '.' &&
+                  hexRun(colon + 1, colon + 3) && hexRun(colon + 4, colon + 6) &&
+                  id.back() >= '0' && id.back() <= '7';
+  if (!ok) {
+    fail(obj, "pci_busid: got '" + id + "', expected a PCI bus id such as 0000:07:00.0");
+  }
+  return id;
+}
+
 void HwlocXmlReader::addPciDevice(const XmlElement* obj, const Context& ctx) {
   PciType t = parsePciType(obj);
-  std::string bus_id = xmlAttr(obj, "pci_busid");
+  std::string bus_id = pciBusId(obj);
   std::string subtype = xmlAttr(obj, "subtype");
   std::string gp = xmlAttr(obj, "gp_index");
   bool nvidia = t.vendor == kNvidiaVendor;

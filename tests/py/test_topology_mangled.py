@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 import torch_topo
-from torch_topo import load_topology
+from torch_topo import TopoParseError, load_topology
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data")
 
@@ -94,3 +96,27 @@ def test_nic_legend_cut_mid_name_keeps_the_column_name(tmp_path):
     assert [n.name for n in topo.nics] == ["mlx5_0", "mlx5_1"] + [f"NIC{k}" for k in range(2, 10)]
     assert any("NIC Legend line NIC2 ends the file without a newline" in w and "'ml'" in w
                for w in topo.warnings)
+
+
+@pytest.mark.parametrize("attribute, shown", [('pci_busid="xyz"', "xyz"), ("", ""),
+                                              ('pci_busid="0000:00:06"', "0000:00:06")])
+def test_hwloc_gpu_with_a_bad_or_missing_bus_id_names_file_and_line(tmp_path, attribute, shown):
+    # The GPU is the PCIDev on line 241 of the file (by hand); without a usable bus id it
+    # could not be matched to NVML or a live probe, and used to be read without a word.
+    raw = data("hwloc", "hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml").decode()
+    assert raw.splitlines()[240].lstrip().startswith('<object type="PCIDev" gp_index="88" '
+                                                     'pci_busid="0000:00:06.0"')
+    path = write(tmp_path, "h200_busid.xml",
+                 raw.replace('pci_busid="0000:00:06.0"', attribute, 1).encode())
+    with pytest.raises(TopoParseError) as err:
+        load_topology(path)
+    assert str(err.value).startswith(f"{path}:241:")
+    assert f"pci_busid: got '{shown}', expected a PCI bus id such as 0000:07:00.0" in str(err.value)
+
+
+def test_hwloc_bus_ids_are_lower_case_with_any_domain_width(tmp_path):
+    # Intel VMD puts devices in domain 10000 (five digits); upper-case hex is the same id.
+    raw = data("hwloc", "hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml").decode()
+    path = write(tmp_path, "h200_vmd.xml",
+                 raw.replace('pci_busid="0000:00:06.0"', 'pci_busid="10000:E1:00.0"', 1).encode())
+    assert [g.bus_id for g in load_topology(path).gpus] == ["10000:e1:00.0"]
