@@ -71,7 +71,7 @@ std::string readFile(const std::string& path) {
   // C stdio, not fstreams: the core keeps clear of iostream locales (see text_numbers.h).
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(path.c_str(), "rb"), &std::fclose);
   TOPO_CHECK(in != nullptr, "loadTopologyFile: cannot open '", path,
-             "', expected a readable topology file");
+             "', expected a readable topology file (", std::strerror(errno), ")");
   std::string text;
   char buf[1 << 14];
   // The limit is checked while reading: an endless source (/dev/zero, a device, a pipe fed

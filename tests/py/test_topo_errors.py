@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import re
+
 import pytest
 
 import torch_topo
@@ -33,3 +37,12 @@ def test_mapping_of_each_kind():
     with pytest.raises(ValueError, match="bad arg") as bad:
         c._test_raise_invalid_argument("bad arg")
     assert not isinstance(bad.value, TopoError)
+
+
+def test_unreadable_file_gives_the_systems_reason(tmp_path):
+    # The reason comes from the OS (os.strerror), for a missing file as for a directory.
+    with pytest.raises(ValueError, match=re.escape(os.strerror(errno.ENOENT))) as missing:
+        torch_topo.load_topology(tmp_path / "missing.xml")
+    assert f"cannot open '{tmp_path / 'missing.xml'}'" in str(missing.value)
+    with pytest.raises(ValueError, match=re.escape(os.strerror(errno.EISDIR))):
+        torch_topo.load_topology(tmp_path)
