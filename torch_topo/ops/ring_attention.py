@@ -188,20 +188,21 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
     group = resolve_group("ring_attention", group)
     if balance not in _BALANCES:
         raise ValueError(f"ring_attention: balance={balance!r}, expected one of {_BALANCES}")
-    check_qkv("ring_attention", q, k, v)
     check_attention_options("ring_attention: ", causal, softmax_scale)
-    if k.shape[1] != q.shape[1]:
-        raise ValueError(f"ring_attention: k has {k.shape[1]} local positions, q has "
-                         f"{q.shape[1]}: expected the same sequence shard")
-    if balance == "zigzag" and q.shape[1] % 2 != 0:
-        raise ValueError(f"ring_attention: balance='zigzag' needs an even local length (two "
-                         f"chunks): got {q.shape[1]}; shard with zigzag_shard")
-    check_same_shape("ring_attention", group, {"q": q, "k": k}, check_inputs)
-    check_floating("ring_attention", q)
-    if q.shape[1] == 0 or q.shape[3] == 0:
-        # torch's CPU flash kernel dies of SIGFPE on an empty sequence (integer division).
-        raise ValueError(f"ring_attention: q has shape {tuple(q.shape)}: expected a local "
-                         "sequence length and head_dim >= 1")
+
+    def validate():
+        check_qkv("ring_attention", q, k, v)
+        if balance == "zigzag" and q.shape[1] % 2 != 0:
+            raise ValueError(f"ring_attention: balance='zigzag' needs an even local length "
+                             f"(two chunks): got {q.shape[1]}; shard with zigzag_shard")
+        check_floating("ring_attention", q)
+        if q.shape[1] == 0 or q.shape[3] == 0:
+            # torch's CPU flash kernel dies of SIGFPE on an empty sequence (integer division).
+            raise ValueError(f"ring_attention: q has shape {tuple(q.shape)}: expected a local "
+                             "sequence length and head_dim >= 1")
+
+    check_same_shape("ring_attention", group, {"q": q, "k": k, "v": v}, check_inputs,
+                     validate=validate)
     scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
     out, lse = RingAttentionFunction.apply(q, k, v, group, causal, scale, balance)
     return (out, lse) if return_lse else out

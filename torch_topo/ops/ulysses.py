@@ -157,12 +157,16 @@ def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=N
         check_inputs: verify that all ranks' shapes agree, as in ulysses_all_to_all.
     """
     group = resolve_group("ulysses_attention", group)
-    check_qkv("ulysses_attention", q, k, v)
     check_attention_options("ulysses_attention: ", causal, softmax_scale)
     _, world = group_rank_size(group)
-    check_ulysses_heads("ulysses_attention", q.shape[2], k.shape[2], world)
-    check_same_shape("ulysses_attention", group, {"q": q, "k": k}, check_inputs)
-    check_floating("ulysses_attention", q)
+
+    def validate():
+        check_qkv("ulysses_attention", q, k, v)
+        check_ulysses_heads("ulysses_attention", q.shape[2], k.shape[2], world)
+        check_floating("ulysses_attention", q)
+
+    check_same_shape("ulysses_attention", group, {"q": q, "k": k, "v": v}, check_inputs,
+                     validate=validate)
     replicate = (False, k.shape[2] < world, k.shape[2] < world)
     qg, kg, vg = UlyssesExchangeFunction.apply(group, 2, 1, replicate, q, k, v)
     out = (attn_fn or sdpa_attention)(qg, kg, vg, causal=causal, softmax_scale=softmax_scale)

@@ -9,6 +9,7 @@ import math
 import weakref
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Literal
 
 import torch
@@ -131,27 +132,47 @@ def check_floating(where: str, q: torch.Tensor) -> None:
 
 def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
                      check_inputs: CheckInputs = "once",
-                     rule: str = "the same dtype, local sequence length and head counts") -> None:
+                     rule: str = "the same dtype, local sequence length and head counts",
+                     validate: Callable[[], None] | None = None) -> None:
     """Raises ValueError on every rank when the ranks of `group` hold tensors of different
     shapes or dtypes.
 
-    Equal-split exchanges with mismatched sizes (a dtype changes the bytes too) abort Gloo (SIGABRT in pair.cc) and corrupt or
-    hang NCCL, so one small all_gather of fixed-size shape records runs first; every rank sees
-    the same records and raises the same error, so none is left waiting in a collective.
+    Equal-split exchanges with mismatched sizes (a dtype changes the bytes too) abort Gloo
+    (SIGABRT in pair.cc) and corrupt or hang NCCL, so one small all_gather of fixed-size shape
+    records runs first; every rank sees the same records and raises the same error, so none is
+    left waiting in a collective.
+
+    `validate` runs the op's own checks of these tensors after the ranks agreed on them, so
+    they raise on every rank or on none (one rank's bad heads, raised before the all_gather,
+    left the others waiting in it), and before the shapes are recorded as agreed, so that
+    shapes the op refuses are checked again next time.
 
     The check costs a collective and a host sync (the records are compared on the CPU), so by
     default ("once") it runs the first time a group sees these shapes at this op and is skipped
     for shapes the group already agreed on. A mismatch is caught when every rank holds shapes
     new to the group; a rank that alone changes to a shape the group agreed on earlier, or to
     a new one while the others repeat an old one, is not (True checks every call)."""
+    agreed, key = _compare(where, group, tensors, check_inputs, rule)
+    if validate is not None:
+        validate()
+    if key is not None:
+        agreed[key] = None
+        if len(agreed) > _AGREED_MAX:
+            agreed.popitem(last=False)
+
+
+def _compare(where: str, group, tensors: dict[str, torch.Tensor], check_inputs: CheckInputs,
+             rule: str) -> tuple[OrderedDict | None, tuple | None]:
+    """check_same_shape's comparison: (the group's agreed shapes, the key to add there once
+    the op accepted the tensors), the key None when nothing was compared."""
     if check_inputs is False:
-        return
+        return None, None
     if check_inputs is not True and check_inputs != "once":
         raise ValueError(f"{where}: check_inputs: got {check_inputs!r}, expected True, False "
                          "or 'once'")
     rank, world = group_rank_size(group)
     if world == 1:
-        return
+        return None, None
     records = []
     for t in tensors.values():
         records += [zlib.crc32(str(t.dtype).encode()), t.dim(), *t.shape]
@@ -161,7 +182,7 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
     key = (where, tuple(records))
     if check_inputs == "once" and key in agreed:
         agreed.move_to_end(key)
-        return
+        return None, None
     device = next(iter(tensors.values())).device
     meta = torch.full((_META_LEN,), -1, dtype=torch.int64, device=device)
     meta[: len(records)] = torch.tensor(records, dtype=torch.int64)
@@ -174,9 +195,7 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
                 f"{where}: tensor shapes or dtypes differ across ranks: rank {rank} has "
                 f"{_describe(tensors, rows[rank])}, rank {other} has {_describe(tensors, row)}; "
                 f"every rank must hold {rule}")
-    agreed[key] = None
-    if len(agreed) > _AGREED_MAX:
-        agreed.popitem(last=False)
+    return agreed, key
 
 
 def _describe(tensors, row) -> str:

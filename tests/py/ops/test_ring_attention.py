@@ -108,3 +108,9 @@ def test_rank_outside_the_group(op):
              "a2a": "ulysses_all_to_all", "2d": "SequenceParallelAttention (sp_group)"}[op]
     assert got[:2] == [None, None] and got[2].startswith(
         where + ": group: got -100, expected a ProcessGroup this rank belongs to")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("call", ["ring_zigzag_odd", "ring_v_heads"])
+def test_bad_input_on_one_rank_raises_on_every_rank(call):
+    get_pool(2).run("one_rank_cases.one_rank_bad", call=call)

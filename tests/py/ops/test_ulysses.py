@@ -102,3 +102,9 @@ def test_all_to_all_exchange_and_gradient(world, scatter_dim, gather_dim, shape)
 ])
 def test_ulysses_bad_input(world, call, match):
     get_pool(world).run("raises", call=call, match=match)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("call", ["ulysses_heads", "ulysses_v_heads"])
+def test_bad_input_on_one_rank_raises_on_every_rank(call):
+    get_pool(2).run("one_rank_cases.one_rank_bad", call=call)

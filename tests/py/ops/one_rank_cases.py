@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Bad input on one rank only, run on every rank of a RankPool: every rank must raise the
+input check's ValueError. A rank that raised its own shape error before the check left the
+others waiting in the check's all_gather for the group's timeout (then a Gloo error). The
+calls check on every call (check_inputs=True): with "once", ranks whose shapes the group agreed
+on in an earlier test skip the check, the documented limit of that mode."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+import torch_topo
+
+
+def _qkv(s=4, h=4, hk=4, hv=None, d=4):
+    return (torch.randn(1, s, h, d), torch.randn(1, s, hk, d),
+            torch.randn(1, s, hk if hv is None else hv, d))
+
+
+_CASES = {
+    # heads not a multiple of the group size on the last rank only
+    "ulysses_heads": lambda last, w: torch_topo.ulysses_attention(
+        *_qkv(h=w + 1 if last else 2 * w, hk=1), check_inputs=True),
+    # v with other heads than k on the last rank only
+    "ulysses_v_heads": lambda last, w: torch_topo.ulysses_attention(
+        *_qkv(h=2 * w, hk=2 * w, hv=w if last else None), check_inputs=True),
+    "ring_zigzag_odd": lambda last, w: torch_topo.ring_attention(
+        *_qkv(s=3 if last else 4), balance="zigzag", check_inputs=True),
+    "ring_v_heads": lambda last, w: torch_topo.ring_attention(*_qkv(hv=2 if last else None),
+                                                             check_inputs=True),
+}
+
+
+def one_rank_bad(rank, world, *, call):
+    try:
+        _CASES[call](rank == world - 1, world)
+    except ValueError as e:
+        if not re.search(r"shapes or dtypes differ across ranks", str(e)):
+            raise AssertionError(f"{call}: message {str(e)!r}") from e
+        return str(e)
+    raise AssertionError(f"{call}: no ValueError raised")
