@@ -16,6 +16,25 @@
 namespace torch_topo::topo {
 namespace {
 
+/// A link known by its rate only (hwloc's pci_link_speed) as the generation and width NCCL XML
+/// needs: the table's closest, x16 first. Exact from Gen3 on, whose rates the hwloc reader puts
+/// on the table; Gen1/2 differ by their 8b/10b encoding (Gen2 x8: 3.05 GB/s becomes 3.0).
+void nearestPcieLink(double gbps, int* gen, int* width) {
+  int rows = 0;
+  const PcieGeneration* table = pcieTable(&rows);
+  double best = -1.0;
+  for (int w : {16, 8, 4, 2, 1, 32}) {
+    for (int r = 0; r < rows; ++r) {
+      const double err = std::fabs(table[r].lane_gbps * w - gbps);
+      if (best < 0.0 || err < best - 1e-9) {
+        best = err;
+        *gen = table[r].gen;
+        *width = w;
+      }
+    }
+  }
+}
+
 const char* defaultClass(NodeKind kind) {
   switch (kind) {
     case NodeKind::Gpu:
@@ -135,9 +154,14 @@ class NcclXmlWriter {
     el->SetAttribute("busid", node.id.c_str());
     if (derive_) {
       el->SetAttribute("class", defaultClass(node.kind));
-      int gen = uplink.lanes > 0 ? pcieGenFromLaneGBps(uplink.bandwidth_gbps / uplink.lanes) : 0;
+      int gen = 0, width = uplink.lanes;
+      if (width > 0) {
+        gen = pcieGenFromLaneGBps(uplink.bandwidth_gbps / width);
+      } else if (uplink.bandwidth_gbps > 0) {
+        nearestPcieLink(uplink.bandwidth_gbps, &gen, &width);
+      }
       el->SetAttribute("link_speed", gen > 0 ? pcieSpeedString(gen).c_str() : "");
-      el->SetAttribute("link_width", uplink.lanes);
+      el->SetAttribute("link_width", width);
     }
     setAttrs(el, node, "");
     if (node.kind == NodeKind::Gpu) writeGpu(el, id);

@@ -304,3 +304,30 @@ def test_bandwidths_follow_the_link_tables():
     assert p4d.bandwidth(0, 4) == pytest.approx(10.0)  # Skylake UPI (SKL_QPI_BW)
     with pytest.raises(IndexError):
         p4d.path(0, 8)
+
+
+def test_hwloc_pcie_rates_survive_nccl_xml():
+    # hwloc gives a PCIe link as one raw rate (pci_link_speed, GB/s after line encoding), which
+    # NCCL XML writes as generation and width. The Firecracker VM's GPU link reads 63.015385
+    # (32 GT/s x 16 x 128/130 / 8: Gen5 x16, 3.0 GB/s x 16 = 48 usable); its eth0 reads 0
+    # (virtio), here set to 31.507692 (16 GT/s x 16 x 128/130 / 8: Gen4 x16 = 24 usable).
+    with open(os.path.join(DATA, "hwloc", "hwloc_h200_1xGPU_firecracker-vm_lstopo2.9.xml")) as f:
+        text = f.read()
+    eth0 = 'pci_busid="0000:00:03.0" pci_type="0200 [1af4:1041] [1af4:1041] 01" pci_link_speed='
+    text = text.replace(eth0 + '"0.000000"', eth0 + '"31.507692"', 1)
+    topo = Topology(torch_topo._C.read_hwloc_xml(text, "vm.xml"))
+    xml = topo.to_nccl_xml()
+    assert 'busid="0000:00:06.0" class="0x030200" link_speed="32.0 GT/s PCIe" link_width="16"' in xml
+    assert 'busid="0000:00:03.0" class="0x020000" link_speed="16.0 GT/s PCIe" link_width="16"' in xml
+    back = Topology(torch_topo._C.load_topology_text(xml, "written.xml"))
+    for t in (topo, back):
+        assert t.native.nic_path(0, 0).bandwidth_gbps == pytest.approx(24.0, rel=1e-6)
+    # Gen1/2 rates carry 8b/10b encoding, which the table's per-lane rates do not: the SL390's
+    # GPU links (pci_link_speed 4.0: 5 GT/s x 8 x 8/10 / 8, Gen2 x8) come back at the table's
+    # rate for that link, 0.375 x 8 = 3.0 GB/s.
+    sl390 = load_topology(os.path.join(DATA, "hwloc",
+                                       "hwloc_HP-SL390sG7_3xTeslaM2070_ConnectX2-IB-class0c06.xml"))
+    back = Topology(torch_topo._C.load_topology_text(sl390.to_nccl_xml(), "written.xml"))
+    assert [back.path(0, j) for j in range(3)] == [sl390.path(0, j) for j in range(3)]
+    assert back.bandwidth(0, 1) == pytest.approx(3.0, rel=1e-9)
+    assert sl390.bandwidth(0, 1) == pytest.approx(3.0, rel=0.02)
