@@ -22,6 +22,26 @@ struct TagScan {
   std::string problem;
 };
 
+/// A tag name as the message shows it: bytes outside printable ASCII as \xNN, so a no-break
+/// space pasted into `<system version="1">` shows where the name really ends.
+std::string shownName(const std::string& name) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : name) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out;
+}
+
+std::string openedAt(const std::string& t, size_t at) {
+  auto [line, col] = lineColumn(t, at);
+  return " (line " + std::to_string(line) + ", column " + std::to_string(col) + ")";
+}
+
 bool endsName(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '/' || c == '>';
 }
@@ -67,8 +87,10 @@ TagScan scanTags(const std::string& t) {
       if (closing) {
         if (scan.open.empty() || scan.open.back().first != name) {
           scan.problem_at = i;
-          scan.problem = "</" + name + "> closes " +
-                         (scan.open.empty() ? "nothing" : "<" + scan.open.back().first + ">");
+          scan.problem = "</" + shownName(name) + "> closes " +
+                         (scan.open.empty() ? "nothing"
+                                            : "<" + shownName(scan.open.back().first) + ">" +
+                                                  openedAt(t, scan.open.back().second));
           return scan;
         }
         scan.open.pop_back();
@@ -114,11 +136,9 @@ XmlDocument::XmlDocument(const std::string& text, const std::string& path, bool 
       }
     }
     auto [line, col] = lineColumn(text_, text_.size());
-    auto [open_line, open_col] = lineColumn(text_, scan.open.back().second);
     throw ParseError(path_, line, col,
-                     "malformed XML: the text ends before <" + scan.open.back().first + "> (line " +
-                         std::to_string(open_line) + ", column " + std::to_string(open_col) +
-                         ") is closed");
+                     "malformed XML: the text ends before <" + shownName(scan.open.back().first) +
+                         ">" + openedAt(text_, scan.open.back().second) + " is closed");
   }
   // What the scan cannot see (bad attribute syntax, stray characters): TinyXML-2 knows the line
   // only, so the column is the line's first.

@@ -43,7 +43,13 @@ TEST(XmlDocumentTest, ColumnsOfSameNamedElementsOnOneLine) {
 }
 
 TEST(XmlDocumentTest, MalformedTextsSayWhereAndWhat) {
-  EXPECT_EQ(errorAt("<a>\n  <b>\n  </c>\n</a>"), "t.xml:3:3: malformed XML: </c> closes <b>");
+  EXPECT_EQ(errorAt("<a>\n  <b>\n  </c>\n</a>"),
+            "t.xml:3:3: malformed XML: </c> closes <b> (line 2, column 3)");
+  // A no-break space (UTF-8 c2 a0) pasted after a name is part of it, as XML says: the message
+  // shows its bytes and where the tag opened, not a name that looks like the closing one.
+  EXPECT_EQ(errorAt("<system\xc2\xa0version=\"1\">\n  <cpu/>\n</system>\n"),
+            "t.xml:3:1: malformed XML: </system> closes <system\\xc2\\xa0version=\"1\"> "
+            "(line 1, column 1)");
   EXPECT_EQ(errorAt("<a>\n  <b x=\"1>\"\n"),
             "t.xml:2:3: malformed XML: the text ends inside a tag");
   EXPECT_EQ(errorAt("<a>\n<!-- open"), "t.xml:2:1: malformed XML: the text ends inside a comment");

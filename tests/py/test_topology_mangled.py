@@ -120,3 +120,17 @@ def test_hwloc_bus_ids_are_lower_case_with_any_domain_width(tmp_path):
     path = write(tmp_path, "h200_vmd.xml",
                  raw.replace('pci_busid="0000:00:06.0"', 'pci_busid="10000:E1:00.0"', 1).encode())
     assert [g.bus_id for g in load_topology(path).gpus] == ["10000:e1:00.0"]
+
+
+def test_no_break_space_in_an_xml_tag_is_shown_where_it_is(tmp_path):
+    # Pasted from a web page, `<system version="1">` (line 1 of the file) may carry a no-break
+    # space: the element is then named `system\xc2\xa0version="1"`, which the file's last line,
+    # </system>, does not close. The message used to print both names alike.
+    raw = data("nccl_topo_xml", "aws_p5.48xlarge_8xH100_topo_2026pr.xml")
+    assert raw.startswith(b'<system version="1">')
+    path = write(tmp_path, "p5_nbsp.xml", raw.replace(b"<system ", b"<system\xc2\xa0", 1))
+    last_line = raw.rstrip(b"\n").count(b"\n") + 1
+    with pytest.raises(TopoParseError) as err:
+        load_topology(path)
+    assert str(err.value) == (f"{path}:{last_line}:1: malformed XML: </system> closes "
+                              '<system\\xc2\\xa0version="1"> (line 1, column 1)')
