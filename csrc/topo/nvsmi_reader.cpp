@@ -168,7 +168,7 @@ class NvsmiParser {
  public:
   NvsmiParser(const std::string& text, const std::string& path) : path_(path) {
     std::string body = startsWith(text, 0, "\xEF\xBB\xBF") ? text.substr(3) : text;
-    ends_mid_line_ = !body.empty() && body.back() != '\n';
+    ends_mid_line_ = !body.empty() && body.back() != '\n' && body.back() != '\r';
     for (std::string& line : splitList(body, '\n')) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
       lines_.push_back(stripSgr(line));
@@ -572,7 +572,7 @@ class NvsmiParser {
 
   std::string path_;
   std::vector<std::string> lines_;
-  bool ends_mid_line_ = false;     // the text does not end with a newline
+  bool ends_mid_line_ = false;     // the text does not end with a line break (\n, \r\n or \r)
   std::vector<std::string> warnings_;  // found while parsing rows, reported by build()
   size_t header_line_ = 0;
   std::vector<Column> columns_;

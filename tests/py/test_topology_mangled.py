@@ -86,6 +86,14 @@ def test_complete_last_row_without_newline_loses_nothing_after_a_blank(tmp_path)
     topo = load_topology(write(tmp_path, "club_cut2.txt", cut_after(raw, b"GPU1", b"0-63\t")))
     assert [g.cpu_affinity for g in topo.gpus] == ["0-63", "0-63"]
     assert not [w for w in topo.warnings if "ends the file" in w]
+    # A Windows file cut between the \r and \n that end GPU7's row `... 24-47  1`: the row is
+    # whole, NUMA 1 included.
+    raw = data("nvidia_smi_topo", "a100_8xSXM_NV12_2numa_mlengineering_realigned.txt")
+    row_end = raw.index(b"\n", raw.index(b"\nGPU7") + 1)
+    crlf = raw[:row_end].replace(b"\n", b"\r\n") + b"\r"
+    topo = load_topology(write(tmp_path, "a100_cr.txt", crlf))
+    assert [g.numa_node for g in topo.gpus] == [0] * 4 + [1] * 4
+    assert not [w for w in topo.warnings if "ends the file" in w]
 
 
 def test_nic_legend_cut_mid_name_keeps_the_column_name(tmp_path):
