@@ -353,7 +353,7 @@ class NvsmiParser {
                  std::to_string(affinity_.size()) + " affinity columns in the header)");
       if (fields.size() < affinity_.size() && !fields.empty()) fields = placeByHeader(li, fields);
     }
-    if (columns_[row].gpu) dropCutCell(li, row, &fields);
+    if (columns_[row].gpu) warnCutCell(li, row, fields);
     if (!columns_[row].gpu) {
       for (const Token& f : fields) {
         if (!f.text.empty())
@@ -432,9 +432,7 @@ class NvsmiParser {
     if (endsCut(li)) {
       warnings_.push_back(path_ + ":" + std::to_string(li + 1) + ": NIC Legend line " +
                           s.substr(pos, n) + " ends the file without a newline (cut short?): '" +
-                          s.substr(b, e - b) + "' may be incomplete, kept the name " +
-                          s.substr(pos, n));
-      return;
+                          s.substr(b, e - b) + "' is read as written but may be incomplete");
     }
     legend_[s.substr(pos, n)] = s.substr(b, e - b);
   }
@@ -549,25 +547,25 @@ class NvsmiParser {
     for (const auto& [id, cpus] : nodes) host->numa_nodes.push_back({id, cpus});
   }
 
-  /// nvidia-smi ends its output with the legend and a newline: text that ends mid-line right
-  /// after a value is a file cut short there, and the value may be the start of a longer one
-  /// ('5' of '56-111', 'ml' of 'mlx5_2').
+  /// nvidia-smi ends its output with a newline: text that ends mid-line right after a value
+  /// may be a file cut short there, the value the start of a longer one ('5' of '56-111', 'ml'
+  /// of 'mlx5_2'). More often it is a whole output pasted without its last newline, so the
+  /// value is kept and a warning says it may be cut.
   bool endsCut(size_t li) const {
     const std::string& s = lines_[li];
     return ends_mid_line_ && li + 1 == lines_.size() && !s.empty() && !isBlank(s.back());
   }
 
-  /// A GPU row's last value cut short (`endsCut`) is read as unknown, with a warning.
-  void dropCutCell(size_t li, int row, std::vector<Token>* fields) {
+  /// A warning for a GPU row's last value that may be cut short (`endsCut`).
+  void warnCutCell(size_t li, int row, const std::vector<Token>& fields) {
     const std::string& s = lines_[li];
     if (!endsCut(li)) return;
-    auto last = std::find_if(fields->rbegin(), fields->rend(),
+    auto last = std::find_if(fields.rbegin(), fields.rend(),
                              [](const Token& t) { return !t.text.empty(); });
-    if (last == fields->rend() || last->col + last->text.size() != s.size()) return;
+    if (last == fields.rend() || last->col + last->text.size() != s.size()) return;
     warnings_.push_back(path_ + ":" + std::to_string(li + 1) + ": row " + columns_[row].name +
                         " ends the file without a newline (cut short?): its last cell '" +
-                        last->text + "' may be incomplete, read as unknown");
-    last->text.clear();
+                        last->text + "' is read as written but may be incomplete");
   }
 
   std::string path_;

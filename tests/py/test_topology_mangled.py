@@ -58,25 +58,37 @@ def cut_after(raw: bytes, line_start: bytes, keep: bytes) -> bytes:
     return raw[:raw.index(keep, at) + len(keep)]
 
 
-def test_last_row_cut_mid_value_is_unknown_with_a_warning(tmp_path):
+def test_output_pasted_without_its_last_newline_keeps_its_last_value(tmp_path):
+    # The whole matrix, GPU7's row ending `... 52-103,156-207  1`, without the final newline:
+    # read as the file with it (NUMA 1 kept), with a warning that the cell may be cut.
+    raw = data("nvidia_smi_topo", "h100_8xSXM_NV18_2socket_mlengineering.txt")
+    assert raw.endswith(b"  1\n")
+    path = write(tmp_path, "h100_no_newline.txt", raw[:-1])
+    whole = load_topology(os.path.join(DATA, "nvidia_smi_topo",
+                                       "h100_8xSXM_NV18_2socket_mlengineering.txt"))
+    pasted = load_topology(path)
+    assert [g.numa_node for g in pasted.gpus] == [g.numa_node for g in whole.gpus]
+    assert [g.numa_node for g in whole.gpus] == [0] * 4 + [1] * 4
+    assert [w for w in pasted.warnings if "ends the file" in w] == [
+        f"{path}:9: row GPU7 ends the file without a newline (cut short?): its last cell '1' is "
+        "read as written but may be incomplete"]
+
+
+def test_last_row_cut_mid_value_is_named_in_a_warning(tmp_path):
     # GPU1's row of this tab file reads `GPU1<TAB>PHB<TAB> X <TAB>0-63<TAB>0...`; cut after
-    # its first character of CPU Affinity, '0' is not GPU1's affinity (0-63) but a cut.
+    # its first character of CPU Affinity: '0' is what the file says, the warning that it may
+    # be cut (as '5' of GPU5's `56-111,168-223` in a space-aligned file).
     raw = data("nvidia_smi_topo", "club3090_1229_2xRTX5090_PHB.tsv.txt")
     path = write(tmp_path, "club_cut.txt", cut_after(raw, b"GPU1", b"\t X \t0"))
     topo = load_topology(path)
-    assert [g.cpu_affinity for g in topo.gpus] == ["0-63", None]
-    assert [g.numa_node for g in topo.gpus] == [0, None]
-    cut = [w for w in topo.warnings if "cut short" in w]
-    assert cut == [f"{path}:3: row GPU1 ends the file without a newline (cut short?): its last "
-                   "cell '0' may be incomplete, read as unknown"]
-
-
-def test_last_row_cut_in_space_layout(tmp_path):
-    # GPU5's row ends `PIX ... SYS     56-111,168-223  1`; cut after '5' of the affinity.
+    assert [g.cpu_affinity for g in topo.gpus] == ["0-63", "0"]
+    assert [w for w in topo.warnings if "cut short" in w] == [
+        f"{path}:3: row GPU1 ends the file without a newline (cut short?): its last cell '0' is "
+        "read as written but may be incomplete"]
     raw = data("nvidia_smi_topo", "PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC_PIX.txt")
     path = write(tmp_path, "deepep_cut.txt", cut_after(raw, b"GPU5", b"SYS     5"))
     topo = load_topology(path)
-    assert [g.cpu_affinity for g in topo.gpus][4:6] == ["56-111,168-223", None]
+    assert [g.cpu_affinity for g in topo.gpus][4:6] == ["56-111,168-223", "5"]
     assert any(w.startswith(f"{path}:7: row GPU5 ends the file") for w in topo.warnings)
 
 
@@ -96,12 +108,14 @@ def test_complete_last_row_without_newline_loses_nothing_after_a_blank(tmp_path)
     assert not [w for w in topo.warnings if "ends the file" in w]
 
 
-def test_nic_legend_cut_mid_name_keeps_the_column_name(tmp_path):
-    # The legend lists NIC0: mlx5_0 .. NIC9: mlx5_9; cut after 'NIC2: ml'.
+def test_nic_legend_cut_mid_name_is_named_in_a_warning(tmp_path):
+    # The legend lists NIC0: mlx5_0 .. NIC9: mlx5_9; cut after 'NIC2: ml'. The lines after the
+    # cut are gone, so NIC3.. keep their column names.
     raw = data("nvidia_smi_topo", "schmaustechNvidiaTools_R760xa_1xL40S-pod_NODE_10xmlx5.tsv.txt")
     path = write(tmp_path, "legend_cut.txt", cut_after(raw, b"  NIC2", b"NIC2: ml"))
     topo = load_topology(path)
-    assert [n.name for n in topo.nics] == ["mlx5_0", "mlx5_1"] + [f"NIC{k}" for k in range(2, 10)]
+    assert [n.name for n in topo.nics] == ["mlx5_0", "mlx5_1", "ml"] + [f"NIC{k}" for k in
+                                                                       range(3, 10)]
     assert any("NIC Legend line NIC2 ends the file without a newline" in w and "'ml'" in w
                for w in topo.warnings)
 
