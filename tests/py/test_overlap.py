@@ -321,6 +321,37 @@ def task_shapes_differ(gloo) -> list[str]:
     return _value_errors(cases)
 
 
+def task_one_rank_bad(gloo) -> list[str]:
+    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+
+    last, world = dist.get_rank() == dist.get_world_size() - 1, dist.get_world_size()
+    # Only the last rank's input breaks a rule, in shapes no other test used (see above).
+    cases = [
+        # rows not a multiple of the group size
+        lambda: matmul_reduce_scatter(torch.randn(world * 13 + last, K), torch.randn(N, K)),
+        # in_features of x and weight differ (K may differ across ranks, so this is local)
+        lambda: matmul_reduce_scatter(torch.randn(world * 14, K + 1),
+                                      torch.randn(N, K + 1 + last)),
+        lambda: all_gather_matmul(torch.randn(15, K), torch.randn(N, K + last)),
+        # the weight's dtype
+        lambda: all_gather_matmul(torch.randn(16, K),
+                                  torch.randn(N, K, dtype=torch.float64 if last else None)),
+    ]
+    return _value_errors(cases)
+
+
+def test_bad_input_on_one_rank_raises_on_every_rank(pool):
+    # The bad rank raised before the shape check and the others waited in its all_gather
+    # until the group's timeout.
+    results = pool.run("task_one_rank_bad")
+    for messages in results:
+        # rows and dtypes are in the compared records
+        assert "differ across ranks" in messages[0] and "differ across ranks" in messages[3]
+    for messages in results[:-1]:
+        assert "the input of rank(s) [" in messages[1] and "refused" in messages[2], messages
+    assert "in_features: got" in results[-1][1] and "in_features: got" in results[-1][2]
+
+
 def test_shapes_that_differ_across_ranks_fail_on_every_rank(pool):
     # Both aborted Gloo (SIGABRT in the exchange) before the ranks compared shapes.
     for messages in pool.run("task_shapes_differ"):

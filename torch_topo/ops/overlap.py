@@ -388,12 +388,11 @@ class AllGatherMatmulFunction(torch.autograd.Function):
         return d_x, d_w, None, None, None
 
 
-def _flatten_rows(name: str, x: torch.Tensor, weight: torch.Tensor,
-                  group_size: int | None) -> torch.Tensor:
+def _check_shapes(name: str, x: torch.Tensor, weight: torch.Tensor,
+                  group_size: int | None) -> None:
+    """The caller's shapes (the core sees x flattened to [rows, K] and would name those)."""
     if x.dim() < 2:
         raise ValueError(f"{name}: x: got {x.dim()}-D shape {tuple(x.shape)}, expected >= 2-D")
-    # Checked here, before weight.shape[0] sizes the shape check (a 0-D weight was an
-    # IndexError), and on the caller's shapes: the core sees x flattened to [rows, K].
     if weight.dim() != 2:
         raise ValueError(f"{name}: weight: got {weight.dim()}-D shape {list(weight.shape)}, "
                          "expected 2-D [out_features, in_features]")
@@ -405,7 +404,16 @@ def _flatten_rows(name: str, x: torch.Tensor, weight: torch.Tensor,
             f"{name}: x.shape[0]: got {x.shape[0]}, expected a multiple of the group size "
             f"{group_size}"
         )
-    return x.reshape(-1, x.shape[-1])
+
+
+def _agree(name: str, group, x: torch.Tensor, weight: torch.Tensor, exchanged: torch.Tensor,
+           rule: str, group_size: int | None) -> None:
+    """Every rank checks its shapes, and the ranks agree on `exchanged` (the block the
+    collective moves) and the weight's dtype, so that bad input on one rank raises on all
+    (check_same_shape) rather than leaving the others in the collective."""
+    weight_dtype = torch.empty(0, dtype=weight.dtype, device=weight.device)
+    check_same_shape(name, group, {"exchanged": exchanged, "weight": weight_dtype}, rule=rule,
+                     validate=lambda: _check_shapes(name, x, weight, group_size))
 
 
 def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
@@ -429,13 +437,13 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
     """
     group = _resolve_group(group)
     size = group.size()
-    flat = _flatten_rows("matmul_reduce_scatter", x, weight, size)
     # Ranks that disagree on the exchanged block aborted Gloo (SIGABRT); a zero-stride view
-    # carries the [rows, N] shape without allocating it.
-    product = torch.empty((), dtype=x.dtype, device=x.device).expand(flat.shape[0],
-                                                                     weight.shape[0])
-    check_same_shape("matmul_reduce_scatter", group, {"x @ weight.T": product},
-                     rule="the same dtype, rows and out_features")
+    # carries the [rows, N] shape of x @ weight.T without allocating it.
+    product = torch.empty((), dtype=x.dtype, device=x.device).expand(
+        x.shape[:-1].numel() if x.dim() else 0, weight.shape[0] if weight.dim() else 0)
+    _agree("matmul_reduce_scatter", group, x, weight, product,
+           "the same dtype, rows and out_features", size)
+    flat = x.reshape(-1, x.shape[-1])
     out = MatmulReduceScatterFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(x.shape[0] // size, *x.shape[1:-1], weight.shape[0])
 
@@ -455,8 +463,8 @@ def all_gather_matmul(x: torch.Tensor, weight: torch.Tensor,
         [P * D0_local, ..., N_local], rows in rank order.
     """
     group = _resolve_group(group)
-    flat = _flatten_rows("all_gather_matmul", x, weight, None)
-    check_same_shape("all_gather_matmul", group, {"x": flat},
-                     rule="the same dtype, rows and in_features")
+    _agree("all_gather_matmul", group, x, weight, x, "the same dtype, rows and in_features",
+           None)
+    flat = x.reshape(-1, x.shape[-1])
     out = AllGatherMatmulFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(group.size() * x.shape[0], *x.shape[1:-1], weight.shape[0])

@@ -122,8 +122,8 @@ def check_dim(where: str, name: str, x: torch.Tensor, dim: object) -> int:
 
 
 def check_floating(where: str, q: torch.Tensor) -> None:
-    """Attention needs a floating-point dtype. Called after check_same_shape, so that every
-    rank holds the same dtype and raises alike: found later, by the kernel, the error would come
+    """Attention needs a floating-point dtype. Run as check_same_shape's `validate`, so that
+    every rank raises alike: found later, by the kernel, the error would come
     after the first exchange was posted, a kernel error rather than one naming the input."""
     if not q.dtype.is_floating_point:
         raise ValueError(f"{where}: q, k and v have dtype {q.dtype}, expected a floating-point "
@@ -135,26 +135,31 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
                      rule: str = "the same dtype, local sequence length and head counts",
                      validate: Callable[[], None] | None = None) -> None:
     """Raises ValueError on every rank when the ranks of `group` hold tensors of different
-    shapes or dtypes.
+    shapes or dtypes, or when `validate` (the op's own checks, raising ValueError) refuses the
+    input of any rank.
 
     Equal-split exchanges with mismatched sizes (a dtype changes the bytes too) abort Gloo
     (SIGABRT in pair.cc) and corrupt or hang NCCL, so one small all_gather of fixed-size shape
     records runs first; every rank sees the same records and raises the same error, so none is
-    left waiting in a collective.
-
-    `validate` runs the op's own checks of these tensors after the ranks agreed on them, so
-    they raise on every rank or on none (one rank's bad heads, raised before the all_gather,
-    left the others waiting in it), and before the shapes are recorded as agreed, so that
-    shapes the op refuses are checked again next time.
+    left waiting in a collective. Each record also says whether `validate` refused the rank's
+    input: a rank that raised its own error before the all_gather left the others waiting in
+    it, so the refused rank raises its error after the all_gather and the others one naming
+    it. Shapes `validate` refuses are never recorded as agreed.
 
     The check costs a collective and a host sync (the records are compared on the CPU), so by
     default ("once") it runs the first time a group sees these shapes at this op and is skipped
     for shapes the group already agreed on. A mismatch is caught when every rank holds shapes
     new to the group; a rank that alone changes to a shape the group agreed on earlier, or to
     a new one while the others repeat an old one, is not (True checks every call)."""
-    agreed, key = _compare(where, group, tensors, check_inputs, rule)
+    refused = None
     if validate is not None:
-        validate()
+        try:
+            validate()
+        except ValueError as e:
+            refused = e
+    agreed, key = _compare(where, group, tensors, check_inputs, rule, refused is not None)
+    if refused is not None:
+        raise refused
     if key is not None:
         agreed[key] = None
         if len(agreed) > _AGREED_MAX:
@@ -162,9 +167,10 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
 
 
 def _compare(where: str, group, tensors: dict[str, torch.Tensor], check_inputs: CheckInputs,
-             rule: str) -> tuple[OrderedDict | None, tuple | None]:
+             rule: str, refused: bool) -> tuple[OrderedDict | None, tuple | None]:
     """check_same_shape's comparison: (the group's agreed shapes, the key to add there once
-    the op accepted the tensors), the key None when nothing was compared."""
+    every rank accepted its input), the key None when nothing was compared. Raises when the
+    records differ or another rank's input was refused."""
     if check_inputs is False:
         return None, None
     if check_inputs is not True and check_inputs != "once":
@@ -176,8 +182,9 @@ def _compare(where: str, group, tensors: dict[str, torch.Tensor], check_inputs: 
     records = []
     for t in tensors.values():
         records += [zlib.crc32(str(t.dtype).encode()), t.dim(), *t.shape]
-    if len(records) > _META_LEN:
-        raise ValueError(f"{where}: too many dims to check ({len(records)}, max {_META_LEN})")
+    if len(records) >= _META_LEN:  # the last slot is the refused flag
+        raise ValueError(f"{where}: too many dims to check ({len(records)}, max "
+                         f"{_META_LEN - 1})")
     agreed = _AGREED.setdefault(group, OrderedDict())
     key = (where, tuple(records))
     if check_inputs == "once" and key in agreed:
@@ -186,15 +193,21 @@ def _compare(where: str, group, tensors: dict[str, torch.Tensor], check_inputs: 
     device = next(iter(tensors.values())).device
     meta = torch.full((_META_LEN,), -1, dtype=torch.int64, device=device)
     meta[: len(records)] = torch.tensor(records, dtype=torch.int64)
+    meta[-1] = int(refused)
     gathered = [torch.empty_like(meta) for _ in range(world)]
     dist.all_gather(gathered, meta, group=group)
     rows = [g.tolist() for g in gathered]
     for other, row in enumerate(rows):
-        if row != rows[rank]:
+        if row[:-1] != rows[rank][:-1]:
             raise ValueError(
                 f"{where}: tensor shapes or dtypes differ across ranks: rank {rank} has "
                 f"{_describe(tensors, rows[rank])}, rank {other} has {_describe(tensors, row)}; "
                 f"every rank must hold {rule}")
+    others = [r for r, row in enumerate(rows) if row[-1] == 1 and r != rank]
+    if others and not refused:
+        raise ValueError(f"{where}: the input of rank(s) {others} of the group was refused "
+                         "(their error names the problem); this rank stops too, before the "
+                         "exchange")
     return agreed, key
 
 
