@@ -97,12 +97,13 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
                      "set TopoConfig.play (TORCH_TOPO_PLAY) to say where ranks run")
 
 
-def world_planner_cluster(config: TopoConfig | None = None):
+def world_planner_cluster(config: TopoConfig | None = None, world_size: int | None = None):
     """The `_C.PlannerCluster` init_device_mesh plans on (pinned file, else the live cluster),
     or None when no rank has a known GPU. Collective when a one-entry play string must be
-    gathered; call it on every rank."""
+    gathered; call it on every rank. `world_size` (default: torch.distributed's) lets a pinned
+    file be planned on before any process group exists."""
     cfg = (config or TopoConfig()).merged_with_env()
-    return _world_cluster(cfg, dist.get_world_size())
+    return _world_cluster(cfg, dist.get_world_size() if world_size is None else world_size)
 
 
 def cpu_cluster_doc(world_size: int) -> dict:

@@ -121,6 +121,19 @@ def test_cpu_world_of_four_takes_a_valid_split():
     assert choose_sequence_split(candidates).ulysses in (1, 2, 4)
 
 
+def test_pinned_file_is_planned_on_before_any_process_group(monkeypatch):
+    # world_size given and TORCH_TOPO_FILE pinned: nothing needs torch.distributed (it asked
+    # for the default group's size). Reference: the same split priced on the file passed in.
+    import torch.distributed as dist
+
+    assert not dist.is_initialized()
+    monkeypatch.setenv("TORCH_TOPO_FILE", str(DGX1))
+    shape = AttentionShape(heads=8, kv_heads=8, head_dim=64, seq_len=8192)
+    cfg = UlyssesConfig(sequence_parallel_size=8, attention=shape)
+    assert resolve_sequence_parallel_degrees(cfg, 8) == resolve_sequence_parallel_degrees(
+        cfg, 8, resolve_cluster(str(DGX1)))
+
+
 def test_no_valid_split_names_every_problem():
     shape = AttentionShape(heads=3, kv_heads=3, head_dim=8, seq_len=5)
     cfg = UlyssesConfig(sequence_parallel_size=2, attention=shape)

@@ -118,7 +118,7 @@ def _pricing_cluster(world: int):
     from torch_topo.mesh import cpu_ranks_doc, world_planner_cluster
     from torch_topo.plan import resolve_cluster
 
-    cluster = world_planner_cluster()
+    cluster = world_planner_cluster(world_size=world)
     if cluster is not None:
         return cluster, False
     return resolve_cluster(cpu_ranks_doc(world)), True
