@@ -336,6 +336,9 @@ def task_one_rank_bad(gloo) -> list[str]:
         # the weight's dtype
         lambda: all_gather_matmul(torch.randn(16, K),
                                   torch.randn(N, K, dtype=torch.float64 if last else None)),
+        # the weight's device (not in the records: the rank's own check)
+        lambda: matmul_reduce_scatter(torch.randn(world * 17, K),
+                                      torch.randn(N, K, device="meta" if last else "cpu")),
     ]
     return _value_errors(cases)
 
@@ -350,6 +353,9 @@ def test_bad_input_on_one_rank_raises_on_every_rank(pool):
     for messages in results[:-1]:
         assert "the input of rank(s) [" in messages[1] and "refused" in messages[2], messages
     assert "in_features: got" in results[-1][1] and "in_features: got" in results[-1][2]
+    for messages in results[:-1]:
+        assert "the input of rank(s) [" in messages[4] and "refused" in messages[4], messages
+    assert "weight: got device meta, expected x's device cpu" in results[-1][4]
 
 
 def test_shapes_that_differ_across_ranks_fail_on_every_rank(pool):

@@ -396,6 +396,9 @@ def _check_shapes(name: str, x: torch.Tensor, weight: torch.Tensor,
     if weight.dim() != 2:
         raise ValueError(f"{name}: weight: got {weight.dim()}-D shape {list(weight.shape)}, "
                          "expected 2-D [out_features, in_features]")
+    if weight.device != x.device:
+        raise ValueError(f"{name}: weight: got device {weight.device}, expected x's device "
+                         f"{x.device}")
     if x.shape[-1] != weight.shape[1]:
         raise ValueError(f"{name}: in_features: got x {list(x.shape)} and weight "
                          f"{list(weight.shape)}, expected x.shape[-1] == weight.shape[1]")
