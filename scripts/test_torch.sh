@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Builds the extension against another torch release and runs the suites whose code depends on
-# torch's version (the backend and its c10d hooks, meshes, config, the build record) against
+# torch's version (the backend and its c10d hooks, meshes, config, the build record, the
+# attention and overlap ops with their autograd, planning and the cluster exchange) against
 # that build. The environment lives outside the clone (/opt/torch-topo/venv-VERSION, made once
 # by setup_env.sh); the build goes to build/torch-VERSION, so the checkout's own module (the
 # main torch's) is untouched. The C++ core does not use torch: scripts/test.sh covers it.
@@ -47,4 +48,6 @@ echo "== torch $VERSION: pytest against $LIB =="
 # the main torch) first on sys.path.
 # Tests marked `breadth` repeat a path on more shapes; the main torch's run has them.
 PYTHONPATH="$LIB" pytest -q -p no:cacheprovider -m "not breadth" tests/py/backend tests/py/test_mesh.py \
-  tests/py/test_mesh_order.py tests/py/test_config.py tests/py/test_build_info.py "$@"
+  tests/py/test_mesh_order.py tests/py/test_config.py tests/py/test_build_info.py \
+  tests/py/ops tests/py/test_overlap.py tests/py/test_sequence_split.py tests/py/test_plan.py \
+  tests/py/test_cluster.py "$@"
