@@ -16,6 +16,7 @@
 #include "topo/error.h"
 #include "topo/link_tables.h"
 #include "topo/paths.h"
+#include "topo/sysfs_probe.h"
 #include "topo/text_numbers.h"
 #include "topo/xml_document.h"
 
@@ -283,17 +284,7 @@ bool HwlocXmlReader::isFabricOsDev(const XmlElement* osdev) const {
 std::string HwlocXmlReader::pciBusId(const XmlElement* obj) const {
   std::string id = xmlAttr(obj, "pci_busid");
   for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  auto hexRun = [&](size_t from, size_t to) {
-    return to > from && std::all_of(id.begin() + from, id.begin() + to, [](char c) {
-      return std::isxdigit(static_cast<unsigned char>(c)) != 0;
-    });
-  };
-  const size_t colon = id.find(':');
-  const bool ok = colon != std::string::npos && colon >= 4 && colon <= 8 && hexRun(0, colon) &&
-                  id.size() == colon + 8 && id[colon + 3] == ':' && id[colon + 6] == '.' &&
-                  hexRun(colon + 1, colon + 3) && hexRun(colon + 4, colon + 6) &&
-                  id.back() >= '0' && id.back() <= '7';
-  if (!ok) {
+  if (!isPciBusId(id, 8)) {
     fail(obj, "pci_busid: got '" + id + "', expected a PCI bus id such as 0000:07:00.0");
   }
   return id;

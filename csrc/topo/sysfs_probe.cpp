@@ -76,13 +76,18 @@ int readNumaNodeFile(const std::string& path) {
 
 }  // namespace
 
-bool isPciBusId(const std::string& text) {
-  static const char kShape[] = "hhhh:hh:hh.f";  // h: hex digit, f: function 0-7
-  if (text.size() != sizeof(kShape) - 1) return false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-    bool ok = kShape[i] == 'h' ? hex : kShape[i] == 'f' ? (c >= '0' && c <= '7') : c == kShape[i];
+bool isPciBusId(const std::string& text, size_t max_domain_digits) {
+  static const char kAfterDomain[] = ":hh:hh.f";  // h: hex digit, f: function 0-7
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos || colon < 4 || colon > max_domain_digits ||
+      text.size() != colon + sizeof(kAfterDomain) - 1 ||
+      !std::all_of(text.begin(), text.begin() + colon, hex)) {
+    return false;
+  }
+  for (size_t i = 0; i < sizeof(kAfterDomain) - 1; ++i) {
+    char c = text[colon + i], want = kAfterDomain[i];
+    bool ok = want == 'h' ? hex(c) : want == 'f' ? (c >= '0' && c <= '7') : c == want;
     if (!ok) return false;
   }
   return true;

@@ -35,7 +35,8 @@ std::vector<Nic> readSysfsNics(const std::string& root);
 /// NUMA node of PCI device `bus_id` (<root>/bus/pci/devices/<bus_id>/numa_node), -1 when unknown.
 int readSysfsPciNumaNode(const std::string& root, const std::string& bus_id);
 
-/// True for a PCI address in sysfs form: "dddd:bb:dd.f", lower-case hex, function 0-7.
-bool isPciBusId(const std::string& text);
+/// True for a PCI address in sysfs form: "dddd:bb:dd.f", lower-case hex, function 0-7, the
+/// domain of 4 to `max_domain_digits` hex digits (hwloc writes VMD's as 10000).
+bool isPciBusId(const std::string& text, size_t max_domain_digits = 4);
 
 }  // namespace torch_topo::topo

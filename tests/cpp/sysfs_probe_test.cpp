@@ -128,6 +128,10 @@ TEST(SysfsProbeTest, PciNumaNodeAndBusIdShape) {
                           "0000:AB:03.0", "pci0000:00"}) {
     EXPECT_FALSE(isPciBusId(bad)) << bad;
   }
+  // hwloc's reader takes domains of up to 8 digits (VMD's 10000); sysfs names keep 4.
+  EXPECT_TRUE(isPciBusId("10000:00:00.0", 8));
+  EXPECT_FALSE(isPciBusId("10000:00:00.0"));
+  EXPECT_FALSE(isPciBusId("100000000:00:00.0", 8));
 }
 
 }  // namespace
