@@ -226,13 +226,14 @@ def _rank_env(base: dict[str, str], spec, world: int, net: netns.ClusterNetwork,
         "NODE_RANK": str(spec.node),
         "MASTER_ADDR": net.address(0),
         "MASTER_PORT": str(master_port),
-        # What a user pins on a real cluster: this host's topology with its NIC speed, and the
-        # measured latency between hosts (the NIC speed says nothing of it).
+        # What a user pins on a real cluster: this host's topology with its NIC speed.
         "TORCH_TOPO_FILE": host_path,
         # Not a TORCH_TOPO_* variable (TopoConfig refuses unknown ones): for tools and tests.
         "EMULATED_CLUSTER_FILE": cluster_path,
     })
-    if net.link.delay_us > 0:  # 0: only the kernel's own, which the default floor covers
+    # And the latency between hosts a user would measure and pin (a NIC speed says nothing of
+    # it); with no delay added, only the kernel's own, which the default floor covers.
+    if net.link.delay_us > 0:
         env.setdefault("TORCH_TOPO_INTER_HOST_LATENCY_US", repr(net.link.delay_us))
     # As torchrun does for several ranks per machine: one compute thread each, unless the user
     # chose; otherwise every rank's OpenMP pool spins on the same few cores.
