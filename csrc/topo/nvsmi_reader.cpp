@@ -430,9 +430,7 @@ class NvsmiParser {
     while (e > b && isBlank(s[e - 1])) --e;
     if (e == b) return;
     if (endsCut(li)) {
-      warnings_.push_back(path_ + ":" + std::to_string(li + 1) + ": NIC Legend line " +
-                          s.substr(pos, n) + " ends the file without a newline (cut short?): '" +
-                          s.substr(b, e - b) + "' is read as written but may be incomplete");
+      warnMaybeCut(li, "NIC Legend line " + s.substr(pos, n), "'" + s.substr(b, e - b) + "'");
     }
     legend_[s.substr(pos, n)] = s.substr(b, e - b);
   }
@@ -563,9 +561,13 @@ class NvsmiParser {
     auto last = std::find_if(fields.rbegin(), fields.rend(),
                              [](const Token& t) { return !t.text.empty(); });
     if (last == fields.rend() || last->col + last->text.size() != s.size()) return;
-    warnings_.push_back(path_ + ":" + std::to_string(li + 1) + ": row " + columns_[row].name +
-                        " ends the file without a newline (cut short?): its last cell '" +
-                        last->text + "' is read as written but may be incomplete");
+    warnMaybeCut(li, "row " + columns_[row].name, "its last cell '" + last->text + "'");
+  }
+
+  void warnMaybeCut(size_t li, const std::string& what, const std::string& value) {
+    warnings_.push_back(path_ + ":" + std::to_string(li + 1) + ": " + what +
+                        " ends the file without a newline (cut short?): " + value +
+                        " is read as written but may be incomplete");
   }
 
   std::string path_;
