@@ -73,6 +73,14 @@ void checkInputs(const char* op, const at::Tensor& x, const at::Tensor& weight,
                     ", expected >= 1");
 }
 
+// Empty rank blocks still run one (empty) collective, as torch's own collectives do, so the
+// op returns the empty result a matmul and a reduce_scatter would, on every rank alike.
+void checkChunks(const char* op, int64_t chunks, int64_t rowsPerRank) {
+  TORCH_CHECK_VALUE(chunks <= std::max<int64_t>(rowsPerRank, 1), op, ": chunks: got ", chunks,
+                    ", expected <= rows per rank ", rowsPerRank,
+                    rowsPerRank == 0 ? " (an empty block allows 1)" : "");
+}
+
 // The dedicated high-priority communication stream of (group, device). Pool streams are
 // shared round-robin by everyone asking the pool, so the first one handed out is kept per key:
 // collectives of one group then stay in program order on one stream.
@@ -274,9 +282,7 @@ OverlapResult matmulReduceScatter(const at::Tensor& x, const at::Tensor& weight,
   TORCH_CHECK_VALUE(rows % ranks == 0, kOp, ": x rows: got ", rows,
                     ", expected a multiple of the group size ", ranks);
   const int64_t rowsPerRank = rows / ranks;
-  TORCH_CHECK_VALUE(options.chunks <= rowsPerRank, kOp, ": chunks: got ", options.chunks,
-                    ", expected <= rows per rank ", rowsPerRank, " (x rows ", rows, " / ", ranks,
-                    " ranks)");
+  checkChunks(kOp, options.chunks, rowsPerRank);
   const auto blocks = x.view({ranks, rowsPerRank, x.size(1)});
   const auto weightT = weight.t();
   auto out = at::empty({rowsPerRank, weight.size(0)}, x.options());
@@ -287,7 +293,8 @@ OverlapResult matmulReduceScatter(const at::Tensor& x, const at::Tensor& weight,
     pipeline.delay(options.computeDelayMaxUs);
     const double t0 = nowSeconds();
     // Chunk c of every rank block, rank-major: exactly the layout reduce_scatter_dim0 wants.
-    auto partial = at::matmul(blocks.narrow(1, start, len), weightT).reshape({ranks * len, -1});
+    auto partial = at::matmul(blocks.narrow(1, start, len), weightT)
+                       .reshape({ranks * len, weight.size(0)});
     pipeline.markCompute(chunk, t0);
     if (pipeline.inflight() == options.maxInflight) {
       pipeline.finishOldest();
@@ -309,8 +316,7 @@ OverlapResult allGatherMatmul(const at::Tensor& x, const at::Tensor& weight,
   checkInputs(kOp, x, weight, options);
   const int64_t ranks = group->getSize();
   const int64_t rowsPerRank = x.size(0);
-  TORCH_CHECK_VALUE(options.chunks <= rowsPerRank, kOp, ": chunks: got ", options.chunks,
-                    ", expected <= rows per rank ", rowsPerRank);
+  checkChunks(kOp, options.chunks, rowsPerRank);
   const auto input = x.contiguous();
   const auto weightT = weight.t();
   const int64_t features = x.size(1);
@@ -365,7 +371,7 @@ OverlapResult allGatherMatmul(const at::Tensor& x, const at::Tensor& weight,
     pipeline.markCompute(c, t0);
   }
   pipeline.finishAll();
-  return {out.view({ranks * rowsPerRank, -1}),
+  return {out.view({ranks * rowsPerRank, weight.size(0)}),
           keepGathered ? gathered.view({ranks * rowsPerRank, features}) : at::Tensor(),
           pipeline.timing()};
 }

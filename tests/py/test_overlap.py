@@ -306,6 +306,45 @@ def test_bad_input_names_the_problem(pool):
             assert fragment in message, (fragment, message)
 
 
+def task_empty(gloo, chunks: int | None) -> list[str]:
+    """Empty inputs (no rows, no in_features, no out_features) against what torch's own calls
+    give: the matmul, then Gloo's reduce_scatter_tensor / all_gather_into_tensor. Gradients are
+    sums over an empty set or of an empty d_out, so zeros of each input's shape."""
+    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+
+    world, wrong = dist.get_world_size(), []
+    for op, x_shape, w_shape in [
+        (matmul_reduce_scatter, (0, K), (N, K)), (matmul_reduce_scatter, (world, 0, K), (N, K)),
+        (matmul_reduce_scatter, (world * 2, 0), (N, 0)),
+        (matmul_reduce_scatter, (world * 2, K), (0, K)),
+        (all_gather_matmul, (0, K), (N, K)), (all_gather_matmul, (1, 0, K), (N, K)),
+        (all_gather_matmul, (2, 0), (N, 0)), (all_gather_matmul, (2, K), (0, K)),
+    ]:
+        x = torch.randn(x_shape, requires_grad=True)
+        w = torch.randn(w_shape, requires_grad=True)
+        out = op(x, w, chunks=chunks)
+        product = x.detach() @ w.detach().t()
+        if op is matmul_reduce_scatter:
+            ref = product.new_empty(x_shape[0] // world, *product.shape[1:])
+            dist.reduce_scatter_tensor(ref, product, group=gloo)
+        else:
+            ref = product.new_empty(x_shape[0] * world, *product.shape[1:])
+            dist.all_gather_into_tensor(ref, product, group=gloo)
+        out.sum().backward()
+        if not (torch.equal(out, ref) and torch.equal(x.grad, torch.zeros_like(x))
+                and torch.equal(w.grad, torch.zeros_like(w))):
+            wrong.append(f"{op.__name__} x {x_shape} w {w_shape}: out {tuple(out.shape)} vs "
+                         f"{tuple(ref.shape)}, grads {x.grad} {w.grad}")
+    return wrong
+
+
+@pytest.mark.parametrize("chunks", [1, None], ids=["one_chunk", "calibrated"])
+def test_empty_inputs_give_torchs_empty_result(pool, chunks):
+    # Zero rows per rank was refused as "chunks: got 1, expected <= rows per rank 0", and the
+    # calibration found no chunk count to try.
+    assert pool.run("task_empty", chunks) == [[]] * pool.world
+
+
 def task_shapes_differ(gloo) -> list[str]:
     from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
 

@@ -239,7 +239,7 @@ def _choose_chunks(op: str, x: torch.Tensor, weight: torch.Tensor, group, max_in
         known = _calibrations.chosen.get(key)
     if known is not None:
         return known.chunks
-    candidates = [c for c in CALIBRATION_CHUNKS if c <= rows]
+    candidates = [c for c in CALIBRATION_CHUNKS if c <= max(rows, 1)]
     if size == 1 or len(candidates) == 1:
         seconds, chunks = {}, 1
         reason = "one rank" if size == 1 else f"{rows} row(s) per rank: nothing to pipeline"
@@ -446,7 +446,7 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
         x.shape[:-1].numel() if x.dim() else 0, weight.shape[0] if weight.dim() else 0)
     _agree("matmul_reduce_scatter", group, x, weight, product,
            "the same dtype, rows and out_features", size)
-    flat = x.reshape(-1, x.shape[-1])
+    flat = x.reshape(x.shape[:-1].numel(), x.shape[-1])
     out = MatmulReduceScatterFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(x.shape[0] // size, *x.shape[1:-1], weight.shape[0])
 
@@ -468,6 +468,6 @@ def all_gather_matmul(x: torch.Tensor, weight: torch.Tensor,
     group = _resolve_group(group)
     _agree("all_gather_matmul", group, x, weight, x, "the same dtype, rows and in_features",
            None)
-    flat = x.reshape(-1, x.shape[-1])
+    flat = x.reshape(x.shape[:-1].numel(), x.shape[-1])
     out = AllGatherMatmulFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(group.size() * x.shape[0], *x.shape[1:-1], weight.shape[0])
