@@ -169,9 +169,13 @@ class NvsmiParser {
   NvsmiParser(const std::string& text, const std::string& path) : path_(path) {
     std::string body = startsWith(text, 0, "\xEF\xBB\xBF") ? text.substr(3) : text;
     ends_mid_line_ = !body.empty() && body.back() != '\n' && body.back() != '\r';
-    for (std::string& line : splitList(body, '\n')) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      lines_.push_back(stripSgr(line));
+    // \n, \r\n and a lone \r (files saved by old Mac editors) each end a line, as in
+    // Python's universal newlines: a CR-only file was one line, refused at its first \r.
+    size_t start = 0;
+    while (start < body.size()) {
+      const size_t end = std::min(body.find_first_of("\r\n", start), body.size());
+      lines_.push_back(stripSgr(body.substr(start, end - start)));
+      start = end + (body.compare(end, 2, "\r\n") == 0 ? 2 : 1);
     }
   }
 

@@ -156,3 +156,29 @@ def test_no_break_space_in_an_xml_tag_is_shown_where_it_is(tmp_path):
         load_topology(path)
     assert str(err.value) == (f"{path}:{last_line}:1: malformed XML: </system> closes "
                               '<system\\xc2\\xa0version="1"> (line 1, column 1)')
+
+
+def test_nvidia_smi_file_with_lone_cr_line_ends_reads_as_with_newlines(tmp_path):
+    # Saved by an old Mac editor, every line ends in a lone \r: the file was one line, refused
+    # at its first \r ("got '\rGPU0'"). By hand, as in the tab test above.
+    raw = data("nvidia_smi_topo", "h100_8xSXM_NV18_2socket_mlengineering.txt")
+    topo = load_topology(write(tmp_path, "h100_cr.txt", raw.replace(b"\n", b"\r")))
+    assert [[topo.cell(i, j) for j in range(8)] for i in range(8)] == [
+        ["X" if i == j else "NV18" for j in range(8)] for i in range(8)]
+    assert [g.cpu_affinity for g in topo.gpus] == ["0-51,104-155"] * 4 + ["52-103,156-207"] * 4
+    assert [g.numa_node for g in topo.gpus] == [0] * 4 + [1] * 4
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(os.path.join(DATA, "nvidia_smi_topo"))))
+def test_every_nvidia_smi_file_reads_alike_with_lf_crlf_and_cr_line_ends(tmp_path, name):
+    lf = data("nvidia_smi_topo", name).replace(b"\r\n", b"\n")
+    read = {}
+    for ending in (b"\n", b"\r\n", b"\r"):
+        path = write(tmp_path, f"{len(ending)}{ending[-1]}.txt", lf.replace(b"\n", ending))
+        try:
+            topo = load_topology(path)
+            read[ending] = (topo.to_json().replace(path, "F"),
+                            [w.replace(path, "F") for w in topo.warnings])
+        except TopoParseError as e:
+            read[ending] = str(e).replace(path, "F")
+    assert read[b"\r\n"] == read[b"\n"] and read[b"\r"] == read[b"\n"]
