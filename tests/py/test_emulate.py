@@ -251,6 +251,31 @@ def test_signal_stops_ranks_and_cleans_up(tmp_path, sig):
 
 
 @needs_root
+@pytest.mark.timeout(90)
+def test_ctrl_c_during_setup_exits_130_and_cleans_up(tmp_path):
+    # Ctrl-C at a terminal signals the whole foreground process group. A `sysctl` on PATH that
+    # does so from inside the first namespace's setup, then runs the real one, lands it there.
+    shim = tmp_path / "sysctl"
+    shim.write_text('#!/bin/sh\n[ -e "$SHIM_DONE" ] || { : > "$SHIM_DONE"; '
+                    'kill -INT "-$EMU_PGID"; }\nPATH="$REAL_PATH" exec sysctl "$@"\n')
+    shim.chmod(0o755)
+    env = dict(os.environ, REAL_PATH=os.environ["PATH"], SHIM_DONE=str(tmp_path / "done"),
+               PATH=f"{tmp_path}:{os.environ['PATH']}")
+    links_before = _host_links()
+    # In a session of its own, as a terminal's foreground job: $$ is the group's id.
+    proc = subprocess.Popen(
+        ["sh", "-c", 'export EMU_PGID=$$; exec "$0" -m torch_topo.emulate --nodes 2 '
+         '--procs-per-node 1 -- sh -c "sleep 60"', sys.executable],
+        env=env, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    err = proc.communicate(timeout=80)[1]
+    assert (tmp_path / "done").exists()
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert "got SIGINT, stopping the ranks" in err, err
+    _assert_clean(proc.pid, links_before)
+
+
+@needs_root
 @pytest.mark.timeout(60)
 def test_startup_sweeps_namespaces_of_dead_runs():
     dead = subprocess.Popen(["true"])

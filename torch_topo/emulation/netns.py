@@ -34,15 +34,22 @@ class EmulationUnavailable(RuntimeError):
     """The emulator cannot run here (not root, no `ip`/`tc`, namespaces refused)."""
 
 
+def _setup_command(cmd: list[str]) -> subprocess.CompletedProcess:
+    # In a session of its own: Ctrl-C at a terminal signals the whole foreground process group,
+    # and a setup command killed by it turned the interrupted run into a setup failure (exit 2)
+    # where the emulator itself records the signal and exits 130 once the command is done.
+    return subprocess.run(cmd, capture_output=True, text=True, start_new_session=True)
+
+
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(["ip", *args], capture_output=True, text=True)
+    proc = _setup_command(["ip", *args])
     if check and proc.returncode != 0:
         raise EmulationUnavailable(f"ip {' '.join(args)}: {proc.stderr.strip() or proc.returncode}")
     return proc
 
 
 def _run_in(ns: str, cmd: list[str]) -> None:
-    proc = subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True)
+    proc = _setup_command(["ip", "netns", "exec", ns, *cmd])
     if proc.returncode != 0:
         raise EmulationUnavailable(f"in {ns}: {' '.join(cmd)}: {proc.stderr.strip()}")
 
