@@ -93,11 +93,13 @@ def _numa_findings(cluster, mesh: dict[str, int], reported: set[str]) -> list[Fi
     naive = Plan.naive(cluster, mesh)
     planned = Plan.build(cluster, mesh)
 
-    def nodes(groups) -> list[set[int]]:
-        return [{n for r in g if (n := cluster.rank_cpus(r)["numa_node"]) >= 0} for g in groups]
+    def nodes(groups) -> list[set[tuple[int, int]]]:
+        # Node numbers restart on every host: a group over hosts is never on one node.
+        return [{(cluster.rank_host(r), n) for r in g if (n := cluster.rank_cpus(r)["numa_node"]) >= 0}
+                for g in groups]
 
     for dim in (d for d in _CLIQUE_DIMS if mesh.get(d, 1) > 1 and not any(c.startswith(f"{d}-") for c in reported)):
-        spanning = [sorted(n) for n in nodes(naive.groups(dim)) if len(n) > 1]
+        spanning = [sorted(node for _, node in n) for n in nodes(naive.groups(dim)) if len(n) > 1]
         if spanning and all(len(n) <= 1 for n in nodes(planned.groups(dim))):
             findings.append(Finding(
                 f"{dim}-crosses-numa", "warning",

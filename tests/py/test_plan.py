@@ -139,6 +139,15 @@ def test_tp_stays_on_one_numa_node_and_doctor_flags_contiguous(tp):
     assert diagnose(doc, {"tp": 8}, environ={}) == []
 
 
+def test_numa_check_counts_a_node_per_host():
+    # tp=3 on three 8-GPU hosts: gcd(3, 8) = 1, so every planned tp group spans the three
+    # hosts (rank r sits on host r // 8); node 0 of each host is three nodes, not one.
+    doc = json.loads(_C.planner_cluster_json(path=str(DATA / "nvidia_smi_topo" / "h100_8xSXM_NV18_2socket_mlengineering.txt"), hosts=3))
+    mesh = {"dp": 8, "tp": 3}
+    assert all(len({r // 8 for r in g}) == 3 for g in torch_topo.plan(doc, mesh).groups("tp"))
+    assert "tp-crosses-numa" not in [f.code for f in diagnose(doc, mesh, environ={})]
+
+
 @pytest.mark.parametrize("hosts", [2, 3, 4])
 @pytest.mark.parametrize("mesh", ["dp=H,tp=8", "dp=H,cp=2,tp=4", "tp=4,dp=H2", "pp=H,dp=4,tp=2"])
 def test_multi_host_rails_and_cost(hosts, mesh):
