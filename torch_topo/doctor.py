@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
@@ -53,7 +54,17 @@ def _worst_pair(cluster, groups) -> tuple[int, int, str]:
     return max(keys, default=(0, 0, "X"))
 
 
-def _layout_findings(cluster, mesh: dict[str, int], hosts: int) -> list[Finding]:
+def _ranks_per_host(cluster) -> int:
+    """Ranks on each host of `cluster`, read off the cluster itself: a cluster file brings its
+    own hosts, which `hosts` (copies of a one-host file) does not count."""
+    counts = sorted(set(Counter(cluster.rank_host(r) for r in range(cluster.world_size)).values()))
+    if len(counts) > 1:
+        raise ValueError(f"cluster: hosts hold different rank counts ({counts[0]} and "
+                         f"{counts[-1]}), expected the same count on every host for a device mesh")
+    return counts[0]
+
+
+def _layout_findings(cluster, mesh: dict[str, int], per_host: int) -> list[Finding]:
     findings = []
     naive = Plan.naive(cluster, mesh)
     planned = Plan.build(cluster, mesh)
@@ -75,7 +86,6 @@ def _layout_findings(cluster, mesh: dict[str, int], hosts: int) -> list[Finding]
                 "build the mesh with torch_topo.init_device_mesh (or pass these groups to "
                 "DeviceMesh); `python -m torch_topo plan FILE --mesh ... --compare naive` shows it"))
     tp = mesh.get("tp", 1)
-    per_host = cluster.world_size // max(hosts, 1)
     if per_host == 8 and tp > 1 and tp % 2 == 1:
         findings.append(Finding(
             "odd-tp", "warning",
@@ -359,16 +369,16 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     source, source_hosts = topology, hosts
     if nvlink_domain_hosts is not None:
         # On the topology as it will run (a pinned file completed above); the document it
-        # gives holds every host, while `hosts` stays the count the per-host checks divide by.
+        # gives holds every host.
         source, source_hosts = with_nvlink_domains(topology, hosts, nvlink_domain_hosts,
                                                    "nvlink_domain_hosts"), 1
     cluster = resolve_cluster(source, source_hosts, inter_host_gbps=inter_host_gbps)
     findings: list[Finding] = []
-    per_host = cluster.world_size // hosts
+    per_host = _ranks_per_host(cluster)
     meshes = [mesh] if mesh else [
         {"dp": cluster.world_size // tp, "tp": tp} for tp in (2, 4) if per_host % tp == 0 and per_host > tp]
     for m in meshes:
-        layout = _layout_findings(cluster, m, hosts)
+        layout = _layout_findings(cluster, m, per_host)
         findings += layout + _numa_findings(cluster, m, {f.code for f in layout})
     findings += _kv_findings(mesh or {}, kv_heads)
     findings += _pcie_findings(cluster)

@@ -148,6 +148,19 @@ def test_numa_check_counts_a_node_per_host():
     assert "tp-crosses-numa" not in [f.code for f in diagnose(doc, mesh, environ={})]
 
 
+def test_cluster_file_counts_its_own_hosts_ranks():
+    # A cluster document of three DGX-1 hosts holds 8 ranks per host, as 3 copies of the file
+    # do: tp=3 is odd on 8-GPU hosts either way.
+    doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=3))
+    assert [len([r for r in doc["ranks"] if r["host"] == h]) for h in range(3)] == [8, 8, 8]
+    assert "odd-tp" in [f.code for f in diagnose(doc, {"dp": 8, "tp": 3}, environ={})]
+    assert "odd-tp" in [f.code for f in diagnose(DGX1, {"dp": 8, "tp": 3}, hosts=3, environ={})]
+    # Without the last rank no mesh fits: refused as plan refuses it, not checked for nothing.
+    doc["ranks"].pop()
+    with pytest.raises(ValueError, match=r"hosts hold different rank counts \(7 and 8\)"):
+        diagnose(doc, environ={})
+
+
 @pytest.mark.parametrize("hosts", [2, 3, 4])
 @pytest.mark.parametrize("mesh", ["dp=H,tp=8", "dp=H,cp=2,tp=4", "tp=4,dp=H2", "pp=H,dp=4,tp=2"])
 def test_multi_host_rails_and_cost(hosts, mesh):
