@@ -221,3 +221,18 @@ def test_note_of_pcie_cards_and_switched_files_is_unchanged():
     assert load_topology(XML / "azure_ncv4_4xA100pcie_topo.xml").nvlink_note() == \
         "NVLink: none (none between the GPUs)"
     assert load_topology(H100_LIVE).nvlink_note() == "NVLink: file (as the source gives it)"
+
+
+def test_nvlink_file_reads_the_pinned_file_as_written_in_show_as_in_plan(env, capsys):
+    # Nebius's file lists no <nvlink> element (counted in its text): as written, every GPU
+    # pair has 0 NVLink lanes; completed (the default for the pinned file) it has them.
+    assert "<nvlink" not in NEBIUS.read_text().lower()
+    env.setenv("TORCH_TOPO_FILE", str(NEBIUS))
+    assert main(["show", "--nvlink", "file", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["nvlink_origin"] == "none"
+    assert all(lanes == 0 for row in shown["nvlink_matrix"] for lanes in row)
+    assert main(["plan", "--nvlink", "file", "--mesh", "dp=2,tp=4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["nvlink"].startswith("NVLink: none")
+    assert main(["show", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["nvlink_origin"] == "inferred"

@@ -120,11 +120,20 @@ def render_text(topo: Topology) -> str:
     return "\n".join(out)
 
 
+def _pinned() -> str | None:
+    from torch_topo.config import TopoConfig
+    from torch_topo.probe import resolve_pinned_file  # absent from builds without the probe
+
+    return resolve_pinned_file(TopoConfig.from_env())
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.file:
+    # `--nvlink file` without FILE shows the pinned file as written, as plan plans on it.
+    path = args.file or (_pinned() if args.nvlink == "file" else None)
+    if path:
         nvlink = nvlink_mode(args)
         live = _live() if nvlink == "complete" else None
-        topo = load_topology(args.file, nvlink=nvlink, live=live)
+        topo = load_topology(path, nvlink=nvlink, live=live)
     else:
         topo = _probe()
     if args.json:
