@@ -177,9 +177,13 @@ void computePaths(HostTopology* host) {
   }
   const size_t ng = gpu_nodes.size(), nn = nic_nodes.size();
   host->gpu_paths.assign(ng * ng, PathInfo{});
+  // One search per pair, mirrored: searches from either end may pick different routes of equal
+  // hop count (or add the same latencies in another order), and the JSON reader refuses a pair
+  // whose two cells disagree, as the ranks' exchange would then depend on which end is read.
   for (size_t i = 0; i < ng; ++i) {
     for (size_t j = 0; j < ng; ++j) {
-      host->gpu_paths[i * ng + j] = computePath(graph, gpu_nodes[i], gpu_nodes[j]);
+      host->gpu_paths[i * ng + j] = j < i ? host->gpu_paths[j * ng + i]
+                                          : computePath(graph, gpu_nodes[i], gpu_nodes[j]);
     }
   }
   host->gpu_nic_paths.assign(ng * nn, PathInfo{});

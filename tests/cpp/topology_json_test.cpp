@@ -220,6 +220,24 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
       << jsonError(doc.dump());
 }
 
+// Paths computed from a graph are the same both ways, so a host written and read back (as ranks
+// exchange theirs) passes the reader's pair-agreement check. Searched from each end, the hops
+// 0.1 + 0.2 + 0.3 us summed as 0.6000000000000001 one way and 0.6 the other.
+TEST(TopologyJsonTest, ComputedPathsAgreeBothWays) {
+  const HostTopology h = hostFromJson(
+      R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{}, {}],
+          "graph": {"nodes": [{"kind": "gpu", "id": "a", "index": 0},
+                              {"kind": "pci", "id": "s1"}, {"kind": "pci", "id": "s2"},
+                              {"kind": "gpu", "id": "b", "index": 1}],
+                    "links": [{"a": 0, "b": 1, "kind": "pci", "latency_us": 0.1},
+                              {"a": 1, "b": 2, "kind": "pci", "latency_us": 0.2},
+                              {"a": 2, "b": 3, "kind": "pci", "latency_us": 0.3}]}})",
+      "h.json");
+  EXPECT_EQ(h.path(0, 1).latency_us, h.path(1, 0).latency_us);  // exact
+  EXPECT_DOUBLE_EQ(h.path(0, 1).latency_us, 0.1 + 0.2 + 0.3);
+  EXPECT_NO_THROW(hostFromJson(hostToJson(h), "back.json"));
+}
+
 // The JSON reader, the nvidia-smi reader and the sysfs/binding parser share one cpulist check:
 // a text one of them accepts, the others accept, so a file converted between formats (or bound
 // to CPUs later) is never refused after it was read.
