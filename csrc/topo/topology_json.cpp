@@ -266,6 +266,12 @@ class Reader {
   std::string path_;
 };
 
+/// A path cell as the pair-agreement error quotes it.
+std::string describe(const PathInfo& p) {
+  return std::string(toString(p.cls)) + " with " + std::to_string(p.nvlinks) + " NVLinks, " +
+         json(p.bandwidth_gbps).dump() + " GB/s, " + json(p.latency_us).dump() + " us";
+}
+
 HostTopology Reader::host(const json& obj, const std::string& where) const {
   static const NodeKind kNodeKinds[] = {NodeKind::Host, NodeKind::Cpu, NodeKind::PciSwitch,
                                         NodeKind::Gpu,  NodeKind::Nic, NodeKind::NvSwitch};
@@ -358,9 +364,10 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   }
   bool present = false, estimated = false;
   h.gpu_paths = matrix(obj, "gpu_paths", where, h.gpus.size(), h.gpus.size(), &present, &estimated);
-  // Readers write X on the diagonal only and a symmetric class and lane count; the planner
-  // and cost model read one triangle or the other, so a hand edit breaking either gave
-  // answers that depended on rank order instead of an error.
+  // Readers write X on the diagonal only and symmetric cells; the planner and cost model read
+  // one triangle or the other, so a hand edit breaking either gave answers that depended on
+  // rank order instead of an error. A class string leaves bandwidth and latency at 0 (unknown,
+  // estimated later), so it disagrees with a cell that states them.
   const size_t n = h.gpus.size();
   for (size_t i = 0; present && i < n; ++i) {
     for (size_t j = 0; j < n; ++j) {
@@ -372,11 +379,11 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
         fail(cell, "got " + std::string(toString(p.cls)) +
                        (i == j ? ", expected X (a GPU's path to itself)"
                                : ", expected a class other than X between two GPUs"));
-      if (j > i && (p.cls != q.cls || p.nvlinks != q.nvlinks))
-        fail(cell, "got " + std::string(toString(p.cls)) + " with " + std::to_string(p.nvlinks) +
-                       " NVLinks, but gpu_paths[" + std::to_string(j) + "][" +
-                       std::to_string(i) + "] has " + toString(q.cls) + " with " +
-                       std::to_string(q.nvlinks) + ", expected the same both ways");
+      if (j > i && (p.cls != q.cls || p.nvlinks != q.nvlinks ||
+                    p.bandwidth_gbps != q.bandwidth_gbps || p.latency_us != q.latency_us))
+        fail(cell, "got " + describe(p) + ", but gpu_paths[" + std::to_string(j) + "][" +
+                       std::to_string(i) + "] has " + describe(q) +
+                       ", expected the same both ways");
     }
   }
   bool nic_present = false;

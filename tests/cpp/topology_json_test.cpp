@@ -204,6 +204,15 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
       {"gpu_paths[0][1].latency_us",
        [](nlohmann::json& d) { d["gpu_paths"][0][1]["latency_us"] = 1e300; }},
       {"nics[0].speed_gbps", [](nlohmann::json& d) { d["nics"][0]["speed_gbps"] = 1e-9; }},
+      {"gpu_paths[0][1]",
+       [](nlohmann::json& d) {
+         const double gbps = d["gpu_paths"][0][1]["bandwidth_gbps"];
+         d["gpu_paths"][1][0]["bandwidth_gbps"] = 2 * gbps;
+       }},
+      {"gpu_paths[0][1]",
+       [](nlohmann::json& d) {
+         d["gpu_paths"][0][1]["latency_us"] = d["gpu_paths"][1][0]["latency_us"].get<double>() + 1;
+       }},
   };
   for (const Case& c : cases) {
     nlohmann::json doc = base;

@@ -167,6 +167,7 @@ JSON_EDITS = [
     ("gpu_paths[2][2]", _edit("gpu_paths", 2, 2, "cls", value="SYS")),
     ("gpu_paths[0][1]", _edit("gpu_paths", 0, 1, value="NV12")),
     ("graph.links[0].lanes", _edit("graph", "links", 0, "lanes", value=2**64 - 1)),
+    ("gpu_paths[1][2]", _edit("gpu_paths", 2, 1, "latency_us", value=3.5)),
 ]
 
 
