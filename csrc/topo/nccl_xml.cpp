@@ -13,6 +13,7 @@
 #include "topo/error.h"
 #include "topo/link_tables.h"
 #include "topo/paths.h"
+#include "topo/sysfs_probe.h"
 #include "topo/text_numbers.h"
 #include "topo/xml_document.h"
 
@@ -244,6 +245,11 @@ class NcclXmlReader {
       node.kind = NodeKind::NvSwitch;
     } else {
       node.kind = NodeKind::PciSwitch;  // bridges, and NCCL's class-less placeholders
+    }
+    // Bridges and NVSwitches may carry NCCL's placeholders; a GPU's or NIC's id is matched
+    // against the live probe and written to torch-topo JSON, whose reader checks its form.
+    if ((node.kind == NodeKind::Gpu || node.kind == NodeKind::Nic) && !isPciBusId(node.id, 8)) {
+      fail(pci, "<pci> busid: got '" + node.id + "', expected a PCI bus id such as 0000:07:00.0");
     }
     for (NodeKind kind : {NodeKind::Gpu, NodeKind::Nic, NodeKind::NvSwitch, NodeKind::PciSwitch}) {
       if (host_.graph.findNode(kind, node.id) >= 0) {

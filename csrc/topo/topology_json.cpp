@@ -11,6 +11,7 @@
 #include "topo/cpulist.h"
 #include "topo/error.h"
 #include "topo/paths.h"
+#include "topo/sysfs_probe.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -179,6 +180,19 @@ class Reader {
     return text;
   }
 
+  /// A GPU's or NIC's PCI address, empty when unknown: the live probe and NVLink completion
+  /// match devices by it, so it has the form every other reader checks (hwloc's, of any domain
+  /// width) rather than any text.
+  std::string busId(const json& obj, const std::string& where) const {
+    const std::string text = str(obj, "bus_id", where);
+    if (!text.empty() && !isPciBusId(text, 8)) {
+      fail(where + ".bus_id", "got '" + text +
+                                  "', expected \"\" (unknown) or a PCI bus id in lower-case hex "
+                                  "such as 0000:07:00.0");
+    }
+    return text;
+  }
+
   const json& array(const json& obj, const char* key, const std::string& where) const {
     static const json kEmpty = json::array();
     const json* v = find(obj, key, where);
@@ -286,7 +300,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     std::string w = where + ".gpus[" + std::to_string(i) + "]";
     Gpu g;
     g.index = static_cast<int>(integer(gpus[i], "index", w, static_cast<long>(i), 0, 4095));
-    g.bus_id = str(gpus[i], "bus_id", w);
+    g.bus_id = busId(gpus[i], w);
     g.name = str(gpus[i], "name", w);
     g.sm = static_cast<int>(integer(gpus[i], "sm", w, 0, 0, 10000));
     g.numa_node = static_cast<int>(integer(gpus[i], "numa_node", w, -1, -1, 4095));
@@ -311,7 +325,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     std::string w = where + ".nics[" + std::to_string(i) + "]";
     Nic n;
     n.name = str(nics[i], "name", w);
-    n.bus_id = str(nics[i], "bus_id", w);
+    n.bus_id = busId(nics[i], w);
     n.numa_node = static_cast<int>(integer(nics[i], "numa_node", w, -1, -1, 4095));
     n.speed_gbps = rate(nics[i], "speed_gbps", w);
     n.attrs = attrs(nics[i], w);

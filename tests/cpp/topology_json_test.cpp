@@ -11,6 +11,7 @@
 #include "topo/error.h"
 #include "topo/cpulist.h"
 #include "topo/loader.h"
+#include "topo/nccl_xml.h"
 #include "topo/nvsmi_reader.h"
 
 namespace torch_topo::topo {
@@ -204,6 +205,8 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
       {"gpu_paths[0][1].latency_us",
        [](nlohmann::json& d) { d["gpu_paths"][0][1]["latency_us"] = 1e300; }},
       {"nics[0].speed_gbps", [](nlohmann::json& d) { d["nics"][0]["speed_gbps"] = 1e-9; }},
+      {"gpus[2].bus_id", [](nlohmann::json& d) { d["gpus"][2]["bus_id"] = "x"; }},
+      {"nics[0].bus_id", [](nlohmann::json& d) { d["nics"][0]["bus_id"] = "mlx5_0"; }},
       {"gpu_paths[0][1]",
        [](nlohmann::json& d) {
          const double gbps = d["gpu_paths"][0][1]["bandwidth_gbps"];
@@ -227,6 +230,53 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
   EXPECT_NE(jsonError(doc.dump()).find("got 18446744073709551615, expected an integer in"),
             std::string::npos)
       << jsonError(doc.dump());
+}
+
+// A GPU's or NIC's bus id in JSON and in NCCL XML takes the form hwloc writes (sysfs's, lower-case
+// hex, domain of 4 to 8 digits); "" is unknown in JSON.
+TEST(TopologyJsonTest, BusIdsHaveThePciForm) {
+  const HostTopology real =
+      loadTopologyFile(testing::dataPath("nccl_topo_xml/azure_ndv4_8xA100_topo.xml"));
+  const nlohmann::json base = nlohmann::json::parse(hostToJson(real));
+  const struct {
+    std::string text;
+    bool ok;
+  } cases[] = {
+      {"0000:07:00.0", true},   {"10000:e1:00.0", true},  {"fffffff:ff:ff.7", true},
+      {"0000:07:00.8", false},  {"0000:0A:00.0", false},  {"07:00.0", false},
+      {"000:07:00.0", false},   {"0000:07:00.0 ", false}, {"000000000:07:00.0", false},
+      {"0000:07:00", false},    {"0000-07-00.0", false},  {"mlx5_0", false},
+  };
+  for (const auto& c : cases) {
+    for (const char* list : {"gpus", "nics"}) {
+      nlohmann::json doc = base;
+      doc[list][0]["bus_id"] = c.text;
+      const std::string what = jsonError(doc.dump());
+      if (c.ok) {
+        EXPECT_EQ(what, "no error") << c.text;
+      } else {
+        EXPECT_EQ(what, "h.json:1:1: field (root)." + std::string(list) + "[0].bus_id: got '" +
+                            c.text +
+                            "', expected \"\" (unknown) or a PCI bus id in lower-case hex such "
+                            "as 0000:07:00.0");
+      }
+    }
+    const std::string xml = "<system version=\"1\"><cpu numaid=\"0\"><pci busid=\"" + c.text +
+                            "\" class=\"0x030200\" vendor=\"0x10de\"><gpu dev=\"0\" sm=\"80\"/>"
+                            "</pci></cpu></system>\n";
+    bool xml_ok = true;
+    try {
+      HostTopology h = readNcclXml(xml, "t.xml");
+      EXPECT_NO_THROW(hostFromJson(hostToJson(h), "t.json")) << c.text;
+    } catch (const ParseError&) {
+      xml_ok = false;
+    }
+    // NCCL XML is read in lower case, as NCCL writes it.
+    EXPECT_EQ(xml_ok, c.ok || c.text == "0000:0A:00.0") << c.text;
+  }
+  nlohmann::json doc = base;
+  doc["gpus"][0]["bus_id"] = "";
+  EXPECT_EQ(jsonError(doc.dump()), "no error");
 }
 
 // Paths computed from a graph are the same both ways, so a host written and read back (as ranks

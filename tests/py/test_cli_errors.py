@@ -167,6 +167,8 @@ JSON_EDITS = [
     ("gpu_paths[2][2]", _edit("gpu_paths", 2, 2, "cls", value="SYS")),
     ("gpu_paths[0][1]", _edit("gpu_paths", 0, 1, value="NV12")),
     ("graph.links[0].lanes", _edit("graph", "links", 0, "lanes", value=2**64 - 1)),
+    ("gpus[2].bus_id", _edit("gpus", 2, "bus_id", value="GPU2")),
+    ("nics[0].bus_id", _edit("nics", 0, "bus_id", value="0000:10:1C.0")),
     ("gpu_paths[1][2]", _edit("gpu_paths", 2, 1, "latency_us", value=3.5)),
 ]
 
