@@ -312,6 +312,17 @@ def test_bad_plot_path_exits_2_before_the_sweep(where, message, tmp_path, monkey
     assert message.format(tmp=tmp_path) in err, err
 
 
+def test_more_ranks_than_the_planner_takes_exits_2_before_spawning(monkeypatch, capsys):
+    # 100000 was taken: the bench started spawning processes until the machine gave out.
+    def sweep(options, procs):
+        raise AssertionError(f"spawned {procs} ranks")
+
+    monkeypatch.setattr(bench_cli, "run_bench", sweep)
+    assert main(["bench", "--procs", "4097"]) == 2
+    assert capsys.readouterr().err == "torch_topo bench: error: --procs: got 4097, expected at " \
+                                      "most 4096 (the most ranks the planner takes)\n"
+
+
 def test_launch_errors_exit_2(monkeypatch, capsys):
     monkeypatch.delenv("RANK", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -29,6 +29,7 @@ from torch_topo.bench import (
 )
 from torch_topo.cli._bench_published import add_published_options, published_mode, run_published
 from torch_topo.cli._options import int_at_least
+from torch_topo.plan import MAX_RANKS
 from torch_topo.topology import load_topology
 
 __all__ = ["add_parser", "run"]
@@ -102,6 +103,9 @@ def run(args) -> int:
     if args.min_bytes > args.max_bytes:  # SweepConfig would name its fields, not the options
         raise ValueError(f"--min-bytes/--max-bytes: got {args.min_bytes}/{args.max_bytes}, "
                          "expected --min-bytes <= --max-bytes")
+    if args.procs is not None and args.procs > MAX_RANKS:  # each one a process, started at once
+        raise ValueError(f"--procs: got {args.procs}, expected at most {MAX_RANKS} (the most "
+                         "ranks the planner takes)")
     if args.topology:
         load_topology(args.topology)  # a bad file fails here, before any rank starts
     if args.plot and os.environ.get("RANK", "0") == "0":  # rank 0 alone writes the figure
