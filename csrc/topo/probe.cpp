@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <exception>
 #include <set>
 #include <vector>
@@ -108,6 +109,21 @@ void attachNics(std::vector<Nic> nics, HostTopology* host) {
   removeNodes(&graph,
               [&](const Node& n) { return n.kind == NodeKind::Nic && !listed.count(n.id); });
   host->nics = std::move(nics);
+}
+
+// hwloc lists only the NUMA nodes this process may use (a container's cpuset), while NVML and
+// /sys place GPUs and NICs on any node: a node named by a device joins the list with unknown
+// CPUs, so the host's JSON, which the ranks exchange, is one the reader accepts.
+void listDeviceNumaNodes(HostTopology* host) {
+  std::set<int> nodes;
+  for (const Gpu& gpu : host->gpus) nodes.insert(gpu.numa_node);
+  for (const Nic& nic : host->nics) nodes.insert(nic.numa_node);
+  for (const NumaNode& numa : host->numa_nodes) nodes.erase(numa.id);
+  for (int id : nodes) {
+    if (id >= 0) host->numa_nodes.push_back({id, ""});
+  }
+  std::sort(host->numa_nodes.begin(), host->numa_nodes.end(),
+            [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
 }
 
 std::string hostName() {
@@ -220,6 +236,7 @@ HostTopology probeHost(HwlocApi* hwloc, NvmlApi* nvml, const std::string& sysfs_
   runIsolated("sysfs", "NICs from hwloc only, line rates unknown; " + kPinFix, &notes,
               [&] { nics = readSysfsNics(sysfs_root); });
   attachNics(std::move(nics), &host);
+  listDeviceNumaNodes(&host);
   host.format.clear();  // a live probe, not a file format
   host.source = sources.empty() ? "probe:none" : "probe:";
   for (size_t i = 0; i < sources.size(); ++i) host.source += (i ? "+" : "") + sources[i];

@@ -341,6 +341,23 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     }
     h.numa_nodes.push_back({id, cpulist(numa[i], "cpus", w)});
   }
+  // A device on a node the host does not list would get no CPUs to bind to while the planner
+  // still groups ranks by that node.
+  auto checkNode = [&](int node, const std::string& field) {
+    if (node < 0) return;
+    std::string listed;
+    for (const NumaNode& known : h.numa_nodes) {
+      if (known.id == node) return;
+      listed += (listed.empty() ? "" : ", ") + std::to_string(known.id);
+    }
+    fail(field, "got " + std::to_string(node) +
+                    ", expected -1 (unknown) or the id of an entry of numa_nodes (" +
+                    (listed.empty() ? "none listed" : listed) + ")");
+  };
+  for (size_t i = 0; i < h.gpus.size(); ++i)
+    checkNode(h.gpus[i].numa_node, where + ".gpus[" + std::to_string(i) + "].numa_node");
+  for (size_t i = 0; i < h.nics.size(); ++i)
+    checkNode(h.nics[i].numa_node, where + ".nics[" + std::to_string(i) + "].numa_node");
   static const json kNoGraph = json::object();
   const json* graph = find(obj, "graph", where);
   const json& g = graph != nullptr ? *graph : kNoGraph;

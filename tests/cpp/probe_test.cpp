@@ -14,6 +14,7 @@
 #include "topo/error.h"
 #include "topo/hwloc_reader.h"
 #include "topo/nvml_probe.h"
+#include "topo/topology_json.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -113,6 +114,23 @@ TEST_F(TwoNodeSysfs, HwlocGpusWithoutNvmlAreDroppedWithAWarning) {
   // NVIDIA GPUs on the bus and no NVML is a fault, with its fix.
   EXPECT_TRUE(anyWarning(host, "probe:nvml failed: libnvidia-ml.so.1: not found (fake); reporting "
                                "zero GPUs (hwloc saw 16 NVIDIA PCI GPUs); install the NVIDIA"));
+}
+
+// hwloc in a container lists only the NUMA nodes of its cpuset (here the H200 VM's one node),
+// while /sys places mlx5_0 on node 1: the node is listed with unknown CPUs, so the host's JSON,
+// which ranks exchange, reads back.
+TEST_F(TwoNodeSysfs, ADeviceOnANodeHwlocLeftOutListsThatNode) {
+  testing::FileHwloc hwloc(testing::dataFile(kH200));
+  testing::AbsentNvml nvml;
+  HostTopology host = probeHost(&hwloc, &nvml, sys_.root());
+  ASSERT_EQ(host.nics.size(), 2u);
+  EXPECT_EQ(host.nics[1].numa_node, 1);
+  ASSERT_EQ(host.numa_nodes.size(), 2u);
+  EXPECT_EQ(host.numa_nodes[0].id, 0);
+  EXPECT_EQ(host.numa_nodes[0].cpus, readFile(kH200).numa_nodes.at(0).cpus);
+  EXPECT_EQ(host.numa_nodes[1].id, 1);
+  EXPECT_EQ(host.numa_nodes[1].cpus, "");
+  EXPECT_NO_THROW(hostFromJson(hostToJson(host), "exchanged.json"));
 }
 
 TEST_F(TwoNodeSysfs, RequiredGpusWithoutNvmlNameTheFix) {

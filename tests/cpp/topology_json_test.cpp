@@ -207,6 +207,8 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
       {"nics[0].speed_gbps", [](nlohmann::json& d) { d["nics"][0]["speed_gbps"] = 1e-9; }},
       {"gpus[2].bus_id", [](nlohmann::json& d) { d["gpus"][2]["bus_id"] = "x"; }},
       {"nics[0].bus_id", [](nlohmann::json& d) { d["nics"][0]["bus_id"] = "mlx5_0"; }},
+      {"gpus[1].numa_node", [](nlohmann::json& d) { d["gpus"][1]["numa_node"] = 7; }},
+      {"nics[0].numa_node", [](nlohmann::json& d) { d["nics"][0]["numa_node"] = 7; }},
       {"gpu_paths[0][1]",
        [](nlohmann::json& d) {
          const double gbps = d["gpu_paths"][0][1]["bandwidth_gbps"];
@@ -277,6 +279,22 @@ TEST(TopologyJsonTest, BusIdsHaveThePciForm) {
   nlohmann::json doc = base;
   doc["gpus"][0]["bus_id"] = "";
   EXPECT_EQ(jsonError(doc.dump()), "no error");
+}
+
+// A GPU or NIC on a node numa_nodes does not list is named with the ids that are listed.
+TEST(TopologyJsonTest, DeviceNumaNodesMustBeListed) {
+  EXPECT_EQ(jsonError(R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{"numa_node": 0}]})"),
+            "h.json:1:1: field (root).gpus[0].numa_node: got 0, expected -1 (unknown) or the id "
+            "of an entry of numa_nodes (none listed)");
+  EXPECT_EQ(jsonError(R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{"numa_node": 1}],
+                          "numa_nodes": [{"id": 0, "cpus": "0-3"}, {"id": 2, "cpus": ""}]})"),
+            "h.json:1:1: field (root).gpus[0].numa_node: got 1, expected -1 (unknown) or the id "
+            "of an entry of numa_nodes (0, 2)");
+  EXPECT_EQ(jsonError(R"({"schema": "torch-topo/1", "kind": "host",
+                          "gpus": [{"numa_node": 2}, {"numa_node": -1}],
+                          "nics": [{"name": "eth0", "numa_node": 0}],
+                          "numa_nodes": [{"id": 0, "cpus": "0-3"}, {"id": 2, "cpus": ""}]})"),
+            "no error");
 }
 
 // Paths computed from a graph are the same both ways, so a host written and read back (as ranks

@@ -156,7 +156,8 @@ def _edit(*keys, value=None, copy_from=None):
 
 # Hand edits of a file `convert --to json` wrote from a real NCCL XML: each breaks what every
 # reader guarantees (distinct GPUs and NUMA ids, cpulists, X on the diagonal only, the same
-# path both ways) and was read without a word; now exit 2 naming the field.
+# path both ways, bus ids of PCI form, NUMA nodes that are listed) and was read without a word;
+# now exit 2 naming the field.
 JSON_EDITS = [
     ("gpus[1].index", _edit("gpus", 1, "index", copy_from=("gpus", 0, "index"))),
     ("gpus[1].bus_id", _edit("gpus", 1, "bus_id", copy_from=("gpus", 0, "bus_id"))),
@@ -169,6 +170,7 @@ JSON_EDITS = [
     ("graph.links[0].lanes", _edit("graph", "links", 0, "lanes", value=2**64 - 1)),
     ("gpus[2].bus_id", _edit("gpus", 2, "bus_id", value="GPU2")),
     ("nics[0].bus_id", _edit("nics", 0, "bus_id", value="0000:10:1C.0")),
+    ("gpus[3].numa_node", _edit("gpus", 3, "numa_node", value=5)),
     ("gpu_paths[1][2]", _edit("gpu_paths", 2, 1, "latency_us", value=3.5)),
 ]
 
