@@ -298,6 +298,8 @@ def test_bad_input_exits_2(argv, message, capsys):
 @pytest.mark.parametrize("where, message", [
     ("missing/busbw.png", "--plot: no folder '{tmp}/missing' to write"),
     ("", "--plot: '{tmp}/' is a folder"),
+    # Matplotlib refused it after the sweep, with a message that named no option.
+    ("busbw.txt", "--plot: cannot write a 'txt' file '{tmp}/busbw.txt'; expected one of"),
 ])
 def test_bad_plot_path_exits_2_before_the_sweep(where, message, tmp_path, monkeypatch, capsys):
     # It failed after the sweep (minutes on GPUs), and the tables were never printed.
@@ -310,6 +312,37 @@ def test_bad_plot_path_exits_2_before_the_sweep(where, message, tmp_path, monkey
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1, err
     assert message.format(tmp=tmp_path) in err, err
+
+
+def test_plot_without_matplotlib_exits_2_before_the_sweep(tmp_path, monkeypatch, capsys):
+    # matplotlib is no dependency of the package: its ImportError came after the sweep, as a
+    # traceback.
+    def sweep(options, procs):
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setattr(bench_cli, "run_bench", sweep)
+    monkeypatch.setitem(sys.modules, "matplotlib.backend_bases", None)  # import fails
+    assert main(["bench", "--procs", "2", "--plot", str(tmp_path / "busbw.png")]) == 2
+    assert capsys.readouterr().err == "torch_topo bench: error: --plot: needs matplotlib, " \
+                                      "which is not installed (pip install matplotlib)\n"
+
+
+def test_figure_that_cannot_be_written_keeps_the_tables(monkeypatch, capsys):
+    # The OS's "[Errno 2] No such file or directory" named no option, and the tables of the
+    # sweep were never printed. /proc takes no new files, root or not.
+    monkeypatch.delenv("RANK", raising=False)
+    row = {"collective": "all_reduce", "size": 8, "count": 2, "type": "float32", "redop": "sum",
+           "ranks": 2, "inner": "gloo", "topo_time_us": 10.0, "inner_time_us": 20.0,
+           "topo_algbw_GBps": 0.0008, "inner_algbw_GBps": 0.0004, "topo_busbw_GBps": 0.0008,
+           "inner_busbw_GBps": 0.0004, "ratio": 2.0, "overhead_us": -10.0}
+    monkeypatch.setattr(bench_cli, "run_bench",
+                        lambda options, procs: {**_result_with([]), "collectives": [row]})
+    assert main(["bench", "--procs", "2", "--plot", "/proc/busbw.png"]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines()[2].split()[:6] == ["8", "2", "float32", "sum", "|", "10.0"], out
+    assert err == "torch_topo bench: error: --plot: cannot write '/proc/busbw.png': " \
+                  "No such file or directory\n", err
 
 
 def test_more_ranks_than_the_planner_takes_exits_2_before_spawning(monkeypatch, capsys):

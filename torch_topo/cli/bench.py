@@ -89,12 +89,29 @@ def render_text(result: dict, check: bool) -> str:
 
 def _check_plot_path(path: str) -> None:
     """A figure that cannot be written failed after the whole sweep, whose tables were then
-    lost: the folder is checked before any rank starts."""
+    lost: the folder, matplotlib and the file type are checked before any rank starts."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise ValueError(f"--plot: {path!r} is a folder, expected a file name such as busbw.png")
     if not os.path.isdir(folder):
         raise ValueError(f"--plot: no folder {folder!r} to write {path!r} into")
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise ValueError("--plot: needs matplotlib, which is not installed "
+                         "(pip install matplotlib)") from None
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    kind = os.path.splitext(path)[1][1:].lower()
+    if kind and kind not in kinds:
+        raise ValueError(f"--plot: cannot write a {kind!r} file {path!r}; expected one of "
+                         f"{', '.join(sorted(kinds))}, e.g. busbw.png")
+
+
+def _write_plot(records: list[dict], path: str) -> None:
+    try:
+        plot(records, path)
+    except OSError as exc:  # the OS's "[Errno 2] ..." names no option
+        raise ValueError(f"--plot: cannot write {path!r}: {exc.strerror or exc}") from None
 
 
 def run(args) -> int:
@@ -118,11 +135,12 @@ def run(args) -> int:
     result = run_bench(options, args.procs)
     if result is None:  # a rank other than 0 under torchrun: rank 0 reports
         return 0
-    if args.plot:
-        plot(result["collectives"], args.plot)
+    # The report first: a figure that still cannot be written must not lose the tables.
     if args.json:
-        print(json.dumps({**result, "check": args.check}, indent=2))
+        print(json.dumps({**result, "check": args.check}, indent=2), flush=True)
     else:
-        print(render_text(result, args.check))
+        print(render_text(result, args.check), flush=True)
+    if args.plot:
+        _write_plot(result["collectives"], args.plot)
     problems = [f for f in result["findings"] if f["severity"] != "info"]
     return 1 if args.check and problems else 0
