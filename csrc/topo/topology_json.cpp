@@ -439,7 +439,19 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     estimated = true;
   }
   if (!nic_present) h.gpu_nic_paths.assign(h.gpus.size() * h.nics.size(), PathInfo{});
-  if (estimated) estimatePathMetrics(&h);
+  if (!estimated) return h;
+  // Estimation prices every cell from its class; a number a cell states (an object beside
+  // class strings) is the file's and stays.
+  const std::vector<PathInfo> gpu_stated = h.gpu_paths, nic_stated = h.gpu_nic_paths;
+  estimatePathMetrics(&h);
+  auto keepStated = [](const std::vector<PathInfo>& stated, std::vector<PathInfo>* paths) {
+    for (size_t k = 0; k < stated.size(); ++k) {
+      if (stated[k].bandwidth_gbps > 0) (*paths)[k].bandwidth_gbps = stated[k].bandwidth_gbps;
+      if (stated[k].latency_us > 0) (*paths)[k].latency_us = stated[k].latency_us;
+    }
+  };
+  keepStated(gpu_stated, &h.gpu_paths);
+  keepStated(nic_stated, &h.gpu_nic_paths);
   return h;
 }
 

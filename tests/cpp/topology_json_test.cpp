@@ -129,6 +129,22 @@ TEST(TopologyJsonTest, HandWrittenShorthand) {
   EXPECT_DOUBLE_EQ(h.path(0, 1).bandwidth_gbps, 18 * 20.6);
 }
 
+// A cell that states its numbers keeps them where other cells are class strings; only the
+// strings are priced from their class (NV2 at the sm80 lane rate of docs/topology.md, 20 GB/s).
+// The stated 5 GB/s and 3 us were replaced by the PIX estimate (24 GB/s, 2 us).
+TEST(TopologyJsonTest, StatedNumbersBesideClassStringsStay) {
+  HostTopology h = hostFromJson(
+      R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{}, {}, {}],
+          "gpu_paths": [["X", "NV2", {"cls": "PIX", "bandwidth_gbps": 5, "latency_us": 3}],
+                        ["NV2", "X", "SYS"],
+                        [{"cls": "PIX", "bandwidth_gbps": 5, "latency_us": 3}, "SYS", "X"]]})",
+      "h.json");
+  EXPECT_EQ(h.path(0, 2).bandwidth_gbps, 5.0);
+  EXPECT_EQ(h.path(2, 0).latency_us, 3.0);
+  EXPECT_EQ(h.path(0, 1).bandwidth_gbps, 2 * 20.0);
+  EXPECT_EQ(h.path(1, 0).bandwidth_gbps, 2 * 20.0);
+}
+
 std::string jsonError(const std::string& text) {
   try {
     hostFromJson(text, "h.json");
