@@ -25,6 +25,7 @@ import torch.distributed as dist
 
 from torch_topo import _C
 from torch_topo.config import TopoConfig
+from torch_topo.group_settings import agree_on_settings
 from torch_topo.hierarchy import attach_hierarchy
 from torch_topo.nccl_hints import connect_with_hints
 from torch_topo.numa import bind_at_init
@@ -104,9 +105,6 @@ def lazy_gloo(store, rank: int, size: int, options):
     return gloo_cls(dist.PrefixStore("gloo/", store), rank, size, opts)
 
 
-_GLOO_SIDE_KEY = "torch_topo/gloo_side"
-
-
 def _bound_device_type(dist_opts) -> str | None:
     """The device type this rank bound for the group (init_process_group's device_id, which
     torch sets on the group before its backends are created), or None."""
@@ -114,23 +112,11 @@ def _bound_device_type(dist_opts) -> str | None:
     return None if device is None else device.type
 
 
-def _gloo_side_is_lazy(store, rank: int, dist_opts) -> bool:
-    """Whether this group's Gloo side waits for its first CPU op: every rank bound a CUDA
-    device (and NCCL serves them). Ranks must agree, else one builds eagerly and waits for peers
-    that never join; each compares with group rank 0 through the store (one read)."""
-    lazy = _cuda_usable() and _bound_device_type(dist_opts) == "cuda"
-    mine = "lazy" if lazy else "eager"
-    if rank == 0:
-        store.set(_GLOO_SIDE_KEY, mine)
-        return lazy
-    theirs = store.get(_GLOO_SIDE_KEY).decode()
-    if theirs != mine:
-        raise ValueError(
-            f"topo backend: group rank {rank} {'bound' if lazy else 'did not bind'} a CUDA "
-            f"device but group rank 0 {'did' if theirs == 'lazy' else 'did not'}; expected "
-            "every rank of a group to pass device_id to init_process_group, or none"
-        )
-    return lazy
+def _gloo_side_is_lazy(dist_opts) -> bool:
+    """Whether this group's Gloo side waits for its first CPU op: this rank bound a CUDA device
+    (and NCCL serves it). Every rank must agree (`agree_on_settings`), else one builds eagerly
+    and waits for peers that never join."""
+    return _cuda_usable() and _bound_device_type(dist_opts) == "cuda"
 
 
 def build_inner_backends(store, rank: int, size: int, timeout: timedelta, group_name: str = "",
@@ -164,7 +150,8 @@ def _create_backend(dist_opts, pg_options):
     ranks = list(dist_opts.global_ranks_in_group) or list(range(size))
     if not dist.is_initialized():  # the world group: bind before inner backends start threads
         bind_at_init(config, ranks[rank], size, ranks[rank])
-    lazy_cpu = _gloo_side_is_lazy(store, rank, dist_opts)
+    lazy_cpu = _gloo_side_is_lazy(dist_opts)
+    agree_on_settings(store, rank, size, config, lazy_cpu=lazy_cpu, timeout=timeout)
     inner = build_inner_backends(store, rank, size, timeout, group_name, ranks,
                                  lazy_cpu=lazy_cpu)
     options = _C.TopoBackend.Options(timeout)

@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Ranks whose TopoConfig settings that shape collectives differ (an environment variable set on
+one node's launcher only) fail at group creation, every rank with the same error naming the
+setting and both values. Before, they went on to run different collectives and failed only at
+the timeout with Gloo's or the store's message (or, over NCCL, could pair unrelated ops)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+from rank_processes import start_processes
+
+WORLD = 3
+
+
+def _main(rank, store_path, out_dir, env_by_rank, options_by_rank):
+    import torch_topo  # noqa: F401  (registers "topo")
+
+    os.environ.update(env_by_rank[rank])
+    try:
+        dist.init_process_group("topo", store=dist.FileStore(store_path, WORLD), rank=rank,
+                                world_size=WORLD, timeout=timedelta(seconds=60),
+                                pg_options=options_by_rank[rank])
+        x = torch.full((3,), float(rank + 1))
+        dist.all_reduce(x)
+        result = {"sum": x.tolist()}
+        dist.destroy_process_group()
+    except Exception as exc:  # reported to the test, which asserts on it
+        result = {"type": type(exc).__name__, "error": str(exc)}
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(result))
+
+
+def _run(tmp_path, env_by_rank, options_by_rank=(None,) * WORLD) -> list[dict]:
+    start_processes(_main, args=(str(tmp_path / "store"), str(tmp_path), env_by_rank,
+                                 list(options_by_rank)), nprocs=WORLD)
+    return [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(WORLD)]
+
+
+# (variable, field, value on ranks 0 and 1, value on rank 2 (None: unset), as the error shows
+# them: rank 2's, then rank 0's)
+CASES = [
+    ("TORCH_TOPO_AWARE", "use_topo_aware_collectives", "1", "0", "False", "True"),
+    ("TORCH_TOPO_HIERARCHICAL", "hierarchical", "always", "never", "'never'", "'always'"),
+    ("TORCH_TOPO_CHUNK_BYTES", "pipeline_chunk_bytes", "1048576", None, str(4 << 20), "1048576"),
+    ("TORCH_TOPO_INTER_HOST_GBPS", "inter_host_gbps", "12.5", None, "unset", "12.5"),
+    ("TORCH_TOPO_INTER_HOST_LATENCY_US", "inter_host_latency_us", "5", "7.5", "7.5", "5.0"),
+    ("TORCH_TOPO_NCCL_HINTS", "nccl_hints", "0", "1", "True", "False"),
+]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("var, field, common, odd, shown_odd, shown_common", CASES,
+                         ids=[c[0] for c in CASES])
+def test_a_setting_that_differs_on_one_rank_fails_every_rank_naming_it(
+        tmp_path, monkeypatch, var, field, common, odd, shown_odd, shown_common):
+    for name in (var, "TORCH_TOPO_FILE", "TORCH_TOPO_PLAY"):
+        monkeypatch.delenv(name, raising=False)
+    env = [{var: common}, {var: common}, {} if odd is None else {var: odd}]
+    expected = (f"topo backend: {var} (TopoConfig.{field}) is {shown_odd} on group rank 2 but "
+                f"{shown_common} on group rank 0; expected one value on every rank")
+    for result in _run(tmp_path, env):
+        assert result["type"] == "TopoMismatchError", result
+        assert result["error"].startswith(expected), result
+
+
+@pytest.mark.timeout(120)
+def test_pg_options_that_differ_fail_alike(tmp_path):
+    options = [{"hierarchical": "never"}, {"hierarchical": "never"}, None]
+    for result in _run(tmp_path, [{}] * WORLD, options):
+        assert result["error"].startswith(
+            "topo backend: TORCH_TOPO_HIERARCHICAL (TopoConfig.hierarchical) is 'auto' on group "
+            "rank 2 but 'never' on group rank 0"), result
+
+
+@pytest.mark.timeout(120)
+def test_rank_local_settings_may_differ(tmp_path):
+    # Debug output, timeout and NUMA binding are each rank's own; equal shared settings given
+    # once through the environment and once through pg_options are one setting.
+    env = [{"TORCH_TOPO_DEBUG": "1", "TORCH_TOPO_HIERARCHICAL": "never"},
+           {"TORCH_TOPO_TIMEOUT": "90", "TORCH_TOPO_HIERARCHICAL": "never"},
+           {"TORCH_TOPO_BIND_NUMA": "0"}]
+    options = [None, None, {"hierarchical": "never"}]
+    assert _run(tmp_path, env, options) == [{"sum": [6.0] * 3}] * WORLD
