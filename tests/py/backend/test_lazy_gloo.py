@@ -27,9 +27,10 @@ def _topo_with_lazy_cpu(store, rank, world, timeout_s, factory):
                           {"cuda": stand_in}, {"cpu": factory})
 
 
-def _spawn(main, world, tmp_path):
-    """Every rank's result of main(rank, world, store path, out dir), which writes {rank}.json."""
-    start_processes(main, args=(world, str(tmp_path / "store"), str(tmp_path)),
+def _spawn(main, world, tmp_path, *extra):
+    """Every rank's result of main(rank, world, store path, out dir, *extra), which writes
+    {rank}.json."""
+    start_processes(main, args=(world, str(tmp_path / "store"), str(tmp_path), *extra),
                     nprocs=world)
     return [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(world)]
 
@@ -102,11 +103,7 @@ def _creator_main(rank, world, store_path, out_dir, bound, timeout_s):
 
 @pytest.mark.timeout(180)
 def test_creator_defers_gloo_when_every_rank_bound_cuda(tmp_path):
-    start_processes(_creator_main,
-                    args=(2, str(tmp_path / "store"), str(tmp_path), [True, True], 20),
-                    nprocs=2)
-    for r in range(2):
-        result = json.loads((tmp_path / f"{r}.json").read_text())
+    for result in _spawn(_creator_main, 2, tmp_path, [True, True], 20):
         assert result == {"lazy": True, "sum": [3.0, 3.0], "built": True}, result
 
 
@@ -114,11 +111,7 @@ def test_creator_defers_gloo_when_every_rank_bound_cuda(tmp_path):
 def test_ranks_that_disagree_on_binding_get_an_error_naming_them(tmp_path):
     # Only the rank that differed from rank 0 raised; rank 0 went on into Gloo's connection
     # setup and failed when its timeout ended, with Gloo's message.
-    start_processes(_creator_main,
-                    args=(2, str(tmp_path / "store"), str(tmp_path), [True, False], 60),
-                    nprocs=2)
-    for r in range(2):
-        result = json.loads((tmp_path / f"{r}.json").read_text())
+    for result in _spawn(_creator_main, 2, tmp_path, [True, False], 60):
         assert "group rank 1 did not bind a CUDA device but group rank 0 did" in result["error"]
 
 
