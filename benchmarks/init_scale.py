@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """What `init_process_group("topo")` costs each rank as the world grows: the cluster exchange
-(torch_topo.cluster.exchange_records, the code every "topo" group runs) and the creator's Gloo
-side decision, for simulated worlds of 64, 256 and 1024 ranks against one real TCPStore.
+(torch_topo.cluster.exchange_records, the code every "topo" group runs) and the creator's check
+of the shared settings (torch_topo.group_settings), for simulated worlds of 64, 256 and 1024 ranks against one real TCPStore.
 
 Ranks are threads in a few processes, each with its own TCPStore client; they connect in waves
 of 64, then all start together. Hosts are 8-GPU machines read from real topology files in
@@ -102,14 +102,15 @@ def own_records(world: int, mixed: bool) -> list[dict]:
 
 
 def run_rank(store, rank: int, world: int, own: dict) -> int:
-    """One rank's share of group creation: the Gloo side decision and the cluster exchange,
-    with the layout the hierarchy derives from it. Returns the number of hosts."""
+    """One rank's share of group creation: the check of the shared settings and the cluster
+    exchange, with the layout the hierarchy derives from it. Returns the number of hosts."""
     from torch_topo import cluster
-    from torch_topo.backend import _gloo_side_is_lazy
+    from torch_topo.config import TopoConfig
+    from torch_topo.group_settings import agree_on_settings
     from torch_topo.hierarchy import HostLayout
 
-    # The creator's Gloo side decision, checked against group rank 0 (no device bound here).
-    _gloo_side_is_lazy(store, rank, None)
+    # The creator's check against group rank 0 (default settings, no device bound here).
+    agree_on_settings(store, rank, world, TopoConfig(), lazy_cpu=False, timeout=TIMEOUT)
     built, _, _ = cluster.exchange_records(store, rank, world, own, timeout=TIMEOUT)
     layout = HostLayout.from_cluster(built)
     return layout.host_count
@@ -273,7 +274,7 @@ def main() -> None:
             results[-1]["cluster"] = "mixed A100/H100" if mixed else "uniform A100"
             results[-1]["old_read"] = old_read_per_rank(world, mixed)
 
-    print("# cluster exchange + Gloo side decision per rank (KB = 1000 bytes; 'max' is the "
+    print("# cluster exchange + settings check per rank (KB = 1000 bytes; 'max' is the "
           "busiest rank, group rank 0)")
     print(f"{'cluster':<16} {'ranks':>5} {'hosts':>5} {'read KB':>8} {'max':>8} {'sent KB':>8} "
           f"{'max':>7} {'ops':>5} {'max':>5} {'store MB':>9} {'wall s':>7} "
