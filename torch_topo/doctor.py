@@ -72,14 +72,14 @@ def _layout_findings(cluster, mesh: dict[str, int], per_host: int) -> list[Findi
         bad, good = _worst_pair(cluster, naive.groups(dim)), _worst_pair(cluster, planned.groups(dim))
         if bad[:2] > good[:2]:
             if bad[2] in ("SYS", "NET"):
-                code, what = ("numa", "NUMA nodes") if bad[2] == "SYS" else ("hosts", "hosts")
+                code, what = ("numa", "span NUMA nodes") if bad[2] == "SYS" else ("hosts", "span hosts")
             elif not bad[2].startswith("NV") and good[2].startswith("NV"):
-                code, what = "pcie", "PCIe where NVLink is available"
+                code, what = "pcie", "use PCIe where NVLink is available"
             else:
-                code, what = "weaker-links", "slower links than needed"
+                code, what = "weaker-links", "use slower links than needed"
             findings.append(Finding(
                 f"{dim}-{'crosses-' if code != 'weaker-links' else ''}{code}", "warning",
-                f"contiguous {dim} groups {naive.groups(dim)[:4]} use {what} (slowest pair "
+                f"contiguous {dim} groups {naive.groups(dim)[:4]} {what} (slowest pair "
                 f"{bad[2]}); a layout with slowest pair {good[2]} exists: "
                 f"{planned.groups(dim)[:4]} (predicted {naive.cost(dim) * 1e3:.2f} -> "
                 f"{planned.cost(dim) * 1e3:.2f} ms/step)",

@@ -161,6 +161,17 @@ def test_cluster_file_counts_its_own_hosts_ranks():
         diagnose(doc, environ={})
 
 
+def test_layout_finding_says_what_contiguous_groups_cross():
+    # tp=8 outermost on two DGX-1: contiguous tp groups hold every other rank, so each spans
+    # both hosts (rank r on host r // 8); the planned ones keep to one host.
+    (found,) = [f for f in diagnose(DGX1, {"tp": 8, "dp": 2}, hosts=2, environ={})
+                if f.code.startswith("tp-")]
+    naive = Plan.naive(DGX1, {"tp": 8, "dp": 2}, hosts=2).groups("tp")
+    assert all({r // 8 for r in g} == {0, 1} for g in naive)
+    assert found.code == "tp-crosses-hosts"
+    assert found.message.startswith(f"contiguous tp groups {naive} span hosts (slowest pair NET)")
+
+
 @pytest.mark.parametrize("hosts", [2, 3, 4])
 @pytest.mark.parametrize("mesh", ["dp=H,tp=8", "dp=H,cp=2,tp=4", "tp=4,dp=H2", "pp=H,dp=4,tp=2"])
 def test_multi_host_rails_and_cost(hosts, mesh):
