@@ -99,11 +99,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.chunks == "auto":
         args.chunks = None  # the overlap ops' own choice
-    for name in ("dp", "tp", "steps", "batch", "seq_len"):
+    # 0 heads or a width of 0 got as far as a ZeroDivisionError inside the model.
+    for name in ("dp", "tp", "steps", "batch", "seq_len", "dim", "layers", "ffn_dim", "heads",
+                 "kv_heads"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')}: got {getattr(args, name)}, expected >= 1")
-    if args.ring and args.sp == 1:
-        p.error("--ring: needs --sp > 1")
+    if args.check_steps < 0:
+        p.error(f"--check-steps: got {args.check_steps}, expected >= 0")
+    for flag, given in (("--ring", args.ring), ("--ulysses", args.ulysses is not None)):
+        if given and args.sp == 1:
+            p.error(f"{flag}: needs --sp > 1")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: no CUDA device here; leave --device out or pass --device cpu")
+    # Both are written after the run: a path that cannot take them failed only then.
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+        p.error(f"--json: no folder to write {args.json!r} into")
+    if args.checkpoint_dir and not args.no_checkpoint:
+        try:
+            os.makedirs(args.checkpoint_dir, exist_ok=True)
+        except OSError as exc:
+            p.error(f"--checkpoint-dir: cannot create {args.checkpoint_dir!r}: "
+                    f"{exc.strerror or exc}")
     if args.sp == "auto" and args.ulysses is None and not args.ring:
         args.ulysses = "auto"  # the degree follows the world size, the split the planner
     if args.check_steps > args.steps:

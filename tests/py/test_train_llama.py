@@ -147,11 +147,25 @@ def test_docstring_command_runs_with_its_defaults(command, tmp_path):
     # Rules that need the world size (1 here: a lone process) or the model were tracebacks.
     (["--dp", "2"], r"--dp x --tp x --sp: got 2 x 1 x 1 = 2, expected the world size 1"),
     (["--heads", "3"], r"LlamaConfig.dim: got 64, expected a multiple of n_heads 3"),
+    # ZeroDivisionError tracebacks inside the model, or taken without a word.
+    (["--heads", "0"], r"--heads: got 0, expected >= 1"),
+    (["--dim", "0"], r"--dim: got 0, expected >= 1"),
+    (["--check-steps", "-1"], r"--check-steps: got -1, expected >= 0"),
+    (["--ulysses", "2"], r"--ulysses: needs --sp > 1"),
+    # Tracebacks once the training had run.
+    (["--json", "/nonexistent/result.json"], r"--json: no folder to write "
+                                             r"'/nonexistent/result.json' into"),
+    (["--checkpoint-dir", "/proc/ckpt"], r"--checkpoint-dir: cannot create '/proc/ckpt': "
+                                         r"No such file or directory"),
+    pytest.param(["--device", "cuda"], r"--device cuda: no CUDA device here",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is here")),
 ])
 def test_bad_options_are_refused(options, message):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TOPO_", "NCCL_TOPO"))}
     env.update(PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
-    res = subprocess.run([sys.executable, EXAMPLE, *options, "--no-checkpoint"],
+    if "--checkpoint-dir" not in options:
+        options = [*options, "--no-checkpoint"]
+    res = subprocess.run([sys.executable, EXAMPLE, *options],
                          capture_output=True, text=True, env=env, timeout=60)
     assert res.returncode == 2, res.stderr[-2000:]
     assert re.search(r"^train_llama.py: error: " + message, res.stderr, re.M), res.stderr
