@@ -109,13 +109,18 @@ def _numa_findings(cluster, mesh: dict[str, int], reported: set[str]) -> list[Fi
                 for g in groups]
 
     for dim in (d for d in _CLIQUE_DIMS if mesh.get(d, 1) > 1 and not any(c.startswith(f"{d}-") for c in reported)):
-        spanning = [sorted(node for _, node in n) for n in nodes(naive.groups(dim)) if len(n) > 1]
+        spanning = [sorted(n) for n in nodes(naive.groups(dim)) if len(n) > 1]
         if spanning and all(len(n) <= 1 for n in nodes(planned.groups(dim))):
+            # Groups over the trays of one NVLink domain: their links are as fast, their CPU
+            # sides are hosts apart, which the example names.
+            first = spanning[0]
+            example = (", ".join(f"host {h} node {n}" for h, n in first)
+                       if len({h for h, _ in first}) > 1 else str([n for _, n in first]))
             findings.append(Finding(
                 f"{dim}-crosses-numa", "warning",
                 f"contiguous {dim} groups {naive.groups(dim)[:4]} span NUMA nodes (e.g. "
-                f"{spanning[0]}); a layout with every {dim} group on one NUMA node and links "
-                f"as fast exists: {planned.groups(dim)[:4]}",
+                f"{example}); a layout with every {dim} group on one NUMA node and links as "
+                f"fast exists: {planned.groups(dim)[:4]}",
                 "build the mesh with torch_topo.init_device_mesh (or pass these groups to "
                 "DeviceMesh) so each group's CPU side stays on one socket"))
     return findings

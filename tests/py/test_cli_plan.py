@@ -354,7 +354,8 @@ def test_doctor_nvlink_domain_hosts(domain_hosts, capsys, monkeypatch):
     # (tray r // 4 + 9). Reference: the pairs' paths on a cluster document with the domains
     # written in by hand. doctor must flag tp-crosses-hosts exactly when a pair is NET (no
     # domain, or two domains: 9 trays each, or 12 + 6 where K does not divide the hosts, as
-    # plan takes it), and not when all 18 trays share one domain (K = 18, or K > hosts).
+    # plan takes it). When all 18 trays share one domain (K = 18, or K > hosts) the pairs are
+    # NV18 as the planned ones inside a tray, but still nine trays apart: tp-crosses-numa.
     from torch_topo.plan import resolve_cluster
 
     monkeypatch.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
@@ -379,7 +380,9 @@ def test_doctor_nvlink_domain_hosts(domain_hosts, capsys, monkeypatch):
     assert rc == 1
     assert [f["code"] for f in findings if f["severity"] != "info" and f not in tp] == [
         "reader-warning"]
-    assert [f["code"] for f in tp] == (["tp-crosses-hosts"] if crossing else [])
+    assert [f["code"] for f in tp] == (["tp-crosses-hosts"] if crossing else ["tp-crosses-numa"])
+    if not crossing:
+        assert "(e.g. host 0 node " in tp[0]["message"] and ", host 9 node " in tp[0]["message"]
     if crossing:
         assert "[[0, 36], [1, 37]" in tp[0]["message"] and "slowest pair NET" in tp[0]["message"]
     # plan with the same flag prices the contiguous tp groups as the planned ones exactly then.
