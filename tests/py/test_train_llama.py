@@ -171,3 +171,30 @@ def test_bad_options_are_refused(options, message):
     assert re.search(r"^train_llama.py: error: " + message, res.stderr, re.M), res.stderr
     assert "Traceback" not in res.stderr
     assert res.stderr.count("\n") == 1, res.stderr
+
+
+def _report_of(chunks, calibrated, capsys, monkeypatch) -> str:
+    monkeypatch.syspath_prepend(os.path.dirname(EXAMPLE))
+    import train_llama
+
+    # Wall 0.05 s, compute 0.01 s, comm 0.03 s: by hand (0.01 + 0.03 - 0.05) / 0.01 = -1.
+    r = {"plan": "p", "mode": "replicate", "backend": "gloo", "device": "cpu", "world_size": 2,
+         "dp": 1, "tp": 2, "sp": 1, "median_step_s": 0.1, "tokens_per_s": 1.0,
+         "overlap": {"t_wall": 0.05, "t_compute": 0.01, "t_comm": 0.03, "hidden_fraction": -1.0},
+         "overlap_chunks": [["all_gather_matmul", [64, 64], c] for c in calibrated],
+         "chunks": chunks, "reference_losses": [], "checkpoint_ok": None}
+    train_llama.print_report(r)
+    return next(line for line in capsys.readouterr().out.splitlines()
+                if line.startswith("tp overlap ops"))
+
+
+def test_one_chunk_reports_nothing_to_hide(capsys, monkeypatch):
+    # At one chunk the ops run unchunked: the "hidden fraction" printed (-0.85, -7.84 on CPU
+    # ranks) was only the overhead between compute and collective.
+    for chunks, calibrated in ((None, [1, 1]), (1, [])):
+        line = _report_of(chunks, calibrated, capsys, monkeypatch)
+        assert line.endswith("comm 30.0 ms; one chunk everywhere: the unchunked ops, "
+                             "nothing to hide"), line
+    for chunks, calibrated in ((None, [1, 4]), (4, [])):
+        line = _report_of(chunks, calibrated, capsys, monkeypatch)
+        assert line.endswith("comm 30.0 ms, hidden fraction -1.00"), line
