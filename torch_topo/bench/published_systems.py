@@ -55,7 +55,7 @@ _RTX4090_EPYC = "nvidia_smi_topo/chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_4xNIC
 _RTX_STAND_IN = ("a stand-in host's links (all GPU pairs across the socket link): the runs sent "
                  "every peer through the NICs (SHM off), 41-46 GB/s, near one GPU's PCIe link; "
                  "the model prices NCCL's default, host peers through host memory at 0.6 of "
-                 "the link: 0.69-0.79x from 1 MiB")
+                 "the link: 0.64-0.96x from 1 MiB")
 _GIB_STEP = ("Google's own runs through its gIB NCCL plugin: from 64 MiB 1.04-1.16x, but the time "
              "steps up by 25-31 us at 1 MiB and 1-32 MiB is 1.24-2.45x, a protocol switch "
              "NCCL's own estimates do not make there (SkyPilot's run of the same H200 hosts, "
@@ -243,7 +243,7 @@ SYSTEMS: tuple[System, ...] = (
            topology=_PCIE_STAND_IN, hosts=2, sm=120, nic_gbit=400, nics=8, nccl_version=23003,
            op="all_to_all",
            note="NCCL_P2P_DISABLE=1 sent the host's own peers through the NICs too: 15 network "
-                "peers per rank where the model counts 8 (46.7-47.9 us at 2-16 KiB, 0.71-0.76x); "
+                "peers per rank where the model counts 8 (46.7-47.9 us at 2-16 KiB, 0.70-0.71x); "
                 + _RTX_STAND_IN),
     # PCIe-only hosts: GeForce cards (no GPU peer access with NVIDIA's driver, so NCCL moves
     # data through host memory, SHM) without and with tinygrad's peer-access driver, and two
@@ -323,7 +323,7 @@ SYSTEMS: tuple[System, ...] = (
            hosts=10, ranks=(0,), sm=90, nic_gbit=400, nics=8, nccl_version=22902,
            op="send_recv",
            note="ten GPUs, one per host, passing to the next: 24.9 GB/s where pairs of the same "
-                "hosts reach 39.7-43.8 and their ten-host all-to-all 44.7 per NIC (1.43-1.77x); "
+                "hosts reach 39.7-43.8 and their ten-host all-to-all 44.7 per NIC (1.65-1.77x); "
                 "the fabric is not published"),
     # Google's A4X (GB200) trays inside one NVLink domain, and A4X Max (GB300) trays of two
     # domains, one ConnectX-8 (800G) per GPU.
