@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from torch_topo import load_topology
-from torch_topo.bench import LinkCheck, Progress, link_findings
+from torch_topo.bench import LinkCheck, Progress, SweepConfig, link_findings
 from torch_topo.bench.links import check_host_copy, check_inter_host, check_peer_copy
 from torch_topo.cli import bench as bench_cli
 from torch_topo.cli import main
@@ -354,6 +354,32 @@ def test_more_ranks_than_the_planner_takes_exits_2_before_spawning(monkeypatch, 
     assert main(["bench", "--procs", "4097"]) == 2
     assert capsys.readouterr().err == "torch_topo bench: error: --procs: got 4097, expected at " \
                                       "most 4096 (the most ranks the planner takes)\n"
+
+
+def test_sweep_defaults_are_the_documented_ones(monkeypatch):
+    # docs/bench.md, Options: all five collectives, 8 B to 16M, factor 4, 5 reps, float32, 0.7.
+    seen = []
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setattr(bench_cli, "run_bench",
+                        lambda options, procs: seen.append(options) or _result_with([]))
+    assert main(["bench", "--procs", "2"]) == 0
+    assert seen[0].sweep == SweepConfig(
+        collectives=("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"),
+        min_bytes=8, max_bytes=16 * 2**20, factor=4, reps=5, dtype="float32")
+    assert seen[0].min_fraction == 0.7
+
+
+@pytest.mark.parametrize("option", [["--collectives", "all_reduce"], ["--reps", "3"],
+                                    ["--min-bytes", "1K"], ["--min-fraction", "0.5"]])
+def test_sweep_options_are_refused_with_published(option, capsys):
+    # They were taken and ignored (exit 0), while --procs, --check and --plot were refused.
+    published = os.path.join(DATA, "nccl_tests", "xxrjunNcclTestsCluster_H100_N2_G8_nccl22902_"
+                             "alltoall_perf_4G-16G.txt")
+    host = os.path.join(DATA, "nvidia_smi_topo", "h100_8xSXM_NV18_2socket_mlengineering.txt")
+    assert main(["bench", "--published", published, "--topology", host, "--nic-gbit", "400",
+                 "--nics", "8", *option]) == 2
+    assert capsys.readouterr().err == f"torch_topo bench: error: {option[0]}: measures this " \
+                                      "machine, not a saved output; leave it out with --published\n"
 
 
 def test_launch_errors_exit_2(monkeypatch, capsys):

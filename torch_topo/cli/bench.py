@@ -35,6 +35,11 @@ from torch_topo.topology import load_topology
 __all__ = ["add_parser", "run"]
 
 
+_SWEEP_DEFAULTS = {"--collectives": list(COLLECTIVES), "--min-bytes": 8, "--max-bytes": 16 << 20,
+                   "--factor": 4, "--reps": 5, "--dtype": "float32",
+                   "--min-fraction": DEFAULT_MIN_FRACTION}
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -49,20 +54,23 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("bench", help="measure collectives and links against the topology",
                               description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--collectives", nargs="+", choices=COLLECTIVES, default=list(COLLECTIVES),
+    # The sweep's options default to None so that --published, which runs no sweep, can tell
+    # which were given; `run` fills in _SWEEP_DEFAULTS.
+    p.add_argument("--collectives", nargs="+", choices=COLLECTIVES, default=None,
                    metavar="NAME", help=f"collectives to sweep ({', '.join(COLLECTIVES)}; default all)")
-    p.add_argument("--min-bytes", type=parse_bytes, default=8, help="smallest size, e.g. 8, 64K (8)")
-    p.add_argument("--max-bytes", type=parse_bytes, default=16 << 20,
+    p.add_argument("--min-bytes", type=parse_bytes, default=None,
+                   help="smallest size, e.g. 8, 64K (8)")
+    p.add_argument("--max-bytes", type=parse_bytes, default=None,
                    help="largest size (16M; use 1G on GPUs)")
-    p.add_argument("--factor", type=int_at_least(2), default=4, help="size step factor (4)")
-    p.add_argument("--reps", type=int_at_least(1), default=5,
+    p.add_argument("--factor", type=int_at_least(2), default=None, help="size step factor (4)")
+    p.add_argument("--reps", type=int_at_least(1), default=None,
                    help="interleaved repetitions per size, median reported (5)")
-    p.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (float32)")
+    p.add_argument("--dtype", choices=DTYPES, default=None, help="element type (float32)")
     p.add_argument("--procs", type=int_at_least(1), default=None,
                    help="spawn N CPU ranks (default: one rank per local GPU; not under torchrun)")
     p.add_argument("--topology", metavar="FILE", default=None,
                    help="expectation source (default: TORCH_TOPO_FILE, NCCL_TOPO_FILE or the probe)")
-    p.add_argument("--min-fraction", type=_fraction, default=DEFAULT_MIN_FRACTION,
+    p.add_argument("--min-fraction", type=_fraction, default=None,
                    help=f"a figure below this fraction of its expectation is a finding "
                         f"({DEFAULT_MIN_FRACTION})")
     p.add_argument("--check", action="store_true",
@@ -115,8 +123,17 @@ def _write_plot(records: list[dict], path: str) -> None:
 
 
 def run(args) -> int:
+    sweep = {o: getattr(args, o[2:].replace("-", "_")) for o in _SWEEP_DEFAULTS}
     if published_mode(args):
+        # They were taken and ignored, while --procs, --check and --plot were refused.
+        given = [o for o, v in sweep.items() if v is not None]
+        if given:
+            raise ValueError(f"{given[0]}: measures this machine, not a saved output; leave it "
+                             "out with --published")
         return run_published(args)
+    for option, value in sweep.items():
+        if value is None:
+            setattr(args, option[2:].replace("-", "_"), _SWEEP_DEFAULTS[option])
     if args.min_bytes > args.max_bytes:  # SweepConfig would name its fields, not the options
         raise ValueError(f"--min-bytes/--max-bytes: got {args.min_bytes}/{args.max_bytes}, "
                          "expected --min-bytes <= --max-bytes")
