@@ -15,7 +15,7 @@ from torch_topo.plan import Plan, resolve_cluster, with_nvlink_domains
 from torch_topo.probe import live_probe, pinned_differences, probe_failed
 from torch_topo.topology import Topology, load_topology
 
-__all__ = ["Finding", "diagnose", "live_probe_findings"]
+__all__ = ["Finding", "diagnose", "live_probe_findings", "reader_warnings"]
 
 # Path classes from fast to slow, as nvidia-smi prints them.
 _CLASS_ORDER = ["X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET"]
@@ -255,6 +255,14 @@ def _left_out_nvlink_findings(topo) -> list[Finding]:
         'load_topology(FILE, nvlink="complete")) fills it from this host\'s live probe or the '
         "GPU model; or give a file with NVLink: NCCL's own dump (NCCL_TOPO_DUMP_FILE) or "
         "`python -m torch_topo probe -o FILE` on the GPU host")]
+
+
+def reader_warnings(topo: Topology) -> list[str]:
+    """The reader's warnings on `topo` that doctor grades as warnings (rows cut off, cells that
+    disagree, a rate assumed), not the notes on what a format never carries nor the NVLink
+    line: what `plan` must show beside numbers that rest on them."""
+    return [text for text in topo.warnings
+            if text != topo.nvlink_warning and _reader_finding(text).severity == "warning"]
 
 
 def _reader_finding(text: str) -> Finding:

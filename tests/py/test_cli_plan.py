@@ -432,3 +432,19 @@ def test_plan_follows_the_nccl_release_named(tmp_path, capsys):
     assert at_256_mib("--nccl-version", "2.26.2") == "ring/Simple"
     assert at_256_mib() == "nvls_tree/Simple"
 
+
+
+def test_plan_shows_what_the_reader_assumed_for_a_file_cut_short(tmp_path, capsys):
+    # The DGX-1 file's header and its rows of GPU0-GPU3 only: the rows of GPU4-GPU7 and of the
+    # NIC are gone, so pairs among GPU4-GPU7 come from no cell (read as SYS). The plan rests on
+    # that: it must say so, as doctor does, and say nothing for the whole file.
+    cut = tmp_path / "cut.txt"
+    cut.write_text("".join(DGX1.read_text().splitlines(keepends=True)[:5]))
+    assert main(["plan", str(cut), "--mesh", "dp=4,tp=2"]) == 0
+    text = capsys.readouterr().out
+    (line,) = [x for x in text.splitlines() if x.startswith("reader warning: ")]
+    assert "rows missing (file cut short?): GPU4, GPU5, GPU6, GPU7, mlx5_0" in line
+    assert main(["plan", str(cut), "--mesh", "dp=4,tp=2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["reader_warnings"] == [line.removeprefix("reader warning: ")]
+    assert main(["plan", str(DGX1), "--mesh", "dp=4,tp=2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["reader_warnings"] == []

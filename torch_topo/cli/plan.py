@@ -23,6 +23,7 @@ from torch_topo.cli._options import (
     parse_nccl_version,
 )
 from torch_topo.config import TopoConfig
+from torch_topo.doctor import reader_warnings
 from torch_topo.ops.sequence_split import (
     AttentionShape,
     choose_sequence_split,
@@ -164,11 +165,13 @@ def run(args) -> int:
     if nvlink_mode(args) == "complete" and isinstance(source, (str, os.PathLike)):
         source = completed_source(os.fspath(source))
     topo = _one_host(source)
-    nvlink_note = ""
+    nvlink_note, warnings = "", []
     if topo is not None:
         _require_gpus(topo, source)
         # Clusters get none: the planner reports on their hosts.
         nvlink_note = topo.nvlink_note()
+        # The plan rests on what the reader assumed for a file cut short or contradicting itself.
+        warnings = reader_warnings(topo)
     hosts, split = args.hosts, None
     config = TopoConfig.from_env()
     # A live cluster carries the bandwidth its group was configured with; a file or this
@@ -207,6 +210,7 @@ def run(args) -> int:
                 "ratio": naive.cost() / planned.cost() if planned.cost() > 0 else 1.0,
             }
         out["nvlink"] = nvlink_note
+        out["reader_warnings"] = warnings
         print(json.dumps(out, indent=2))
         return 0
     if split is not None:
@@ -214,6 +218,8 @@ def run(args) -> int:
     print(planned.explain())
     if nvlink_note:
         print(nvlink_note)
+    for text in warnings:
+        print(f"reader warning: {text}")
     if planned.nccl_hints:
         print("nccl hints " + ("applied by init_device_mesh (TORCH_TOPO_NCCL_HINTS is on)"
                                if hints_on else "not applied: TORCH_TOPO_NCCL_HINTS is off"))
