@@ -382,6 +382,23 @@ def test_sweep_options_are_refused_with_published(option, capsys):
                                       "machine, not a saved output; leave it out with --published\n"
 
 
+@pytest.mark.parametrize("play, message", [
+    ("garbage", "entry 'garbage': expected HOST:GPU with GPU an integer >= 0"),
+    ("h0:0,h1:0,h2:0", "3 entries"),
+])
+def test_bad_play_exits_2_before_spawning(play, message, monkeypatch, capsys):
+    # Each spawned rank failed on it with a traceback, then the run ended "rank 0 failed".
+    def sweep(options, procs):
+        raise AssertionError(f"spawned {procs} ranks")
+
+    monkeypatch.setattr(bench_cli, "run_bench", sweep)
+    monkeypatch.setenv("TORCH_TOPO_PLAY", play)
+    assert main(["bench", "--procs", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("torch_topo bench: error: TopoConfig.play (TORCH_TOPO_PLAY): ") \
+        and message in err and err.count("\n") == 1, err
+
+
 def test_launch_errors_exit_2(monkeypatch, capsys):
     monkeypatch.delenv("RANK", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

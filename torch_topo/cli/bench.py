@@ -29,6 +29,8 @@ from torch_topo.bench import (
 )
 from torch_topo.cli._bench_published import add_published_options, published_mode, run_published
 from torch_topo.cli._options import int_at_least
+from torch_topo.cluster import play_entries
+from torch_topo.config import TopoConfig
 from torch_topo.plan import MAX_RANKS
 from torch_topo.topology import load_topology
 
@@ -142,6 +144,10 @@ def run(args) -> int:
                          "ranks the planner takes)")
     if args.topology:
         load_topology(args.topology)  # a bad file fails here, before any rank starts
+    play = TopoConfig.from_env().play
+    if play and args.procs is not None:
+        # A malformed entry failed inside every spawned rank, as a traceback each.
+        play_entries(play, args.procs)
     if args.plot and os.environ.get("RANK", "0") == "0":  # rank 0 alone writes the figure
         _check_plot_path(args.plot)
     options = BenchOptions(
