@@ -335,9 +335,10 @@ def _kv_findings(mesh: dict[str, int], kv_heads: int | None) -> list[Finding]:
         severity = "warning" if sp % kv_heads == 0 else "error"
         return [Finding(
             "kv-heads-below-ulysses", severity,
-            f"kv_heads={kv_heads} < Ulysses degree sp={sp}: K/V heads are replicated "
-            f"{sp // kv_heads if sp % kv_heads == 0 else 'unevenly'}x across the group"
-            + ("" if severity == "warning" else " and sp is not a multiple of kv_heads"),
+            f"kv_heads={kv_heads} < Ulysses degree sp={sp}: "
+            + (f"K/V heads are replicated {sp // kv_heads}x across the group"
+               if severity == "warning" else
+               "sp is not a multiple of kv_heads, so K/V heads cannot be replicated evenly"),
             f"use sp <= {kv_heads} and put the rest of the sequence split on ring attention (cp)")]
     if kv_heads % sp:
         return [Finding("kv-heads-uneven", "error",

@@ -374,3 +374,14 @@ def test_saved_probe_topology_gets_the_file_checks(env, tmp_path):
     assert diagnose(saved, environ={}) == by_path
     assert [f.code for f in by_path] == ["reader-warning"] * len(saved.warnings) + ["file-no-gpus"]
     assert diagnose(live_probe(), environ={}) == []
+
+
+@pytest.mark.parametrize("kv_heads, severity, says", [
+    (2, "warning", "K/V heads are replicated 2x across the group"),  # 4 / 2
+    (3, "error", "sp is not a multiple of kv_heads, so K/V heads cannot be replicated evenly"),
+])
+def test_kv_heads_below_ulysses_says_how_they_replicate(kv_heads, severity, says):
+    (found,) = [f for f in diagnose(SXM, {"dp": 2, "sp": 4}, kv_heads=kv_heads, environ={})
+                if f.code.startswith("kv-")]
+    assert (found.code, found.severity) == ("kv-heads-below-ulysses", severity)
+    assert found.message == f"kv_heads={kv_heads} < Ulysses degree sp=4: {says}"
