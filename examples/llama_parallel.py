@@ -152,9 +152,10 @@ class SequenceParallelLlama(nn.Module):
         return self.seq.shard(t).reshape(-1)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        logits = self.model(self.seq.shard(tokens), self.seq.positions(tokens.shape[1]),
-                            self.attn)
-        return logits.reshape(-1, logits.shape[-1])
+        """tokens [batch, seq] -> logits of this rank's sequence shard [batch, seq / sp, vocab];
+        not flattened here: under FSDP2 a view as the module's output drew its warning that an
+        in-place op on it would skip the gradients' all-gather (the loss flattens them)."""
+        return self.model(self.seq.shard(tokens), self.seq.positions(tokens.shape[1]), self.attn)
 
 
 def apply_data_parallel(model: nn.Module, mode: str, mesh, group: dist.ProcessGroup,
