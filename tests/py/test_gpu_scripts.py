@@ -149,3 +149,13 @@ def test_rehearsal_ops_leaves_out_symmetric_memory_after_it_did_not_finish(tmp_p
     assert "--symm-mem" in programs[0] and "--symm-mem" not in programs[1]
     assert first[-1]["not_available"] == "did not finish"
     assert second[-1]["not_available"] == "left out: did not finish at world 2"
+
+
+@pytest.mark.parametrize("value", ["yes", "true", "2"])
+def test_gpu_prepare_refuses_a_build_switch_other_than_0_or_1(value):
+    # Anything but "1" skipped the build, so GPU_PREPARE_BUILD=yes prepared no module at all.
+    proc = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu_prepare.sh")],
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, GPU_PREPARE_BUILD=value))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr == f"gpu_prepare: GPU_PREPARE_BUILD: got '{value}', expected 0 or 1\n"
