@@ -319,6 +319,12 @@ def test_refuses_when_namespaces_unavailable(monkeypatch, capsys):
     (["--nodes", "2", "--procs-per-node", "1", "--inter-delay", "1 parsec", "--", "true"],
      "--inter-delay: got '1 parsec'"),
     (["--nodes", "2", "--procs-per-node", "1"], "no COMMAND given"),
+    # tc refused them once the namespaces were up, printing its usage or "illegal value for
+    # burst" (1 ms of 35 Tbit/s is more than 2^32 bytes).
+    (["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "7bit", "--", "true"],
+     "--inter-bw: got '7bit', expected 8bit (one byte/s) to 34.35tbit"),
+    (["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "35tbit", "--", "true"],
+     "--inter-bw: got '35tbit', expected 8bit (one byte/s) to 34.35tbit"),
     # Accepted before: NaN disabled the timeout and the grace period; 10000 ranks per node
     # started 10000 processes.
     (["--nodes", "1", "--procs-per-node", "1", "--timeout-s", "nan", "--", "true"],
@@ -353,6 +359,8 @@ def test_rate_and_delay_units():
     assert parse_rate_bps("1gbit") == 1e9
     assert parse_rate_bps("100mbit") == 1e8
     assert parse_rate_bps("125mbps") == 1e9
+    assert parse_rate_bps("1bps") == 8  # tc's smallest rate
+    assert parse_rate_bps("34.35tbit") == 34.35e12  # 1 ms of it fits tc's 32-bit burst
     assert parse_delay_us("1ms") == 1000
     assert parse_delay_us("250us") == 250
     assert parse_delay_us("0") == 0

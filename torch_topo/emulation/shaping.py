@@ -4,6 +4,7 @@ commands that enforce the rate on a veth end (the delay is added by relay.py).""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -24,6 +25,10 @@ _NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$")
 # Mbit/s, this 860-900).
 _UPLINK_BURST_BYTES = 2 * 65536
 _DOWNLINK_BURST_BYTES = 8 * 65536
+# tc takes rates down to one byte/s and reads the burst as a 32-bit byte count, which
+# burst_bytes' 1 ms of line rate must fit: outside these tc printed its usage, naming no option.
+_MIN_RATE_BPS = 8.0
+_MAX_RATE_BPS = float((2**32 - 1) * 8 * 1000)
 # Queue room of the shaper: enough for TCP to keep the link busy over the emulated RTT while
 # its small-queue limit keeps the standing queue short.
 _QUEUE_LATENCY_MS = 50
@@ -38,7 +43,11 @@ def parse_rate_bps(text: str, option: str = "--inter-bw") -> float:
             f"{option}: got {text!r}, expected a positive rate with a tc unit "
             f"({', '.join(_RATE_UNITS)}), e.g. 1gbit"
         )
-    return float(match.group(1)) * _RATE_UNITS[unit]
+    rate = float(match.group(1)) * _RATE_UNITS[unit]
+    if not _MIN_RATE_BPS <= rate <= _MAX_RATE_BPS:
+        raise ValueError(f"{option}: got {text!r}, expected 8bit (one byte/s) to "
+                         f"{math.floor(_MAX_RATE_BPS / 1e10) / 100}tbit, the rates tc can shape")
+    return rate
 
 
 def parse_delay_us(text: str, option: str = "--inter-delay") -> float:
