@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+from torch_topo.emulation.shaping import parse_delay_us, parse_rate_bps
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "train_llama.py")
 PROFILED = os.path.join(ROOT, "benchmarks", "step_profile.py")
@@ -37,6 +39,8 @@ BACKENDS = ("gloo", "topo")
 # name, data-parallel degree, example options (the same over both backends), what "topo"
 # changes in that program. All use the same model, global batch (GLOBAL_BATCH sequences per
 # step, split over dp) and optimizer.
+# Every configuration below is laid out for this many ranks (dp8, tp4 x dp2, sp4 x dp2).
+WORLD = 8
 CONFIGS = [
     ("DDP dp8", 8, ["--ddp"],
      "hierarchical all-reduce of the gradient bucket (cost model threshold)"),
@@ -218,6 +222,19 @@ def main(argv=None) -> int:
     steps = args.steps or (12 if args.quick else 16)
     if steps < 2:
         p.error(f"--steps: got {steps}, expected >= 2 (the first step is left out)")
+    # Each of these failed every launch in turn (nine on --quick), then printed a table of
+    # failures with exit 1.
+    if args.nodes < 1 or args.procs_per_node < 1 or args.nodes * args.procs_per_node != WORLD:
+        p.error(f"--nodes x --procs-per-node: got {args.nodes} x {args.procs_per_node}, "
+                f"expected {WORLD} ranks in all (dp8, tp4 x dp2, sp4 x dp2)")
+    for parse, option, text in ((parse_rate_bps, "--inter-bw", args.inter_bw),
+                                (parse_delay_us, "--inter-delay", args.inter_delay)):
+        try:
+            parse(text, option)
+        except ValueError as exc:
+            p.error(str(exc))
+    if not args.timeout > 0:
+        p.error(f"--timeout: got {args.timeout}, expected seconds > 0")
     # 8 query / 4 K/V heads: tp4 and sp4 both divide the K/V heads.
     model = (["--dim", "64", "--layers", "2", "--seq-len", "64"] if args.quick
              else ["--dim", "128", "--layers", "4", "--ffn-dim", "384", "--seq-len", "128"]) \

@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: Apache-2.0
+"""benchmarks/train_compare.py refuses options its configurations cannot run with before the
+first launch."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture
+def train_compare(monkeypatch):
+    spec = importlib.util.spec_from_file_location(
+        "train_compare", os.path.join(ROOT, "benchmarks", "train_compare.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def launch(*args, **kwargs):
+        raise AssertionError("a configuration was launched")
+
+    monkeypatch.setattr(module, "run_one", launch)
+    return module
+
+
+@pytest.mark.parametrize("options, message", [
+    # Every launch failed in turn ("--dp x --tp x --sp: got 8 ... expected the world size 4"),
+    # then a table of failures, exit 1.
+    (["--procs-per-node", "2"], "--nodes x --procs-per-node: got 2 x 2, expected 8 ranks"),
+    (["--nodes", "0"], "--nodes x --procs-per-node: got 0 x 4, expected 8 ranks"),
+    (["--inter-bw", "fast"], "--inter-bw: got 'fast', expected a positive rate"),
+    (["--inter-delay", "soon"], "--inter-delay: got 'soon', expected a delay"),
+    (["--timeout", "0"], "--timeout: got 0.0, expected seconds > 0"),
+])
+def test_bad_options_exit_2_before_any_launch(options, message, train_compare, capsys):
+    with pytest.raises(SystemExit) as exc:
+        train_compare.main(["--quick", *options])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: {message}" in err, err
