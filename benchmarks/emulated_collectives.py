@@ -27,10 +27,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from torch_topo.bench.sweep import parse_bytes  # noqa: E402
-from torch_topo.emulation.shaping import parse_rate_bps  # noqa: E402
+from torch_topo.emulation.shaping import parse_delay_us, parse_rate_bps  # noqa: E402
 
 RANK_PROGRAM = os.path.join(ROOT, "benchmarks", "collective_perf.py")
 OP_ORDER = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
+PLACEMENTS = ["contiguous", "interleaved"]
 GOAL_BYTES = 64 << 20
 # 64 MiB float32 all_reduce, topo vs gloo and vs the link bound, per (placement, ranks per
 # node): issue 13 for contiguous ranks on 2 x 4 and 2 x 2 emulated hosts, issue 5 interleaved.
@@ -153,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--procs-per-node", type=int, default=4)
     parser.add_argument("--inter-bw", default="1gbit")
     parser.add_argument("--inter-delay", default="1ms")
-    parser.add_argument("--placements", default="contiguous,interleaved")
+    parser.add_argument("--placements", default=",".join(PLACEMENTS))
     parser.add_argument("--ops", default="all_reduce,all_gather,reduce_scatter,broadcast")
     # Sizes as collective_perf.py and the bench verb take them (64M, 1G).
     parser.add_argument("--min-bytes", type=parse_bytes, default=256 << 10)
@@ -165,8 +166,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_args(parser: argparse.ArgumentParser, args) -> None:
+    """Usage errors before the first launch: each failed inside the emulator or its ranks, once
+    per placement (exit 1), or as a traceback (--inter-bw)."""
+    if args.nodes < 1 or args.procs_per_node < 1:
+        parser.error(f"--nodes/--procs-per-node: got {args.nodes}/{args.procs_per_node}, "
+                     "expected >= 1 each")
+    for option, given, known in (("--placements", args.placements, PLACEMENTS),
+                                 ("--ops", args.ops, OP_ORDER)):
+        unknown = [n for n in given.split(",") if n not in known]
+        if unknown:
+            # An op outside OP_ORDER was measured and then left out of every table.
+            parser.error(f"{option}: got {unknown[0]!r}, expected some of {','.join(known)}")
+    if args.min_bytes > args.max_bytes:
+        parser.error(f"--min-bytes/--max-bytes: got {args.min_bytes}/{args.max_bytes}, "
+                     "expected --min-bytes <= --max-bytes")
+    if args.reps < 1:
+        parser.error(f"--reps: got {args.reps}, expected >= 1")
+    if not args.timeout_s > 0:
+        parser.error(f"--timeout-s: got {args.timeout_s}, expected seconds > 0")
+    for parse, option, text in ((parse_rate_bps, "--inter-bw", args.inter_bw),
+                                (parse_delay_us, "--inter-delay", args.inter_delay)):
+        try:
+            parse(text, option)
+        except ValueError as exc:
+            parser.error(str(exc))
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
     rate_Bps = parse_rate_bps(args.inter_bw) / 8
     summary, raw = [], {}
     with tempfile.TemporaryDirectory() as tmp:
