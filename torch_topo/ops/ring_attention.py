@@ -17,9 +17,11 @@ from torch_topo.ops.utils import (
     CheckInputs,
     RingExchange,
     check_attention_options,
+    check_dim,
     check_floating,
     check_qkv,
     check_same_shape,
+    check_tensors,
     group_rank_size,
     merge_block,
     resolve_group,
@@ -186,9 +188,13 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
         out [b, s_local, heads, d] in q's dtype, and the LSE when return_lse.
     """
     group = resolve_group("ring_attention", group)
+    check_tensors("ring_attention", q=q, k=k, v=v)
     if balance not in _BALANCES:
         raise ValueError(f"ring_attention: balance={balance!r}, expected one of {_BALANCES}")
     check_attention_options("ring_attention: ", causal, softmax_scale)
+    if not isinstance(return_lse, bool):  # "no" returned a tuple where a tensor was expected
+        raise ValueError(f"ring_attention: return_lse: got {return_lse!r}, expected True or "
+                         "False")
 
     def validate():
         check_qkv("ring_attention", q, k, v)
@@ -211,12 +217,15 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
 def zigzag_shard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
     """This rank's zigzag shard of the full sequence `x` along `dim` (differentiable)."""
     rank, world = group_rank_size(resolve_group("zigzag_shard", group))
-    return _C.zigzag_shard(x, dim, world, rank)
+    check_tensors("zigzag_shard", x=x)
+    return _C.zigzag_shard(x, check_dim("zigzag_shard", "dim", x, dim), world, rank)
 
 
 def zigzag_unshard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
     """The full sequence from every rank's zigzag shard (an all_gather; not differentiable)."""
     group = resolve_group("zigzag_unshard", group)
+    check_tensors("zigzag_unshard", x=x)
+    dim = check_dim("zigzag_unshard", "dim", x, dim)
     _, world = group_rank_size(group)
     shards = [torch.empty_like(x) for _ in range(world)]
     dist.all_gather(shards, x.contiguous(), group=group)

@@ -8,6 +8,7 @@ degrees and groups work as well."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -15,6 +16,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from torch_topo import _C
 from torch_topo.ops.ring_attention import ring_attention, zigzag_shard, zigzag_unshard
 from torch_topo.ops.sequence_split import (
     AttentionShape,
@@ -28,6 +30,7 @@ from torch_topo.ops.utils import (
     CheckInputs,
     check_attention_options,
     check_dim,
+    check_tensors,
     group_rank_size,
     resolve_group,
 )
@@ -77,6 +80,9 @@ class UlyssesConfig:
         if not is_int_in(sp, 1):
             raise ValueError(f"UlyssesConfig.sequence_parallel_size: got {sp!r}, expected an "
                              "int >= 1")
+        if not isinstance(self.enable_ring_exchange, bool):  # "no" would enable the ring
+            raise ValueError(f"UlyssesConfig.enable_ring_exchange: got "
+                             f"{self.enable_ring_exchange!r}, expected True or False")
         u = self.ulysses_degree
         if u is not None:
             if not is_int_in(u, 1) or sp % u:
@@ -104,6 +110,22 @@ class UlyssesConfig:
         if not self.enable_ring_exchange:
             return 1
         return None if self.ulysses_degree is None else self.sequence_parallel_size // self.ulysses_degree
+
+
+def _check_config(where: str, config: object) -> None:
+    if not isinstance(config, UlyssesConfig):
+        raise ValueError(f"{where}: config: got {type(config).__name__}, expected a "
+                         "torch_topo.UlyssesConfig")
+
+
+def _world_size(where: str, world_size: object) -> int:
+    """torch.distributed's world size for None; 0, -2 or 4.0 passed the divisibility check and
+    came back as degrees of a world that cannot be."""
+    if world_size is None:
+        return dist.get_world_size()
+    if not is_int_in(world_size, 1):
+        raise ValueError(f"{where}: world_size: got {world_size!r}, expected None or an int >= 1")
+    return world_size
 
 
 def _check_divides_world(sp: int, world: int) -> None:
@@ -139,13 +161,20 @@ def sequence_parallel_candidates(config: UlyssesConfig, world_size: int | None =
         mesh: the world's mesh, outermost first, with "sp" the sequence-parallel ranks
             (e.g. {"dp": 2, "sp": 4, "tp": 2}); default {"dp": world / sp, "sp": sp}.
     """
-    world = dist.get_world_size() if world_size is None else world_size
+    _check_config("sequence_parallel_candidates", config)
+    world = _world_size("sequence_parallel_candidates", world_size)
     sp = config.sequence_parallel_size
     _check_divides_world(sp, world)
     if config.attention is None:
         raise ValueError("UlyssesConfig.attention: not set, expected the attention's shape "
                          "(AttentionShape) to choose the Ulysses x ring split; or set "
                          "ulysses_degree")
+    if mesh is not None and not isinstance(mesh, Mapping):
+        raise ValueError(f"sequence_parallel_candidates: mesh: got {mesh!r}, expected None or "
+                         "{name: size}, outermost first")
+    if cluster is not None and not isinstance(cluster, _C.PlannerCluster):
+        raise ValueError(f"sequence_parallel_candidates: cluster: got {type(cluster).__name__}, "
+                         "expected None or a torch_topo._C.PlannerCluster")
     mesh = {"dp": world // sp, "sp": sp} if mesh is None else dict(mesh)
     if mesh.get("sp") != sp:
         raise ValueError(f"mesh: got {mesh}, expected an 'sp' dimension of "
@@ -165,7 +194,8 @@ def resolve_sequence_parallel_degrees(config: UlyssesConfig, world_size: int | N
     predicts fastest per layer for config.attention on the world's planned groups
     (`sequence_parallel_candidates`, same arguments); ValueError when no split fits the shape.
     """
-    world = dist.get_world_size() if world_size is None else world_size
+    _check_config("resolve_sequence_parallel_degrees", config)
+    world = _world_size("resolve_sequence_parallel_degrees", world_size)
     sp = config.sequence_parallel_size
     _check_divides_world(sp, world)
     if config.ring_degree is not None:
@@ -184,6 +214,10 @@ def build_sequence_parallel_groups(config: UlyssesConfig, plan=None):
     world's topology (Ulysses groups on the fastest links); with no topology known, Ulysses
     groups are consecutive ranks and rings stride them.
     """
+    _check_config("build_sequence_parallel_groups", config)
+    if plan is not None and not callable(getattr(plan, "groups", None)):
+        raise ValueError(f"build_sequence_parallel_groups: plan: got {type(plan).__name__}, "
+                         "expected None or a torch_topo Plan (anything with groups(dim))")
     world, rank = dist.get_world_size(), dist.get_rank()
     sp = config.sequence_parallel_size
     _check_divides_world(sp, world)
@@ -240,6 +274,7 @@ def shard_sequence(x: torch.Tensor, dim: int = 1, sp_group=None, ring_group=None
     The ring level comes first (zigzag or contiguous over ring_group), then the ring block is
     cut contiguously over sp_group, so that Ulysses' gather rebuilds exactly the ring block."""
     dim = _check_layout("shard_sequence", x, dim, balance)
+    sp_group, ring_group = _check_groups("shard_sequence", sp_group, ring_group)
     if _ring_size(ring_group) > 1:
         if balance == "zigzag":
             x = zigzag_shard(x, dim, ring_group)
@@ -252,6 +287,7 @@ def unshard_sequence(x: torch.Tensor, dim: int = 1, sp_group=None, ring_group=No
                      balance: Literal["none", "zigzag"] = "zigzag") -> torch.Tensor:
     """Inverse of shard_sequence (all_gathers; not differentiable)."""
     dim = _check_layout("unshard_sequence", x, dim, balance)
+    sp_group, ring_group = _check_groups("unshard_sequence", sp_group, ring_group)
     x = _gather_cat(x, dim, sp_group)
     if _ring_size(ring_group) > 1:
         x = zigzag_unshard(x, dim, ring_group) if balance == "zigzag" else \
@@ -263,7 +299,15 @@ def _check_layout(where: str, x: torch.Tensor, dim: object, balance: object) -> 
     # Any balance but "zigzag" used to shard contiguously without a word.
     if balance not in ("none", "zigzag"):
         raise ValueError(f"{where}: balance: got {balance!r}, expected 'none' or 'zigzag'")
+    check_tensors(where, x=x)
     return check_dim(where, "dim", x, dim)
+
+
+def _check_groups(where: str, sp_group, ring_group):
+    """(sp_group or the world, ring_group or None); a string or an int reached c10d's "Group x
+    is not registered" or an AttributeError."""
+    return (resolve_group(f"{where} (sp_group)", sp_group),
+            None if ring_group is None else resolve_group(f"{where} (ring_group)", ring_group))
 
 
 def _contiguous_slice(x: torch.Tensor, dim: int, group) -> torch.Tensor:
@@ -295,6 +339,7 @@ class SequenceParallelAttention(nn.Module):
 
     def __init__(self, config: UlyssesConfig, sp_group=None, ring_group=None, plan=None):
         super().__init__()
+        _check_config("SequenceParallelAttention", config)
         if sp_group is None and ring_group is None:
             sp_group, ring_group = build_sequence_parallel_groups(config, plan)
         if sp_group is None:

@@ -19,6 +19,7 @@ from torch_topo.ops.utils import (
     check_floating,
     check_qkv,
     check_same_shape,
+    check_tensors,
     group_rank_size,
     resolve_group,
 )
@@ -103,6 +104,7 @@ def ulysses_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group
             group and shape, True on every call, False never (see check_same_shape).
     """
     group = resolve_group("ulysses_all_to_all", group)
+    check_tensors("ulysses_all_to_all", x=x)
     s = check_dim("ulysses_all_to_all", "scatter_dim", x, scatter_dim)
     g = check_dim("ulysses_all_to_all", "gather_dim", x, gather_dim)
     if s == g:
@@ -157,7 +159,11 @@ def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=N
         check_inputs: verify that all ranks' shapes agree, as in ulysses_all_to_all.
     """
     group = resolve_group("ulysses_attention", group)
+    check_tensors("ulysses_attention", q=q, k=k, v=v)
     check_attention_options("ulysses_attention: ", causal, softmax_scale)
+    if attn_fn is not None and not callable(attn_fn):  # else found after the first exchange
+        raise ValueError(f"ulysses_attention: attn_fn: got {attn_fn!r}, expected None or a "
+                         "callable attn_fn(q, k, v, causal=..., softmax_scale=...)")
     _, world = group_rank_size(group)
 
     def validate():

@@ -24,6 +24,7 @@ __all__ = [
     "RingTransferError",
     "check_floating",
     "check_qkv",
+    "check_tensors",
     "check_same_shape",
     "group_rank_size",
     "merge_block",
@@ -69,6 +70,15 @@ def resolve_group(where: str, group):
 def group_rank_size(group) -> tuple[int, int]:
     """(rank in group, group size) of this process; `group=None` is the default group."""
     return dist.get_rank(group), dist.get_world_size(group)
+
+
+def check_tensors(where: str, **tensors: object) -> None:
+    """TypeError naming the argument that is no tensor, as torch's own ops raise; None or a
+    list got as far as `.dim()` and an AttributeError. Run before any collective: the shape
+    check that makes ranks fail alike needs tensors to describe."""
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{where}: {name}: got {type(t).__name__}, expected a torch.Tensor")
 
 
 def check_qkv(where: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:

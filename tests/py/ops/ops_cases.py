@@ -490,16 +490,17 @@ def sequence_roundtrip_2x2(rank, world, *, balance, seq):
     torch.testing.assert_close(back, x, rtol=0, atol=0)
 
 
-def raises(rank, world, *, call, match):
-    """`call` names a bad-input scenario below; every rank must raise ValueError matching
-    `match` (so no rank is left inside a collective)."""
+def raises(rank, world, *, call, match, error="ValueError"):
+    """`call` names a bad-input scenario below; every rank must raise `error` (ValueError, or
+    TypeError for an argument that is no tensor, as torch raises) matching `match` (so no rank
+    is left inside a collective)."""
     try:
         _BAD[call](rank, world)
-    except ValueError as e:
+    except {"ValueError": ValueError, "TypeError": TypeError}[error] as e:
         if not re.search(match, str(e)):
             raise AssertionError(f"{call}: message {str(e)!r} does not match {match!r}") from e
         return str(e)
-    raise AssertionError(f"{call}: no ValueError raised")
+    raise AssertionError(f"{call}: no {error} raised")
 
 
 def _qkv(b=1, s=4, h=4, hk=4, d=4, dtype=torch.float32):
@@ -567,6 +568,26 @@ _BAD = {
     "shard_dim_out_of_range": lambda r, w: torch_topo.shard_sequence(torch.zeros(1, 2 * w), 5),
     "shard_balance": lambda r, w: torch_topo.shard_sequence(torch.zeros(1, 2 * w), 1,
                                                             balance="stripe"),
+    # No tensor: AttributeError "'NoneType' object has no attribute 'dim'" (a pybind11 message
+    # at zigzag_shard); a float dim of the zigzag helpers was pybind11's too, and True was dim 1.
+    "ring_q_none": lambda r, w: torch_topo.ring_attention(None, *_qkv()[1:]),
+    "ulysses_v_list": lambda r, w: torch_topo.ulysses_attention(*_qkv(h=w, hk=w)[:2], [1.0]),
+    "a2a_none": lambda r, w: torch_topo.ulysses_all_to_all(None, 0, 1),
+    "zigzag_shard_none": lambda r, w: torch_topo.zigzag_shard(None),
+    "unshard_none": lambda r, w: torch_topo.unshard_sequence(None),
+    "zigzag_shard_float_dim": lambda r, w: torch_topo.zigzag_shard(torch.zeros(1, 2 * w), 1.0),
+    "zigzag_shard_bool_dim": lambda r, w: torch_topo.zigzag_shard(torch.zeros(1, 2 * w), True),
+    "zigzag_unshard_float_dim": lambda r, w: torch_topo.zigzag_unshard(torch.zeros(1, 2), 1.0),
+    # A group that is no ProcessGroup reached c10d ("Group x is not registered") or, as the
+    # ring group, an AttributeError.
+    "shard_sp_group_str": lambda r, w: torch_topo.shard_sequence(torch.zeros(1, 2 * w), 1,
+                                                                 sp_group="x"),
+    "unshard_ring_group_int": lambda r, w: torch_topo.unshard_sequence(torch.zeros(1, 2), 1,
+                                                                       ring_group=3),
+    # Accepted before: "no" returned the (out, lse) tuple; attn_fn=3 failed after the exchange.
+    "ring_return_lse_str": lambda r, w: torch_topo.ring_attention(*_qkv(), return_lse="no"),
+    "ulysses_attn_fn_int": lambda r, w: torch_topo.ulysses_attention(*_qkv(h=w, hk=w),
+                                                                      attn_fn=3),
 }
 
 

@@ -100,6 +100,29 @@ def test_ring_bad_input(world, call, match):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("call,error,match", [
+    ("ring_q_none", "TypeError", r"ring_attention: q: got NoneType, expected a torch.Tensor"),
+    ("ulysses_v_list", "TypeError", r"ulysses_attention: v: got list, expected a torch.Tensor"),
+    ("a2a_none", "TypeError", r"ulysses_all_to_all: x: got NoneType, expected a torch.Tensor"),
+    ("zigzag_shard_none", "TypeError", r"zigzag_shard: x: got NoneType"),
+    ("unshard_none", "TypeError", r"unshard_sequence: x: got NoneType"),
+    ("zigzag_shard_float_dim", "ValueError", r"zigzag_shard: dim: got 1.0, expected an int in "
+                                             r"\[-2, 1\]"),
+    ("zigzag_shard_bool_dim", "ValueError", r"zigzag_shard: dim: got True"),
+    ("zigzag_unshard_float_dim", "ValueError", r"zigzag_unshard: dim: got 1.0"),
+    ("shard_sp_group_str", "ValueError", r"shard_sequence \(sp_group\): group: got 'x', "
+                                         r"expected a ProcessGroup"),
+    ("unshard_ring_group_int", "ValueError", r"unshard_sequence \(ring_group\): group: got 3"),
+    ("ring_return_lse_str", "ValueError", r"ring_attention: return_lse: got 'no', expected "
+                                          r"True or False"),
+    ("ulysses_attn_fn_int", "ValueError", r"ulysses_attention: attn_fn: got 3, expected None "
+                                          r"or a callable"),
+])
+def test_arguments_of_the_wrong_type(call, error, match):
+    get_pool(2).run("raises", call=call, match=match, error=error)
+
+
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("op", ["ring", "ulysses", "a2a", "2d"])
 def test_rank_outside_the_group(op):
     # SequenceParallelAttention said "sp_group has -1 ranks".
