@@ -184,6 +184,12 @@ def test_shape_validation(kwargs, match):
     ("heads=8,kv_heads=2,head_dim=64,seq_len=x", r"--attention: seq_len: got 'x'"),
     ("heads=8,kv_heads=3,head_dim=64,seq_len=64", r"--attention: AttentionShape.kv_heads"),
     ("heads=8,kv_heads=2,head_dim=64,seq_len=64,dtype=int8", r"--attention: dtype: got 'int8'"),
+    # isdigit() passed "²" on to int(): "invalid literal for int() with base 10".
+    ("heads=²,kv_heads=1,head_dim=64,seq_len=64", r"--attention: heads: got '²', expected an "
+                                                  r"integer >= 1"),
+    # Not a string: AttributeError "'NoneType' object has no attribute 'split'".
+    (None, r"--attention: got NoneType, expected a string such as"),
+    (32, r"--attention: got int, expected a string such as"),
 ])
 def test_shape_parse_errors(text, match):
     with pytest.raises(ValueError, match=match):

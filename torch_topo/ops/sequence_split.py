@@ -89,6 +89,9 @@ class AttentionShape:
         ValueError names `option`."""
         from torch_topo.plan import assignments
 
+        if not isinstance(text, str):
+            raise ValueError(f"{option}: got {type(text).__name__}, expected a string such as "
+                             "'heads=32,kv_heads=8,head_dim=128,seq_len=8192'")
         names = ("heads", "kv_heads", "head_dim", "seq_len", "batch", "dtype")
         form = f"NAME=VALUE with NAME one of {', '.join(names)}"
         fields: dict = {}
@@ -100,7 +103,7 @@ class AttentionShape:
                     raise ValueError(f"{option}: dtype: got {value!r}, expected one of "
                                      f"{', '.join(_DTYPES)}")
                 fields[name] = _DTYPES[value]
-            elif not value.isdigit():
+            elif not (value.isascii() and value.isdigit()):  # "²" is a digit to isdigit
                 raise ValueError(f"{option}: {name}: got {value!r}, expected an integer >= 1")
             else:
                 fields[name] = int(value)
