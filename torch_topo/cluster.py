@@ -532,10 +532,23 @@ def exchange_cluster(
             digest) instead of probing again. Without torch.distributed initialised (the world
             group being created) earlier exchanges are forgotten first.
     """
-    if group_size < 1 or not 0 <= group_rank < group_size:
-        raise ValueError(
-            f"exchange_cluster: group_rank: got {group_rank}, expected 0..{group_size - 1}"
-        )
+    import torch.distributed as dist
+
+    # group_rank 1.0 published key "1.0", which rank 0 waited for as "1" until the timeout.
+    if not isinstance(store, dist.Store):
+        raise ValueError(f"exchange_cluster: store: got {type(store).__name__}, expected a "
+                         "torch.distributed.Store")
+    if not is_int_in(group_size, 1):
+        raise ValueError(f"exchange_cluster: group_size: got {group_size!r}, expected an int >= 1")
+    if not is_int_in(group_rank, 0, group_size - 1):
+        raise ValueError(f"exchange_cluster: group_rank: got {group_rank!r}, expected an int in "
+                         f"0..{group_size - 1}")
+    if global_rank is not None and not is_int_in(global_rank, 0):
+        raise ValueError(f"exchange_cluster: global_rank: got {global_rank!r}, expected None or "
+                         "an int >= 0")
+    if config is not None and not isinstance(config, TopoConfig):
+        raise ValueError(f"exchange_cluster: config: got {type(config).__name__}, expected a "
+                         "torch_topo.TopoConfig or None")
     cfg = TopoConfig.from_env() if config is None else config
     timeout = cfg.timeout or _DEFAULT_TIMEOUT
     ranks = None if global_ranks is None else tuple(int(g) for g in global_ranks)
@@ -543,8 +556,6 @@ def exchange_cluster(
         if len(ranks) != group_size:
             raise ValueError(f"exchange_cluster: global_ranks: got {len(ranks)}, expected one "
                              f"per group rank ({group_size})")
-        import torch.distributed as dist
-
         if not dist.is_initialized():
             _exchanges.clear()  # a new world: earlier exchanges describe an old one
         earlier = _earlier_records(ranks)

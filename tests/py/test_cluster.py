@@ -194,6 +194,26 @@ def test_play_needs_a_pinned_file_and_a_gpu_it_has(tmp_path, monkeypatch):
         exchange_cluster(store, 2, 2, TopoConfig())
 
 
+@pytest.mark.parametrize("args,kwargs,match", [
+    # group_rank 1.0 passed 0 <= 1.0 < 2 and published under "1.0": rank 0 waited for "1"
+    # until the timeout. The others were AttributeErrors or a TypeError of `<`.
+    ((1.0, 2), {}, r"exchange_cluster: group_rank: got 1.0, expected an int in 0..1"),
+    ((True, 2), {}, r"exchange_cluster: group_rank: got True"),
+    ((0, "2"), {}, r"exchange_cluster: group_size: got '2', expected an int >= 1"),
+    ((0, 1), {"config": {"timeout_s": 5}}, r"exchange_cluster: config: got dict, expected a "
+                                           r"torch_topo.TopoConfig or None"),
+    ((0, 1), {"global_rank": -1}, r"exchange_cluster: global_rank: got -1, expected None or "
+                                  r"an int >= 0"),
+])
+def test_exchange_arguments(tmp_path, args, kwargs, match):
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    with pytest.raises(ValueError, match=match):
+        exchange_cluster(store, *args, **kwargs)
+    with pytest.raises(ValueError, match=r"exchange_cluster: store: got NoneType, expected a "
+                                         r"torch.distributed.Store"):
+        exchange_cluster(None, 0, 1)
+
+
 def _reuse_main(rank, world, store_path, out_dir, tamper):
     from torch_topo import _C, cluster
 
