@@ -195,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=positive_number, default=120.0)
     parser.add_argument("--json", default=None, help="write the result object here (rank 0)")
     args = parser.parse_args(argv)
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+        # Else a traceback once the whole soak had run.
+        parser.error(f"--json: no folder to write {args.json!r} into")
     if "RANK" in os.environ:
         rank = int(os.environ["RANK"])
         result = soak(rank, int(os.environ["WORLD_SIZE"]), args.count, args.seed, args.backend,

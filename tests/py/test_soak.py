@@ -49,6 +49,9 @@ def test_short_soak_on_local_processes(tmp_path):
     (["--count", "many"], "argument --count: got 'many', expected an integer"),
     (["--timeout-s", "0"], "argument --timeout-s: got 0, expected > 0"),
     (["--timeout-s", "nan"], "argument --timeout-s: got nan, expected > 0"),
+    # A traceback once the soak had run.
+    (["--json", "/nonexistent/soak.json", "--count", "2", "--local-procs", "1"],
+     "--json: no folder to write '/nonexistent/soak.json' into"),
 ])
 def test_bad_option_is_one_line_naming_it(options, message):
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "soak.py"), *options],
