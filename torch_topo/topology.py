@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from torch_topo import _C
+from torch_topo.validation import is_int_in
 
 __all__ = ["Topology", "GpuInfo", "NicInfo", "load_topology", "PATH_CLASSES", "NO_NVLINK_WARNING"]
 
@@ -51,6 +52,16 @@ class NicInfo:
 
 def _known(value, missing):
     return None if value == missing else value
+
+
+def _check_indices(where: str, count: int, what: str, **indices: object) -> None:
+    """A float, string or None index reached pybind11 ("incompatible function arguments") or
+    a list's TypeError, and True read as index 1. A whole number out of range is left to the
+    IndexError the lookup raises, as for a list."""
+    for name, value in indices.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"Topology.{where}: {name}: got {value!r}, expected the int index "
+                             f"of one of the {count} {what}s")
 
 
 class Topology:
@@ -164,44 +175,49 @@ class Topology:
         probe, of its sources (one line per failed or absent source)."""
         return list(self._host.warnings)
 
-    def _path(self, i: int, j: int):
+    def _path(self, where: str, i: int, j: int):
+        _check_indices(where, self.gpu_count, "GPU", i=i, j=j)
         return self._host.path(i, j)
 
     def path(self, i: int, j: int) -> str:
         """Path class between GPUs at positions i and j: "X", "NV", "PIX", ... "SYS"."""
-        return self._path(i, j).cls
+        return self._path("path", i, j).cls
 
     def nvlinks(self, i: int, j: int) -> int:
         """Bonded NVLink lanes between two GPUs (direct or through NVSwitch), 0 when none."""
-        return self._path(i, j).nvlinks
+        return self._path("nvlinks", i, j).nvlinks
 
     def bandwidth(self, i: int, j: int) -> float:
         """Bottleneck bandwidth in GB/s per direction between two GPUs."""
-        return self._path(i, j).bandwidth_gbps
+        return self._path("bandwidth", i, j).bandwidth_gbps
 
     def latency(self, i: int, j: int) -> float:
         """Latency estimate in microseconds between two GPUs."""
-        return self._path(i, j).latency_us
+        return self._path("latency", i, j).latency_us
 
     def numa_node(self, i: int) -> int | None:
         """NUMA node nearest GPU i, None when the source does not say."""
+        _check_indices("numa_node", self.gpu_count, "GPU", i=i)
         if not 0 <= i < self.gpu_count:
             raise IndexError(f"GPU index {i} out of range [0, {self.gpu_count})")
         return _known(self._host.gpus[i].numa_node, -1)
 
     def nic_path(self, i: int, k: int) -> str:
         """Path class from GPU i to NIC k."""
+        _check_indices("nic_path", self.gpu_count, "GPU", i=i)
+        _check_indices("nic_path", len(self._host.nics), "NIC", k=k)
         return self._host.nic_path(i, k).cls
 
     def gpu_label(self, i: int) -> str:
         """Name of GPU i as nvidia-smi prints it ("GPU3")."""
+        _check_indices("gpu_label", self.gpu_count, "GPU", i=i)
         if not 0 <= i < self.gpu_count:
             raise IndexError(f"GPU index {i} out of range [0, {self.gpu_count})")
         return f"GPU{self._host.gpus[i].index}"
 
     def cell(self, i: int, j: int) -> str:
         """Matrix cell as nvidia-smi prints it: "X", "NV12", "PIX", ..."""
-        p = self._path(i, j)
+        p = self._path("cell", i, j)
         return f"NV{p.nvlinks}" if p.cls == "NV" else p.cls
 
     def to_nccl_xml(self) -> str:
@@ -209,12 +225,20 @@ class Topology:
         return _C.to_nccl_xml(self._host)
 
     def to_json(self, indent: int | None = None) -> str:
-        """torch-topo JSON ("schema": "torch-topo/1"); exact round trip through from_json."""
+        """torch-topo JSON ("schema": "torch-topo/1"); exact round trip through from_json.
+        `indent`: spaces per level, None for one line."""
+        if indent is not None and not is_int_in(indent, 0):  # -3 read as None, 2.0 pybind11's
+            raise ValueError(f"Topology.to_json: indent: got {indent!r}, expected None or an "
+                             "int >= 0")
         return _C.host_to_json(self._host, -1 if indent is None else indent)
 
     @classmethod
     def from_json(cls, text: str, path: str = "<string>") -> Topology:
         """Parses torch-topo host JSON; raises TopoParseError naming the bad field."""
+        for name, value in (("text", text), ("path", path)):
+            if not isinstance(value, str):  # None reached pybind11's "incompatible arguments"
+                raise ValueError(f"Topology.from_json: {name}: got {type(value).__name__}, "
+                                 "expected a str")
         return cls(_C.host_from_json(text, path))
 
     def __repr__(self) -> str:

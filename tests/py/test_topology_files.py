@@ -306,6 +306,31 @@ def test_bandwidths_follow_the_link_tables():
         p4d.path(0, 8)
 
 
+@pytest.mark.parametrize("call,match", [
+    # A float, string or None index was pybind11's "incompatible function arguments" (or a
+    # list's TypeError), and True read as GPU 1.
+    (lambda t: t.path(0.0, 1), r"Topology.path: i: got 0.0, expected the int index of one of "
+                               r"the 8 GPUs"),
+    (lambda t: t.bandwidth(0, "1"), r"Topology.bandwidth: j: got '1'"),
+    (lambda t: t.cell(True, 0), r"Topology.cell: i: got True"),
+    (lambda t: t.numa_node(1.0), r"Topology.numa_node: i: got 1.0"),
+    (lambda t: t.gpu_label(None), r"Topology.gpu_label: i: got None"),
+    (lambda t: t.nic_path(0, "efa0"), r"Topology.nic_path: k: got 'efa0', expected the int "
+                                      r"index of one of the 4 NICs"),
+    # -3 wrote one line as None does; 2.0 was pybind11's message.
+    (lambda t: t.to_json(indent=-3), r"Topology.to_json: indent: got -3, expected None or an "
+                                     r"int >= 0"),
+    (lambda t: t.to_json(indent=2.0), r"Topology.to_json: indent: got 2.0"),
+    (lambda t: Topology.from_json(None), r"Topology.from_json: text: got NoneType, expected a "
+                                         r"str"),
+])
+def test_index_and_option_types(call, match):
+    p4d = load_topology(os.path.join(DATA, "nccl_topo_xml", "aws_p4d.24xlarge_8xA100_topo.xml"))
+    assert (p4d.gpu_count, len(p4d.nics)) == (8, 4)
+    with pytest.raises(ValueError, match=match):
+        call(p4d)
+
+
 def test_hwloc_pcie_rates_survive_nccl_xml():
     # hwloc gives a PCIe link as one raw rate (pci_link_speed, GB/s after line encoding), which
     # NCCL XML writes as generation and width. The Firecracker VM's GPU link reads 63.015385
