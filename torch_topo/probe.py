@@ -153,8 +153,11 @@ def probe(config: TopoConfig | None = None, *, live=None) -> Topology:
     cfg = TopoConfig.from_env() if config is None else config
     if live is None:
         live_topo = live_probe()
-    else:
+    elif isinstance(live, Topology | _C.HostTopology):
         live_topo = live if isinstance(live, Topology) else Topology(live)
+    else:  # Topology's own TypeError did not name `live`
+        raise ValueError(f"probe: live: got {type(live).__name__}, expected None, a Topology or "
+                         "a torch_topo._C.HostTopology")
     pinned = resolve_pinned_file(cfg)
     if pinned is None:
         return live_topo

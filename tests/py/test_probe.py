@@ -206,6 +206,13 @@ def test_pinned_file_wins_over_live_probe(no_pins, monkeypatch):
         )
 
 
+def test_live_of_the_wrong_type_is_named(no_pins):
+    # Topology's own TypeError ("Topology: got str, expected _C.HostTopology") named no argument.
+    with pytest.raises(ValueError, match=r"probe: live: got str, expected None, a Topology or "
+                                         r"a torch_topo._C.HostTopology"):
+        probe(TopoConfig(), live=DGX2)
+
+
 def test_bus_id_disagreement_warns_and_agreement_or_cpu_host_does_not(no_pins):
     text = Path(POWER8).read_text()
     moved = _C.read_hwloc_xml(text.replace("000b:01:00.0", "000c:01:00.0"), "moved.xml")
