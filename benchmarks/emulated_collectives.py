@@ -191,6 +191,9 @@ def check_args(parser: argparse.ArgumentParser, args) -> None:
             parse(text, option)
         except ValueError as exc:
             parser.error(str(exc))
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            parser.error(f"{option}: no folder to write {path!r} into")  # else a traceback
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,6 +36,9 @@ def emulated_collectives(monkeypatch):
     # A traceback from parse_rate_bps.
     (["--inter-bw", "fast"], "--inter-bw: got 'fast', expected a positive rate"),
     (["--inter-delay", "soon"], "--inter-delay: got 'soon', expected a delay"),
+    # Tracebacks once every placement had run.
+    (["--json", "/nonexistent/out.json"], "--json: no folder to write '/nonexistent/out.json'"),
+    (["--plot", "/nonexistent/out.png"], "--plot: no folder to write '/nonexistent/out.png'"),
 ])
 def test_bad_options_exit_2_before_any_launch(options, message, emulated_collectives, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -34,6 +34,8 @@ def train_compare(monkeypatch):
     (["--inter-bw", "fast"], "--inter-bw: got 'fast', expected a positive rate"),
     (["--inter-delay", "soon"], "--inter-delay: got 'soon', expected a delay"),
     (["--timeout", "0"], "--timeout: got 0.0, expected seconds > 0"),
+    # A traceback once every launch had run.
+    (["--json", "/nonexistent/out.json"], "--json: no folder to write '/nonexistent/out.json'"),
 ])
 def test_bad_options_exit_2_before_any_launch(options, message, train_compare, capsys):
     with pytest.raises(SystemExit) as exc:
