@@ -161,6 +161,8 @@ def _traffic_map(traffic: Mapping[str, Any] | None) -> dict[str, tuple[float, st
             if len(value) != 2:
                 raise ValueError(f"traffic: {name}: got {value!r}, expected bytes or (bytes, op)")
             value, op = value
+        if isinstance(value, bool):  # float(True) priced a misplaced flag as 1 byte
+            raise ValueError(f"traffic: {name}: got {value!r}, expected a number of bytes")
         try:
             nbytes = float(value)
         except (TypeError, ValueError):
@@ -194,6 +196,8 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
     release (version code, 2.26.2 -> 22602) whose tuning the model follows; 0 the newest."""
     obj = topology_or_cluster
     check_hosts(hosts)
+    if not is_int_in(chunk_bytes, 1):  # 1.5 was pybind11's "incompatible constructor arguments"
+        raise ValueError(f"chunk_bytes: got {chunk_bytes!r}, expected an int >= 1")
     if inter_host_gbps is not None:
         TopoConfig(inter_host_gbps=inter_host_gbps)  # refuses non-finite and non-positive values
     if nvlink not in ("file", "complete"):
@@ -382,9 +386,10 @@ class Plan:
                 "file to plan from"
             )
         per_host = resolve_cluster(path).world_size
-        if world_size < 1 or world_size % per_host:
+        # 8.0 was refused as "hosts: got 1.0", "8" with a TypeError of `<`.
+        if not is_int_in(world_size, 1) or world_size % per_host:
             raise ValueError(
-                f"world_size: got {world_size}, expected a multiple of the {per_host} ranks of "
+                f"world_size: got {world_size!r}, expected a multiple of the {per_host} ranks of "
                 f"one host of {path}"
             )
         return cls.build(path, mesh, traffic, hosts=world_size // per_host,

@@ -248,10 +248,25 @@ def test_traffic_changes_priority():
     ({"dp": 8, "tp": 1.0}, None, "dimension 'tp': size got 1.0, expected an int"),
     ({"dp": 8, "tp": True}, None, "dimension 'tp': size got True, expected an int"),
     ({"dp": 4, "tp": 2}, {"tp": -1, "dp": 1}, "expected >= 0"),
+    # Priced as 1 byte before, where the mesh refuses a size True.
+    ({"dp": 4, "tp": 2}, {"tp": True, "dp": 1}, "traffic: tp: got True, expected a number of bytes"),
 ])
 def test_bad_meshes_name_the_option(mesh, traffic, fragment):
     with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         torch_topo.plan(DGX1, mesh, traffic)
+
+
+def test_plan_arguments_of_the_wrong_type():
+    # chunk_bytes 1.5 was pybind11's "incompatible constructor arguments"; world_size 8.0 read
+    # "hosts: got 1.0" and "8" was a TypeError of `<`.
+    with pytest.raises(ValueError, match=r"^chunk_bytes: got 1.5, expected an int >= 1"):
+        Plan.build(DGX1, {"dp": 8}, chunk_bytes=1.5)
+    config = torch_topo.TopoConfig(topology_file=str(DGX1))
+    for bad in (8.0, "8", True):
+        with pytest.raises(ValueError, match=rf"^world_size: got {bad!r}, expected a multiple of "
+                                             r"the 8 ranks of one host"):
+            Plan.from_config(config, bad, {"dp": 8})
+    assert Plan.from_config(config, 16, {"dp": 16}).world_size == 16
 
 
 def test_sizes_that_cannot_fit_hosts():
