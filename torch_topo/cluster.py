@@ -196,10 +196,9 @@ def play_entries(spec: str, world_size: int) -> list[tuple[str, int]]:
                              "integer >= 0, e.g. 'node0:3'")
         entries.append((host.strip(), int(gpu)))
     if len(entries) not in (1, world_size):
-        raise ValueError(
-            f"{PLAY_SETTING}: got {len(entries)} entries, expected 1 (this rank) or "
-            f"{world_size} (one per rank)"
-        )
+        expected = ("1 (a world of one rank)" if world_size == 1
+                    else f"1 (this rank) or {world_size} (one per rank)")
+        raise ValueError(f"{PLAY_SETTING}: got {len(entries)} entries, expected {expected}")
     return entries
 
 

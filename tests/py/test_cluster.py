@@ -171,6 +171,13 @@ def test_bad_play_specs(spec, fragment):
         played_placements(spec, 3)
 
 
+def test_play_spec_for_a_world_of_one_rank():
+    # The message read "expected 1 (this rank) or 1 (one per rank)".
+    with pytest.raises(ValueError, match=r"^TopoConfig.play \(TORCH_TOPO_PLAY\): got 2 entries, "
+                                         r"expected 1 \(a world of one rank\)$"):
+        parse_play("a:0,b:0", 1, 0)
+
+
 def test_play_entries_index_the_world_not_the_group(monkeypatch):
     # A subgroup that is not covered by an earlier exchange still reads play by global rank.
     monkeypatch.setattr(dist, "is_initialized", lambda: True)
