@@ -181,7 +181,8 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
         softmax_scale: default 1 / sqrt(d).
         balance: "none" (rank r holds positions [r * s_local, (r + 1) * s_local)) or "zigzag"
             (inputs sharded by zigzag_shard; equal causal work on every rank and step).
-        return_lse: also return the fp32 log-sum-exp [b, heads, s_local] (not differentiable).
+        return_lse: also return the log-sum-exp [b, heads, s_local] in fp32 (fp64 for fp64
+            inputs; not differentiable).
         check_inputs: verify with one small all_gather (and a host sync) that all ranks'
             shapes agree: "once" per group and shape, True on every call, False never.
     Returns:
