@@ -161,13 +161,23 @@ def apply_numa_binding(cluster, rank: int, *, enabled: bool = True, environ=None
         enabled: `TopoConfig.bind_numa`; False only reports.
         environ: environment to inspect (default os.environ).
     """
+    from torch_topo import _C
+    from torch_topo.validation import is_int_in
+
+    # enabled="no" bound the threads; rank 1.0 failed in pybind11, True bound as rank 1.
+    if not isinstance(enabled, bool):
+        raise ValueError(f"apply_numa_binding: enabled: got {enabled!r}, expected True or False")
+    if not isinstance(cluster, _C.PlannerCluster):
+        raise ValueError(f"apply_numa_binding: cluster: got {type(cluster).__name__}, expected a "
+                         "torch_topo._C.PlannerCluster (torch_topo.plan.resolve_cluster)")
+    if not is_int_in(rank, 0, cluster.world_size - 1):
+        raise ValueError(f"apply_numa_binding: rank: got {rank!r}, expected an int in "
+                         f"0..{cluster.world_size - 1}")
     env = os.environ if environ is None else environ
     if not enabled:
         return NumaBindingReport(action="disabled", rank=rank,
                                  cpus=sorted(os.sched_getaffinity(0)),
                                  reason="TopoConfig.bind_numa is False")
-    if not 0 <= rank < cluster.world_size:
-        raise ValueError(f"rank: got {rank}, expected 0..{cluster.world_size - 1}")
     info = cluster.rank_cpus(rank)
     return _bind(info["cpu_affinity"] or info["numa_cpus"], info["numa_node"], rank,
                  f"GPU {cluster.rank_gpu(rank)}", env)

@@ -92,6 +92,24 @@ def test_launcher_env_and_disabled():
         apply_numa_binding(cluster, 99)
 
 
+@pytest.mark.parametrize("args,kwargs,match", [
+    # Each bound this process before (enabled="no" is truthy, True read as rank 1), or failed
+    # in pybind11 (rank 1.0) or with an AttributeError (no cluster).
+    ((0,), {"enabled": "no"}, r"apply_numa_binding: enabled: got 'no', expected True or False"),
+    ((True,), {}, r"apply_numa_binding: rank: got True, expected an int in 0..7"),
+    ((1.0,), {}, r"apply_numa_binding: rank: got 1.0"),
+    ((99,), {"enabled": False}, r"apply_numa_binding: rank: got 99"),
+])
+def test_arguments_are_checked_before_binding(args, kwargs, match):
+    cluster = resolve_cluster(DGX1)
+    before = set(os.sched_getaffinity(0))
+    with pytest.raises(ValueError, match=match):
+        apply_numa_binding(cluster, *args, environ={}, **kwargs)
+    with pytest.raises(ValueError, match=r"apply_numa_binding: cluster: got NoneType"):
+        apply_numa_binding(None, 0, environ={})
+    assert set(os.sched_getaffinity(0)) == before
+
+
 # A one-rank "topo" world whose GPU the topology file puts next to CPU 1 only (this machine has
 # CPUs 0-1): a thread started before init_process_group and the threads Gloo starts afterwards
 # must all end up on CPU 1, with memory preferred on node 0. Prints every thread's
