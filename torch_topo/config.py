@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
@@ -207,6 +208,9 @@ class TopoConfig(_RecordsGivenFields):
     def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> TopoConfig:
         """Reads `TORCH_TOPO_*`; keyword overrides win. Unknown variables and bad values raise
         ValueError naming the variable; an empty variable counts as unset."""
+        if environ is not None and not isinstance(environ, Mapping):
+            raise ValueError(f"TopoConfig.from_env: environ: got {type(environ).__name__}, "
+                             "expected None or a mapping of variable to value (os.environ)")
         env = os.environ if environ is None else environ
         known = set(ENV_VARS.values()) | set(OTHER_VARS)
         unknown = sorted(k for k in env if k.startswith("TORCH_TOPO_") and k not in known)

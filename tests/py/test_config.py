@@ -116,6 +116,15 @@ def test_empty_variable_counts_as_unset():
     assert TopoConfig.from_env({"TORCH_TOPO_AWARE": "", "TORCH_TOPO_TIMEOUT": " "}) == TopoConfig()
 
 
+@pytest.mark.parametrize("environ", ["TORCH_TOPO_DEBUG=1", [("TORCH_TOPO_DEBUG", "1")]])
+def test_environ_that_is_no_mapping_is_named(environ):
+    # A string failed with "'str' object has no attribute 'get'", a list of pairs with
+    # "'tuple' object has no attribute 'startswith'".
+    with pytest.raises(ValueError, match=r"^TopoConfig.from_env: environ: got (str|list), "
+                                         r"expected None or a mapping"):
+        TopoConfig.from_env(environ)
+
+
 def test_parse_bool_is_the_one_parser():
     assert parse_bool("X", "oN") is True and parse_bool("X", "oFF") is False
     with pytest.raises(ValueError, match="X: got '2'"):
