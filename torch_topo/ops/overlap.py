@@ -100,7 +100,8 @@ def covered_time(spans) -> float:
 
 def hidden_fraction(t_comm: float, t_compute: float, t_overlapped: float) -> float:
     """(t_comm + t_compute - t_overlapped) / min(t_comm, t_compute): 1 when the shorter side is
-    fully hidden behind the longer, 0 when the two ran back to back (docs/design.md §6)."""
+    fully hidden behind the longer, 0 when the two ran back to back, negative when the wall time
+    exceeds their sum (gaps where neither ran: overhead) (docs/design.md §6)."""
     shorter = min(t_comm, t_compute)
     if not shorter > 0:
         raise ValueError(
