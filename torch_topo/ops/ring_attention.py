@@ -40,6 +40,7 @@ __all__ = [
 Balance = Literal["none", "zigzag"]
 _BALANCES = ("none", "zigzag")
 _KV_TAG, _DKV_TAG = 0, 1
+SAME_SHARD = "a shard of the same shape and dtype"
 
 
 def acc_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -223,10 +224,14 @@ def zigzag_shard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
 
 
 def zigzag_unshard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
-    """The full sequence from every rank's zigzag shard (an all_gather; not differentiable)."""
+    """The full sequence from every rank's zigzag shard (an all_gather; not differentiable).
+    Shards of different shapes or dtypes raise ValueError on every rank (checked as the ops'
+    check_inputs="once")."""
     group = resolve_group("zigzag_unshard", group)
     check_tensors("zigzag_unshard", x=x)
     dim = check_dim("zigzag_unshard", "dim", x, dim)
+    # Shards of different shapes aborted Gloo in the all_gather (or came back mis-cut).
+    check_same_shape("zigzag_unshard", group, {"x": x}, rule=SAME_SHARD)
     _, world = group_rank_size(group)
     shards = [torch.empty_like(x) for _ in range(world)]
     dist.all_gather(shards, x.contiguous(), group=group)

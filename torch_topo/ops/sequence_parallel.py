@@ -17,7 +17,12 @@ import torch.distributed as dist
 from torch import nn
 
 from torch_topo import _C
-from torch_topo.ops.ring_attention import ring_attention, zigzag_shard, zigzag_unshard
+from torch_topo.ops.ring_attention import (
+    SAME_SHARD,
+    ring_attention,
+    zigzag_shard,
+    zigzag_unshard,
+)
 from torch_topo.ops.sequence_split import (
     AttentionShape,
     SplitCandidate,
@@ -30,6 +35,7 @@ from torch_topo.ops.utils import (
     CheckInputs,
     check_attention_options,
     check_dim,
+    check_same_shape,
     check_tensors,
     group_rank_size,
     resolve_group,
@@ -285,7 +291,8 @@ def shard_sequence(x: torch.Tensor, dim: int = 1, sp_group=None, ring_group=None
 
 def unshard_sequence(x: torch.Tensor, dim: int = 1, sp_group=None, ring_group=None,
                      balance: Literal["none", "zigzag"] = "zigzag") -> torch.Tensor:
-    """Inverse of shard_sequence (all_gathers; not differentiable)."""
+    """Inverse of shard_sequence (all_gathers; not differentiable). Shards of different shapes
+    or dtypes raise ValueError on every rank (checked as the ops' check_inputs="once")."""
     dim = _check_layout("unshard_sequence", x, dim, balance)
     sp_group, ring_group = _check_groups("unshard_sequence", sp_group, ring_group)
     x = _gather_cat(x, dim, sp_group)
@@ -320,6 +327,8 @@ def _contiguous_slice(x: torch.Tensor, dim: int, group) -> torch.Tensor:
 
 
 def _gather_cat(x: torch.Tensor, dim: int, group) -> torch.Tensor:
+    # Shards of different shapes aborted Gloo in the all_gather.
+    check_same_shape("unshard_sequence", group, {"x": x}, rule=SAME_SHARD)
     _, world = group_rank_size(group)
     parts = [torch.empty_like(x) for _ in range(world)]
     dist.all_gather(parts, x.contiguous(), group=group)

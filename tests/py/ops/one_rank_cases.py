@@ -30,6 +30,12 @@ _CASES = {
         *_qkv(s=3 if last else 4), balance="zigzag", check_inputs=True),
     "ring_v_heads": lambda last, w: torch_topo.ring_attention(*_qkv(hv=2 if last else None),
                                                              check_inputs=True),
+    # Shards of another length or dtype on the last rank aborted Gloo's all_gather (SIGABRT);
+    # shapes no other test uses, as these checks run "once".
+    "unshard_length": lambda last, w: torch_topo.unshard_sequence(
+        torch.zeros(3, 5, 2 * w + 2 * last), 2, balance="none"),
+    "zigzag_unshard_dtype": lambda last, w: torch_topo.zigzag_unshard(
+        torch.zeros(3, 5, 2, dtype=torch.float64 if last else torch.float32), 2),
 }
 
 

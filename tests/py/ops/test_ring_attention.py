@@ -134,6 +134,7 @@ def test_rank_outside_the_group(op):
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("call", ["ring_zigzag_odd", "ring_v_heads"])
+@pytest.mark.parametrize("call", ["ring_zigzag_odd", "ring_v_heads", "unshard_length",
+                                  "zigzag_unshard_dtype"])
 def test_bad_input_on_one_rank_raises_on_every_rank(call):
     get_pool(2).run("one_rank_cases.one_rank_bad", call=call)
