@@ -550,8 +550,10 @@ def exchange_cluster(
                          "torch_topo.TopoConfig or None")
     cfg = TopoConfig.from_env() if config is None else config
     timeout = cfg.timeout or _DEFAULT_TIMEOUT
-    ranks = None if global_ranks is None else tuple(int(g) for g in global_ranks)
+    ranks = None if global_ranks is None else tuple(global_ranks)
     if ranks is not None:
+        if not all(is_int_in(g, 0) for g in ranks):  # int() read 1.5 as rank 1
+            raise ValueError(f"exchange_cluster: global_ranks: got {ranks}, expected ints >= 0")
         if len(ranks) != group_size:
             raise ValueError(f"exchange_cluster: global_ranks: got {len(ranks)}, expected one "
                              f"per group rank ({group_size})")

@@ -211,6 +211,8 @@ def test_play_needs_a_pinned_file_and_a_gpu_it_has(tmp_path, monkeypatch):
                                            r"torch_topo.TopoConfig or None"),
     ((0, 1), {"global_rank": -1}, r"exchange_cluster: global_rank: got -1, expected None or "
                                   r"an int >= 0"),
+    ((0, 1), {"global_ranks": [1.5]}, r"exchange_cluster: global_ranks: got \(1.5,\), "
+                                      r"expected ints >= 0"),
 ])
 def test_exchange_arguments(tmp_path, args, kwargs, match):
     store = dist.FileStore(str(tmp_path / "store"), 1)
