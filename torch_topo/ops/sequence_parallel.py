@@ -8,6 +8,7 @@ degrees and groups work as well."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -185,6 +186,10 @@ def sequence_parallel_candidates(config: UlyssesConfig, world_size: int | None =
     if mesh.get("sp") != sp:
         raise ValueError(f"mesh: got {mesh}, expected an 'sp' dimension of "
                          f"sequence_parallel_size {sp}")
+    # Else found by the planner, on the split mesh ("dp=3 x cp=2 x sp=1") the caller never gave.
+    if all(is_int_in(n, 1) for n in mesh.values()) and math.prod(mesh.values()) != world:
+        raise ValueError(f"mesh: got {mesh}, expected sizes whose product is the world size "
+                         f"{world}")
     if cluster is None:
         cluster, contiguous = _pricing_cluster(world)
     else:

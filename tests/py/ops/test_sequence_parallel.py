@@ -95,6 +95,11 @@ _SHAPE = torch_topo.AttentionShape(heads=4, kv_heads=4, head_dim=8, seq_len=64)
     (lambda: torch_topo.ops.sequence_parallel_candidates(
         torch_topo.UlyssesConfig(sequence_parallel_size=2, attention=_SHAPE), world_size=2,
         cluster="a100.txt"), r"sequence_parallel_candidates: cluster: got str, expected None or"),
+    # The planner found it, naming the split mesh ("dp=3 x cp=2 x sp=1") the caller never gave.
+    (lambda: torch_topo.ops.sequence_parallel_candidates(
+        torch_topo.UlyssesConfig(sequence_parallel_size=2, attention=_SHAPE), world_size=2,
+        mesh={"dp": 3, "sp": 2}), r"mesh: got \{'dp': 3, 'sp': 2\}, expected sizes whose "
+                                  r"product is the world size 2"),
     (lambda: torch_topo.build_sequence_parallel_groups(
         torch_topo.UlyssesConfig(sequence_parallel_size=2), plan=3),
      r"build_sequence_parallel_groups: plan: got int, expected None or a torch_topo Plan"),
