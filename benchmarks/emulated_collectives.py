@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from torch_topo.bench.sweep import parse_bytes  # noqa: E402
-from torch_topo.emulation.shaping import parse_delay_us, parse_rate_bps  # noqa: E402
+from torch_topo.emulation.shaping import LinkSpec, parse_rate_bps  # noqa: E402
 
 RANK_PROGRAM = os.path.join(ROOT, "benchmarks", "collective_perf.py")
 OP_ORDER = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
@@ -185,12 +185,10 @@ def check_args(parser: argparse.ArgumentParser, args) -> None:
         parser.error(f"--reps: got {args.reps}, expected >= 1")
     if not args.timeout_s > 0:
         parser.error(f"--timeout-s: got {args.timeout_s}, expected seconds > 0")
-    for parse, option, text in ((parse_rate_bps, "--inter-bw", args.inter_bw),
-                                (parse_delay_us, "--inter-delay", args.inter_delay)):
-        try:
-            parse(text, option)
-        except ValueError as exc:
-            parser.error(str(exc))
+    try:
+        LinkSpec.parse(args.inter_bw, args.inter_delay)
+    except ValueError as exc:
+        parser.error(str(exc))
     for option, path in (("--json", args.json), ("--plot", args.plot)):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             parser.error(f"{option}: no folder to write {path!r} into")  # else a traceback

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from torch_topo.emulation.shaping import parse_delay_us, parse_rate_bps
+from torch_topo.emulation.shaping import LinkSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "train_llama.py")
@@ -227,12 +227,10 @@ def main(argv=None) -> int:
     if args.nodes < 1 or args.procs_per_node < 1 or args.nodes * args.procs_per_node != WORLD:
         p.error(f"--nodes x --procs-per-node: got {args.nodes} x {args.procs_per_node}, "
                 f"expected {WORLD} ranks in all (dp8, tp4 x dp2, sp4 x dp2)")
-    for parse, option, text in ((parse_rate_bps, "--inter-bw", args.inter_bw),
-                                (parse_delay_us, "--inter-delay", args.inter_delay)):
-        try:
-            parse(text, option)
-        except ValueError as exc:
-            p.error(str(exc))
+    try:
+        LinkSpec.parse(args.inter_bw, args.inter_delay)
+    except ValueError as exc:
+        p.error(str(exc))
     if not args.timeout > 0:
         p.error(f"--timeout: got {args.timeout}, expected seconds > 0")
     if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):

@@ -30,7 +30,7 @@ from torch_topo.emulation.launcher import (
     node_wrapper,
     place_ranks,
 )
-from torch_topo.emulation.shaping import LinkSpec, parse_delay_us, parse_rate_bps
+from torch_topo.emulation.shaping import LinkSpec
 from torch_topo.plan import MAX_RANKS
 
 __all__ = ["main", "build_parser"]
@@ -106,8 +106,7 @@ def _validate(args: argparse.Namespace) -> tuple[LinkSpec | None, list[str]]:
         return None, command
     if args.nccl_env:
         raise ValueError("--nccl-env: only with --one-gpu")
-    link = LinkSpec(rate_bps=parse_rate_bps(args.inter_bw or "1gbit"),
-                    delay_us=parse_delay_us(args.inter_delay or "1ms"))
+    link = LinkSpec.parse(args.inter_bw or "1gbit", args.inter_delay or "1ms")
     return link, command
 
 

@@ -72,6 +72,11 @@ class LinkSpec:
     delay_us: float
     """One-way node-to-node delay in microseconds (added once, at the switch)."""
 
+    @classmethod
+    def parse(cls, rate: str, delay: str) -> LinkSpec:
+        """From the emulator's --inter-bw and --inter-delay texts; ValueError names the option."""
+        return cls(rate_bps=parse_rate_bps(rate), delay_us=parse_delay_us(delay))
+
     def burst_bytes(self, downlink: bool) -> int:
         # At least 1 ms of line rate so the bucket refills between timer ticks.
         floor = _DOWNLINK_BURST_BYTES if downlink else _UPLINK_BURST_BYTES
