@@ -364,6 +364,11 @@ def test_rate_and_delay_units():
     assert parse_delay_us("1ms") == 1000
     assert parse_delay_us("250us") == 250
     assert parse_delay_us("0") == 0
+    assert parse_delay_us("1s") == 1e6
+    # More passed, and every rank then failed on TORCH_TOPO_INTER_HOST_LATENCY_US, which the
+    # emulator sets from it, naming no emulator option.
+    with pytest.raises(ValueError, match=r"^--inter-delay: got '1001ms', expected at most 1s"):
+        parse_delay_us("1001ms")
 
 
 def test_placement_by_hand():

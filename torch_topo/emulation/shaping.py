@@ -8,6 +8,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from torch_topo.config import MAX_LINK_LATENCY_US
+
 __all__ = ["LinkSpec", "parse_rate_bps", "parse_delay_us", "tbf_command"]
 
 # tc's own unit words (tc-tbf(8), "RATES"): "bit" units are bits/s, "bps" units are bytes/s.
@@ -59,7 +61,12 @@ def parse_delay_us(text: str, option: str = "--inter-delay") -> float:
             f"{option}: got {text!r}, expected a delay such as 1ms or 500us "
             f"(units {', '.join(_DELAY_UNITS)})"
         )
-    return float(match.group(1)) * _DELAY_UNITS[unit]
+    delay = float(match.group(1)) * _DELAY_UNITS[unit]
+    # The ranks are told the delay as TORCH_TOPO_INTER_HOST_LATENCY_US, which refuses more.
+    if delay > MAX_LINK_LATENCY_US:
+        raise ValueError(f"{option}: got {text!r}, expected at most 1s (the largest latency "
+                         "torch-topo's cost model takes)")
+    return delay
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
