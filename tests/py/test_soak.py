@@ -46,6 +46,9 @@ def test_short_soak_on_local_processes(tmp_path):
 @pytest.mark.parametrize("options, message", [
     (["--count", "0"], "argument --count: got 0, expected >= 1"),
     (["--local-procs", "-1"], "argument --local-procs: got -1, expected >= 1"),
+    # Started as many processes as asked, until the machine gave out.
+    (["--local-procs", "100000"], "argument --local-procs: got 100000, expected at most 4096 "
+                                  "(each a process, started at once)"),
     (["--count", "many"], "argument --count: got 'many', expected an integer"),
     (["--timeout-s", "0"], "argument --timeout-s: got 0, expected > 0"),
     (["--timeout-s", "nan"], "argument --timeout-s: got nan, expected > 0"),

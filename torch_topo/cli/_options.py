@@ -66,8 +66,9 @@ def positive_number(text: str) -> float:
     return value
 
 
-def int_at_least(low: int):
-    """An argparse type: an integer >= low."""
+def int_at_least(low: int, most: int | None = None, why: str = ""):
+    """An argparse type: an integer >= low (and <= most, `why` saying where that bound comes
+    from)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -75,6 +76,8 @@ def int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"got {text!r}, expected an integer") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"got {value}, expected >= {low}")
+        if most is not None and value > most:
+            raise argparse.ArgumentTypeError(f"got {value}, expected at most {most}{why}")
         return value
     return parse
 
