@@ -345,6 +345,28 @@ def test_empty_inputs_give_torchs_empty_result(pool, chunks):
     assert pool.run("task_empty", chunks) == [[]] * pool.world
 
 
+def task_not_tensors(gloo) -> list[str]:
+    from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
+
+    w = torch.randn(N, K)
+    messages = []
+    for call in (lambda: matmul_reduce_scatter(None, w), lambda: matmul_reduce_scatter(
+            torch.randn(8, K), w.tolist()), lambda: all_gather_matmul(3, w)):
+        try:
+            call()
+        except TypeError as e:
+            messages.append(str(e))
+    return messages
+
+
+def test_arguments_that_are_no_tensors_name_themselves(pool):
+    # They failed with AttributeError ("'NoneType' object has no attribute 'dtype'").
+    assert pool.run("task_not_tensors") == [[
+        "matmul_reduce_scatter: x: got NoneType, expected a torch.Tensor",
+        "matmul_reduce_scatter: weight: got list, expected a torch.Tensor",
+        "all_gather_matmul: x: got int, expected a torch.Tensor"]] * pool.world
+
+
 def task_shapes_differ(gloo) -> list[str]:
     from torch_topo.ops import all_gather_matmul, matmul_reduce_scatter
 

@@ -29,7 +29,7 @@ import torch.distributed as dist
 
 from torch_topo import _C
 from torch_topo.config import parse_bool
-from torch_topo.ops.utils import check_same_shape
+from torch_topo.ops.utils import check_same_shape, check_tensors
 from torch_topo.validation import is_int_in
 
 __all__ = [
@@ -439,6 +439,7 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
     Returns:
         [D0 / P, ..., N]: rank r's rows of the sum over ranks.
     """
+    check_tensors("matmul_reduce_scatter", x=x, weight=weight)
     group = _resolve_group(group)
     size = group.size()
     # Ranks that disagree on the exchanged block aborted Gloo (SIGABRT); a zero-stride view
@@ -466,6 +467,7 @@ def all_gather_matmul(x: torch.Tensor, weight: torch.Tensor,
     Returns:
         [P * D0_local, ..., N_local], rows in rank order.
     """
+    check_tensors("all_gather_matmul", x=x, weight=weight)
     group = _resolve_group(group)
     _agree("all_gather_matmul", group, x, weight, x, "the same dtype, rows and in_features",
            None)
