@@ -88,14 +88,15 @@ class _RecordsGivenFields:
 
     def __new__(cls, *args, **kwargs):
         self = super().__new__(cls)
-        self._given = frozenset(kwargs)
+        object.__setattr__(self, "_given", frozenset(kwargs))  # past the frozen __setattr__
         return self
 
 
-@dataclass(kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TopoConfig(_RecordsGivenFields):
     """Options of the "topo" backend. Every field has an environment variable (`ENV_VARS`);
-    the fields given to the constructor win over it (`explicit_fields`)."""
+    the fields given to the constructor win over it (`explicit_fields`). Frozen, so that no
+    field escapes the constructor's checks: derive a changed one with `dataclasses.replace`."""
 
     timeout_s: float | None = None
     """Per-collective timeout in seconds; None keeps the process group's timeout."""

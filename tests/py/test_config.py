@@ -195,6 +195,17 @@ def test_bad_field_types_name_the_field(kwargs, fragment):
         TopoConfig(**kwargs)
 
 
+def test_fields_cannot_be_changed_past_their_checks():
+    # `cfg.timeout_s = "x"` was taken and failed only at group creation, far from the cause.
+    cfg = TopoConfig(timeout_s=5.0)
+    with pytest.raises(dataclasses.FrozenInstanceError, match="timeout_s"):
+        cfg.timeout_s = "x"
+    changed = dataclasses.replace(cfg, hierarchical="never")
+    assert (changed.timeout_s, changed.hierarchical, cfg.hierarchical) == (5.0, "never", "auto")
+    with pytest.raises(ValueError, match="TopoConfig.timeout_s: got 'x'"):
+        dataclasses.replace(cfg, timeout_s="x")
+
+
 def test_unknown_field_is_a_type_error():
     with pytest.raises(TypeError, match="no_such_field"):
         TopoConfig(no_such_field=1)
