@@ -322,9 +322,13 @@ def test_refuses_when_namespaces_unavailable(monkeypatch, capsys):
     # tc refused them once the namespaces were up, printing its usage or "illegal value for
     # burst" (1 ms of 35 Tbit/s is more than 2^32 bytes).
     (["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "7bit", "--", "true"],
-     "--inter-bw: got '7bit', expected 8bit (one byte/s) to 34.35tbit"),
+     "--inter-bw: got '7bit', expected 8kbit (the slowest link torch-topo prices) to 34.35tbit"),
     (["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "35tbit", "--", "true"],
-     "--inter-bw: got '35tbit', expected 8bit (one byte/s) to 34.35tbit"),
+     "--inter-bw: got '35tbit', expected 8kbit (the slowest link torch-topo prices) to "
+     "34.35tbit (the fastest tc can shape)"),
+    # tc shapes it, but the ranks' files could not carry it (see test_slowest_rate_...).
+    (["--nodes", "2", "--procs-per-node", "1", "--inter-bw", "7999bit", "--", "true"],
+     "--inter-bw: got '7999bit', expected 8kbit"),
     # Accepted before: NaN disabled the timeout and the grace period; 10000 ranks per node
     # started 10000 processes.
     (["--nodes", "1", "--procs-per-node", "1", "--timeout-s", "nan", "--", "true"],
@@ -359,7 +363,7 @@ def test_rate_and_delay_units():
     assert parse_rate_bps("1gbit") == 1e9
     assert parse_rate_bps("100mbit") == 1e8
     assert parse_rate_bps("125mbps") == 1e9
-    assert parse_rate_bps("1bps") == 8  # tc's smallest rate
+    assert parse_rate_bps("1kbps") == 8000  # the slowest link the ranks' files carry
     assert parse_rate_bps("34.35tbit") == 34.35e12  # 1 ms of it fits tc's 32-bit burst
     assert parse_delay_us("1ms") == 1000
     assert parse_delay_us("250us") == 250
@@ -369,6 +373,31 @@ def test_rate_and_delay_units():
     # emulator sets from it, naming no emulator option.
     with pytest.raises(ValueError, match=r"^--inter-delay: got '1001ms', expected at most 1s"):
         parse_delay_us("1001ms")
+
+
+def test_slowest_rate_is_one_the_written_files_carry():
+    # 8bit to 7999bit passed (tc shapes them), but the host file every rank reads names the
+    # NIC at that line rate and the cluster file gives it as the inter-host bandwidth: below
+    # 1e-6 GB/s (8 kbit/s) torch-topo JSON refused them, in every rank and in `plan`.
+    # Reference: the readers' own range, [MIN_LINK_GBPS, ...] GB/s, applied to the files.
+    from types import SimpleNamespace
+
+    from torch_topo.config import MIN_LINK_GBPS
+    from torch_topo.emulation.cluster_file import base_host, cluster_document, node_host
+    from torch_topo.emulation.shaping import LinkSpec
+    from torch_topo.plan import resolve_cluster
+    from torch_topo.topology import Topology
+
+    link = LinkSpec.parse("8kbit", "1ms")
+    assert link.rate_bps / 8e9 == MIN_LINK_GBPS
+    net = SimpleNamespace(link=link, ifname="eth0", hostname=lambda node: f"node{node}")
+    hosts = [node_host(base_host(None), net, n) for n in range(2)]
+    for host in hosts:
+        Topology.from_json(json.dumps(host))
+    cluster = cluster_document(hosts, place_ranks(2, 1, "contiguous"), link)
+    assert resolve_cluster(cluster).world_size == 2
+    with pytest.raises(ValueError, match=r"^--inter-bw: got '7999bit', expected 8kbit"):
+        LinkSpec.parse("7999bit", "1ms")
 
 
 def test_placement_by_hand():

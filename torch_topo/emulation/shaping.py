@@ -8,7 +8,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from torch_topo.config import MAX_LINK_LATENCY_US
+from torch_topo.config import MAX_LINK_LATENCY_US, MIN_LINK_GBPS
 
 __all__ = ["LinkSpec", "parse_rate_bps", "parse_delay_us", "tbf_command"]
 
@@ -27,9 +27,11 @@ _NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$")
 # Mbit/s, this 860-900).
 _UPLINK_BURST_BYTES = 2 * 65536
 _DOWNLINK_BURST_BYTES = 8 * 65536
-# tc takes rates down to one byte/s and reads the burst as a 32-bit byte count, which
-# burst_bytes' 1 ms of line rate must fit: outside these tc printed its usage, naming no option.
-_MIN_RATE_BPS = 8.0
+# tc reads the burst as a 32-bit byte count, which burst_bytes' 1 ms of line rate must fit
+# (above, tc printed its usage, naming no option). tc takes rates down to one byte/s, but the
+# ranks' files carry the rate as the cluster's inter-host bandwidth, which torch-topo JSON
+# refuses below MIN_LINK_GBPS (1e-6 GB/s = 8 kbit/s): every rank failed on it.
+_MIN_RATE_BPS = MIN_LINK_GBPS * 8e9
 _MAX_RATE_BPS = float((2**32 - 1) * 8 * 1000)
 # Queue room of the shaper: enough for TCP to keep the link busy over the emulated RTT while
 # its small-queue limit keeps the standing queue short.
@@ -47,8 +49,9 @@ def parse_rate_bps(text: str, option: str = "--inter-bw") -> float:
         )
     rate = float(match.group(1)) * _RATE_UNITS[unit]
     if not _MIN_RATE_BPS <= rate <= _MAX_RATE_BPS:
-        raise ValueError(f"{option}: got {text!r}, expected 8bit (one byte/s) to "
-                         f"{math.floor(_MAX_RATE_BPS / 1e10) / 100}tbit, the rates tc can shape")
+        raise ValueError(f"{option}: got {text!r}, expected 8kbit (the slowest link "
+                         f"torch-topo prices) to {math.floor(_MAX_RATE_BPS / 1e10) / 100}tbit "
+                         "(the fastest tc can shape)")
     return rate
 
 
