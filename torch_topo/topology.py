@@ -8,6 +8,7 @@ XML, hwloc XML, torch-topo JSON) or by `torch_topo.probe()` on the live host. GP
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -267,7 +268,28 @@ def load_topology(path: str | os.PathLike, *, nvlink: str = "file",
     if live is not None and not isinstance(live, Topology):
         raise ValueError(f"load_topology: live: got {type(live).__name__}, expected a Topology "
                          "(torch_topo.probe()) or None")
-    host = _C.load_topology_file(os.fspath(path))
+    return read_topology(path, "load_topology: path", nvlink=nvlink, live=live)
+
+
+@contextlib.contextmanager
+def file_named(name: str):
+    """A file the core refuses to read inside the block is a ValueError starting `name: ` (the
+    caller's function and argument, or a CLI option such as `--topology`): the core, read by
+    several callers, names only the file. Malformed content stays a TopoParseError starting
+    `path:line:col:`, which names the file already."""
+    try:
+        yield
+    except _C.TopoParseError:
+        raise
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
+
+
+def read_topology(path: str | os.PathLike, name: str, *, nvlink: str = "file",
+                  live: Topology | None = None) -> Topology:
+    """`load_topology` for a caller that names `path` its own way (`file_named`)."""
+    with file_named(name):
+        host = _C.load_topology_file(os.fspath(path))
     if nvlink == "complete":
         _C.complete_nvlink(host, None if live is None else live.native)
     return Topology(host)

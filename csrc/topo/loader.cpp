@@ -67,10 +67,12 @@ size_t firstNonSpace(const std::string& text) {
   return pos;
 }
 
+// Messages name the file, not this function: load_topology, the planner and the CLI verbs all
+// read through here; a Python caller adds its own name or option (load_topology: path).
 std::string readFile(const std::string& path) {
   // C stdio, not fstreams: the core keeps clear of iostream locales (see text_numbers.h).
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(path.c_str(), "rb"), &std::fclose);
-  TOPO_CHECK(in != nullptr, "loadTopologyFile: cannot open '", path,
+  TOPO_CHECK(in != nullptr, "cannot open '", path,
              "', expected a readable topology file (", std::strerror(errno), ")");
   std::string text;
   char buf[1 << 14];
@@ -80,12 +82,12 @@ std::string readFile(const std::string& path) {
                  (n = std::fread(buf, 1, sizeof(buf), in.get())) > 0;) {
     text.append(buf, n);
   }
-  TOPO_CHECK(text.size() <= kMaxFileBytes, "loadTopologyFile: '", path, "' has more than ",
+  TOPO_CHECK(text.size() <= kMaxFileBytes, "'", path, "' has more than ",
              kMaxFileBytes, " bytes, expected at most ", kMaxFileBytes);
   // fopen accepts a directory on Linux and fread then fails (EISDIR); without this check the
   // empty text read so far was reported as an unknown topology format at 1:1.
   const int err = errno;
-  TOPO_CHECK(!std::ferror(in.get()), "loadTopologyFile: cannot read '", path, "': ",
+  TOPO_CHECK(!std::ferror(in.get()), "cannot read '", path, "': ",
              std::strerror(err), ", expected a readable topology file");
   return text;
 }

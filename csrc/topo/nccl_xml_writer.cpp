@@ -80,7 +80,7 @@ class NcclXmlWriter {
       : host_(host), graph_(host.graph), derive_(host.format != "nccl-xml") {}
 
   std::string write() {
-    TOPO_CHECK(!graph_.nodesOfKind(NodeKind::Cpu).empty(), "writeNcclXml: topology '", host_.source,
+    TOPO_CHECK(!graph_.nodesOfKind(NodeKind::Cpu).empty(), "topology '", host_.source,
                "' has no physical graph (CPU and PCI tree), expected one; path-only sources "
                "such as nvidia-smi text carry no PCI bus ids, so read an NCCL XML or hwloc file");
     tinyxml2::XMLDocument doc;
@@ -113,7 +113,8 @@ class NcclXmlWriter {
     if (derive_) {
       for (const NumaNode& numa : host_.numa_nodes) {
         if (numa.id == node.index && !numa.cpus.empty()) {
-          std::string where = "writeNcclXml: NUMA node " + std::to_string(numa.id) + " cpus";
+          std::string where =
+              "topology '" + host_.source + "': NUMA node " + std::to_string(numa.id) + " cpus";
           el->SetAttribute("affinity", cpulistToMask(numa.cpus, where).c_str());
         }
       }

@@ -288,7 +288,8 @@ def test_exit_codes(monkeypatch, capsys):
     (["--procs", "2", "--factor", "1"], "--factor: got 1, expected >= 2"),
     (["--procs", "2", "--min-fraction", "1.5"], "--min-fraction: got 1.5"),
     (["--procs", "2", "--collectives", "all_reduce", "gather"], "invalid choice: 'gather'"),
-    (["--procs", "2", "--topology", "/nonexistent/topo.xml"], "cannot open"),
+    (["--procs", "2", "--topology", "/nonexistent/topo.xml"],
+     "--topology: cannot open '/nonexistent/topo.xml'"),
 ])
 def test_bad_input_exits_2(argv, message, capsys):
     assert main(["bench", *argv]) == 2

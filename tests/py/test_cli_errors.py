@@ -39,10 +39,13 @@ CASES = [
     ([], {}, "the following arguments are required: VERB"),
     (["nope"], {}, "invalid choice: 'nope'"),
     (["show", "--bogus"], {}, "unrecognized arguments: --bogus"),
-    (["show", "{tmp}/missing.xml"], {}, "cannot open"),
+    # The argument or option at fault (was: the core's function, loadTopologyFile or writeNcclXml).
+    (["show", "{tmp}/missing.xml"], {},
+     "error: FILE: cannot open '{tmp}/missing.xml', expected a readable topology file"),
     # The OS's own words for reading a directory (was: "unknown topology format" at 1:1).
-    (["show", "{tmp}"], {}, f"cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
-    (["plan", "{tmp}", "--mesh", "tp=2"], {}, os.strerror(errno.EISDIR)),
+    (["show", "{tmp}"], {}, f"error: FILE: cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
+    (["plan", "{tmp}", "--mesh", "tp=2"], {},
+     f"error: cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
     # An endless device stops at the size limit (was: MemoryError after exhausting memory).
     (["show", "/dev/zero"], {}, "bytes, expected at most"),
     (["show", "{tmp}/shown.json"], {}, "this is the report of `python -m torch_topo show --json`"),
@@ -52,7 +55,8 @@ CASES = [
     (["convert", "{tmp}/cluster.json", "--to", "json"], {}, "expected one host; plan, doctor"),
     (["convert", str(DGX1)], {}, "the following arguments are required: --to"),
     (["convert", str(DGX1), "--to", "yaml"], {}, "argument --to: invalid choice: 'yaml'"),
-    (["convert", str(DGX1), "--to", "nccl-xml"], {}, "no physical graph"),
+    (["convert", str(DGX1), "--to", "nccl-xml"], {},
+     f"error: --to nccl-xml: topology '{DGX1}' has no physical graph"),
     # The option, the path and the OS's reason (was: "[Errno 2] No such file ...", no option).
     (["convert", str(P4D), "--to", "json", "-o", "{tmp}/no/such/dir.json"], {},
      f"error: -o: cannot write '{{tmp}}/no/such/dir.json': {os.strerror(errno.ENOENT)}\n"),
@@ -87,7 +91,8 @@ CASES = [
     (["bench", "--min-bytes", "lots"], {}, "argument --min-bytes: got 'lots'"),
     (["bench", "--min-fraction", "2"], {}, "argument --min-fraction: got 2, expected a number"),
     (["bench", "--collectives", "gossip"], {}, "invalid choice: 'gossip'"),
-    (["bench", "--topology", "{tmp}/missing.xml", "--procs", "2"], {}, "cannot open"),
+    (["bench", "--topology", "{tmp}/missing.xml", "--procs", "2"], {},
+     "error: --topology: cannot open '{tmp}/missing.xml'"),
     (["bench", "--procs", "2"], {"RANK": "0", "WORLD_SIZE": "2"}, "drop --procs under torchrun"),
 ]
 
@@ -120,7 +125,8 @@ def test_native_errors_name_their_source_inside_csrc():
     # Whatever path the build compiled from (a ccache'd CI clone compiles through ../..).
     from torch_topo.topology import load_topology
 
-    with pytest.raises(ValueError, match=r"cannot open '/nonexistent/x', .* \[csrc/topo/loader\.cpp:\d+\]$"):
+    with pytest.raises(ValueError, match=r"^load_topology: path: cannot open '/nonexistent/x', "
+                                         r".* \[csrc/topo/loader\.cpp:\d+\]$"):
         load_topology("/nonexistent/x")
 
 

@@ -316,6 +316,9 @@ def test_not_an_nccl_tests_output(tmp_path, capsys):
     assert "empty.txt: no nccl-tests table: expected a header line naming 'time' and 'busbw'" in err
     err = _error(capsys, "--published", tmp_path / "missing.txt", "--topology", A100)
     assert "--published: cannot read" in err and "missing.txt" in err
+    # Named the core's loadTopologyFile, not the option.
+    err = _error(capsys, "--published", G8_ALLREDUCE, "--topology", tmp_path / "no.txt")
+    assert f"error: --topology: cannot open '{tmp_path / 'no.txt'}'" in err, err
     (tmp_path / "bare.txt").write_text("#  size count type redop root time algbw busbw\n")
     err = _error(capsys, "--published", tmp_path / "bare.txt", "--topology", A100)
     assert "bare.txt: the nccl-tests table (header on line 1) has no rows" in err

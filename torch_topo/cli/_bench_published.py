@@ -37,6 +37,7 @@ from torch_topo.cli._options import (
     parse_nccl_version,
     positive_number,
 )
+from torch_topo.topology import file_named
 
 __all__ = ["PUBLISHED_SCHEMA", "add_published_options", "published_mode", "run_published"]
 
@@ -144,7 +145,8 @@ def _resolve(args, header: RunHeader, output: str) -> tuple[System, dict, dict]:
             args.ranks_per_host != header.ranks_per_host:
         raise ValueError(f"--ranks-per-host: got {args.ranks_per_host}, but the rank lines of "
                          f"{output} give {header.ranks_per_host} per host; leave it out")
-    host = _C.load_cluster_file(args.topology).hosts[0]
+    with file_named("--topology"):
+        host = _C.load_cluster_file(args.topology).hosts[0]
     gpus = len(host.gpus)
     per_host = args.ranks_per_host or header.ranks_per_host or gpus
     if per_host > gpus:

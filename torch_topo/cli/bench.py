@@ -32,7 +32,7 @@ from torch_topo.cli._options import int_at_least
 from torch_topo.cluster import play_entries
 from torch_topo.config import TopoConfig
 from torch_topo.plan import MAX_RANKS
-from torch_topo.topology import load_topology
+from torch_topo.topology import read_topology
 
 __all__ = ["add_parser", "run"]
 
@@ -143,7 +143,7 @@ def run(args) -> int:
         raise ValueError(f"--procs: got {args.procs}, expected at most {MAX_RANKS} (the most "
                          "ranks the planner takes)")
     if args.topology:
-        load_topology(args.topology)  # a bad file fails here, before any rank starts
+        read_topology(args.topology, "--topology")  # a bad file fails here, before any rank starts
     play = TopoConfig.from_env().play
     if play and args.procs is not None:
         # A malformed entry failed inside every spawned rank, as a traceback each.

@@ -9,7 +9,7 @@ import json
 import sys
 
 from torch_topo.cli._options import write_output
-from torch_topo.topology import load_topology
+from torch_topo.topology import read_topology
 
 __all__ = ["add_parser", "run", "TARGETS"]
 
@@ -29,8 +29,11 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    topo = load_topology(args.file)
-    text = topo.to_nccl_xml() if args.to == "nccl-xml" else topo.to_json(indent=2) + "\n"
+    topo = read_topology(args.file, "FILE")
+    try:
+        text = topo.to_nccl_xml() if args.to == "nccl-xml" else topo.to_json(indent=2) + "\n"
+    except ValueError as e:  # a host without a PCI tree has no NCCL XML
+        raise ValueError(f"--to {args.to}: {e}") from None
     if args.output:
         write_output(args.output, text)
     if args.json:

@@ -10,7 +10,7 @@ import json
 
 import torch_topo
 from torch_topo.cli._options import add_nvlink, nvlink_mode
-from torch_topo.topology import Topology, load_topology
+from torch_topo.topology import Topology, read_topology
 
 __all__ = ["add_parser", "run", "show_dict", "render_text", "SHOW_SCHEMA"]
 
@@ -133,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
     if path:
         nvlink = nvlink_mode(args)
         live = _live() if nvlink == "complete" else None
-        topo = load_topology(path, nvlink=nvlink, live=live)
+        # A pinned file is named by its setting already when it is no file at all.
+        name = "FILE" if args.file else "pinned topology file"
+        topo = read_topology(path, name, nvlink=nvlink, live=live)
     else:
         topo = _probe()
     if args.json:
