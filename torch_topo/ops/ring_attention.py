@@ -216,11 +216,20 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
     return (out, lse) if return_lse else out
 
 
+def check_zigzag_length(where: str, length: int, world: int) -> None:
+    # The native zigzag math refuses it too, naming its C++ function rather than the caller's.
+    if length % (2 * world) != 0:
+        raise ValueError(f"{where}: got {length}, expected a multiple of 2 x group size = "
+                         f"{2 * world}; pad the sequence to one")
+
+
 def zigzag_shard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
     """This rank's zigzag shard of the full sequence `x` along `dim` (differentiable)."""
     rank, world = group_rank_size(resolve_group("zigzag_shard", group))
     check_tensors("zigzag_shard", x=x)
-    return _C.zigzag_shard(x, check_dim("zigzag_shard", "dim", x, dim), world, rank)
+    dim = check_dim("zigzag_shard", "dim", x, dim)
+    check_zigzag_length(f"zigzag_shard: x: length along dim {dim}", x.shape[dim], world)
+    return _C.zigzag_shard(x, dim, world, rank)
 
 
 def zigzag_unshard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
@@ -230,8 +239,14 @@ def zigzag_unshard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
     group = resolve_group("zigzag_unshard", group)
     check_tensors("zigzag_unshard", x=x)
     dim = check_dim("zigzag_unshard", "dim", x, dim)
+    def validate():
+        # Found by the native unshard after the all_gather, naming its C++ function.
+        if x.shape[dim] % 2 != 0:
+            raise ValueError(f"zigzag_unshard: x: length {x.shape[dim]} along dim {dim} is odd, "
+                             "expected the two equal chunks zigzag_shard cuts")
+
     # Shards of different shapes aborted Gloo in the all_gather (or came back mis-cut).
-    check_same_shape("zigzag_unshard", group, {"x": x}, rule=SAME_SHARD)
+    check_same_shape("zigzag_unshard", group, {"x": x}, rule=SAME_SHARD, validate=validate)
     _, world = group_rank_size(group)
     shards = [torch.empty_like(x) for _ in range(world)]
     dist.all_gather(shards, x.contiguous(), group=group)
@@ -244,4 +259,5 @@ def zigzag_positions(seq_len: int, group=None) -> torch.Tensor:
         # -2 reached torch.arange ("upper bound and lower bound inconsistent"), 4.0 pybind11.
         raise ValueError(f"zigzag_positions: seq_len: got {seq_len!r}, expected an int >= 0")
     rank, world = group_rank_size(resolve_group("zigzag_positions", group))
+    check_zigzag_length("zigzag_positions: seq_len", seq_len, world)
     return _C.zigzag_index(seq_len, world, rank)

@@ -20,6 +20,7 @@ from torch import nn
 from torch_topo import _C
 from torch_topo.ops.ring_attention import (
     SAME_SHARD,
+    check_zigzag_length,
     ring_attention,
     zigzag_shard,
     zigzag_unshard,
@@ -288,6 +289,8 @@ def shard_sequence(x: torch.Tensor, dim: int = 1, sp_group=None, ring_group=None
     sp_group, ring_group = _check_groups("shard_sequence", sp_group, ring_group)
     if _ring_size(ring_group) > 1:
         if balance == "zigzag":
+            check_zigzag_length(f"shard_sequence: x: length along dim {dim}", x.shape[dim],
+                                _ring_size(ring_group))
             x = zigzag_shard(x, dim, ring_group)
         else:
             x = _contiguous_slice(x, dim, ring_group)

@@ -110,7 +110,16 @@ def ulysses_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group
     if s == g:
         raise ValueError(f"ulysses_all_to_all: scatter_dim and gather_dim are both {s}, "
                          "expected two different dims")
-    check_same_shape("ulysses_all_to_all", group, {"x": x}, check_inputs)
+    _, world = group_rank_size(group)
+
+    def validate():
+        # Found by the native pack, the error named its C++ function and a bare dim number.
+        if x.shape[s] % world != 0:
+            raise ValueError(f"ulysses_all_to_all: x: size {x.shape[s]} of scatter_dim {s} "
+                             f"cannot be split over a group of {world}, expected a multiple "
+                             f"of {world}")
+
+    check_same_shape("ulysses_all_to_all", group, {"x": x}, check_inputs, validate=validate)
     return UlyssesExchangeFunction.apply(group, s, g, (False,), x)[0]
 
 

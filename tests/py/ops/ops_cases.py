@@ -553,6 +553,10 @@ _BAD = {
     "ring_balance": lambda r, w: torch_topo.ring_attention(*_qkv(), balance="diagonal"),
     "ring_zigzag_odd": lambda r, w: torch_topo.ring_attention(*_qkv(s=3), balance="zigzag"),
     "zigzag_not_2p": lambda r, w: torch_topo.zigzag_shard(torch.zeros(1, 2 * w + 1, 1), 1),
+    "zigzag_positions_not_2p": lambda r, w: torch_topo.zigzag_positions(2 * w + 2),
+    "zigzag_unshard_odd": lambda r, w: torch_topo.zigzag_unshard(torch.zeros(1, 3, 1), 1),
+    "shard_zigzag_not_2p": lambda r, w: torch_topo.shard_sequence(
+        torch.zeros(1, 2 * w + 1), 1, ring_group=dist.group.WORLD),
     "a2a_not_divisible": lambda r, w: torch_topo.ulysses_all_to_all(torch.zeros(w + 1, 2), 0, 1),
     "sp_not_dividing_world": lambda r, w: torch_topo.build_sequence_parallel_groups(
         torch_topo.UlyssesConfig(sequence_parallel_size=w + 1)),

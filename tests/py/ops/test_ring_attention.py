@@ -88,7 +88,15 @@ def test_zigzag_positions_shard_unshard(world):
                        r"floating-point dtype"),
     ("ring_empty_seq", r"ring_attention: q has shape \(1, 0, 4, 4\): expected a local sequence "
                        r"length and head_dim >= 1"),
-    ("zigzag_not_2p", r"not divisible by 2 x group size"),
+    # Named the C++ functions zigzagShard and zigzagIndex, and an odd shard zigzagUnshard.
+    ("zigzag_not_2p", r"^zigzag_shard: x: length along dim 1: got (5|7), expected a multiple of "
+                      r"2 x group size = (4|6); pad"),
+    ("zigzag_positions_not_2p", r"^zigzag_positions: seq_len: got (6|8), expected a multiple of "
+                                r"2 x group size = (4|6); pad"),
+    ("zigzag_unshard_odd", r"^zigzag_unshard: x: length 3 along dim 1 is odd, expected the two "
+                           r"equal chunks zigzag_shard cuts"),
+    ("shard_zigzag_not_2p", r"^shard_sequence: x: length along dim 1: got (5|7), expected a "
+                            r"multiple of 2 x group size = (4|6); pad"),
     ("ring_scale_inf", r"ring_attention: softmax_scale: got inf, expected None or a finite"),
     ("ring_causal_str", r"ring_attention: causal: got 'no', expected True or False"),
     ("zigzag_positions_negative", r"zigzag_positions: seq_len: got -2, expected an int >= 0"),

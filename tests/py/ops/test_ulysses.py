@@ -93,7 +93,8 @@ def test_all_to_all_exchange_and_gradient(world, scatter_dim, gather_dim, shape)
      r"shapes or dtypes differ across ranks: rank \d has q float32 \[1, \d, "),
     ("ulysses_dtype_differs", r"shapes or dtypes differ across ranks: rank \d has q float(32|64) "
                               r"\[1, 4, .*rank \d has q float(32|64) \[1, 4, "),
-    ("a2a_not_divisible", r"cannot be split over the group"),
+    ("a2a_not_divisible", r"ulysses_all_to_all: x: size \d of scatter_dim 0 cannot be split "
+                          r"over a group of \d, expected a multiple of \d"),
     ("ulysses_int_dtype", r"ulysses_attention: q, k and v have dtype torch.int64, expected a "
                           r"floating-point dtype"),
     ("ulysses_scale_nan", r"ulysses_attention: softmax_scale: got nan, expected None or a "
