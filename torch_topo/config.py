@@ -91,6 +91,16 @@ class _RecordsGivenFields:
         object.__setattr__(self, "_given", frozenset(kwargs))  # past the frozen __setattr__
         return self
 
+    def __reduce__(self):
+        # A frozen slots dataclass pickles and copies its fields only, so a copy came back with
+        # no given fields and let the environment override them. Rebuilt from the given ones
+        # (every other field holds its default: nothing sets a field but the constructor).
+        return _rebuild, (type(self), {name: getattr(self, name) for name in self._given})
+
+
+def _rebuild(cls, given: dict) -> _RecordsGivenFields:
+    return cls(**given)
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TopoConfig(_RecordsGivenFields):

@@ -5,9 +5,11 @@ test reads back what the backend did)."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -204,6 +206,21 @@ def test_fields_cannot_be_changed_past_their_checks():
     assert (changed.timeout_s, changed.hierarchical, cfg.hierarchical) == (5.0, "never", "auto")
     with pytest.raises(ValueError, match="TopoConfig.timeout_s: got 'x'"):
         dataclasses.replace(cfg, timeout_s="x")
+
+
+@pytest.mark.parametrize("copy_of", [copy.copy, copy.deepcopy,
+                                     lambda c: pickle.loads(pickle.dumps(c))],
+                         ids=["copy", "deepcopy", "pickle"])
+def test_copies_keep_which_fields_were_given(copy_of, monkeypatch):
+    # Frozen, the config pickled and copied its fields only: the copy had no given fields, so
+    # TORCH_TOPO_DEBUG=1 overrode debug=False given to the original (as a spawned rank got it).
+    monkeypatch.setenv("TORCH_TOPO_DEBUG", "1")
+    monkeypatch.setenv("TORCH_TOPO_HIERARCHICAL", "never")
+    cfg = TopoConfig(debug=False, timeout_s=5.0)
+    copied = copy_of(cfg)
+    assert copied == cfg and copied.explicit_fields == {"debug", "timeout_s"}
+    merged = copied.merged_with_env()
+    assert (merged.debug, merged.timeout_s, merged.hierarchical) == (False, 5.0, "never")
 
 
 def test_unknown_field_is_a_type_error():
