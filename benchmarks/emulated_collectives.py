@@ -27,6 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from torch_topo.bench.sweep import parse_bytes  # noqa: E402
+from torch_topo.cli._options import output_file_problem  # noqa: E402
 from torch_topo.emulation.shaping import LinkSpec, parse_rate_bps  # noqa: E402
 
 RANK_PROGRAM = os.path.join(ROOT, "benchmarks", "collective_perf.py")
@@ -190,8 +191,8 @@ def check_args(parser: argparse.ArgumentParser, args) -> None:
     except ValueError as exc:
         parser.error(str(exc))
     for option, path in (("--json", args.json), ("--plot", args.plot)):
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            parser.error(f"{option}: no folder to write {path!r} into")  # else a traceback
+        if path and (problem := output_file_problem(option, path)):
+            parser.error(problem)  # else a traceback once every placement had run
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,7 @@ import torch.multiprocessing as mp
 
 import torch_topo  # noqa: F401  (registers the "topo" backend)
 from torch_topo.cli import OneLineErrorParser
-from torch_topo.cli._options import int_at_least, positive_number
+from torch_topo.cli._options import int_at_least, output_file_problem, positive_number
 from torch_topo.plan import MAX_RANKS
 
 R = dist.ReduceOp
@@ -197,9 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=positive_number, default=120.0)
     parser.add_argument("--json", default=None, help="write the result object here (rank 0)")
     args = parser.parse_args(argv)
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-        # Else a traceback once the whole soak had run.
-        parser.error(f"--json: no folder to write {args.json!r} into")
+    if args.json and (problem := output_file_problem("--json", args.json)):
+        parser.error(problem)  # else a traceback once the whole soak had run
     if "RANK" in os.environ:
         rank = int(os.environ["RANK"])
         result = soak(rank, int(os.environ["WORLD_SIZE"]), args.count, args.seed, args.backend,

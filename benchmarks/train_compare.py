@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 
+from torch_topo.cli._options import output_file_problem
 from torch_topo.emulation.shaping import LinkSpec
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -233,8 +234,8 @@ def main(argv=None) -> int:
         p.error(str(exc))
     if not args.timeout > 0:
         p.error(f"--timeout: got {args.timeout}, expected seconds > 0")
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-        p.error(f"--json: no folder to write {args.json!r} into")  # else a traceback at the end
+    if args.json and (problem := output_file_problem("--json", args.json)):
+        p.error(problem)  # else a traceback at the end
     # 8 query / 4 K/V heads: tp4 and sp4 both divide the K/V heads.
     model = (["--dim", "64", "--layers", "2", "--seq-len", "64"] if args.quick
              else ["--dim", "128", "--layers", "4", "--ffn-dim", "384", "--seq-len", "128"]) \

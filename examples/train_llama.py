@@ -44,6 +44,7 @@ from llama_parallel import (
 
 import torch_topo
 from torch_topo.cli import OneLineErrorParser
+from torch_topo.cli._options import output_file_problem
 from torch_topo.ops import OverlapRecorder
 from torch_topo.ops.overlap import overlap_choices
 from torch_topo.ops.sequence_split import (
@@ -112,8 +113,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.device == "cuda" and not torch.cuda.is_available():
         p.error("--device cuda: no CUDA device here; leave --device out or pass --device cpu")
     # Both are written after the run: a path that cannot take them failed only then.
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-        p.error(f"--json: no folder to write {args.json!r} into")
+    if args.json and (problem := output_file_problem("--json", args.json)):
+        p.error(problem)
     if args.checkpoint_dir and not args.no_checkpoint:
         try:
             os.makedirs(args.checkpoint_dir, exist_ok=True)

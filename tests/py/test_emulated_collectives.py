@@ -39,6 +39,8 @@ def emulated_collectives(monkeypatch):
     # Tracebacks once every placement had run.
     (["--json", "/nonexistent/out.json"], "--json: no folder to write '/nonexistent/out.json'"),
     (["--plot", "/nonexistent/out.png"], "--plot: no folder to write '/nonexistent/out.png'"),
+    (["--json", "/tmp"], "--json: '/tmp' is a folder, expected a file name"),
+    (["--plot", "/tmp/"], "--plot: '/tmp/' is a folder, expected a file name"),
 ])
 def test_bad_options_exit_2_before_any_launch(options, message, emulated_collectives, capsys):
     with pytest.raises(SystemExit) as exc:

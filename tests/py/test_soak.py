@@ -55,6 +55,9 @@ def test_short_soak_on_local_processes(tmp_path):
     # A traceback once the soak had run.
     (["--json", "/nonexistent/soak.json", "--count", "2", "--local-procs", "1"],
      "--json: no folder to write '/nonexistent/soak.json' into"),
+    # A folder passed its folder check, and open() failed once the soak had run.
+    (["--json", "/tmp", "--count", "2", "--local-procs", "1"],
+     "--json: '/tmp' is a folder, expected a file name"),
 ])
 def test_bad_option_is_one_line_naming_it(options, message):
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "soak.py"), *options],

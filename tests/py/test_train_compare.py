@@ -36,6 +36,7 @@ def train_compare(monkeypatch):
     (["--timeout", "0"], "--timeout: got 0.0, expected seconds > 0"),
     # A traceback once every launch had run.
     (["--json", "/nonexistent/out.json"], "--json: no folder to write '/nonexistent/out.json'"),
+    (["--json", "/tmp"], "--json: '/tmp' is a folder, expected a file name"),
 ])
 def test_bad_options_exit_2_before_any_launch(options, message, train_compare, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -158,6 +158,7 @@ def test_docstring_command_runs_with_its_defaults(command, tmp_path):
     # Tracebacks once the training had run.
     (["--json", "/nonexistent/result.json"], r"--json: no folder to write "
                                              r"'/nonexistent/result.json' into"),
+    (["--json", "/tmp"], r"--json: '/tmp' is a folder, expected a file name"),
     (["--checkpoint-dir", "/proc/ckpt"], r"--checkpoint-dir: cannot create '/proc/ckpt': "
                                          r"No such file or directory"),
     pytest.param(["--device", "cuda"], r"--device cuda: no CUDA device here",

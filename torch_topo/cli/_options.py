@@ -5,12 +5,13 @@ module out of the verb list)."""
 from __future__ import annotations
 
 import argparse
+import os
 
 from torch_topo.nccl_hints import version_code
 from torch_topo.plan import check_hosts_per_domain
 
 __all__ = ["add_nvlink", "add_nvlink_domain_hosts", "int_at_least", "nvlink_domain_hosts", "nvlink_mode",
-           "parse_nccl_version", "positive_number", "write_output"]
+           "output_file_problem", "parse_nccl_version", "positive_number", "write_output"]
 
 _NVLINK_DOMAIN_HOSTS = "--nvlink-domain-hosts"
 
@@ -80,6 +81,17 @@ def int_at_least(low: int, most: int | None = None, why: str = ""):
             raise argparse.ArgumentTypeError(f"got {value}, expected at most {most}{why}")
         return value
     return parse
+
+
+def output_file_problem(option: str, path: str) -> str | None:
+    """Why a run could not write its result to `path` (`option`'s value) once it is over, or
+    None. Checked before the run: a missing folder, or a folder given as the file, ended a
+    long run in a traceback."""
+    if os.path.isdir(path):
+        return f"{option}: {path!r} is a folder, expected a file name"
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        return f"{option}: no folder to write {path!r} into"
+    return None
 
 
 def write_output(path: str, text: str) -> None:
