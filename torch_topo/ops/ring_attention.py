@@ -238,15 +238,18 @@ def zigzag_unshard(x: torch.Tensor, dim: int = 1, group=None) -> torch.Tensor:
     check_inputs="once")."""
     group = resolve_group("zigzag_unshard", group)
     check_tensors("zigzag_unshard", x=x)
-    dim = check_dim("zigzag_unshard", "dim", x, dim)
+
     def validate():
+        # A dim refused on one rank alone left the others in the shape check's all_gather.
+        d = check_dim("zigzag_unshard", "dim", x, dim)
         # Found by the native unshard after the all_gather, naming its C++ function.
-        if x.shape[dim] % 2 != 0:
-            raise ValueError(f"zigzag_unshard: x: length {x.shape[dim]} along dim {dim} is odd, "
+        if x.shape[d] % 2 != 0:
+            raise ValueError(f"zigzag_unshard: x: length {x.shape[d]} along dim {d} is odd, "
                              "expected the two equal chunks zigzag_shard cuts")
 
     # Shards of different shapes aborted Gloo in the all_gather (or came back mis-cut).
     check_same_shape("zigzag_unshard", group, {"x": x}, rule=SAME_SHARD, validate=validate)
+    dim = check_dim("zigzag_unshard", "dim", x, dim)
     _, world = group_rank_size(group)
     shards = [torch.empty_like(x) for _ in range(world)]
     dist.all_gather(shards, x.contiguous(), group=group)

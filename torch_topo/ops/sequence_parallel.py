@@ -301,19 +301,26 @@ def unshard_sequence(x: torch.Tensor, dim: int = 1, sp_group=None, ring_group=No
                      balance: Literal["none", "zigzag"] = "zigzag") -> torch.Tensor:
     """Inverse of shard_sequence (all_gathers; not differentiable). Shards of different shapes
     or dtypes raise ValueError on every rank (checked as the ops' check_inputs="once")."""
-    dim = _check_layout("unshard_sequence", x, dim, balance)
+    _check_balance("unshard_sequence", balance)
+    check_tensors("unshard_sequence", x=x)
     sp_group, ring_group = _check_groups("unshard_sequence", sp_group, ring_group)
-    x = _gather_cat(x, dim, sp_group)
+    # The dim is checked with the shapes (_gather_cat): one rank refusing it alone left the
+    # others in the shape check's all_gather.
+    x, dim = _gather_cat(x, dim, sp_group)
     if _ring_size(ring_group) > 1:
         x = zigzag_unshard(x, dim, ring_group) if balance == "zigzag" else \
-            _gather_cat(x, dim, ring_group)
+            _gather_cat(x, dim, ring_group)[0]
     return x
 
 
-def _check_layout(where: str, x: torch.Tensor, dim: object, balance: object) -> int:
+def _check_balance(where: str, balance: object) -> None:
     # Any balance but "zigzag" used to shard contiguously without a word.
     if balance not in ("none", "zigzag"):
         raise ValueError(f"{where}: balance: got {balance!r}, expected 'none' or 'zigzag'")
+
+
+def _check_layout(where: str, x: torch.Tensor, dim: object, balance: object) -> int:
+    _check_balance(where, balance)
     check_tensors(where, x=x)
     return check_dim(where, "dim", x, dim)
 
@@ -334,13 +341,16 @@ def _contiguous_slice(x: torch.Tensor, dim: int, group) -> torch.Tensor:
     return x.narrow(dim, rank * n, n)
 
 
-def _gather_cat(x: torch.Tensor, dim: int, group) -> torch.Tensor:
+def _gather_cat(x: torch.Tensor, dim: object, group) -> tuple[torch.Tensor, int]:
+    """(the shards of `group` joined along `dim`, that dim checked and made non-negative)."""
     # Shards of different shapes aborted Gloo in the all_gather.
-    check_same_shape("unshard_sequence", group, {"x": x}, rule=SAME_SHARD)
+    check_same_shape("unshard_sequence", group, {"x": x}, rule=SAME_SHARD,
+                     validate=lambda: check_dim("unshard_sequence", "dim", x, dim))
+    dim = check_dim("unshard_sequence", "dim", x, dim)
     _, world = group_rank_size(group)
     parts = [torch.empty_like(x) for _ in range(world)]
     dist.all_gather(parts, x.contiguous(), group=group)
-    return torch.cat(parts, dim)
+    return torch.cat(parts, dim), dim
 
 
 class SequenceParallelAttention(nn.Module):

@@ -36,14 +36,24 @@ _CASES = {
         torch.zeros(3, 5, 2 * w + 2 * last), 2, balance="none"),
     "zigzag_unshard_dtype": lambda last, w: torch_topo.zigzag_unshard(
         torch.zeros(3, 5, 2, dtype=torch.float64 if last else torch.float32), 2),
+    # Equal shards but a dim out of range on the last rank: it raised alone, before the check.
+    "unshard_dim": lambda last, w: torch_topo.unshard_sequence(
+        torch.zeros(3, 7, 2), 5 if last else 1, balance="none"),
+    "zigzag_unshard_dim": lambda last, w: torch_topo.zigzag_unshard(
+        torch.zeros(3, 9, 2), -4 if last else 2),
 }
+
+# What every rank raises: the shapes' disagreement, or, where they agree and one rank refused
+# its own input, that rank's error and on the others one naming it.
+_AGREED_ERROR = (r"shapes or dtypes differ across ranks|dim: got -?\d+, expected"
+                 r"|the input of rank\(s\) \[\d+\] of the group was refused")
 
 
 def one_rank_bad(rank, world, *, call):
     try:
         _CASES[call](rank == world - 1, world)
     except ValueError as e:
-        if not re.search(r"shapes or dtypes differ across ranks", str(e)):
+        if not re.search(_AGREED_ERROR, str(e)):
             raise AssertionError(f"{call}: message {str(e)!r}") from e
         return str(e)
     raise AssertionError(f"{call}: no ValueError raised")

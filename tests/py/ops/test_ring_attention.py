@@ -143,6 +143,6 @@ def test_rank_outside_the_group(op):
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("call", ["ring_zigzag_odd", "ring_v_heads", "unshard_length",
-                                  "zigzag_unshard_dtype"])
+                                  "zigzag_unshard_dtype", "unshard_dim", "zigzag_unshard_dim"])
 def test_bad_input_on_one_rank_raises_on_every_rank(call):
     get_pool(2).run("one_rank_cases.one_rank_bad", call=call)
