@@ -109,8 +109,9 @@ def test_creator_defers_gloo_when_every_rank_bound_cuda(tmp_path):
 
 @pytest.mark.timeout(180)
 def test_ranks_that_disagree_on_binding_get_an_error_naming_them(tmp_path):
-    # Only the rank that differed from rank 0 raised; rank 0 went on into Gloo's connection
-    # setup and failed when its timeout ended, with Gloo's message.
+    # Every rank raises at creation. Before the settings check, only the rank that differed
+    # from rank 0 raised; rank 0 went on into Gloo's connection setup and failed when its
+    # timeout ended, with Gloo's message.
     for result in _spawn(_creator_main, 2, tmp_path, [True, False], 60):
         assert "group rank 1 did not bind a CUDA device but group rank 0 did" in result["error"]
 
