@@ -18,7 +18,7 @@ from typing import Any
 from torch_topo import _C
 from torch_topo.config import TopoConfig
 from torch_topo.probe import live_probe
-from torch_topo.topology import load_topology
+from torch_topo.topology import file_named, load_topology
 from torch_topo.validation import is_int_in
 
 __all__ = ["CHOICE_SIZES", "MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "predicted_choices",
@@ -221,7 +221,8 @@ def _cluster_text(obj: Any, hosts: int) -> str:
         path = os.fspath(obj)
         if not os.path.exists(path):
             raise ValueError(f"topology: {path}: no such file")
-        return _C.planner_cluster_json(path=path, hosts=hosts)
+        with file_named("topology"):  # a directory or an unreadable file, as a missing one
+            return _C.planner_cluster_json(path=path, hosts=hosts)
     if hasattr(obj, "planner_doc"):  # a `Cluster` (exchange_cluster, world_cluster)
         obj = obj.planner_doc()
     elif hasattr(obj, "to_json"):

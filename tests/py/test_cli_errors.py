@@ -44,8 +44,10 @@ CASES = [
      "error: FILE: cannot open '{tmp}/missing.xml', expected a readable topology file"),
     # The OS's own words for reading a directory (was: "unknown topology format" at 1:1).
     (["show", "{tmp}"], {}, f"error: FILE: cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
+    # Named as a missing file is ("topology: PATH: no such file"; was: no name at all).
     (["plan", "{tmp}", "--mesh", "tp=2"], {},
-     f"error: cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
+     f"error: topology: cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
+    (["doctor", "{tmp}"], {}, f"error: topology: cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
     # An endless device stops at the size limit (was: MemoryError after exhausting memory).
     (["show", "/dev/zero"], {}, "bytes, expected at most"),
     (["show", "{tmp}/shown.json"], {}, "this is the report of `python -m torch_topo show --json`"),
