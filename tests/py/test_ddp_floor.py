@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+from benchmark_scripts import load_benchmark
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -58,12 +59,7 @@ def test_floor_removes_the_gradient_all_reduce(tmp_path, through_floor, expected
 def test_floor_line_says_when_a_row_came_in_below_it(capsys):
     # benchmarks/train_compare.py printed "the most any backend can gain: 1.23x" under a topo
     # row 1.37x faster than gloo, without a word (the launches run one after another).
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "train_compare", os.path.join(ROOT, "benchmarks", "train_compare.py"))
-    train_compare = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train_compare)
+    train_compare = load_benchmark("train_compare")
     floor, gloo = {"median_step_s": 0.0503}, {"median_step_s": 0.0618}
     for topo_s, below in ((0.045, True), (0.0551, False)):
         train_compare.print_floor(floor, gloo, {"median_step_s": topo_s})

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import re
 
 import pytest
+from benchmark_scripts import load_benchmark
 
 from torch_topo.cli import main
 from torch_topo.config import ENV_VARS, OTHER_VARS, TopoConfig
@@ -53,10 +53,7 @@ def test_every_variable_the_sources_name_is_accepted_and_in_the_readme():
     assert sorted(v for v in known if f"`{v}" not in readme) == []
 
 def test_emulated_collectives_takes_sizes_with_units_as_docs_emulator_md_runs_it():
-    spec = importlib.util.spec_from_file_location(
-        "emulated_collectives", ROOT / "benchmarks" / "emulated_collectives.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("emulated_collectives")
     args = module.build_parser().parse_args(["--min-bytes", "1M", "--max-bytes", "64M"])
     assert (args.min_bytes, args.max_bytes) == (1 << 20, 64 << 20)
     with pytest.raises(SystemExit):

@@ -3,20 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmark_scripts import load_benchmark
 
 
 @pytest.fixture
 def emulated_collectives(monkeypatch):
-    spec = importlib.util.spec_from_file_location(
-        "emulated_collectives", os.path.join(ROOT, "benchmarks", "emulated_collectives.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("emulated_collectives")
 
     def launch(*args, **kwargs):
         raise AssertionError("a placement was launched")

@@ -4,21 +4,15 @@ over one HashStore): what each rank reads from the store must not grow with the 
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import pathlib
 
 import pytest
 import torch.distributed as dist
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from benchmark_scripts import load_benchmark
 
 
 def _init_scale():
-    spec = importlib.util.spec_from_file_location("init_scale", ROOT / "benchmarks" / "init_scale.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("init_scale")
 
 
 @pytest.mark.timeout(120)

@@ -4,20 +4,13 @@ first launch."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmark_scripts import load_benchmark
 
 
 @pytest.fixture
 def train_compare(monkeypatch):
-    spec = importlib.util.spec_from_file_location(
-        "train_compare", os.path.join(ROOT, "benchmarks", "train_compare.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("train_compare")
 
     def launch(*args, **kwargs):
         raise AssertionError("a configuration was launched")
