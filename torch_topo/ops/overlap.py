@@ -410,6 +410,12 @@ def _check_shapes(name: str, x: torch.Tensor, weight: torch.Tensor,
         )
 
 
+def _flat_rows(x: torch.Tensor) -> torch.Tensor:
+    """x as [rows, K], the core's layout. The rows are counted, not -1: reshape cannot infer a
+    dim of an empty tensor."""
+    return x.reshape(x.shape[:-1].numel(), x.shape[-1])
+
+
 def _agree(name: str, group, x: torch.Tensor, weight: torch.Tensor, exchanged: torch.Tensor,
            rule: str, group_size: int | None) -> None:
     """Every rank checks its shapes, and the ranks agree on `exchanged` (the block the
@@ -448,7 +454,7 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
         x.shape[:-1].numel() if x.dim() else 0, weight.shape[0] if weight.dim() else 0)
     _agree("matmul_reduce_scatter", group, x, weight, product,
            "the same dtype, rows and out_features", size)
-    flat = x.reshape(x.shape[:-1].numel(), x.shape[-1])
+    flat = _flat_rows(x)
     out = MatmulReduceScatterFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(x.shape[0] // size, *x.shape[1:-1], weight.shape[0])
 
@@ -471,6 +477,6 @@ def all_gather_matmul(x: torch.Tensor, weight: torch.Tensor,
     group = _resolve_group(group)
     _agree("all_gather_matmul", group, x, weight, x, "the same dtype, rows and in_features",
            None)
-    flat = x.reshape(x.shape[:-1].numel(), x.shape[-1])
+    flat = _flat_rows(x)
     out = AllGatherMatmulFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(group.size() * x.shape[0], *x.shape[1:-1], weight.shape[0])
