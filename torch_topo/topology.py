@@ -196,12 +196,15 @@ class Topology:
         """Latency estimate in microseconds between two GPUs."""
         return self._path("latency", i, j).latency_us
 
-    def numa_node(self, i: int) -> int | None:
-        """NUMA node nearest GPU i, None when the source does not say."""
-        _check_indices("numa_node", self.gpu_count, "GPU", i=i)
+    def _gpu(self, where: str, i: int):
+        _check_indices(where, self.gpu_count, "GPU", i=i)
         if not 0 <= i < self.gpu_count:
             raise IndexError(f"GPU index {i} out of range [0, {self.gpu_count})")
-        return _known(self._host.gpus[i].numa_node, -1)
+        return self._host.gpus[i]
+
+    def numa_node(self, i: int) -> int | None:
+        """NUMA node nearest GPU i, None when the source does not say."""
+        return _known(self._gpu("numa_node", i).numa_node, -1)
 
     def nic_path(self, i: int, k: int) -> str:
         """Path class from GPU i to NIC k."""
@@ -211,10 +214,7 @@ class Topology:
 
     def gpu_label(self, i: int) -> str:
         """Name of GPU i as nvidia-smi prints it ("GPU3")."""
-        _check_indices("gpu_label", self.gpu_count, "GPU", i=i)
-        if not 0 <= i < self.gpu_count:
-            raise IndexError(f"GPU index {i} out of range [0, {self.gpu_count})")
-        return f"GPU{self._host.gpus[i].index}"
+        return f"GPU{self._gpu('gpu_label', i).index}"
 
     def cell(self, i: int, j: int) -> str:
         """Matrix cell as nvidia-smi prints it: "X", "NV12", "PIX", ..."""
