@@ -13,6 +13,7 @@ first setting that differs. Each rank reads one key whatever the group size.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
 
@@ -36,18 +37,26 @@ def _settings(config: TopoConfig, lazy_cpu: bool) -> dict:
     return {**{name: getattr(config, name) for name in SHARED_FIELDS}, _LAZY: lazy_cpu}
 
 
-# Published as what differs from the defaults only (usually nothing: "{}"), so group rank 0
-# reads a few bytes per rank.
+# Published as what differs from the defaults only (usually nothing), so group rank 0 reads a
+# few bytes per rank. A release whose defaults differ would read another release's "{}" as its
+# own defaults, so each rank also publishes a digest of the defaults it left out.
 _DEFAULTS = _settings(TopoConfig(), False)
+_DIGEST = "defaults"
+
+
+def _defaults_digest() -> str:
+    text = json.dumps(_DEFAULTS, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _encode(settings: dict) -> str:
-    return json.dumps({k: v for k, v in settings.items() if v != _DEFAULTS[k]},
-                      separators=(",", ":"))
+    changed = {k: v for k, v in settings.items() if v != _DEFAULTS[k]}
+    return json.dumps({_DIGEST: _defaults_digest(), **changed}, separators=(",", ":"))
 
 
-def _decode(raw: bytes) -> dict:
-    return {**_DEFAULTS, **json.loads(raw)}
+def _decode(raw: bytes) -> tuple[str, dict]:
+    published = json.loads(raw)
+    return published.pop(_DIGEST), {**_DEFAULTS, **published}
 
 
 def _difference(rank: int, theirs: dict, ours: dict) -> str:
@@ -72,8 +81,14 @@ def agree_on_settings(store, group_rank: int, group_size: int, config: TopoConfi
     def compare() -> bytes:
         keys = [f"{_KEY_PREFIX}{r}" for r in range(group_size)]
         wait_all(store, keys, timeout, 0, "settings")
+        ours = _defaults_digest()
         for r, raw in enumerate(get_many(store, keys)):
-            theirs = _decode(raw)
+            digest, theirs = _decode(raw)
+            if digest != ours:
+                raise _C.TopoMismatchError(
+                    f"topo backend: group rank {r} runs a torch-topo whose default settings "
+                    f"differ from group rank 0's (digest {digest} against {ours}): another "
+                    "release or build; expected the same torch-topo on every rank of a group")
             if theirs != mine:
                 raise _C.TopoMismatchError(f"topo backend: {_difference(r, theirs, mine)}")
         return b"same"

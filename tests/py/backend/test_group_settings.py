@@ -19,10 +19,13 @@ from rank_processes import start_processes
 WORLD = 3
 
 
-def _main(rank, store_path, out_dir, env_by_rank, options_by_rank):
+def _main(rank, store_path, out_dir, env_by_rank, options_by_rank, defaults_by_rank):
     import torch_topo  # noqa: F401  (registers "topo")
+    from torch_topo import group_settings
 
     os.environ.update(env_by_rank[rank])
+    # Plays a release whose defaults differ from this one's in the fields given.
+    group_settings._DEFAULTS = {**group_settings._DEFAULTS, **defaults_by_rank[rank]}
     try:
         dist.init_process_group("topo", store=dist.FileStore(store_path, WORLD), rank=rank,
                                 world_size=WORLD, timeout=timedelta(seconds=60),
@@ -36,9 +39,10 @@ def _main(rank, store_path, out_dir, env_by_rank, options_by_rank):
     Path(out_dir, f"{rank}.json").write_text(json.dumps(result))
 
 
-def _run(tmp_path, env_by_rank, options_by_rank=(None,) * WORLD) -> list[dict]:
+def _run(tmp_path, env_by_rank, options_by_rank=(None,) * WORLD,
+         defaults_by_rank=({},) * WORLD) -> list[dict]:
     start_processes(_main, args=(str(tmp_path / "store"), str(tmp_path), env_by_rank,
-                                 list(options_by_rank)), nprocs=WORLD)
+                                 list(options_by_rank), list(defaults_by_rank)), nprocs=WORLD)
     return [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(WORLD)]
 
 
@@ -87,3 +91,18 @@ def test_rank_local_settings_may_differ(tmp_path):
            {"TORCH_TOPO_BIND_NUMA": "0"}]
     options = [None, None, {"hierarchical": "never"}]
     assert _run(tmp_path, env, options) == [{"sum": [6.0] * 3}] * WORLD
+
+
+@pytest.mark.timeout(120)
+def test_a_release_with_other_defaults_is_told_apart(tmp_path, monkeypatch):
+    # Rank 2 plays a release whose default chunk is 1 MiB and runs with it; it publishes no
+    # setting of its own, which ranks 0 and 1 would read as their own 4 MiB default.
+    monkeypatch.delenv("TORCH_TOPO_CHUNK_BYTES", raising=False)
+    env = [{}, {}, {"TORCH_TOPO_CHUNK_BYTES": str(1 << 20)}]
+    defaults = [{}, {}, {"pipeline_chunk_bytes": 1 << 20}]
+    for result in _run(tmp_path, env, defaults_by_rank=defaults):
+        assert result["type"] == "TopoMismatchError", result
+        assert result["error"].startswith(
+            "topo backend: group rank 2 runs a torch-topo whose default settings differ from "
+            "group rank 0's (digest "), result
+        assert "expected the same torch-topo on every rank of a group" in result["error"]
