@@ -350,6 +350,7 @@ def _kv_findings(mesh: dict[str, int], kv_heads: int | None) -> list[Finding]:
 def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
              kv_heads: int | None = None, pinned_path: str | None = None,
              environ=None, live=None, inter_host_gbps: float | None = None,
+             inter_host_latency_us: float | None = None,
              nvlink_domain_hosts: int | None = None) -> list[Finding]:
     """Findings for a topology (file, Topology or cluster) and an optional mesh.
 
@@ -357,7 +358,8 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     `pinned_path` (a file pinned by TORCH_TOPO_FILE / NCCL_TOPO_FILE) is compared with `live`, a
     live probe `Topology` (default: probe this host), after its missing NVLink is filled as for
     the run (`load_topology(..., nvlink="complete")`; finding `pinned-no-nvlink`).
-    `inter_host_gbps` pins the network between hosts as `resolve_cluster` does.
+    `inter_host_gbps` and `inter_host_latency_us` pin the network between hosts as
+    `resolve_cluster` does.
     `nvlink_domain_hosts` puts every that many consecutive hosts in one multi-node NVLink
     domain (`with_nvlink_domains`; GB200 NVL72: 18 trays), so their GPU pairs are NVLink paths.
     A topology read from a file (a path, or a `Topology` a reader made, a saved probe included)
@@ -386,7 +388,8 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
         # gives holds every host.
         source, source_hosts = with_nvlink_domains(topology, hosts, nvlink_domain_hosts,
                                                    "nvlink_domain_hosts"), 1
-    cluster = resolve_cluster(source, source_hosts, inter_host_gbps=inter_host_gbps)
+    cluster = resolve_cluster(source, source_hosts, inter_host_gbps=inter_host_gbps,
+                              inter_host_latency_us=inter_host_latency_us)
     findings: list[Finding] = []
     per_host = _ranks_per_host(cluster)
     meshes = [mesh] if mesh else [

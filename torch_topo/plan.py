@@ -23,7 +23,7 @@ from torch_topo.validation import is_int_in
 
 __all__ = ["CHOICE_SIZES", "MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "predicted_choices",
            "resolve_cluster", "check_hosts", "check_hosts_per_domain", "check_traffic_bytes",
-           "completed_source", "SIZE_CLASSES", "with_nvlink_domains"]
+           "completed_source", "network_pins", "SIZE_CLASSES", "with_nvlink_domains"]
 
 MAX_RANKS: int = _C.MAX_RANKS
 """Most ranks (hosts x ranks per host) the planner takes: its memory grows with the square of
@@ -180,26 +180,38 @@ def check_traffic_bytes(option: str, name: str, nbytes: float) -> float:
     return nbytes
 
 
+def network_pins(config: TopoConfig) -> dict[str, float | None]:
+    """The network between hosts that `config` pins, as keyword arguments of `resolve_cluster`,
+    `Plan.build` and `doctor.diagnose`: what the backend's cluster exchange applies."""
+    return {"inter_host_gbps": config.inter_host_gbps,
+            "inter_host_latency_us": config.inter_host_latency_us}
+
+
 def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20,
                     model: str = "auto", *, nvlink: str = "file", live=None,
-                    inter_host_gbps: float | None = None, nccl_version: int = 0):
+                    inter_host_gbps: float | None = None,
+                    inter_host_latency_us: float | None = None, nccl_version: int = 0):
     """A `_C.PlannerCluster` from a file path, a `Topology` (or anything with `to_json()`), a
     `torch_topo.Cluster`, a torch-topo JSON dict or text, or an existing PlannerCluster.
     `model`: the cost model's kind for GPU groups ("auto", "alpha_beta", "nccl"; see
     PlannerCluster).
     `nvlink`: for an NCCL XML path, "file" plans on it as written, "complete" on the NVLink it
     leaves out filled from `live` (a live probe `Topology`; None probes this host) or the GPU
-    model (`load_topology`). `inter_host_gbps`: GB/s between hosts per direction, as the live
-    cluster exchange applies it; None keeps the source's own value, else its NIC speeds. The
-    environment is the caller's to read (the CLI passes TORCH_TOPO_INTER_HOST_GBPS): a live
-    cluster already carries the value its group was configured with. `nccl_version`: the NCCL
+    model (`load_topology`). `inter_host_gbps` (GB/s between hosts per direction) and
+    `inter_host_latency_us` (one way): the network as the live cluster exchange pins it; None
+    keeps the source's own value (for the bandwidth, else its NIC speeds). The environment is
+    the caller's to read (the CLI passes `network_pins(TopoConfig.from_env())`): a live cluster
+    already carries the values its group was configured with. `nccl_version`: the NCCL
     release (version code, 2.26.2 -> 22602) whose tuning the model follows; 0 the newest."""
     obj = topology_or_cluster
     check_hosts(hosts)
     if not is_int_in(chunk_bytes, 1):  # 1.5 was pybind11's "incompatible constructor arguments"
         raise ValueError(f"chunk_bytes: got {chunk_bytes!r}, expected an int >= 1")
-    if inter_host_gbps is not None:
-        TopoConfig(inter_host_gbps=inter_host_gbps)  # refuses non-finite and non-positive values
+    # Refuses non-finite, non-positive and out-of-range values, as the backend's config does.
+    TopoConfig(inter_host_gbps=inter_host_gbps, inter_host_latency_us=inter_host_latency_us)
+    pins = {key: value for key, value in (("inter_host_bandwidth_gbps", inter_host_gbps),
+                                          ("inter_host_latency_us", inter_host_latency_us))
+            if value is not None}
     if nvlink not in ("file", "complete"):
         raise ValueError(f"resolve_cluster: nvlink: got {nvlink!r}, expected 'file' or 'complete'")
     if nvlink == "complete" and _is_path(obj) and os.path.exists(obj):
@@ -209,8 +221,8 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
             raise ValueError("hosts: a PlannerCluster already fixes its hosts; expected hosts=1")
         return obj
     text = _cluster_text(obj, hosts)
-    if inter_host_gbps is not None:
-        text = json.dumps({**json.loads(text), "inter_host_bandwidth_gbps": inter_host_gbps})
+    if pins:
+        text = json.dumps({**json.loads(text), **pins})
     return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes, model, nccl_version)
 
 
@@ -357,21 +369,25 @@ class Plan:
     @classmethod
     def build(cls, topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
               contiguous: bool = False, nccl_hints: bool = False,
-              chunk_bytes: int = 4 << 20, inter_host_gbps: float | None = None) -> Plan:
+              chunk_bytes: int = 4 << 20, inter_host_gbps: float | None = None,
+              inter_host_latency_us: float | None = None) -> Plan:
         for name, flag in (("contiguous", contiguous), ("nccl_hints", nccl_hints)):
             if not isinstance(flag, bool):  # "no" would count as True
                 raise ValueError(f"plan: {name}: got {flag!r}, expected True or False")
         cluster = resolve_cluster(topology_or_cluster, hosts, chunk_bytes,
-                                  inter_host_gbps=inter_host_gbps)
+                                  inter_host_gbps=inter_host_gbps,
+                                  inter_host_latency_us=inter_host_latency_us)
         raw = cluster.plan_mesh(_mesh_items(mesh), _traffic_map(traffic), contiguous)
         return cls(cluster, raw, "contiguous" if contiguous else "planned", nccl_hints)
 
     @classmethod
     def naive(cls, topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
-              inter_host_gbps: float | None = None) -> Plan:
+              inter_host_gbps: float | None = None,
+              inter_host_latency_us: float | None = None) -> Plan:
         """The contiguous layout (mesh position i holds rank i), costed by the same model."""
         return cls.build(topology_or_cluster, mesh, traffic, hosts=hosts, contiguous=True,
-                         inter_host_gbps=inter_host_gbps)
+                         inter_host_gbps=inter_host_gbps,
+                         inter_host_latency_us=inter_host_latency_us)
 
     @classmethod
     def from_config(cls, config, world_size: int, mesh, traffic=None) -> Plan:
@@ -395,7 +411,7 @@ class Plan:
             )
         return cls.build(path, mesh, traffic, hosts=world_size // per_host,
                          nccl_hints=config.nccl_hints, chunk_bytes=config.pipeline_chunk_bytes,
-                         inter_host_gbps=config.inter_host_gbps)
+                         **network_pins(config))
 
     # -- queries ------------------------------------------------------------------------------
     @property

@@ -249,6 +249,74 @@ def test_inter_host_gbps_reaches_file_plans_and_doctor(gbps, capsys, monkeypatch
     assert "nic-speed-assumed" in {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
 
 
+def _played_cpu_ranks(tmp_path, latency_us: float):
+    """A cluster file of two DGX-1 hosts each playing four CPU ranks (as the emulator places
+    ranks beyond a host's GPUs), with its own inter-host latency. Groups without GPUs are priced
+    by the alpha-beta model, which the latency enters (NCCL's model keeps NCCL's own)."""
+    doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
+    for i, host in enumerate(doc["hosts"]):
+        host["hostname"] = f"node{i}"
+    doc["ranks"] = [{"host": h, "local_gpu": -1, "local_rank": r} for h in range(2) for r in range(4)]
+    doc["inter_host_latency_us"] = latency_us
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(doc))
+    return doc, path
+
+
+def test_inter_host_latency_reaches_file_plans_and_doctor(tmp_path, capsys, monkeypatch):
+    # TORCH_TOPO_INTER_HOST_LATENCY_US wins over the file's own latency, as the backend's
+    # exchange pins it. Reference: the cost model on documents that carry each latency.
+    from torch_topo.plan import Plan
+
+    monkeypatch.delenv("TORCH_TOPO_INTER_HOST_LATENCY_US", raising=False)
+    doc, path = _played_cpu_ranks(tmp_path, 3.0)
+    model = {us: _C.PlannerCluster(json.dumps({**doc, "inter_host_latency_us": us}), 4 << 20,
+                                   "auto", 0) for us in (3.0, 1e5)}
+    everyone = [list(range(8))]
+    step = {us: m.estimate("all_reduce", 10**8, everyone) for us, m in model.items()}
+    assert step[1e5]["algorithm"] != step[3.0]["algorithm"]  # the latency changes the pick
+    naive = {us: Plan.naive({**doc, "inter_host_latency_us": us}, {"tp": 4, "dp": 2}).cost("tp")
+             for us in (3.0, 1e5)}
+    assert f"{naive[1e5] * 1e3:.2f}" != f"{naive[3.0] * 1e3:.2f}"
+
+    for env, us in ((None, 3.0), ("1e5", 1e5)):
+        if env is not None:
+            monkeypatch.setenv("TORCH_TOPO_INTER_HOST_LATENCY_US", env)
+        assert main(["plan", str(path), "--mesh", "dp=8", "--traffic", "dp=1e8", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["algorithms"]["dp"]["step"] == step[us]["algorithm"]
+        assert out["cost"]["dp"] == pytest.approx(step[us]["seconds"], rel=1e-12)
+        assert main(["plan", str(path), "--mesh", "dp=8"]) == 0
+        both = model[us].compare_hierarchical("all_reduce", 1 << 30, everyone)
+        assert (f"1 GiB: flat {both['flat']['algorithm']} {both['flat']['seconds'] * 1e6:.1f} us, "
+                f"hierarchical {both['hierarchical']['seconds'] * 1e6:.1f} us"
+                ) in capsys.readouterr().out
+        assert main(["doctor", str(path), "--mesh", "tp=4,dp=2", "--json"]) == 1
+        (found,) = [f for f in json.loads(capsys.readouterr().out)["findings"]
+                    if f["code"] == "tp-crosses-hosts"]
+        assert f"(predicted {naive[us] * 1e3:.2f} -> " in found["message"]
+
+
+@pytest.mark.parametrize("value, says", [
+    ("-5", "TORCH_TOPO_INTER_HOST_LATENCY_US: TopoConfig.inter_host_latency_us: got -5.0, "
+           "expected a finite number > 0 or None"),
+    ("1ms", "TORCH_TOPO_INTER_HOST_LATENCY_US: got '1ms', expected a number"),
+    ("2e6", "TORCH_TOPO_INTER_HOST_LATENCY_US: TopoConfig.inter_host_latency_us: got 2000000.0, "
+            "expected >= 1e-06 and <= 1e+06 us"),
+])
+@pytest.mark.parametrize("verb", ["plan", "doctor"])
+def test_bad_inter_host_latency_is_refused_by_name(verb, value, says, tmp_path, capsys,
+                                                   monkeypatch):
+    _, path = _played_cpu_ranks(tmp_path, 3.0)
+    monkeypatch.setenv("TORCH_TOPO_INTER_HOST_LATENCY_US", value)
+    assert main([verb, str(path), "--mesh", "tp=4,dp=2"]) == 2
+    assert says in capsys.readouterr().err
+    from torch_topo.plan import resolve_cluster
+
+    with pytest.raises(ValueError, match=r"^TopoConfig.inter_host_latency_us: got -5.0"):
+        resolve_cluster(path, inter_host_latency_us=-5.0)
+
+
 def test_the_environment_does_not_override_a_cluster_or_a_configured_group(monkeypatch):
     # A live cluster carries the bandwidth its group was configured with, and a group's config
     # wins over the environment: neither may be repriced at TORCH_TOPO_INTER_HOST_GBPS.

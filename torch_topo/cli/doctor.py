@@ -20,7 +20,7 @@ from torch_topo.cli._options import (
 )
 from torch_topo.config import TopoConfig
 from torch_topo.doctor import diagnose, live_probe_findings
-from torch_topo.plan import check_hosts, completed_source, parse_mesh
+from torch_topo.plan import check_hosts, completed_source, network_pins, parse_mesh
 from torch_topo.probe import live_probe, resolve_pinned_file
 
 __all__ = ["add_parser", "run"]
@@ -60,7 +60,7 @@ def run(args) -> int:
         topology = completed_source(path) if args.file is not None and nvlink == "complete" else path
         findings, source = diagnose(topology, mesh, hosts=args.hosts, kv_heads=args.kv_heads,
                                     pinned_path=path if args.file is None else None,
-                                    inter_host_gbps=TopoConfig.from_env().inter_host_gbps,
+                                    **network_pins(TopoConfig.from_env()),
                                     nvlink_domain_hosts=domain_hosts), path
     problems = [f for f in findings if f.severity != "info"]
     if args.json:
@@ -80,6 +80,6 @@ def _diagnose_live(args, mesh, domain_hosts):
         raise ValueError(f"--mesh: the live probe of this host ({live.source}) found no GPU to "
                          "place a mesh on; give a topology FILE")
     findings = diagnose(live, mesh, hosts=args.hosts, kv_heads=args.kv_heads,
-                        inter_host_gbps=TopoConfig.from_env().inter_host_gbps,
+                        **network_pins(TopoConfig.from_env()),
                         nvlink_domain_hosts=domain_hosts)
     return findings + live_probe_findings(live), f"this host ({live.source})"

@@ -37,6 +37,7 @@ from torch_topo.plan import (
     check_hosts,
     check_traffic_bytes,
     completed_source,
+    network_pins,
     parse_mesh,
     resolve_cluster,
     with_nvlink_domains,
@@ -174,28 +175,26 @@ def run(args) -> int:
         warnings = reader_warnings(topo)
     hosts, split = args.hosts, None
     config = TopoConfig.from_env()
-    # A live cluster carries the bandwidth its group was configured with; a file or this
+    # A live cluster carries the network its group was configured with; a file or this
     # host's probe gets the environment's.
-    gbps = config.inter_host_gbps if not isinstance(source, dict) else None
+    network = network_pins(config) if not isinstance(source, dict) else {}
     if domain_hosts is not None:
         source, hosts = with_nvlink_domains(source, hosts, domain_hosts), 1
     if nccl_version:
-        source, hosts = resolve_cluster(source, hosts, inter_host_gbps=gbps,
-                                        nccl_version=nccl_version), 1
+        source, hosts = resolve_cluster(source, hosts, nccl_version=nccl_version,
+                                        **network), 1
     if args.attention is not None:
         if traffic is not None:
             raise ValueError("--traffic: not with --attention, expected one of them (the split "
                              "adds a cp dimension the traffic would have to name)")
         shape = AttentionShape.parse(args.attention)
-        source, hosts = resolve_cluster(source, hosts, inter_host_gbps=gbps), 1
+        source, hosts = resolve_cluster(source, hosts, **network), 1
         candidates = sequence_split_candidates(source, mesh, shape)
         split = (shape, candidates, choose_sequence_split(candidates))
         mesh = split_mesh(mesh, split[2].ulysses)
     # The hints are shown whether or not TORCH_TOPO_NCCL_HINTS will apply them (nccl_hints_enabled).
-    planned = Plan.build(source, mesh, traffic, hosts=hosts, nccl_hints=True,
-                         inter_host_gbps=gbps)
-    naive = Plan.naive(source, mesh, traffic, hosts=hosts,
-                       inter_host_gbps=gbps) if args.compare else None
+    planned = Plan.build(source, mesh, traffic, hosts=hosts, nccl_hints=True, **network)
+    naive = Plan.naive(source, mesh, traffic, hosts=hosts, **network) if args.compare else None
     hints_on = config.nccl_hints
     if args.json:
         out = planned.to_dict()
