@@ -24,11 +24,6 @@ namespace torch_topo::topo {
 namespace {
 
 constexpr unsigned kNvidiaVendor = 0x10de;
-// hwloc writes pci_link_speed as the raw rate after line encoding (GB/s); a Gen3 x16 link reads
-// 15.753846 (16 lanes x 8 GT/s x 128/130 / 8). Scaling by the usable/raw ratio of that link puts
-// hwloc numbers on the same footing as the other sources.
-constexpr double kHwlocGen3x16RawGBps = 15.753846;
-
 // hwloc's NVLinkBandwidth values are links x a per-link MB/s fixed by the NVML NVLink version
 // (hwloc 2.x hwloc/nvml.c, hwloc_nvml_discover: version 1 -> 20000, 2..6 -> 25000, 7 -> 50000),
 // i.e. Pascal 20000, Volta to Hopper 25000, Blackwell 50000. Dividing recovers the lane count;
@@ -136,7 +131,7 @@ double HwlocXmlReader::pciGBps(const XmlElement* obj) const {
   if (!raw || raw.value < 0.0 || raw.value > 1e4) {
     fail(obj, "bad pci_link_speed: got '" + text + "', expected GB/s between 0 and 10000");
   }
-  return raw.value * pcieGBps(3, 16) / kHwlocGen3x16RawGBps;
+  return pcieGBpsFromEncodedRate(raw.value);
 }
 
 int HwlocXmlReader::numaOf(const XmlElement* obj, const Context& parent) const {

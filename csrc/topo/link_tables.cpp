@@ -3,6 +3,7 @@
 // NVIDIA/nccl src/graph/topo.h and topo.cc (v2.23-v2.27, the *_BW defines and kvDictPciGen).
 #include "topo/link_tables.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "topo/text_numbers.h"
@@ -97,6 +98,25 @@ double pcieGBps(int gen, int width) {
   }
   // Beyond the table: the newest row, so an unknown future link is never rated above it.
   return kPcieRows[sizeof(kPcieRows) / sizeof(kPcieRows[0]) - 1].lane_gbps * width;
+}
+
+double pcieGBpsFromEncodedRate(double encoded_gbps) {
+  // Gen6 is listed with both encodings: hwloc releases differ on its FLIT mode (242/256).
+  struct Encoding {
+    int gen;
+    double efficiency;
+  };
+  constexpr Encoding kEncodings[] = {{1, 0.8},          {2, 0.8},          {3, 128.0 / 130},
+                                     {4, 128.0 / 130},  {5, 128.0 / 130},  {6, 128.0 / 130},
+                                     {6, 242.0 / 256}};
+  for (const Encoding& e : kEncodings) {
+    for (int width : {16, 8, 4, 2, 1, 32, 12}) {
+      const double encoded = kPcieRows[e.gen - 1].transfer_gts * e.efficiency * width / 8;
+      // hwloc prints six decimals of a float: a match is good to about 1e-6 relative.
+      if (std::fabs(encoded - encoded_gbps) <= 1e-5 * encoded) return pcieGBps(e.gen, width);
+    }
+  }
+  return encoded_gbps * pcieGBps(3, 1) / (kPcieRows[2].transfer_gts * 128.0 / 130 / 8);
 }
 
 int pcieGenOfSm(int sm) {

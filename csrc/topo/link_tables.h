@@ -50,6 +50,11 @@ double nvlinkLaneGBps(int sm);
 /// Usable GB/s per direction of a PCIe link of `gen` and `width` lanes; gen <= 0 or width <= 0
 /// fall back to Gen3 x16, NCCL's default for empty sysfs fields.
 double pcieGBps(int gen, int width);
+/// Usable GB/s per direction of a PCIe link known only by its data rate after line encoding
+/// (hwloc's pci_link_speed: lanes x GT/s x 8b/10b for Gen1/2, 128b/130b from Gen3, / 8). A rate
+/// that is exactly some generation and width maps to pcieGBps of it; any other is scaled as a
+/// Gen3 link would be.
+double pcieGBpsFromEncodedRate(double encoded_gbps);
 /// PCIe generation a GPU of compute capability `sm` (x 10) has on its own x16 link, by NVIDIA's
 /// data sheets: Gen3 to Turing (P100, V100, T4), Gen4 for Ampere and Ada (A100, A10, A40, L4,
 /// L40S, RTX 30/40), Gen5 from Hopper (H100 PCIe, H20, B200, RTX 50, RTX PRO 6000);

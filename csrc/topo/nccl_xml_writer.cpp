@@ -17,8 +17,8 @@ namespace torch_topo::topo {
 namespace {
 
 /// A link known by its rate only (hwloc's pci_link_speed) as the generation and width NCCL XML
-/// needs: the table's closest, x16 first. Exact from Gen3 on, whose rates the hwloc reader puts
-/// on the table; Gen1/2 differ by their 8b/10b encoding (Gen2 x8: 3.05 GB/s becomes 3.0).
+/// needs: the table's closest, x16 first. Exact for every rate the hwloc reader matched to a
+/// generation and width (it puts those on the table).
 void nearestPcieLink(double gbps, int* gen, int* width) {
   int rows = 0;
   const PcieGeneration* table = pcieTable(&rows);

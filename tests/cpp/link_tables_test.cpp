@@ -2,6 +2,9 @@
 // Tests of csrc/topo/link_tables: table shapes and the values NCCL and the PCIe spec give.
 #include "topo/link_tables.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 namespace torch_topo::topo {
@@ -40,6 +43,31 @@ TEST(LinkTablesTest, PcieRatesMatchNcclWidthTimesSpeedOver80) {
   EXPECT_DOUBLE_EQ(pcieGBps(4, 8), 12.0);
   EXPECT_DOUBLE_EQ(pcieGBps(0, 0), 12.0);   // empty sysfs fields: Gen3 x16 like NCCL
   EXPECT_DOUBLE_EQ(pcieGBps(9, 16), 96.0);  // beyond the table: capped at Gen6
+}
+
+TEST(LinkTablesTest, HwlocEncodedPcieRatesMapToTheirGenerationAndWidth) {
+  // The PCIe specification's signalling rates and line encodings, printed as hwloc prints
+  // pci_link_speed ("%f"); the expected usable rate is NCCL's width x rate in 100 Mbit/s / 80.
+  struct Gen {
+    int gen;
+    double gts;
+    double encoding;
+    double ncclRate;  // kvDictPciGen, units of 100 Mbit/s per lane
+  };
+  const Gen gens[] = {{1, 2.5, 8.0 / 10, 15},     {2, 5, 8.0 / 10, 30},
+                      {3, 8, 128.0 / 130, 60},    {4, 16, 128.0 / 130, 120},
+                      {5, 32, 128.0 / 130, 240},  {6, 64, 242.0 / 256, 480}};
+  for (const Gen& g : gens) {
+    for (int width : {1, 2, 4, 8, 16}) {
+      char printed[32];
+      std::snprintf(printed, sizeof(printed), "%f", g.gts * g.encoding * width / 8);
+      EXPECT_DOUBLE_EQ(pcieGBpsFromEncodedRate(std::atof(printed)), width * g.ncclRate / 80)
+          << "Gen" << g.gen << " x" << width << " (" << printed << ")";
+    }
+  }
+  // Not any generation's rate (an hwloc 1.x export's 0.2): scaled as Gen3 would be.
+  EXPECT_DOUBLE_EQ(pcieGBpsFromEncodedRate(0.2), 0.2 * 0.75 / (8 * 128.0 / 130 / 8));
+  EXPECT_DOUBLE_EQ(pcieGBpsFromEncodedRate(0.0), 0.0);
 }
 
 TEST(LinkTablesTest, PcieGenerationOfAGpuFollowsItsComputeCapability) {
