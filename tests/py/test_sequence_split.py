@@ -140,7 +140,28 @@ def test_no_valid_split_names_every_problem():
     with pytest.raises(ValueError, match=r"Ulysses 1 x ring 2: seq_len 5 not a multiple of 4; "
                                          r"Ulysses 2 x ring 1: heads 3 not a multiple of the "
                                          r"Ulysses degree 2"):
-        resolve_sequence_parallel_degrees(cfg, 2, resolve_cluster(str(DGX1)))
+        resolve_sequence_parallel_degrees(cfg, 8, resolve_cluster(str(DGX1)))
+
+
+@pytest.mark.parametrize("world", [8, 4, 32])
+def test_cluster_of_another_world_size_is_refused(world):
+    # Two DGX-1 hosts hold 16 ranks. A smaller or larger world_size was priced as if the
+    # cluster held it (the planner refused each split naming a mesh never given), and a shape
+    # that rules out every split came back as that list without a word.
+    cluster = resolve_cluster(str(DGX1), 2)
+    assert cluster.world_size == 16
+    fits = AttentionShape(heads=32, kv_heads=8, head_dim=128, seq_len=8192)
+    rules_all_out = AttentionShape(heads=3, kv_heads=3, head_dim=16, seq_len=7)
+    for shape in (fits, rules_all_out):
+        cfg = UlyssesConfig(sequence_parallel_size=4, attention=shape)
+        with pytest.raises(ValueError, match=rf"^sequence_parallel_candidates: world_size: got "
+                                             rf"{world}, expected the 16 ranks of the cluster"):
+            sequence_parallel_candidates(cfg, world, cluster)
+        with pytest.raises(ValueError, match=rf"world_size: got {world}, expected the 16 ranks"):
+            resolve_sequence_parallel_degrees(cfg, world, cluster)
+    # Its own world size is still priced (the split checks of test_split_is_the_fastest_valid_one).
+    cfg = UlyssesConfig(sequence_parallel_size=4, attention=fits)
+    assert [c.valid for c in sequence_parallel_candidates(cfg, 16, cluster)] == [True] * 3
 
 
 def test_open_split_needs_the_shape():

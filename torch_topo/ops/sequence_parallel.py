@@ -162,7 +162,7 @@ def sequence_parallel_candidates(config: UlyssesConfig, world_size: int | None =
 
     Args:
         config: needs `attention`; its sequence_parallel_size must divide the world size.
-        world_size: default: torch.distributed's.
+        world_size: default: torch.distributed's; with `cluster`, its rank count.
         cluster: a `_C.PlannerCluster` of the world; default: the one init_device_mesh plans on
             (pinned file, else the live cluster). Clusters with CPU ranks are priced on the
             contiguous layout, as init_device_mesh lays them out.
@@ -183,6 +183,12 @@ def sequence_parallel_candidates(config: UlyssesConfig, world_size: int | None =
     if cluster is not None and not isinstance(cluster, _C.PlannerCluster):
         raise ValueError(f"sequence_parallel_candidates: cluster: got {type(cluster).__name__}, "
                          "expected None or a torch_topo._C.PlannerCluster")
+    # Else the planner refused each split naming a mesh the caller never gave, and a shape that
+    # rules out every split came back as that list, answered for a job of another size.
+    if cluster is not None and cluster.world_size != world:
+        raise ValueError(f"sequence_parallel_candidates: world_size: got {world}, expected the "
+                         f"{cluster.world_size} ranks of the cluster given (it prices the whole "
+                         "world it holds)")
     mesh = {"dp": world // sp, "sp": sp} if mesh is None else dict(mesh)
     if mesh.get("sp") != sp:
         raise ValueError(f"mesh: got {mesh}, expected an 'sp' dimension of "
