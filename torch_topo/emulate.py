@@ -46,6 +46,32 @@ class _Interrupted(Exception):
         self.signum = signum
 
 
+class _StopSignals:
+    """Records SIGINT/SIGTERM/SIGHUP for the whole of main(): raising from the handler could land
+    inside Popen and lose track of a rank being spawned, or between a folder's creation and the
+    try that removes it; `check()` raises where every child and file is accounted for. From the
+    start, not from the first rank: a Ctrl-C during set-up ended in a KeyboardInterrupt
+    traceback (and left the run's folder behind)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __enter__(self) -> _StopSignals:
+        self.got: list[int] = []
+        self._old = {s: signal.signal(s, self._record) for s in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+
+    def _record(self, signum, _frame) -> None:
+        self.got.append(signum)
+
+    def check(self) -> None:
+        if self.got:
+            raise _Interrupted(self.got[0])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="python -m torch_topo.emulate",
@@ -156,39 +182,24 @@ def _write_topology_files(workdir: str, net: netns.ClusterNetwork, ranks,
     return paths
 
 
-def _run_ranks(procs: RankProcesses, args: argparse.Namespace, start, cleanup) -> int:
+def _run_ranks(procs: RankProcesses, args: argparse.Namespace, check, start, cleanup) -> int:
     """Runs `start(check)` (which spawns the ranks), watches the ranks, then stops them and
-    runs `cleanup()` on every exit path; SIGINT/SIGTERM/SIGHUP stop the run cleanly."""
-    got_signal: list[int] = []
-
-    def on_signal(signum, _frame):
-        # Only recorded here: raising from the handler could land inside Popen and lose track
-        # of a rank being spawned; check() raises at points where every child is accounted for.
-        got_signal.append(signum)
-
-    def check() -> None:
-        if got_signal:
-            raise _Interrupted(got_signal[0])
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    runs `cleanup()` on every exit path; `check` raises _Interrupted once a stop signal came."""
     try:
+        check()  # a signal during the set-up: no rank starts
         start(check)
         return procs.watch(args.grace_s, args.timeout_s, check)
-    except _Interrupted as exc:
-        print(f"torch_topo.emulate: got {exc}, stopping the ranks", file=sys.stderr)
-        return 128 + exc.signum
     finally:
-        # Further signals must not cut the cleanup short.
-        for sig in old:
+        # Further signals must not cut the cleanup short (main() restores the handlers).
+        for sig in _StopSignals.SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
         procs.stop()
         cleanup()
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
 
 
-def run_one_gpu(args: argparse.Namespace, command: list[str]) -> int:
-    """The rehearsal: every rank a local process on one GPU, playing the --topology host."""
+def run_one_gpu(args: argparse.Namespace, command: list[str], check) -> int:
+    """The rehearsal: every rank a local process on one GPU, playing the --topology host;
+    `check` raises once a stop signal came."""
     gpu = one_gpu.visible_gpu(args.one_gpu, os.environ)
     ranks = place_ranks(args.nodes, args.procs_per_node, args.placement)
     nccl_env = dict(item.split("=", 1) for item in args.nccl_env)
@@ -210,7 +221,8 @@ def run_one_gpu(args: argparse.Namespace, command: list[str]) -> int:
             check()
             procs.spawn(spec, command, env)
 
-    return _run_ranks(procs, args, start, lambda: shutil.rmtree(workdir, ignore_errors=True))
+    return _run_ranks(procs, args, check, start,
+                      lambda: shutil.rmtree(workdir, ignore_errors=True))
 
 
 def _rank_env(base: dict[str, str], spec, world: int, net: netns.ClusterNetwork,
@@ -240,10 +252,11 @@ def _rank_env(base: dict[str, str], spec, world: int, net: netns.ClusterNetwork,
     return env
 
 
-def run_emulated(args: argparse.Namespace) -> int:
+def run_emulated(args: argparse.Namespace, check) -> int:
+    """Runs the emulated cluster; `check` raises once a stop signal came."""
     link, command = _validate(args)
     if link is None:
-        return run_one_gpu(args, command)
+        return run_one_gpu(args, command, check)
     # Before any namespace exists: a bad --topology file fails fast, root or not.
     base_host = cluster_file.base_host(args.topology)
     netns.check_available()
@@ -282,23 +295,26 @@ def run_emulated(args: argparse.Namespace) -> int:
         if left:
             print(f"torch_topo.emulate: could not delete namespaces {left}", file=sys.stderr)
 
-    return _run_ranks(procs, args, start, cleanup)
+    return _run_ranks(procs, args, check, start, cleanup)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    try:
-        return run_emulated(args)
-    except netns.EmulationUnavailable as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    except (ValueError, RuntimeError) as exc:  # bad options, unreadable --topology file
-        print(f"torch_topo.emulate: error: {exc}", file=sys.stderr)
-        return 2
+    with _StopSignals() as signals:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        try:
+            return run_emulated(args, signals.check)
+        except _Interrupted as exc:
+            print(f"torch_topo.emulate: got {exc}, stopping the ranks", file=sys.stderr)
+            return 128 + exc.signum
+        except netns.EmulationUnavailable as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        except (ValueError, RuntimeError) as exc:  # bad options, unreadable --topology file
+            print(f"torch_topo.emulate: error: {exc}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":
