@@ -54,14 +54,27 @@ def _worst_pair(cluster, groups) -> tuple[int, int, str]:
     return max(keys, default=(0, 0, "X"))
 
 
-def _ranks_per_host(cluster) -> int:
-    """Ranks on each host of `cluster`, read off the cluster itself: a cluster file brings its
-    own hosts, which `hosts` (copies of a one-host file) does not count."""
-    counts = sorted(set(Counter(cluster.rank_host(r) for r in range(cluster.world_size)).values()))
-    if len(counts) > 1:
-        raise ValueError(f"cluster: hosts hold different rank counts ({counts[0]} and "
-                         f"{counts[-1]}), expected the same count on every host for a device mesh")
-    return counts[0]
+def _rank_counts(cluster) -> list[int]:
+    """The distinct counts of ranks on the hosts of `cluster`, ascending, read off the cluster
+    itself: a cluster file brings its own hosts, which `hosts` (copies of a one-host file) does
+    not count. More than one: no device mesh fits the hosts."""
+    return sorted(set(Counter(cluster.rank_host(r) for r in range(cluster.world_size)).values()))
+
+
+def _unequal_hosts(counts: list[int], mesh: dict[str, int] | None) -> list[Finding]:
+    """Hosts of different rank counts hold no device mesh (the planner lays a mesh out as equal
+    blocks per host): a mesh asked for is bad input, and without one the layout checks are
+    skipped with a note; the checks of links, NICs, files and environment still run."""
+    unequal = f"hosts hold different rank counts ({counts[0]} and {counts[-1]})"
+    if mesh:
+        shape = ",".join(f"{name}={size}" for name, size in mesh.items())
+        raise ValueError(f"mesh: got {shape}, but the {unequal}; a device mesh needs the same "
+                         "count on every host (leave out mesh / --mesh to run the checks that "
+                         "need none)")
+    return [Finding(
+        "layout-unchecked", "info",
+        f"{unequal}: no device mesh fits them, so the layout checks of tp groups did not run",
+        "give every host the same number of ranks to have the layout of a mesh checked")]
 
 
 def _layout_findings(cluster, mesh: dict[str, int], per_host: int) -> list[Finding]:
@@ -391,9 +404,14 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     cluster = resolve_cluster(source, source_hosts, inter_host_gbps=inter_host_gbps,
                               inter_host_latency_us=inter_host_latency_us)
     findings: list[Finding] = []
-    per_host = _ranks_per_host(cluster)
-    meshes = [mesh] if mesh else [
-        {"dp": cluster.world_size // tp, "tp": tp} for tp in (2, 4) if per_host % tp == 0 and per_host > tp]
+    counts = _rank_counts(cluster)
+    per_host = counts[0]
+    if len(counts) > 1:
+        findings += _unequal_hosts(counts, mesh)  # a ValueError with a mesh
+        meshes = []
+    else:
+        meshes = [mesh] if mesh else [{"dp": cluster.world_size // tp, "tp": tp}
+                                      for tp in (2, 4) if per_host % tp == 0 and per_host > tp]
     for m in meshes:
         layout = _layout_findings(cluster, m, per_host)
         findings += layout + _numa_findings(cluster, m, {f.code for f in layout})

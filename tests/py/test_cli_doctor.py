@@ -363,6 +363,43 @@ def test_cluster_file_hosts_keep_their_readers_warnings(env, capsys, tmp_path):
     assert "file-no-gpus" not in _codes(out)
 
 
+def test_cluster_file_of_unequal_hosts_gets_every_check_but_the_layout(env, capsys, tmp_path):
+    # Two `topo -mp` hosts of 3 GPUs, the second playing two ranks: no device mesh fits 3 + 2
+    # ranks, so only the layout checks are left out (doctor refused the whole file before).
+    # Reference: the findings of the same hosts with every rank, which hold no layout to check
+    # either (tp 2 and 4 do not divide 3), and the reader's warnings as show gives them.
+    env.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1")
+    warnings = _show_warnings(capsys, TOPO_MP)
+    equal = _cluster_file(tmp_path, load_topology(TOPO_MP).to_json(), ["a", "b"])
+    rc, expected = _doctor(capsys, str(equal))
+    doc = json.loads(equal.read_text())
+    doc["ranks"] = [r for r in doc["ranks"] if r["host"] == 0 or r["local_gpu"] < 2]
+    unequal = tmp_path / "unequal.json"
+    unequal.write_text(json.dumps(doc))
+    assert _doctor(capsys, str(unequal)) == (rc, {
+        **expected, "file": str(unequal), "source": str(unequal),
+        "findings": [{"code": "layout-unchecked", "severity": "info",
+                      "message": "hosts hold different rank counts (2 and 3): no device mesh "
+                                 "fits them, so the layout checks of tp groups did not run",
+                      "fix": "give every host the same number of ranks to have the layout of "
+                             "a mesh checked"}] + expected["findings"]})
+    assert rc == 1
+    codes = _codes(expected)
+    assert "cuda-device-max-connections" in codes and "nic-speed-assumed" in codes
+    said = sorted(f["message"] for f in expected["findings"]
+                  if f["code"] in ("reader-warning", "file-no-nvlink"))
+    assert said == sorted([f"host 0 (a): {w}" for w in warnings] +
+                          [f"host 1 (b): {w}" for w in warnings])
+    assert main(["doctor", str(unequal)]) == 1
+    assert "[info] layout-unchecked: hosts hold different rank counts (2 and 3)" in \
+        capsys.readouterr().out
+    # A mesh on them is bad input, naming the option.
+    assert main(["doctor", str(unequal), "--mesh", "dp=5"]) == 2
+    err = capsys.readouterr().err
+    assert ("mesh: got dp=5, but the hosts hold different rank counts (2 and 3); a device mesh "
+            "needs the same count on every host (leave out mesh / --mesh") in err
+
+
 def test_saved_probe_topology_gets_the_file_checks(env, tmp_path):
     # A probe of this CPU machine saved with `probe -o` and read back is a file without GPUs,
     # as its path is; the live probe it was written from keeps the live checks.

@@ -155,10 +155,17 @@ def test_cluster_file_counts_its_own_hosts_ranks():
     assert [len([r for r in doc["ranks"] if r["host"] == h]) for h in range(3)] == [8, 8, 8]
     assert "odd-tp" in [f.code for f in diagnose(doc, {"dp": 8, "tp": 3}, environ={})]
     assert "odd-tp" in [f.code for f in diagnose(DGX1, {"dp": 8, "tp": 3}, hosts=3, environ={})]
-    # Without the last rank no mesh fits: refused as plan refuses it, not checked for nothing.
+    # Without the last rank no mesh fits: a mesh is refused as plan refuses it, and without one
+    # the layout checks are said to be skipped (not checked for nothing) while the others run.
     doc["ranks"].pop()
-    with pytest.raises(ValueError, match=r"hosts hold different rank counts \(7 and 8\)"):
-        diagnose(doc, environ={})
+    with pytest.raises(ValueError, match=r"^mesh: got dp=8,tp=3, but the hosts hold different "
+                                         r"rank counts \(7 and 8\)"):
+        diagnose(doc, {"dp": 8, "tp": 3}, environ={})
+    found = diagnose(doc, environ={"CUDA_DEVICE_MAX_CONNECTIONS": "1"})
+    assert [(f.code, f.severity) for f in found] == [
+        ("layout-unchecked", "info"), ("nic-speed-assumed", "info"),
+        ("cuda-device-max-connections", "warning")]
+    assert found[0].message.startswith("hosts hold different rank counts (7 and 8)")
 
 
 def test_layout_finding_says_what_contiguous_groups_cross():
