@@ -368,6 +368,8 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     """Findings for a topology (file, Topology or cluster) and an optional mesh.
 
     Without a mesh, the common tensor-parallel degrees 2 and 4 are checked (dp filling the rest).
+    Hosts holding different rank counts fit no mesh: a `mesh` is a ValueError, and without one
+    the layout checks give way to the note `layout-unchecked`; every other check runs.
     `pinned_path` (a file pinned by TORCH_TOPO_FILE / NCCL_TOPO_FILE) is compared with `live`, a
     live probe `Topology` (default: probe this host), after its missing NVLink is filled as for
     the run (`load_topology(..., nvlink="complete")`; finding `pinned-no-nvlink`).
