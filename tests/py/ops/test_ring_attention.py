@@ -104,7 +104,7 @@ def test_zigzag_positions_shard_unshard(world):
     ("shard_balance", r"shard_sequence: balance: got 'stripe', expected 'none' or 'zigzag'"),
 ])
 def test_ring_bad_input(world, call, match):
-    get_pool(world).run("raises", call=call, match=match)
+    get_pool(world).run("bad_input_cases.raises", call=call, match=match)
 
 
 @pytest.mark.timeout(300)
@@ -127,14 +127,14 @@ def test_ring_bad_input(world, call, match):
                                           r"or a callable"),
 ])
 def test_arguments_of_the_wrong_type(call, error, match):
-    get_pool(2).run("raises", call=call, match=match, error=error)
+    get_pool(2).run("bad_input_cases.raises", call=call, match=match, error=error)
 
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("op", ["ring", "ulysses", "a2a", "2d"])
 def test_rank_outside_the_group(op):
     # SequenceParallelAttention said "sp_group has -1 ranks".
-    got = get_pool(3).run("non_member", op=op)
+    got = get_pool(3).run("bad_input_cases.non_member", op=op)
     where = {"ring": "ring_attention", "ulysses": "ulysses_attention",
              "a2a": "ulysses_all_to_all", "2d": "SequenceParallelAttention (sp_group)"}[op]
     assert got[:2] == [None, None] and got[2].startswith(

@@ -47,7 +47,8 @@ def test_2x2_shard_unshard(balance):
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("world", [3, 4])
 def test_sp_size_not_dividing_world(world):
-    get_pool(world).run("raises", call="sp_not_dividing_world", match=r"does not divide the world")
+    get_pool(world).run("bad_input_cases.raises", call="sp_not_dividing_world",
+                        match=r"does not divide the world")
 
 
 @pytest.mark.parametrize("kwargs,match", [

@@ -102,7 +102,7 @@ def test_all_to_all_exchange_and_gradient(world, scatter_dim, gather_dim, shape)
     ("a2a_float_dim", r"ulysses_all_to_all: scatter_dim: got 0.0, expected an int in \[-2, 1\]"),
 ])
 def test_ulysses_bad_input(world, call, match):
-    get_pool(world).run("raises", call=call, match=match)
+    get_pool(world).run("bad_input_cases.raises", call=call, match=match)
 
 
 @pytest.mark.timeout(300)
