@@ -2,6 +2,10 @@
 """torch-topo: a topology-aware torch.distributed backend ("topo"), topology model, planner and
 sequence-parallel ops. Importing this package registers the "topo" backend."""
 
+from torch_topo import _quiet_start  # noqa: F401  (first: before torch starts loading)
+
+# isort: split
+
 import torch  # noqa: F401  (loads libtorch before the extension)
 
 from torch_topo import _extension  # noqa: F401  (checks the build record, then loads _C)
@@ -30,6 +34,7 @@ from torch_topo.probe import PinnedTopologyWarning, cpus_near_gpu, probe
 from torch_topo.topology import Topology, load_topology
 
 register()
+_quiet_start.done()
 
 __all__ = [
     "AttentionShape",

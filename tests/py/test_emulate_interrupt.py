@@ -71,8 +71,6 @@ def test_ctrl_c_during_setup_exits_130_quietly(tmp_path, step, options):
     assert "torch_topo.emulate: got SIGINT, stopping the ranks" in err, err[-3000:]
 
 
-@pytest.mark.xfail(strict=True, reason="torch_topo/__init__.py imports torch before any code of "
-                   "torch_topo.emulate runs; the quiet exit there needs a change to that file")
 @pytest.mark.timeout(180)
 def test_ctrl_c_while_torch_imports_exits_130_quietly(tmp_path):
     # -X importtime writes a line as each module finishes loading: the first line of a torch
