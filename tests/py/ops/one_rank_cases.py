@@ -10,25 +10,20 @@ from __future__ import annotations
 import re
 
 import torch
+from ops_cases import qkv
 
 import torch_topo
-
-
-def _qkv(s=4, h=4, hk=4, hv=None, d=4):
-    return (torch.randn(1, s, h, d), torch.randn(1, s, hk, d),
-            torch.randn(1, s, hk if hv is None else hv, d))
-
 
 _CASES = {
     # heads not a multiple of the group size on the last rank only
     "ulysses_heads": lambda last, w: torch_topo.ulysses_attention(
-        *_qkv(h=w + 1 if last else 2 * w, hk=1), check_inputs=True),
+        *qkv(h=w + 1 if last else 2 * w, hk=1), check_inputs=True),
     # v with other heads than k on the last rank only
     "ulysses_v_heads": lambda last, w: torch_topo.ulysses_attention(
-        *_qkv(h=2 * w, hk=2 * w, hv=w if last else None), check_inputs=True),
+        *qkv(h=2 * w, hk=2 * w, hv=w if last else None), check_inputs=True),
     "ring_zigzag_odd": lambda last, w: torch_topo.ring_attention(
-        *_qkv(s=3 if last else 4), balance="zigzag", check_inputs=True),
-    "ring_v_heads": lambda last, w: torch_topo.ring_attention(*_qkv(hv=2 if last else None),
+        *qkv(s=3 if last else 4), balance="zigzag", check_inputs=True),
+    "ring_v_heads": lambda last, w: torch_topo.ring_attention(*qkv(hv=2 if last else None),
                                                              check_inputs=True),
     # Shards of another length or dtype on the last rank aborted Gloo's all_gather (SIGABRT);
     # shapes no other test uses, as these checks run "once".

@@ -50,10 +50,11 @@ def expected_positions(layout: str, seq_len: int, rank: int, world: int) -> torc
     return block[(rank % 2) * half:(rank % 2 + 1) * half]
 
 
-def qkv(b=1, s=4, h=4, hk=4, d=4, dtype=torch.float32):
-    """Random q, k, v in [batch, seq, heads, head_dim] (k and v with `hk` heads)."""
+def qkv(b=1, s=4, h=4, hk=4, d=4, dtype=torch.float32, hv=None):
+    """Random q, k, v in [batch, seq, heads, head_dim] (k with `hk` heads, v with `hv`, by
+    default `hk`)."""
     return (torch.randn(b, s, h, d, dtype=dtype), torch.randn(b, s, hk, d, dtype=dtype),
-            torch.randn(b, s, hk, d, dtype=dtype))
+            torch.randn(b, s, hk if hv is None else hv, d, dtype=dtype))
 
 
 def _reference(q, k, v, dout, causal, scale):
