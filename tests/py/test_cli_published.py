@@ -27,7 +27,7 @@ from torch_topo.bench.nccl_tests import (
     parse_published,
     table_json,
 )
-from torch_topo.bench.nccl_tests_output import op_in_name, read_header
+from torch_topo.bench.nccl_tests_output import op_in_name, read_header, read_table, unlabelled
 from torch_topo.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -299,11 +299,11 @@ def test_malformed_rows_name_file_and_line(tmp_path, capsys):
 
 def test_malformed_rank_line_and_algorithm_list(tmp_path, capsys):
     rank = _derive(tmp_path, ALLTOALL_2X8, ("#  Rank  3 Group  0 Pid 1221792 on cnode3-003 "
-                                            "device  3", "#  Rank  3 Group  0 on cnode3-003 "
-                                            "device  3"), name="rank.txt")
+                                            "device  3", "#  Rank  3 Group  0 Pid 1221792 "
+                                            "cnode3-003 device  3"), name="rank.txt")
     line = next(i for i, ln in enumerate(rank.read_text().splitlines(), 1) if "Rank  3" in ln)
     err = _error(capsys, "--published", rank, "--topology", H100, *NET)
-    assert f"{rank}:{line}: rank line: got '#  Rank  3 Group  0 on cnode3-003" in err
+    assert f"{rank}:{line}: rank line: got '#  Rank  3 Group  0 Pid 1221792 cnode3-003" in err
     algo = _derive(tmp_path, G8_ALLREDUCE, ("# nccl-tests version", "# -x NCCL_ALGO=Tree,Ring\n#"),
                    name="algo.txt")
     err = _error(capsys, "--published", algo, "--topology", A100)
@@ -443,3 +443,36 @@ def test_rows_of_zero_bytes_are_left_out(tmp_path):
     path = _derive(tmp_path, G8_ALLREDUCE, (first, zero + first))
     assert [r["size"] for r in _published_path(path)["rows"]] == \
         [r["size"] for r in _published_path(G8_ALLREDUCE)["rows"]]
+
+
+# The table header nccl-tests prints from 2.11 on (NVIDIA/nccl-tests src/util.cu).
+HEADER = ("#       size         count      type   redop    root     time   algbw   busbw #wrong"
+          "     time   algbw   busbw #wrong\n")
+
+
+def _rows(text: str) -> list[tuple[int, float, float]]:
+    lines = unlabelled(text.splitlines())
+    return [(p.size, p.time_us, p.busbw) for p in read_table(lines, op="all_reduce",
+                                                             algorithm=None)]
+
+
+def test_tables_before_nccl_tests_2_0_time_in_milliseconds():
+    """nccl-tests before 2.0 (tag v1.0.0, src/common.cu: 'deltaSec * 1.0E3'; header 'bytes N
+    type op'; rank lines without Pid) timed in ms. The rows are a 2 x RTX 2080 Ti run of that
+    version kept in a public notes file; each row's algbw (size / time) says ms."""
+    text = ("#   Rank  0 on       ncrh device  0 [0x05] GeForce RTX 2080 Ti\n"
+            "#   Rank  1 on       ncrh device  1 [0x06] GeForce RTX 2080 Ti\n"
+            "#      bytes             N    type      op     time  algbw  busbw      res     time"
+            "  algbw  busbw      res\n"
+            "      262144         65536   float     sum    0.092   2.85   2.85       N/A    0.092"
+            "   2.85   2.85      N/A\n"
+            "     1048576        262144   float     sum    0.293   3.58   3.58       N/A    0.294"
+            "   3.57   3.57      N/A\n"
+            " Out of bounds values : 0 OK\n")
+    header = read_header(text.splitlines())
+    assert (header.hosts, header.ranks_per_host, header.gpu_names) == \
+        (("ncrh",), 2, ("GeForce RTX 2080 Ti",))
+    assert _rows(text) == [(262144, 92.0, 2.85), (1048576, 293.0, 3.58)]
+    for (size, time_us, _), algbw in zip(_rows(text), (2.85, 3.58), strict=True):
+        assert size / time_us / 1e3 == pytest.approx(algbw, abs=0.005)
+

@@ -51,8 +51,8 @@ _NAMED_BINARY = re.compile(rf"(?<![a-z])({'|'.join(_BINARIES)})_perf(?![a-z])")
 _LAUNCHER_LABEL = re.compile(r"(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s|\[\d+\]\s)")
 _NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
 # "#  Rank  3 Group  0 Pid 1221792 on cnode3-003 device  3 [0000:61:00] NVIDIA H100 80GB HBM3";
-# nccl-tests before 2.11 printed no Group.
-_RANK_LINE = re.compile(r"\s*#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+"
+# nccl-tests before 2.11 printed no Group, before 2.0 (2019) no Pid either.
+_RANK_LINE = re.compile(r"\s*#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+"
                         r"device\s+(\d+)\s+\[[^\]]*\]\s+(\S.*?)\s*$")
 _RANK_START = re.compile(r"\s*#?\s*Rank\s+\d")
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
@@ -107,9 +107,10 @@ class SizeLedger:
 def read_table(lines: list[str], *, op: str, algorithm: str | None,
                path: str = "<text>") -> list[Published]:
     """nccl-tests tables: the out-of-place time and busbw of every row ('root' column or not,
-    sizes with '_' separators as some authors print them). A row cut short or with a cell that
-    is not a number raises ValueError naming path:line, as does a size seen twice (the rows of
-    several runs would be priced as one)."""
+    sizes with '_' separators as some authors print them; the milliseconds of nccl-tests
+    before 2.0, whose header starts 'bytes N', read as microseconds). A row cut short or with a
+    cell that is not a number raises ValueError naming path:line, as does a size seen twice (the
+    rows of several runs would be priced as one)."""
     at = next((i for i, ln in enumerate(lines) if "time" in ln and "busbw" in ln), None)
     if at is None:
         raise ValueError(f"{path}: no nccl-tests table: expected a header line naming 'time' "
@@ -123,6 +124,9 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
                          if "cputime" in names else
                          f"{path}:{at + 1}: nccl-tests header: got {lines[at].strip()!r}, "
                          "expected a 'time' column before 'algbw' and 'busbw'")
+    # nccl-tests before 2.0 printed 'bytes N type op time(ms)'; 2.0 renamed the columns and
+    # timed in microseconds (its commit cbe7f65, 2019).
+    scale = 1e3 if names[0] == "bytes" else 1.0
     # A row carries the out-of-place columns first; 'time' is the first timing column.
     t_col = names.index("time")
     out = []
@@ -139,7 +143,7 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
                              f"at least {t_col + 3} (size ... time algbw busbw as the header on "
                              f"line {at + 1} names them)")
         try:
-            out.append(Published(size=size, time_us=float(tok[t_col]),
+            out.append(Published(size=size, time_us=float(tok[t_col]) * scale,
                                  busbw=float(tok[t_col + 2]), op=op, algorithm=algorithm))
         except ValueError:
             raise ValueError(f"{path}:{number}: nccl-tests row: got size {tok[0]!r}, time "
