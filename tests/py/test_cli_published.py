@@ -476,3 +476,52 @@ def test_tables_before_nccl_tests_2_0_time_in_milliseconds():
     for (size, time_us, _), algbw in zip(_rows(text), (2.85, 3.58), strict=True):
         assert size / time_us / 1e3 == pytest.approx(algbw, abs=0.005)
 
+
+def test_rows_broken_by_nccl_debug_messages():
+    """NVIDIA/nccl#1453 (NCCL_DEBUG_SUBSYS=TUNING under a '[0] ' launcher label): a message per
+    call lands inside the row nccl-tests prints in pieces, so the out-of-place cells follow the
+    size's line after the messages and the in-place cells end the row later; a WARN starts on a
+    new line of its own (NCCL prints it after a newline), ending the row's line."""
+    def info(size):
+        return f"[0] h100clust-worker-1:497888:497888 [0] NCCL INFO {size} Bytes -> Algo 0 " \
+               "proto 0 time 25.229528\n"
+    text = HEADER + "".join(
+        f"[0] {size:12d}  {size // 4:12d}     float     sum      -1{info(size)}{info(size)}"
+        f"[0]     {oop}    0.00    {busbw}      0{info(size)}[0]     62.05    0.00    0.01"
+        "      0\n" for size, oop, busbw in ((256, "61.90", "0.01"), (512, "62.40", "0.02")))
+    text += ("        1024           256     float     sum      -1\n"
+             "h100clust-worker-1:497888:497901 [0] misc/socket.cc:50 NCCL WARN socketProgress\n"
+             "    63.10    0.02    0.03       0    62.90    0.02    0.03       0\n")
+    assert _rows(text) == [(256, 61.9, 0.01), (512, 62.4, 0.02), (1024, 63.1, 0.03)]
+
+
+def test_a_run_cut_short_keeps_its_finished_rows(tmp_path, capsys):
+    """A run that hung at its last size (NVIDIA/nccl#1184: stuck at 1048576, then killed)
+    leaves that row unfinished and the launcher's words after it; the rows before are priced.
+    A row cut short before another stays an error."""
+    done = "      524288        131072     float     sum      -1    663.1    0.79    0.79      0" \
+           "    569.4    0.92    0.92      0\n"
+    stuck = "     1048576        262144     float     sum      -1\n"
+    killed = "slurmstepd: error: *** STEP 1.0 CANCELLED DUE TO TIME LIMIT ***\n" \
+             "2 total processes killed (some possibly by mpirun during cleanup)\n"
+    assert _rows(HEADER + done + stuck + killed) == [(524288, 663.1, 0.79)]
+    with pytest.raises(ValueError, match=r"<text>:2: nccl-tests row: got 5 columns"):
+        _rows(HEADER + stuck + done)
+
+
+def test_several_runs_in_one_file_are_refused():
+    """Processes that each ran alone (NVIDIA/nccl-tests#107, #213: binaries without MPI=1
+    under mpirun) print a header each, rank 0 on every host; outputs saved one after another
+    hold a table each, whose sizes need not repeat. Priced as one run, both would be wrong."""
+    rank = "#  Rank  0 Group  0 Pid {} on {} device  0 [0x00] Tesla V100-SXM2-16GB\n"
+    with pytest.raises(ValueError, match=r"<text>:2: rank 0 again \(first on line 1\): the "
+                                         "output holds the headers of several runs"):
+        read_header((rank.format(1320, "ip-a") + rank.format(2066, "ip-b")).splitlines())
+    row = "{:12d}  {:12d}     float     sum      -1    35.15    0.23    0.23       0    30.33" \
+          "    0.27    0.27       0\n"
+    two = HEADER + row.format(8192, 2048) + "# Collective test starting: all_gather_perf\n" + \
+        HEADER + row.format(16384, 4096)
+    with pytest.raises(ValueError, match=r"<text>:4: a second nccl-tests table \(the first on "
+                                         "line 1\\)"):
+        _rows(two)
+

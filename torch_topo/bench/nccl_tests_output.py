@@ -49,7 +49,16 @@ _NAMED_BINARY = re.compile(rf"(?<![a-z])({'|'.join(_BINARIES)})_perf(?![a-z])")
 # ("[1,0]<stdout>:"), srun -l ("0: ", padded), MPICH's -prepend-rank ("[0] "). No nccl-tests line
 # starts so, so stripping them cannot change an unlabelled output.
 _LAUNCHER_LABEL = re.compile(r"(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s|\[\d+\]\s)")
-_NUM = r"[0-9][0-9_]*(?:\.[0-9]+)?"
+# A row starts with an integer for each counting column of the header (size and count, or the
+# 'bytes N' of nccl-tests before 2.0); the cells of a row a debug message broke go on as numbers
+# (N/A where -c 0 checked nothing).
+_CELL = re.compile(r"[0-9][0-9_]*")
+_COUNTING = ("size", "bytes", "count", "N")
+_CONTINUED = re.compile(r"[0-9.e+-]+|N/A")
+# NCCL's debug prefix "host:pid:tid [dev] NCCL INFO" ("... [dev] file.cc:123 NCCL WARN"), with
+# the launcher label some launchers put before it where it breaks into a row.
+_DEBUG = re.compile(r"(?:\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?\s*)?\S+:\d+:\d+ \[\d+\] "
+                    r"(?:\S+:\d+ )?NCCL [A-Z]+\b")
 # "#  Rank  3 Group  0 Pid 1221792 on cnode3-003 device  3 [0000:61:00] NVIDIA H100 80GB HBM3";
 # nccl-tests before 2.11 printed no Group, before 2.0 (2019) no Pid either.
 _RANK_LINE = re.compile(r"\s*#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+"
@@ -83,7 +92,7 @@ def unlabelled(lines: list[str]) -> list[str]:
 
 class SizeLedger:
     """The sizes of one table or report, each priced once. A size seen again means the file
-    holds several runs (nccl-tests -d all, -o all, or outputs saved one after another), whose
+    holds several runs (nccl-tests -d all, -o all, -N, or outputs saved one after another), whose
     rows priced as one would be wrong; a size of 0 (-b 0) is no collective: NCCL returns at once
     for an empty buffer."""
 
@@ -98,20 +107,44 @@ class SizeLedger:
             return False
         if size in self._first:
             raise ValueError(f"{where}: size {size} again (first {self._first[size]}): the "
-                             f"{self._holder} holds several runs (-d all, -o all, or outputs "
-                             "saved one after another); keep one run's rows")
+                             f"{self._holder} holds several runs (-d all, -o all, -N, or "
+                             "outputs saved one after another); keep one run's rows")
         self._first[size] = here
         return True
+
+
+def _is_header(line: str) -> bool:
+    return "time" in line and "busbw" in line
+
+
+def _row_lines(lines: list[str], start: int, names: list[str]) -> list[tuple[int, list[str]]]:
+    """The table's rows below line `start` as (line number, cells). NCCL's debug messages
+    (NCCL_DEBUG=INFO/WARN, on the same stdout) may land inside a row, which nccl-tests prints
+    in pieces: the cells before the message start the row, and later lines of bare numbers
+    carry on the row the message broke (NVIDIA/nccl#1453; a WARN's leading newline ends the
+    row's line). Other lines (launcher and shell messages, the footer) are no rows."""
+    counted = max(1, next(i for i, name in enumerate(names) if name not in _COUNTING))
+    rows: list[tuple[int, list[str]]] = []
+    for number, line in enumerate(lines[start:], start + 1):
+        if m := _DEBUG.search(line):
+            line = line[:m.start()]
+        cells = line.split()
+        if len(cells) >= counted and all(_CELL.fullmatch(c) for c in cells[:counted]):
+            rows.append((number, cells))
+        elif cells and rows and all(_CONTINUED.fullmatch(c) for c in cells):
+            rows[-1][1].extend(cells)
+    return rows
 
 
 def read_table(lines: list[str], *, op: str, algorithm: str | None,
                path: str = "<text>") -> list[Published]:
     """nccl-tests tables: the out-of-place time and busbw of every row ('root' column or not,
     sizes with '_' separators as some authors print them; the milliseconds of nccl-tests
-    before 2.0, whose header starts 'bytes N', read as microseconds). A row cut short or with a
-    cell that is not a number raises ValueError naming path:line, as does a size seen twice (the
-    rows of several runs would be priced as one)."""
-    at = next((i for i, ln in enumerate(lines) if "time" in ln and "busbw" in ln), None)
+    before 2.0, whose header starts 'bytes N', read as microseconds). A row cut short or with
+    a cell that is not a number raises ValueError naming path:line, as do a size seen twice and
+    a second table (the rows of several runs would be priced as one); only the last row may
+    stop short, where a run that hung or failed left it."""
+    at = next((i for i, ln in enumerate(lines) if _is_header(ln)), None)
     if at is None:
         raise ValueError(f"{path}: no nccl-tests table: expected a header line naming 'time' "
                          "and 'busbw' ('#  size  count  type  redop  root  time  algbw  busbw "
@@ -124,21 +157,26 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
                          if "cputime" in names else
                          f"{path}:{at + 1}: nccl-tests header: got {lines[at].strip()!r}, "
                          "expected a 'time' column before 'algbw' and 'busbw'")
+    again = next((i for i in range(at + 1, len(lines)) if _is_header(lines[i])), None)
+    if again is not None:
+        raise ValueError(f"{path}:{again + 1}: a second nccl-tests table (the first on line "
+                         f"{at + 1}): the output holds several runs (outputs saved one after "
+                         "another, or processes that each ran alone); keep one run's table")
     # nccl-tests before 2.0 printed 'bytes N type op time(ms)'; 2.0 renamed the columns and
     # timed in microseconds (its commit cbe7f65, 2019).
     scale = 1e3 if names[0] == "bytes" else 1.0
     # A row carries the out-of-place columns first; 'time' is the first timing column.
     t_col = names.index("time")
+    rows = _row_lines(lines, at + 1, names)
     out = []
     sizes = SizeLedger("output")
-    for number, line in enumerate(lines, 1):
-        tok = line.split()
-        if not tok or not re.fullmatch(_NUM, tok[0]):
-            continue
+    for k, (number, tok) in enumerate(rows):
         size = int(tok[0].replace("_", ""))
         if not sizes.admits(size, f"{path}:{number}: nccl-tests row", f"on line {number}"):
             continue
         if len(tok) <= t_col + 2:
+            if k == len(rows) - 1:
+                break  # the run stopped here: a hang, a failure or a time limit
             raise ValueError(f"{path}:{number}: nccl-tests row: got {len(tok)} columns, expected "
                              f"at least {t_col + 3} (size ... time algbw busbw as the header on "
                              f"line {at + 1} names them)")
@@ -204,6 +242,7 @@ def op_in_name(text: str, where: str) -> str | None:
 def _ranks_of(lines: list[str], path: str) -> tuple[dict[str, int], tuple[str, ...]]:
     per_host: dict[str, int] = {}
     names: dict[str, None] = {}
+    seen: dict[str, int] = {}
     for number, line in enumerate(lines, 1):
         if not _RANK_START.match(line):
             continue
@@ -211,6 +250,16 @@ def _ranks_of(lines: list[str], path: str) -> tuple[dict[str, int], tuple[str, .
         if m is None:
             raise ValueError(f"{path}:{number}: rank line: got {line.strip()!r}, expected "
                              "'#  Rank N Group G Pid P on HOST device D [BUS] NAME'")
+        # One run lists each rank once; a rank again is the header of another run, most often
+        # of processes that each ran alone (nccl-tests built without MPI=1 under mpirun),
+        # whose hosts are no one run's (NVIDIA/nccl-tests#107, #213).
+        if m.group(1) in seen:
+            raise ValueError(f"{path}:{number}: rank {m.group(1)} again (first on line "
+                             f"{seen[m.group(1)]}): the output holds the headers of several "
+                             "runs: processes that each ran alone (nccl-tests built without "
+                             "MPI=1, or a launcher that did not join them) or outputs saved one "
+                             "after another; keep one run")
+        seen[m.group(1)] = number
         per_host[m.group(2)] = per_host.get(m.group(2), 0) + 1
         names[m.group(4)] = None
     return per_host, tuple(names)
