@@ -7,6 +7,7 @@ input is one error line (file:line for the file's own faults), exit 2."""
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import io
 import json
@@ -525,3 +526,16 @@ def test_several_runs_in_one_file_are_refused():
                                          "line 1\\)"):
         _rows(two)
 
+
+def test_outputs_saved_on_windows(tmp_path):
+    """nccl-tests builds on Windows from 2.19.1 (NVIDIA/nccl-tests b7e251c): Windows
+    PowerShell 5.1 saves a `>` redirection as UTF-16 with a byte order mark and CRLF line ends,
+    and editors may put a mark before UTF-8; each reads as the plain file does."""
+    plain = _published_path(G8_ALLREDUCE)
+    text = G8_ALLREDUCE.read_text()
+    for name, data in (("utf16.txt", text.replace("\n", "\r\n").encode("utf-16")),
+                       ("bom.txt", codecs.BOM_UTF8 + text.encode())):
+        (tmp_path / name).write_bytes(data)
+        out = _published_path(tmp_path / name)
+        assert (out["settings"], out["sources"], out["rows"]) == \
+            (plain["settings"], plain["sources"], plain["rows"])

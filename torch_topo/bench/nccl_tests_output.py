@@ -6,13 +6,14 @@ tests/data. Errors name the file and line."""
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass
 
 from torch_topo.nccl_hints import version_code
 
-__all__ = ["PERF_OPS", "Published", "RunHeader", "SizeLedger", "algorithm_from_nccl", "op_in_name",
-           "read_header", "read_table", "uniform_hosts", "unlabelled"]
+__all__ = ["PERF_OPS", "Published", "RunHeader", "SizeLedger", "algorithm_from_nccl", "decoded",
+           "op_in_name", "read_header", "read_table", "uniform_hosts", "unlabelled"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -81,6 +82,15 @@ def algorithm_from_nccl(text: str, where: str) -> str:
                          "list or an exclusion such as ^NVLS cannot be priced as one forced "
                          "algorithm; give --algo NAME, or --algo default for NCCL's own choice)")
     return found
+
+
+def decoded(data: bytes) -> str:
+    """A saved output's text. UTF-8 unless a byte order mark says otherwise: Windows PowerShell
+    5.1 saves `>` redirections as UTF-16 with a mark (nccl-tests builds on Windows from 2.19.1),
+    Notepad may put one before UTF-8."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def unlabelled(lines: list[str]) -> list[str]:

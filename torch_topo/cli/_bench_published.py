@@ -25,6 +25,7 @@ from torch_topo.bench.nccl_tests_output import (
     PERF_OPS,
     RunHeader,
     algorithm_from_nccl,
+    decoded,
     op_in_name,
     read_header,
     read_table,
@@ -236,7 +237,7 @@ def run_published(args) -> int:
     _check_options(args)
     output = args.published
     try:
-        text = Path(output).read_text(errors="replace")
+        text = decoded(Path(output).read_bytes())
     except OSError as exc:
         raise ValueError(f"--published: cannot read {output!r}: {exc.strerror or exc}") from None
     # The file's own faults first, then what the options must add; the rows get their op and
