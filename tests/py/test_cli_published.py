@@ -527,6 +527,20 @@ def test_several_runs_in_one_file_are_refused():
         _rows(two)
 
 
+def test_ranks_split_into_groups_are_refused(tmp_path, capsys):
+    """NCCL_TESTS_SPLIT_MASK=0x7 on 2 hosts x 8 processes (as AWS's and Google's nccl-tests
+    recipes run it) gives eight groups of one GPU per host, each running the collective at once;
+    the table is their average (NVIDIA/nccl-tests#234), not one collective over 16 ranks."""
+    lines = ALLTOALL_2X8.read_text().splitlines()
+    at = [i for i, ln in enumerate(lines) if "Group  0 Pid" in ln]
+    for k, i in enumerate(at):
+        lines[i] = lines[i].replace("Group  0", f"Group  {k & 7}")
+    (tmp_path / "split.txt").write_text("\n".join(lines) + "\n")
+    err = _error(capsys, "--published", tmp_path / "split.txt", "--topology", H100, *NET)
+    assert f"split.txt:{at[1] + 1}: rank line: group 1, but the rank on line {at[0] + 1} is in " \
+           "group 0: the run split its ranks into groups (NCCL_TESTS_SPLIT" in err
+
+
 def test_outputs_saved_on_windows(tmp_path):
     """nccl-tests builds on Windows from 2.19.1 (NVIDIA/nccl-tests b7e251c): Windows
     PowerShell 5.1 saves a `>` redirection as UTF-16 with a byte order mark and CRLF line ends,

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`bench --published REPORT.json`: nccl-tests' own JSON report (-J, nccl-tests from 2.17) gives
+"""`bench --published REPORT.json`: nccl-tests' own JSON report (-J, nccl-tests from 2.17.3) gives
 the settings and rows its stdout gives. Reports are written here as nccl-tests' util.cu writes
 them (one `devices` entry per process, holding its first GPU; config, args, env, results with
 out_of_place and in_place) from two real stdouts of tests/data, whose plain reading is the
@@ -165,6 +165,15 @@ def test_report_faults(tmp_path, capsys):
 
     err = _error(capsys, _write(tmp_path, {"version": 1}, "empty.json"), A100)
     assert "empty.json: no 'results' list" in err
+
+    # NCCL_TESTS_SPLIT_MASK=0x7 over 2 x 8 processes: eight groups of one GPU per host, each
+    # device carrying its group (util.cu's jsonRankInfo), the table their average.
+    split = json.loads(json.dumps(_report(ALLTOALL_2X8, "alltoall_perf")))
+    for i, device in enumerate(split["devices"]):
+        device["group"] = i & 7
+    err = _error(capsys, _write(tmp_path, split, "split.json"), H100, *NET)
+    assert "split.json: devices[1]: group 1, but the rank on devices[0] is in group 0: the run " \
+           "split its ranks into groups (NCCL_TESTS_SPLIT or NCCL_TESTS_SPLIT_MASK)" in err
 
 
 @pytest.mark.parametrize("starting, op", [("all_reduce_perf_mpi", "all_reduce"),

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""nccl-tests' own JSON report (`-J FILE.json`, nccl-tests from 2.17) read back as the stdout
+"""nccl-tests' own JSON report (`-J FILE.json`, nccl-tests from 2.17.3) read back as the stdout
 reader reads the text (layer: Python package): the same RunHeader and rows, so `bench
 --published` takes either. Errors name the file and the JSON line or result."""
 
@@ -13,6 +13,7 @@ from torch_topo.bench.nccl_tests_output import (
     RunHeader,
     SizeLedger,
     algorithm_from_nccl,
+    one_group,
     op_in_name,
     uniform_hosts,
 )
@@ -90,11 +91,14 @@ def read_json_report(text: str, path: str) -> tuple[RunHeader, list[Published]]:
     per_process = int(config.get("nthreads") or 1) * int(config.get("ngpus") or 1)
     per_host: dict[str, int] = {}
     names: dict[str, None] = {}
+    first_group = None
     for i, raw in enumerate(doc.get("devices") or []):
         device = _object(raw, f"{path}: devices[{i}]")
         host = str(device.get("hostname") or "").strip()
         if not host:
             raise ValueError(f"{path}: devices[{i}]: no hostname")
+        first_group = one_group(str(device.get("group") or 0), f"{path}: devices[{i}]",
+                                f"devices[{i}]", first_group)
         per_host[host] = per_host.get(host, 0) + per_process
         if device.get("device_info"):
             names[str(device["device_info"]).strip()] = None

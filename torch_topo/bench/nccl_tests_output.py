@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from torch_topo.nccl_hints import version_code
 
 __all__ = ["PERF_OPS", "Published", "RunHeader", "SizeLedger", "algorithm_from_nccl", "decoded",
-           "op_in_name", "read_header", "read_table", "uniform_hosts", "unlabelled"]
+           "one_group", "op_in_name", "read_header", "read_table", "uniform_hosts", "unlabelled"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -62,8 +62,8 @@ _DEBUG = re.compile(r"(?:\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?\s*)?\S+:\d+:\d+ 
                     r"(?:\S+:\d+ )?NCCL [A-Z]+\b")
 # "#  Rank  3 Group  0 Pid 1221792 on cnode3-003 device  3 [0000:61:00] NVIDIA H100 80GB HBM3";
 # nccl-tests before 2.11 printed no Group, before 2.0 (2019) no Pid either.
-_RANK_LINE = re.compile(r"\s*#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+)?on\s+(\S+)\s+"
-                        r"device\s+(\d+)\s+\[[^\]]*\]\s+(\S.*?)\s*$")
+_RANK_LINE = re.compile(r"\s*#?\s*Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?(?:Pid\s+\d+\s+)?on\s+"
+                        r"(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(\S.*?)\s*$")
 _RANK_START = re.compile(r"\s*#?\s*Rank\s+\d")
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+)\.(\d+)\.(\d+)")
@@ -253,6 +253,7 @@ def _ranks_of(lines: list[str], path: str) -> tuple[dict[str, int], tuple[str, .
     per_host: dict[str, int] = {}
     names: dict[str, None] = {}
     seen: dict[str, int] = {}
+    first_group: tuple[str, str] | None = None  # (group, where its first rank is)
     for number, line in enumerate(lines, 1):
         if not _RANK_START.match(line):
             continue
@@ -270,9 +271,27 @@ def _ranks_of(lines: list[str], path: str) -> tuple[dict[str, int], tuple[str, .
                              "MPI=1, or a launcher that did not join them) or outputs saved one "
                              "after another; keep one run")
         seen[m.group(1)] = number
-        per_host[m.group(2)] = per_host.get(m.group(2), 0) + 1
+        first_group = one_group(m.group(2) or "0", f"{path}:{number}: rank line", f"line {number}",
+                                first_group)
+        per_host[m.group(3)] = per_host.get(m.group(3), 0) + 1
         names[m.group(4)] = None
     return per_host, tuple(names)
+
+
+def one_group(group: str, where: str, here: str,
+              first: tuple[str, str] | None) -> tuple[str, str]:
+    """The run's one rank group (a rank line's or device's 'Group'), as (group, `here`) of its
+    first rank; ValueError naming `where` for a rank of another group. NCCL_TESTS_SPLIT (or
+    _MASK, nccl-tests 2.11 on) splits the ranks into groups that run the collective at once,
+    and the table is their average (NVIDIA/nccl-tests#234): not one collective over every
+    rank, which the model prices."""
+    if first is not None and group != first[0]:
+        raise ValueError(f"{where}: group {group}, but the rank on {first[1]} is in group "
+                         f"{first[0]}: the run split its ranks into groups (NCCL_TESTS_SPLIT or "
+                         "NCCL_TESTS_SPLIT_MASK) that each ran the collective at once, and the "
+                         "table averages them; the model prices one collective over every rank, "
+                         "so run without the split")
+    return first or (group, here)
 
 
 def uniform_hosts(per_host: dict[str, int], where: str) -> tuple[tuple[str, ...], int]:
