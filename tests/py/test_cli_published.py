@@ -527,6 +527,31 @@ def test_several_runs_in_one_file_are_refused():
         _rows(two)
 
 
+def test_a_row_garbled_by_other_processes_is_refused():
+    """Without --tag-output, mpirun passes on each process's output in chunks, so another
+    rank's NCCL INFO line can break into a row mid-number (awslabs/awsome-distributed-ai#408
+    dropped srun -u for such mangled output): the row's time then reads 5.40, the rest of
+    195.40, and its algbw 171.72. Its algbw x time / size (0.028) strays from the table's (1:
+    nccl-tests' algbw is size / time), as does a row whose cells swapped columns. Rows of an 8-GPU all_reduce in
+    kvcache-ai/Mooncake#3484; each agrees: 1048576 B / 27.76 us = 37.77 GB/s, busbw = 1.75 x."""
+    good = ("     1048576        262144     float     sum      -1    27.76   37.78   66.11       0"
+            "    27.49   38.15   66.76       0\n"
+            "     2097152        524288     float     sum      -1    40.66   51.58   90.27       0"
+            "    40.36   51.97   90.94       0\n"
+            "     4194304       1048576     float     sum      -1    53.24   78.78  137.87       0"
+            "    52.85   79.36  138.88       0\n")
+    mangled = ("    33554432       8388608     float     sum      -1    19node-2:3456:3470 [5] NCCL"
+               " INFO Channel 12/0 : 13[5] -> 5[5] [send] via NET/IB/3/GDRDMA\n"
+               "5.40  171.72  300.51       0    195.40  171.73  300.52       0\n")
+    assert [r[0] for r in _rows(HEADER + good)] == [1048576, 2097152, 4194304]
+    with pytest.raises(ValueError, match=r"<text>:5: nccl-tests row: algbw x time / size is "
+                                         r"0.02764, the table's rows 1 \(header on line 1\)"):
+        _rows(HEADER + good + mangled)
+    shifted = good.replace("   -1    40.66   51.58", "   -1    51.58   40.66")
+    with pytest.raises(ValueError, match=r"<text>:3: nccl-tests row: busbw / algbw is 2.22, "):
+        _rows(HEADER + shifted)
+
+
 def test_ranks_split_into_groups_are_refused(tmp_path, capsys):
     """NCCL_TESTS_SPLIT_MASK=0x7 on 2 hosts x 8 processes (as AWS's and Google's nccl-tests
     recipes run it) gives eight groups of one GPU per host, each running the collective at once;

@@ -179,6 +179,7 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     t_col = names.index("time")
     rows = _row_lines(lines, at + 1, names)
     out = []
+    bandwidths = []  # (line, algbw, busbw) of each row, to check them against each other
     sizes = SizeLedger("output")
     for k, (number, tok) in enumerate(rows):
         size = int(tok[0].replace("_", ""))
@@ -191,15 +192,52 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
                              f"at least {t_col + 3} (size ... time algbw busbw as the header on "
                              f"line {at + 1} names them)")
         try:
-            out.append(Published(size=size, time_us=float(tok[t_col]) * scale,
-                                 busbw=float(tok[t_col + 2]), op=op, algorithm=algorithm))
+            time_us, algbw, busbw = (float(c) for c in tok[t_col:t_col + 3])
         except ValueError:
             raise ValueError(f"{path}:{number}: nccl-tests row: got size {tok[0]!r}, time "
-                             f"{tok[t_col]!r}, busbw {tok[t_col + 2]!r}, expected an integer "
-                             "and two numbers") from None
+                             f"{tok[t_col]!r}, algbw {tok[t_col + 1]!r}, busbw {tok[t_col + 2]!r}, "
+                             "expected an integer and three numbers") from None
+        out.append(Published(size=size, time_us=time_us * scale, busbw=busbw, op=op,
+                             algorithm=algorithm))
+        bandwidths.append((number, algbw, busbw))
     if not out:
         raise ValueError(f"{path}: the nccl-tests table (header on line {at + 1}) has no rows")
+    if names[t_col + 1:t_col + 3] == ["algbw", "busbw"]:
+        _check_rows_agree(out, bandwidths, path, at)
     return out
+
+
+# Bandwidths are printed to two decimals (half the last digit off at most), times to at least
+# three digits; a row agrees with the table where its ratio is within this share of the table's.
+_HALF_DIGIT = 0.005
+_AGREE = 0.03
+
+
+def _check_rows_agree(rows: list[Published], bandwidths: list[tuple[int, float, float]],
+                      path: str, at: int) -> None:
+    """ValueError naming the first row whose algbw x time / size or busbw / algbw strays from
+    the table's. nccl-tests fixes both ratios for a run (algbw is size / time from 2.9 on and
+    (n-1)/n of it for all_gather and reduce_scatter before; busbw is algbw times the
+    collective's factor), so a stray row is garbled: output of other processes broke into it
+    mid-number (mpirun without --tag-output), or its cells are not the header's columns."""
+    ratios = {"algbw x time / size": [], "busbw / algbw": []}
+    for row, (number, algbw, busbw) in zip(rows, bandwidths, strict=True):
+        if algbw > 2 * _HALF_DIGIT:
+            ratios["algbw x time / size"].append(
+                (number, algbw * row.time_us * 1e3 / row.size, _HALF_DIGIT / algbw))
+            ratios["busbw / algbw"].append(
+                (number, busbw / algbw, _HALF_DIGIT / algbw + _HALF_DIGIT / max(busbw, _HALF_DIGIT)))
+    for what, found in ratios.items():
+        sure = sorted(r for _, r, err in found if err < _AGREE / 3)
+        if len(sure) < 3:
+            continue  # too few exact rows to tell the table's ratio from a stray one
+        typical = sure[len(sure) // 2]
+        for number, ratio, err in found:
+            if abs(ratio - typical) > (err + _AGREE) * typical:
+                raise ValueError(f"{path}:{number}: nccl-tests row: {what} is {ratio:.4g}, the "
+                                 f"table's rows {typical:.4g} (header on line {at + 1}): the row "
+                                 "is garbled (output of several processes mixed into it, as "
+                                 "mpirun without --tag-output can) or not of this table")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
