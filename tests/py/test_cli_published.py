@@ -532,8 +532,9 @@ def test_a_row_garbled_by_other_processes_is_refused():
     rank's NCCL INFO line can break into a row mid-number (awslabs/awsome-distributed-ai#408
     dropped srun -u for such mangled output): the row's time then reads 5.40, the rest of
     195.40, and its algbw 171.72. Its algbw x time / size (0.028) strays from the table's (1:
-    nccl-tests' algbw is size / time), as does a row whose cells swapped columns. Rows of an 8-GPU all_reduce in
-    kvcache-ai/Mooncake#3484; each agrees: 1048576 B / 27.76 us = 37.77 GB/s, busbw = 1.75 x."""
+    nccl-tests' algbw is size / time), as does a row whose cells swapped columns. Rows of an
+    8-GPU all_reduce in kvcache-ai/Mooncake#3484; each agrees: 1048576 B / 27.76 us = 37.77
+    GB/s, busbw = 1.75 x."""
     good = ("     1048576        262144     float     sum      -1    27.76   37.78   66.11       0"
             "    27.49   38.15   66.76       0\n"
             "     2097152        524288     float     sum      -1    40.66   51.58   90.27       0"

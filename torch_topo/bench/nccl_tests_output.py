@@ -225,8 +225,8 @@ def _check_rows_agree(rows: list[Published], bandwidths: list[tuple[int, float, 
         if algbw > 2 * _HALF_DIGIT:
             ratios["algbw x time / size"].append(
                 (number, algbw * row.time_us * 1e3 / row.size, _HALF_DIGIT / algbw))
-            ratios["busbw / algbw"].append(
-                (number, busbw / algbw, _HALF_DIGIT / algbw + _HALF_DIGIT / max(busbw, _HALF_DIGIT)))
+            busbw_err = _HALF_DIGIT / max(busbw, _HALF_DIGIT)
+            ratios["busbw / algbw"].append((number, busbw / algbw, _HALF_DIGIT / algbw + busbw_err))
     for what, found in ratios.items():
         sure = sorted(r for _, r, err in found if err < _AGREE / 3)
         if len(sure) < 3:
