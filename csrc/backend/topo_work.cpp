@@ -190,8 +190,10 @@ void TopoWork::markFuture() {
 bool TopoWork::isCompleted() {
   if (end_) return end_->query();
   // Gloo marks its future just before its own completed flag: a caller woken by this work's
-  // future could otherwise poll an inner work in between and read "not completed".
-  if (settledByFutures_ && status_ != Status::PENDING) return true;
+  // future could otherwise poll an inner work in between and read "not completed". The status
+  // is set a moment before the future is marked, so both are asked: a caller told "completed"
+  // can read the future's value at once.
+  if (settledByFutures_ && status_ != Status::PENDING && future_->completed()) return true;
   // Polled even once complete: an NCCL work's future is set when the op is queued, so only
   // the inner work knows whether the GPU has finished it.
   for (auto& w : inner_) {
