@@ -89,7 +89,10 @@ def _required(dep):
 def _extension():
     cuda = _cuda_enabled()
     sources = [s for s in _sources("**/*.cpp") if "/cuda/" not in s]
-    define_macros = [("TORCH_TOPO_WITH_CUDA", "1" if cuda else "0")]
+    # Parsed JSON values keep their byte range (csrc/topo/json.h); it changes basic_json's
+    # layout, so every source gets it, as CMakeLists.txt gives it to every target.
+    define_macros = [("TORCH_TOPO_WITH_CUDA", "1" if cuda else "0"),
+                     ("JSON_DIAGNOSTIC_POSITIONS", "1")]
     include_dirs = [os.path.join(ROOT, "csrc")]
     libraries = ["tinyxml2", "dl"]  # NVML and hwloc are opened at run time
     extra_link_args = []

@@ -6,10 +6,10 @@
 #include <cctype>
 #include <cmath>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 #include "topo/cpulist.h"
 #include "topo/error.h"
+#include "topo/json.h"
 #include "topo/paths.h"
 #include "topo/sysfs_probe.h"
 
@@ -102,20 +102,30 @@ json hostJson(const HostTopology& h) {
   return out;
 }
 
-/// Typed field access that reports the field path on error.
+/// Typed field access that reports the field path, and the line and column of its value in
+/// `text`, on error.
 class Reader {
  public:
-  explicit Reader(const std::string& path) : path_(path) {}
+  Reader(const std::string& path, const std::string& text) : path_(path), text_(text) {}
 
-  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
-    throw ParseError(path_, 1, 1, "field " + where + ": " + what);
+  /// `value` is the value the field path names, or the object that lacks it.
+  [[noreturn]] void fail(const json& value, const std::string& where,
+                         const std::string& what) const {
+    const auto [line, col] = jsonLineColumn(text_, value);
+    throw ParseError(path_, line, col, "field " + where + ": " + what);
   }
 
   const json* find(const json& obj, const char* key, const std::string& where) const {
     if (!obj.is_object())
-      fail(where, "got " + std::string(obj.type_name()) + ", expected an object");
+      fail(obj, where, "got " + std::string(obj.type_name()) + ", expected an object");
     auto it = obj.find(key);
     return it == obj.end() ? nullptr : &*it;
+  }
+
+  /// Where an error about field `key` of `obj` points: its value, else `obj`.
+  const json& at(const json& obj, const char* key) const {
+    auto it = obj.find(key);
+    return it == obj.end() ? obj : *it;
   }
 
   std::string str(const json& obj, const char* key, const std::string& where,
@@ -123,7 +133,7 @@ class Reader {
     const json* v = find(obj, key, where);
     if (v == nullptr) return fallback;
     if (!v->is_string())
-      fail(where + "." + key, "got " + std::string(v->type_name()) + ", expected a string");
+      fail(*v, where + "." + key, "got " + std::string(v->type_name()) + ", expected a string");
     return v->get<std::string>();
   }
 
@@ -132,15 +142,15 @@ class Reader {
     const json* v = find(obj, key, where);
     if (v == nullptr) return fallback;
     if (!v->is_number_integer())
-      fail(where + "." + key, "got " + v->dump().substr(0, 40) + ", expected an integer");
+      fail(*v, where + "." + key, "got " + v->dump().substr(0, 40) + ", expected an integer");
     // An unsigned value past LLONG_MAX would wrap in get<long long>(): it is out of range
     // whatever the bounds, and the message quotes the file's text, not the wrapped number.
     const bool too_big = v->is_number_unsigned() &&
                          v->get<unsigned long long>() > static_cast<unsigned long long>(hi);
     long long x = too_big ? hi : v->get<long long>();
     if (too_big || x < lo || x > hi)
-      fail(where + "." + key, "got " + v->dump() + ", expected an integer in [" +
-                                  std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      fail(*v, where + "." + key, "got " + v->dump() + ", expected an integer in [" +
+                                      std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return static_cast<long>(x);
   }
 
@@ -148,10 +158,10 @@ class Reader {
     const json* v = find(obj, key, where);
     if (v == nullptr) return fallback;
     if (!v->is_number())
-      fail(where + "." + key, "got " + v->dump().substr(0, 40) + ", expected a number");
+      fail(*v, where + "." + key, "got " + v->dump().substr(0, 40) + ", expected a number");
     double x = v->get<double>();
     if (!std::isfinite(x) || x < 0)
-      fail(where + "." + key, "got " + v->dump() + ", expected a finite number >= 0");
+      fail(*v, where + "." + key, "got " + v->dump() + ", expected a finite number >= 0");
     return x;
   }
 
@@ -162,8 +172,9 @@ class Reader {
     constexpr double kLo = 1e-6, kHi = 1e6;  // 1 kB/s .. 1 PB/s; 1 ps .. 1 s of latency
     const double x = number(obj, key, where, 0.0);
     if (x != 0 && (x < kLo || x > kHi)) {
-      fail(where + "." + key, "got " + find(obj, key, where)->dump() +
-                                  ", expected 0 (unknown) or a value in [1e-06, 1e+06]");
+      const json& v = at(obj, key);
+      fail(v, where + "." + key,
+           "got " + v.dump() + ", expected 0 (unknown) or a value in [1e-06, 1e+06]");
     }
     return x;
   }
@@ -174,7 +185,7 @@ class Reader {
     const std::string text = str(obj, key, where);
     const CpulistScan scan = scanCpulist(text);
     if (!scan.problem.empty()) {
-      fail(where + "." + key,
+      fail(at(obj, key), where + "." + key,
            "got '" + text + "': " + scan.problem + ", expected a cpulist such as \"0-3,8\"");
     }
     return text;
@@ -186,9 +197,9 @@ class Reader {
   std::string busId(const json& obj, const std::string& where) const {
     const std::string text = str(obj, "bus_id", where);
     if (!text.empty() && !isPciBusId(text, 8)) {
-      fail(where + ".bus_id", "got '" + text +
-                                  "', expected \"\" (unknown) or a PCI bus id in lower-case hex "
-                                  "such as 0000:07:00.0");
+      fail(at(obj, "bus_id"), where + ".bus_id",
+           "got '" + text +
+               "', expected \"\" (unknown) or a PCI bus id in lower-case hex such as 0000:07:00.0");
     }
     return text;
   }
@@ -198,8 +209,8 @@ class Reader {
     const json* v = find(obj, key, where);
     if (v == nullptr) return kEmpty;
     if (!v->is_array())
-      fail(where + "." + key, "got " + std::string(v->type_name()) + ", expected an array");
-    if (v->size() > static_cast<size_t>(kMaxCount)) fail(where + "." + key, "too many entries");
+      fail(*v, where + "." + key, "got " + std::string(v->type_name()) + ", expected an array");
+    if (v->size() > static_cast<size_t>(kMaxCount)) fail(*v, where + "." + key, "too many entries");
     return *v;
   }
 
@@ -209,7 +220,7 @@ class Reader {
     for (size_t i = 0; i < list.size(); ++i) {
       const json& kv = list[i];
       if (!kv.is_array() || kv.size() != 2 || !kv[0].is_string() || !kv[1].is_string()) {
-        fail(where + ".attrs[" + std::to_string(i) + "]",
+        fail(kv, where + ".attrs[" + std::to_string(i) + "]",
              "expected a [key, value] pair of strings");
       }
       out.emplace_back(kv[0].get<std::string>(), kv[1].get<std::string>());
@@ -217,14 +228,16 @@ class Reader {
     return out;
   }
 
+  /// The "kind" field of `obj`, one of `values`.
   template <typename Enum, size_t N>
-  Enum kind(const std::string& text, const Enum (&values)[N], const std::string& where) const {
+  Enum kind(const json& obj, const Enum (&values)[N], const std::string& where) const {
+    const std::string text = str(obj, "kind", where);
     std::string names;
     for (Enum e : values) {
       if (text == toString(e)) return e;
       names += (names.empty() ? "" : ", ") + std::string(toString(e));
     }
-    fail(where, "got '" + text + "', expected one of " + names);
+    fail(at(obj, "kind"), where + ".kind", "got '" + text + "', expected one of " + names);
   }
 
   PathInfo path(const json& cell, const std::string& where, bool* estimated) const {
@@ -233,21 +246,22 @@ class Reader {
     if (cell.is_string()) {
       if (!parsePathClass(cell.get<std::string>(), &p.cls, &lanes) ||
           (p.cls == PathClass::NV && lanes == 0))
-        fail(where, "got '" + cell.get<std::string>() +
-                        "', expected a path class such as NV12, PIX or SYS");
+        fail(cell, where, "got '" + cell.get<std::string>() +
+                              "', expected a path class such as NV12, PIX or SYS");
       p.nvlinks = lanes;
       *estimated = true;
       return p;
     }
     std::string cls = str(cell, "cls", where, "SYS");
     if (!parsePathClass(cls, &p.cls, &lanes))
-      fail(where + ".cls", "got '" + cls + "', expected X, NV, PIX, PXB, PHB, NODE, SYS or NET");
+      fail(at(cell, "cls"), where + ".cls",
+           "got '" + cls + "', expected X, NV, PIX, PXB, PHB, NODE, SYS or NET");
     p.nvlinks = static_cast<int>(integer(cell, "nvlinks", where, lanes, 0, 4096));
     // NV without a lane would be priced as an NVLink of no bandwidth by some stages and as PCIe
     // by others; lanes on another class would be counted into NVLink cliques.
     if ((p.cls == PathClass::NV) != (p.nvlinks > 0)) {
-      fail(where, "got cls " + cls + " with nvlinks " + std::to_string(p.nvlinks) +
-                      ", expected nvlinks >= 1 for NV and 0 for any other class");
+      fail(cell, where, "got cls " + cls + " with nvlinks " + std::to_string(p.nvlinks) +
+                            ", expected nvlinks >= 1 for NV and 0 for any other class");
     }
     p.bandwidth_gbps = rate(cell, "bandwidth_gbps", where);
     p.latency_us = rate(cell, "latency_us", where);
@@ -262,10 +276,10 @@ class Reader {
     if (!*present) return out;
     std::string w = where + "." + key;
     if (m.size() != rows)
-      fail(w, "got " + std::to_string(m.size()) + " rows, expected " + std::to_string(rows));
+      fail(m, w, "got " + std::to_string(m.size()) + " rows, expected " + std::to_string(rows));
     for (size_t i = 0; i < rows; ++i) {
       if (!m[i].is_array() || m[i].size() != cols)
-        fail(w + "[" + std::to_string(i) + "]",
+        fail(m[i], w + "[" + std::to_string(i) + "]",
              "expected an array of " + std::to_string(cols) + " cells");
       for (size_t j = 0; j < cols; ++j)
         out.push_back(
@@ -278,6 +292,7 @@ class Reader {
 
  private:
   std::string path_;
+  const std::string& text_;
 };
 
 /// A path cell as the pair-agreement error quotes it.
@@ -312,11 +327,13 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     for (size_t k = 0; k < h.gpus.size(); ++k) {
       const std::string other = where + ".gpus[" + std::to_string(k) + "]";
       if (h.gpus[k].index == g.index)
-        fail(w + ".index", "got " + std::to_string(g.index) + ", the index of " + other +
-                               ", expected a distinct index per GPU");
+        fail(at(gpus[i], "index"), w + ".index",
+             "got " + std::to_string(g.index) + ", the index of " + other +
+                 ", expected a distinct index per GPU");
       if (!g.bus_id.empty() && h.gpus[k].bus_id == g.bus_id)
-        fail(w + ".bus_id", "got '" + g.bus_id + "', the bus id of " + other +
-                                ", expected a distinct bus id per GPU");
+        fail(at(gpus[i], "bus_id"), w + ".bus_id",
+             "got '" + g.bus_id + "', the bus id of " + other +
+                 ", expected a distinct bus id per GPU");
     }
     h.gpus.push_back(g);
   }
@@ -337,27 +354,29 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     int id = static_cast<int>(integer(numa[i], "id", w, -1, -1, 4095));
     for (const NumaNode& seen : h.numa_nodes) {
       if (id >= 0 && seen.id == id)
-        fail(w + ".id", "got " + std::to_string(id) + " twice, expected one entry per NUMA node");
+        fail(at(numa[i], "id"), w + ".id",
+             "got " + std::to_string(id) + " twice, expected one entry per NUMA node");
     }
     h.numa_nodes.push_back({id, cpulist(numa[i], "cpus", w)});
   }
   // A device on a node the host does not list would get no CPUs to bind to while the planner
   // still groups ranks by that node.
-  auto checkNode = [&](int node, const std::string& field) {
+  auto checkNode = [&](const json& device, int node, const std::string& field) {
     if (node < 0) return;
     std::string listed;
     for (const NumaNode& known : h.numa_nodes) {
       if (known.id == node) return;
       listed += (listed.empty() ? "" : ", ") + std::to_string(known.id);
     }
-    fail(field, "got " + std::to_string(node) +
-                    ", expected -1 (unknown) or the id of an entry of numa_nodes (" +
-                    (listed.empty() ? "none listed" : listed) + ")");
+    fail(at(device, "numa_node"), field,
+         "got " + std::to_string(node) +
+             ", expected -1 (unknown) or the id of an entry of numa_nodes (" +
+             (listed.empty() ? "none listed" : listed) + ")");
   };
   for (size_t i = 0; i < h.gpus.size(); ++i)
-    checkNode(h.gpus[i].numa_node, where + ".gpus[" + std::to_string(i) + "].numa_node");
+    checkNode(gpus[i], h.gpus[i].numa_node, where + ".gpus[" + std::to_string(i) + "].numa_node");
   for (size_t i = 0; i < h.nics.size(); ++i)
-    checkNode(h.nics[i].numa_node, where + ".nics[" + std::to_string(i) + "].numa_node");
+    checkNode(nics[i], h.nics[i].numa_node, where + ".nics[" + std::to_string(i) + "].numa_node");
   static const json kNoGraph = json::object();
   const json* graph = find(obj, "graph", where);
   const json& g = graph != nullptr ? *graph : kNoGraph;
@@ -365,7 +384,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::string w = where + ".graph.nodes[" + std::to_string(i) + "]";
     Node n;
-    n.kind = kind(str(nodes[i], "kind", w), kNodeKinds, w + ".kind");
+    n.kind = kind(nodes[i], kNodeKinds, w);
     n.id = str(nodes[i], "id", w);
     n.name = str(nodes[i], "name", w);
     n.numa_node = static_cast<int>(integer(nodes[i], "numa_node", w, -1, -1, 4095));
@@ -380,8 +399,8 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     Link l;
     l.a = static_cast<int>(integer(links[i], "a", w, -2, 0, last));
     l.b = static_cast<int>(integer(links[i], "b", w, -2, 0, last));
-    if (l.a < 0 || l.b < 0) fail(w, "expected node indices a and b");
-    l.kind = kind(str(links[i], "kind", w), kLinkKinds, w + ".kind");
+    if (l.a < 0 || l.b < 0) fail(links[i], w, "expected node indices a and b");
+    l.kind = kind(links[i], kLinkKinds, w);
     l.lanes = static_cast<int>(integer(links[i], "lanes", w, 0, 0, 4096));
     l.bandwidth_gbps = rate(links[i], "bandwidth_gbps", w);
     l.latency_us = rate(links[i], "latency_us", w);
@@ -390,7 +409,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   const json& warnings = array(obj, "warnings", where);
   for (size_t i = 0; i < warnings.size(); ++i) {
     if (!warnings[i].is_string())
-      fail(where + ".warnings[" + std::to_string(i) + "]", "expected a string");
+      fail(warnings[i], where + ".warnings[" + std::to_string(i) + "]", "expected a string");
     h.warnings.push_back(warnings[i].get<std::string>());
   }
   bool present = false, estimated = false;
@@ -404,17 +423,19 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     for (size_t j = 0; j < n; ++j) {
       const PathInfo& p = h.gpu_paths[i * n + j];
       const PathInfo& q = h.gpu_paths[j * n + i];
-      const std::string cell = where + ".gpu_paths[" + std::to_string(i) + "][" +
-                               std::to_string(j) + "]";
+      const json& cell = at(obj, "gpu_paths")[i][j];
+      const std::string field = where + ".gpu_paths[" + std::to_string(i) + "][" +
+                                std::to_string(j) + "]";
       if ((i == j) != (p.cls == PathClass::X))
-        fail(cell, "got " + std::string(toString(p.cls)) +
-                       (i == j ? ", expected X (a GPU's path to itself)"
-                               : ", expected a class other than X between two GPUs"));
+        fail(cell, field,
+             "got " + std::string(toString(p.cls)) +
+                 (i == j ? ", expected X (a GPU's path to itself)"
+                         : ", expected a class other than X between two GPUs"));
       if (j > i && (p.cls != q.cls || p.nvlinks != q.nvlinks ||
                     p.bandwidth_gbps != q.bandwidth_gbps || p.latency_us != q.latency_us))
-        fail(cell, "got " + describe(p) + ", but gpu_paths[" + std::to_string(j) + "][" +
-                       std::to_string(i) + "] has " + describe(q) +
-                       ", expected the same both ways");
+        fail(cell, field,
+             "got " + describe(p) + ", but gpu_paths[" + std::to_string(j) + "][" +
+                 std::to_string(i) + "] has " + describe(q) + ", expected the same both ways");
     }
   }
   bool nic_present = false;
@@ -424,7 +445,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     try {
       computePaths(&h);
     } catch (const InvalidArgument& e) {
-      fail(where + ".graph", e.what());
+      fail(g, where + ".graph", e.what());
     }
     return h;
   }
@@ -456,24 +477,19 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
 }
 
 json parseDocument(const std::string& text, const std::string& path, const char* want) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // e.byte counts from 1.
-    auto [line, col] = lineColumn(text, e.byte > 0 ? e.byte - 1 : 0);
-    std::string what = e.what();
-    throw ParseError(path, line, col, "malformed JSON: " + what.substr(what.find(' ') + 1));
-  }
-  Reader r(path);
+  json doc = parseJson(text, path);
+  Reader r(path, text);
   std::string schema = r.str(doc, "schema", "(root)");
   if (schema != kTopologyJsonSchema) {
-    r.fail("schema", "got '" + schema + "', expected '" + kTopologyJsonSchema + "'");
+    r.fail(r.at(doc, "schema"), "schema",
+           "got '" + schema + "', expected '" + kTopologyJsonSchema + "'");
   }
   if (r.find(doc, "kind", "(root)") == nullptr)
-    r.fail("kind", std::string("missing, expected '") + want + "' (\"kind\": \"" + want + "\")");
+    r.fail(doc, "kind",
+           std::string("missing, expected '") + want + "' (\"kind\": \"" + want + "\")");
   std::string kind = r.str(doc, "kind", "(root)");
-  if (kind != want) r.fail("kind", "got '" + kind + "', expected '" + want + "'");
+  if (kind != want)
+    r.fail(r.at(doc, "kind"), "kind", "got '" + kind + "', expected '" + want + "'");
   return doc;
 }
 
@@ -488,7 +504,7 @@ std::string hostToJson(const HostTopology& host, int indent) {
 }
 
 HostTopology hostFromJson(const std::string& text, const std::string& path) {
-  return Reader(path).host(parseDocument(text, path, "host"), "(root)");
+  return Reader(path, text).host(parseDocument(text, path, "host"), "(root)");
 }
 
 std::string clusterToJson(const ClusterTopology& c, int indent) {
@@ -508,7 +524,7 @@ std::string clusterToJson(const ClusterTopology& c, int indent) {
 
 ClusterTopology clusterFromJson(const std::string& text, const std::string& path) {
   json doc = parseDocument(text, path, "cluster");
-  Reader r(path);
+  Reader r(path, text);
   ClusterTopology c;
   const json& hosts = r.array(doc, "hosts", "(root)");
   for (size_t i = 0; i < hosts.size(); ++i)
@@ -523,16 +539,17 @@ ClusterTopology clusterFromJson(const std::string& text, const std::string& path
     RankPlacement p;
     p.host = static_cast<int>(
         r.integer(ranks[i], "host", w, -2, 0, static_cast<long>(c.hosts.size()) - 1));
-    if (p.host < 0) r.fail(w + ".host", "missing, expected a host index");
+    if (p.host < 0) r.fail(ranks[i], w + ".host", "missing, expected a host index");
     long gpus = static_cast<long>(c.hosts[p.host].gpus.size());
     p.local_gpu = static_cast<int>(r.integer(ranks[i], "local_gpu", w, -1, -1, gpus - 1));
     p.local_rank = static_cast<int>(r.integer(ranks[i], "local_rank", w, -1, -1, kMaxCount));
     if (p.local_gpu >= 0) {
       long& owner = gpu_owner[p.host][p.local_gpu];
       if (owner >= 0) {
-        r.fail(w + ".local_gpu", "ranks[" + std::to_string(owner) + "] and " + w + " on host " +
-                                     std::to_string(p.host) + " both claim GPU " +
-                                     std::to_string(p.local_gpu) + ", expected one rank per GPU");
+        r.fail(r.at(ranks[i], "local_gpu"), w + ".local_gpu",
+               "ranks[" + std::to_string(owner) + "] and " + w + " on host " +
+                   std::to_string(p.host) + " both claim GPU " + std::to_string(p.local_gpu) +
+                   ", expected one rank per GPU");
       }
       owner = static_cast<long>(i);
     }

@@ -36,4 +36,14 @@ inline std::vector<std::string> dataFiles(const std::string& dir) {
   return out;
 }
 
+/// "line:col" of byte `offset` of `text`, 1-based, one column per byte: where a ParseError
+/// about the text there must point, counted apart from the code under test.
+inline std::string textPosition(const std::string& text, size_t offset) {
+  const std::string before = text.substr(0, offset);
+  const size_t newline = before.rfind('\n');
+  const size_t col = newline == std::string::npos ? offset + 1 : offset - newline;
+  return std::to_string(std::count(before.begin(), before.end(), '\n') + 1) + ":" +
+         std::to_string(col);
+}
+
 }  // namespace torch_topo::topo::testing

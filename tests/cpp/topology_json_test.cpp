@@ -18,6 +18,7 @@ namespace torch_topo::topo {
 namespace {
 
 using testing::dataFiles;
+using testing::textPosition;
 
 void expectSameHost(const HostTopology& a, const HostTopology& b) {
   ASSERT_EQ(a.gpus.size(), b.gpus.size());
@@ -154,11 +155,27 @@ std::string jsonError(const std::string& text) {
   return "no error";
 }
 
+// "line:col" where `field` ("gpus[1].index") of `doc` starts in doc.dump(1), found by writing a
+// marker in its place: the bytes before it stay the same.
+std::string positionIn(nlohmann::json doc, const std::string& field) {
+  std::string pointer = "/";
+  for (char c : field) {
+    if (c == '[' || c == '.') {
+      pointer += '/';
+    } else if (c != ']') {
+      pointer += c;
+    }
+  }
+  doc[nlohmann::json::json_pointer(pointer)] = "@here@";
+  const std::string text = doc.dump(1);
+  return textPosition(text, text.find("\"@here@\""));
+}
+
 TEST(TopologyJsonTest, ErrorsNameTheField) {
-  EXPECT_EQ(
-      jsonError(
-          "{\"schema\": \"torch-topo/1\",\n \"kind\": \"host\", \"gpus\": [{\"sm\": \"x\"}]}"),
-      "h.json:1:1: field (root).gpus[0].sm: got \"x\", expected an integer");
+  const std::string sm_text =
+      "{\"schema\": \"torch-topo/1\",\n \"kind\": \"host\", \"gpus\": [{\"sm\": \"x\"}]}";
+  EXPECT_EQ(jsonError(sm_text), "h.json:" + textPosition(sm_text, sm_text.find("\"x\"")) +
+                                    ": field (root).gpus[0].sm: got \"x\", expected an integer");
   EXPECT_NE(jsonError("{\"schema\": \"torch-topo/2\", \"kind\": \"host\"}")
                 .find("expected 'torch-topo/1'"),
             std::string::npos);
@@ -238,8 +255,11 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
   for (const Case& c : cases) {
     nlohmann::json doc = base;
     c.edit(doc);
-    const std::string what = jsonError(doc.dump());
-    EXPECT_EQ(what.rfind("h.json:1:1: field (root)." + std::string(c.field) + ":", 0), 0u)
+    // One value a line: the error points at the line and column of the field it names.
+    const std::string what = jsonError(doc.dump(1));
+    EXPECT_EQ(what.rfind("h.json:" + positionIn(doc, c.field) + ": field (root)." +
+                             std::string(c.field) + ":", 0),
+              0u)
         << c.field << ": " << what;
   }
   // A number past the signed 64-bit range is quoted as written, not as the wrapped value.
@@ -269,12 +289,13 @@ TEST(TopologyJsonTest, BusIdsHaveThePciForm) {
     for (const char* list : {"gpus", "nics"}) {
       nlohmann::json doc = base;
       doc[list][0]["bus_id"] = c.text;
-      const std::string what = jsonError(doc.dump());
+      const std::string what = jsonError(doc.dump(1));
+      const std::string field = std::string(list) + "[0].bus_id";
       if (c.ok) {
         EXPECT_EQ(what, "no error") << c.text;
       } else {
-        EXPECT_EQ(what, "h.json:1:1: field (root)." + std::string(list) + "[0].bus_id: got '" +
-                            c.text +
+        EXPECT_EQ(what, "h.json:" + positionIn(doc, field) + ": field (root)." + field +
+                            ": got '" + c.text +
                             "', expected \"\" (unknown) or a PCI bus id in lower-case hex such "
                             "as 0000:07:00.0");
       }
@@ -299,18 +320,109 @@ TEST(TopologyJsonTest, BusIdsHaveThePciForm) {
 
 // A GPU or NIC on a node numa_nodes does not list is named with the ids that are listed.
 TEST(TopologyJsonTest, DeviceNumaNodesMustBeListed) {
-  EXPECT_EQ(jsonError(R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{"numa_node": 0}]})"),
-            "h.json:1:1: field (root).gpus[0].numa_node: got 0, expected -1 (unknown) or the id "
-            "of an entry of numa_nodes (none listed)");
-  EXPECT_EQ(jsonError(R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{"numa_node": 1}],
-                          "numa_nodes": [{"id": 0, "cpus": "0-3"}, {"id": 2, "cpus": ""}]})"),
-            "h.json:1:1: field (root).gpus[0].numa_node: got 1, expected -1 (unknown) or the id "
-            "of an entry of numa_nodes (0, 2)");
+  const std::string none =
+      R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{"numa_node": 0}]})";
+  EXPECT_EQ(jsonError(none),
+            "h.json:" + textPosition(none, none.find("0}")) +
+                ": field (root).gpus[0].numa_node: got 0, expected -1 (unknown) or the id of an "
+                "entry of numa_nodes (none listed)");
+  const std::string two = R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{"numa_node": 1}],
+                          "numa_nodes": [{"id": 0, "cpus": "0-3"}, {"id": 2, "cpus": ""}]})";
+  EXPECT_EQ(jsonError(two),
+            "h.json:" + textPosition(two, two.find("1}")) +
+                ": field (root).gpus[0].numa_node: got 1, expected -1 (unknown) or the id of an "
+                "entry of numa_nodes (0, 2)");
   EXPECT_EQ(jsonError(R"({"schema": "torch-topo/1", "kind": "host",
                           "gpus": [{"numa_node": 2}, {"numa_node": -1}],
                           "nics": [{"name": "eth0", "numa_node": 0}],
                           "numa_nodes": [{"id": 0, "cpus": "0-3"}, {"id": 2, "cpus": ""}]})"),
             "no error");
+}
+
+// A field error points at the value it names in a hand-written file of many lines (or at the
+// object that lacks a key), as a syntax error does, rather than at 1:1.
+TEST(TopologyJsonTest, FieldErrorsPointAtTheValue) {
+  const std::string host = R"({
+  "schema": "torch-topo/1",
+  "kind": "host",
+  "gpus": [
+    {"sm": 90, "bus_id": "0000:07:00.0", "numa_node": 0},
+    {"sm": 90, "bus_id": "0000:08:00.0", "numa_node": 0}
+  ],
+  "numa_nodes": [{"id": 0, "cpus": "0-7"}],
+  "graph": {
+    "nodes": [{"kind": "gpu", "id": "g0", "index": 0}, {"kind": "gpu", "id": "g1", "index": 1}],
+    "links": [{"a": 0, "b": 1, "kind": "pci"}]
+  },
+  "gpu_paths": [["X", "NV4"],
+                ["NV4", "X"]],
+  "warnings": ["none"]
+})";
+  const std::string cluster = R"({
+  "schema": "torch-topo/1",
+  "kind": "cluster",
+  "hosts": [
+    {"gpus": [{"sm": 90}, {"sm": 90}]},
+    {"gpus": [{"sm": 80}]}
+  ],
+  "ranks": [
+    {"host": 0, "local_gpu": 0},
+    {"host": 0, "local_gpu": 1},
+    {"host": 1, "local_gpu": 0}
+  ],
+  "inter_host_bandwidth_gbps": 25
+})";
+  ASSERT_NO_THROW(hostFromJson(host, "h.json"));
+  ASSERT_NO_THROW(clusterFromJson(cluster, "h.json"));
+  const struct {
+    const std::string& base;
+    const char* from;
+    const char* to;
+    const char* value;  // the edited text from the offending value on
+    const char* field;
+  } cases[] = {
+      {host, R"("sm": 90, "bus_id": "0000:08)", R"("sm": "90", "bus_id": "0000:08)", R"("90")",
+       "(root).gpus[1].sm"},
+      // The escape makes the text longer than the value; it is upper-case hex once decoded.
+      {host, R"("0000:08:00.0")", R"("\u0030000:0A:00.0")", R"("\u0030)", "(root).gpus[1].bus_id"},
+      {host, R"("0000:08:00.0", "numa_node": 0)", R"("0000:08:00.0", "numa_node": 3)", "3}",
+       "(root).gpus[1].numa_node"},
+      {host, R"("cpus": "0-7")", R"("cpus": "7-0")", R"("7-0")", "(root).numa_nodes[0].cpus"},
+      {host, R"({"kind": "gpu", "id": "g1")", R"({"kind": "gpx", "id": "g1")", R"("gpx")",
+       "(root).graph.nodes[1].kind"},
+      {host, R"({"a": 0, "b": 1)", R"({"b": 1)", R"({"b": 1)", "(root).graph.links[0]"},
+      {host, R"(["NV4", "X"])", R"(["NV2", "X"])", R"("NV4")", "(root).gpu_paths[0][1]"},
+      {host, R"(["none"])", R"(["none", 7])", "7]", "(root).warnings[1]"},
+      {host, R"("torch-topo/1")", R"("torch-topo/9")", R"("torch-topo/9")", "schema"},
+      {cluster, R"({"host": 0, "local_gpu": 1})", R"({"local_gpu": 0, "host": 0})",
+       R"(0, "host")", "ranks[1].local_gpu"},
+      {cluster, R"({"host": 1, "local_gpu": 0})", R"({"local_gpu": 0})", R"({"local_gpu": 0})",
+       "ranks[2].host"},
+      {cluster, R"([{"sm": 80}])", R"([{"sm": -80}])", "-80", "hosts[1].gpus[0].sm"},
+      {cluster, R"({"gpus": [{"sm": 80}]})", R"("b")", R"("b")", "hosts[1]"},
+      {cluster, "25\n", "1e-9\n", "1e-9", "(root).inter_host_bandwidth_gbps"},
+  };
+  for (const auto& c : cases) {
+    std::string text = c.base;
+    const size_t at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from;
+    text.replace(at, std::string(c.from).size(), c.to);
+    const size_t value = text.find(c.value);
+    ASSERT_NE(value, std::string::npos) << c.value;
+    std::string what = "no error";
+    try {
+      if (&c.base == &host) {
+        hostFromJson(text, "h.json");
+      } else {
+        clusterFromJson(text, "h.json");
+      }
+    } catch (const ParseError& e) {
+      what = e.what();
+    }
+    EXPECT_EQ(what.rfind("h.json:" + textPosition(text, value) + ": field " + c.field + ": ", 0),
+              0u)
+        << c.field << ": " << what;
+  }
 }
 
 // Paths computed from a graph are the same both ways, so a host written and read back (as ranks

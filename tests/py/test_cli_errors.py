@@ -13,6 +13,7 @@ import sys
 
 import pytest
 import torch
+from json_position import position
 from planner_support import DATA, DGX1
 
 from torch_topo import _C
@@ -177,6 +178,8 @@ JSON_EDITS = [
     ("gpu_paths[0][1]", _edit("gpu_paths", 0, 1, value="NV12")),
     ("graph.links[0].lanes", _edit("graph", "links", 0, "lanes", value=2**64 - 1)),
     ("gpus[2].bus_id", _edit("gpus", 2, "bus_id", value="GPU2")),
+    # Written as "GPU\u00b2": the escape makes the text longer than the value.
+    ("gpus[2].bus_id", _edit("gpus", 2, "bus_id", value="GPU\u00b2")),
     ("nics[0].bus_id", _edit("nics", 0, "bus_id", value="0000:10:1C.0")),
     ("gpus[3].numa_node", _edit("gpus", 3, "numa_node", value=5)),
     ("gpu_paths[1][2]", _edit("gpu_paths", 2, 1, "latency_us", value=3.5)),
@@ -199,7 +202,8 @@ def test_inconsistent_json_edit_names_the_field(env, capsys, field, edit):
     assert main(["show", str(edited)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1, err
-    assert f"{edited}:1:1: field (root).{field}: got " in err, err
+    # One value a line: the error points at the value of the field it names.
+    assert f"{edited}:{position(doc, field, indent=1)}: field (root).{field}: got " in err, err
     # A value past 64-bit signed is quoted as the file has it, not wrapped negative.
     if field.endswith("lanes"):
         assert str(2**64 - 1) in err, err

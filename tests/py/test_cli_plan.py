@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from json_position import position
 from planner_support import DATA, DGX1
 
 from torch_topo import _C, AttentionShape
@@ -363,17 +364,51 @@ def test_traffic_bound_is_exact(capsys):
 def test_cluster_file_with_two_ranks_on_one_gpu_is_refused(verb, tmp_path, capsys):
     doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
     path = tmp_path / "cluster.json"
-    path.write_text(json.dumps(doc))
+    path.write_text(json.dumps(doc, indent=2))
     # The same GPU index on two hosts is the normal case (ranks 2 and 10).
     assert main([verb, str(path), "--mesh", "dp=8,tp=2"]) in (0, 1)
     capsys.readouterr()
     doc["ranks"][3]["local_gpu"] = doc["ranks"][2]["local_gpu"]
-    path.write_text(json.dumps(doc))
+    path.write_text(json.dumps(doc, indent=2))
     assert main([verb, str(path), "--mesh", "dp=8,tp=2"]) == 2
     err = capsys.readouterr().err
-    assert (f"{path}:1:1: field ranks[3].local_gpu: ranks[2] and ranks[3] on host 0 both claim "
-            "GPU 2, expected one rank per GPU") in err
+    assert (f"{path}:{position(doc, 'ranks[3].local_gpu', indent=2)}: field ranks[3].local_gpu: "
+            "ranks[2] and ranks[3] on host 0 both claim GPU 2, expected one rank per GPU") in err
     assert "Traceback" not in err
+
+
+def _set(*keys, value):
+    def apply(doc):
+        for key in keys[:-1]:
+            doc = doc[key]
+        doc[keys[-1]] = value
+    return apply
+
+
+def _drop_host_of_rank_0(doc):
+    del doc["ranks"][0]["host"]
+
+
+# The field each error names, the place it points at: the value, or the object that lacks it.
+CLUSTER_EDITS = [
+    ("hosts[1].gpus[0].sm", "hosts[1].gpus[0].sm", _set("hosts", 1, "gpus", 0, "sm", value="x")),
+    ("hosts[0].gpus[3].bus_id", "hosts[0].gpus[3].bus_id",
+     _set("hosts", 0, "gpus", 3, "bus_id", value="GPU3")),
+    ("(root).inter_host_latency_us", "inter_host_latency_us",
+     _set("inter_host_latency_us", value=-1)),
+    ("ranks[0].host", "ranks[0]", _drop_host_of_rank_0),
+]
+
+
+@pytest.mark.parametrize("field, at, edit", CLUSTER_EDITS, ids=[c[0] for c in CLUSTER_EDITS])
+def test_cluster_file_field_errors_point_at_the_value(field, at, edit, tmp_path, capsys):
+    doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
+    edit(doc)
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(doc, indent=2))
+    assert main(["plan", str(path), "--mesh", "dp=8,tp=2"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:{position(doc, at, indent=2)}: field {field}: " in err, err
 
 
 GB200_TRAY = DATA / "nvidia_smi_topo" / "PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt"

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// Positions of parsed JSON values (layer: csrc/topo).
+#include "topo/json.h"
+
+#include "topo/error.h"
+
+namespace torch_topo::topo {
+
+nlohmann::json parseJson(const std::string& text, const std::string& path) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte counts from 1.
+    const auto [line, col] = lineColumn(text, e.byte > 0 ? e.byte - 1 : 0);
+    const std::string what = e.what();  // "[json.exception.parse_error.N] parse error ..."
+    throw ParseError(path, line, col, "malformed JSON: " + what.substr(what.find(' ') + 1));
+  }
+}
+
+std::pair<int, int> jsonLineColumn(const std::string& text, const nlohmann::json& value) {
+  size_t start = value.start_pos();
+  const size_t end = value.end_pos();
+  if (value.is_string() && end != std::string::npos && end >= 2 && end <= text.size()) {
+    // nlohmann 3.12.0 derives a string's start from its decoded length, which an escape
+    // ("\u00e9", "\n") makes shorter than the text. From the closing quote back, the opening
+    // one is the first quote not escaped, i.e. after an even run of backslashes.
+    for (size_t i = end - 1; i-- > 0;) {
+      if (text[i] != '"') continue;
+      size_t slashes = 0;
+      while (slashes < i && text[i - 1 - slashes] == '\\') ++slashes;
+      if (slashes % 2 == 0) {
+        start = i;
+        break;
+      }
+    }
+  }
+  if (start == std::string::npos) return {1, 1};
+  return lineColumn(text, start);
+}
+
+}  // namespace torch_topo::topo
