@@ -6,9 +6,8 @@
 #include <map>
 #include <optional>
 
-#include <nlohmann/json.hpp>
-
 #include "topo/error.h"
+#include "topo/json.h"
 #include "topo/link_tables.h"
 #include "topo/topology_json.h"
 
@@ -49,12 +48,7 @@ std::optional<std::string> firstDifference(const json& a, const json& b, const s
 }
 
 json parseDoc(const std::string& text, int rank) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ParseError("rank " + std::to_string(rank) + " host record", 1,
-                     static_cast<int>(e.byte), "malformed JSON: " + std::string(e.what()));
-  }
+  return parseJson(text, "rank " + std::to_string(rank) + " host record");
 }
 
 }  // namespace

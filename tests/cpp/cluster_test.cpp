@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "fake_apis.h"
+#include "test_data.h"
 #include "topo/error.h"
 #include "topo/hwloc_reader.h"
 #include "topo/paths.h"
@@ -114,6 +115,29 @@ TEST(ClusterTest, BadRecordsGetClearErrors) {
   std::vector<RankRecord> garbage = twoByTwo(a, "{\"schema\": ");
   EXPECT_NE(messageOf<ParseError>(garbage).find("rank 2 host record"), std::string::npos);
   EXPECT_THROW(assembleCluster({}), InvalidArgument);
+}
+
+// A rank's host record of many lines: a field error and a syntax error both point at the
+// line and column of the offending text in it.
+TEST(ClusterTest, RecordErrorsPointIntoTheRecord) {
+  const std::string good = hostToJson(power8({25.0}), 2);
+  std::string field = good;
+  const size_t value = field.find("\"format\": ") + std::string("\"format\": ").size();
+  field.replace(value, field.find(',', value) - value, "7");
+  EXPECT_EQ(messageOf<ParseError>(twoByTwo(field, good)),
+            "rank 0 host record:" + testing::textPosition(field, value) +
+                ": field (root).format: got number, expected a string");
+  // Rank 3's record differs from rank 2's, on the same host: it is parsed to compare the two.
+  std::string broken = good;
+  const size_t line3 = broken.find('\n', broken.find('\n') + 1) + 1;
+  broken.insert(line3, "@");
+  std::vector<RankRecord> records = twoByTwo(good, good);
+  records[3].host_json = broken;
+  const std::string what = messageOf<ParseError>(records);
+  EXPECT_EQ(what.rfind("rank 3 host record:" + testing::textPosition(broken, line3) +
+                           ": malformed JSON: ", 0),
+            0u)
+      << what;
 }
 
 TEST(ClusterTest, HostDocumentsByReferenceAssembleLikeWholeRecords) {
