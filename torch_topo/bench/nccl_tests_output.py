@@ -93,11 +93,60 @@ def decoded(data: bytes) -> str:
     return data.decode("utf-8-sig", errors="replace")
 
 
-def unlabelled(lines: list[str]) -> list[str]:
-    """The lines without the per-line rank labels of MPI or Slurm launchers, so that a table saved
-    from `mpirun --tag-output` or `srun -l` reads as the plain output does."""
-    return [_LAUNCHER_LABEL.sub("", line, count=1) if _LAUNCHER_LABEL.match(line) else line
-            for line in lines]
+# Prefixes that tools put before every line they pass on, as parts of the text before the
+# table header's '#': the launcher labels above; kubectl logs --timestamps (the kubelet's
+# RFC 3339 time to the nanosecond, "2024-03-18T15:46:14.238135024Z ", before the line and after
+# any --prefix); kubectl logs --prefix ("[pod/NAME/CONTAINER] ", kubernetes#76471); pdsh and
+# clush ("HOST: ", clush's "node[1-2]: " for gathered nodes). Labels and times change from line
+# to line, so they are matched as such; a pod or host is the header's own, matched as written,
+# so that lines of other pods or hosts are not taken for the table's.
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ")
+_PREFIX_PARTS = ((_LAUNCHER_LABEL, False), (_TIMESTAMP, False),
+                 (re.compile(r"\[[^\]\s]+\] "), True), (re.compile(r"[\w.\[\],-]+: "), True))
+_HEADER_START = re.compile(r"#\s*(?:size|bytes)\s")
+
+
+def _line_prefix(lines: list[str], path: str) -> re.Pattern | None:
+    """The prefix before the table header's '#' as a pattern for every line, None where there
+    is none; ValueError naming the header's line for text this reader cannot take apart."""
+    number, line = next(((n, ln) for n, ln in enumerate(lines, 1) if _is_header(ln)), (0, ""))
+    start = _HEADER_START.search(line)
+    if start is None:
+        return None  # no table, or a header without '#' (edited by hand): nothing to tell
+    seen = line[:start.start()]
+    pattern, at = "", 0
+    while seen[at:].strip():
+        if seen[at].isspace():  # padding between parts, as a launcher may leave it
+            pattern += r"\s*"
+            at = len(seen) - len(seen[at:].lstrip())
+            continue
+        found = next(((m, literal) for part, literal in _PREFIX_PARTS
+                      if (m := part.match(seen, at))), None)
+        if found is None:
+            raise ValueError(f"{path}:{number}: the table's header comes after {seen!r}, which "
+                             "is no line prefix this reader knows (kubectl logs --prefix or "
+                             "--timestamps, pdsh or clush 'HOST: ', srun -l, mpirun "
+                             "--tag-output, MPICH -prepend-rank); remove it from every line")
+        m, literal = found
+        pattern += re.escape(m.group()) if literal else m.re.pattern
+        at = m.end()
+    return re.compile(pattern) if pattern else None
+
+
+def unlabelled(lines: list[str], path: str = "<text>") -> list[str]:
+    """The lines without what launchers and log tools put before each (MPI and Slurm rank
+    labels, kubectl's pod and time, pdsh's host), so that a table saved from `mpirun
+    --tag-output`, `srun -l`, `kubectl logs --prefix --timestamps` or `pdsh` reads as the plain
+    output does. The prefix is the one before the table's header; ValueError (path:line) where
+    that one is not known. Rank labels go from any line: no nccl-tests line starts so."""
+    prefix = _line_prefix(lines, path)
+    out = []
+    for line in lines:
+        if prefix is not None and (m := prefix.match(line)):
+            line = line[m.end():]
+        out.append(_LAUNCHER_LABEL.sub("", line, count=1) if _LAUNCHER_LABEL.match(line)
+                   else line)
+    return out
 
 
 class SizeLedger:

@@ -245,7 +245,7 @@ def run_published(args) -> int:
     if looks_like_json(text):
         header, published = read_json_report(text, output)
     else:
-        lines = unlabelled(text.splitlines())
+        lines = unlabelled(text.splitlines(), output)
         header = read_header(lines, output)
         published = read_table(lines, op=header.op or "", algorithm=None, path=output)
     system, settings, where = _resolve(args, header, output)
