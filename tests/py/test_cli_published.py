@@ -373,15 +373,14 @@ def test_launcher_labels_read_as_the_plain_output(tmp_path, label):
 
 def test_rows_of_several_runs_are_refused(tmp_path, capsys):
     """-d all repeats every size once per data type under one header: priced as one run, the
-    rows would be wrong; the error names the repeated row and its first."""
+    rows would be wrong; the error names the first row of the second type and the first row."""
     lines = G8_ALLREDUCE.read_text().splitlines()
     rows = [i for i, ln in enumerate(lines) if ln.split() and ln.split()[0].isdigit()]
     doubled = lines[:rows[-1] + 1] + [lines[i].replace("float", " half", 1) for i in rows]
     (tmp_path / "dall.txt").write_text("\n".join(doubled) + "\n")
     err = _error(capsys, "--published", tmp_path / "dall.txt", "--topology", A100)
-    size = lines[rows[0]].split()[0]
-    assert f"dall.txt:{rows[-1] + 2}: nccl-tests row: size {size} again (first on line " \
-           f"{rows[0] + 1}): the output holds several runs" in err
+    assert f"dall.txt:{rows[-1] + 2}: nccl-tests row: half sum, but the first row, on line " \
+           f"{rows[0] + 1}, is float sum: the output holds a sweep of sizes per data type" in err
 
 
 @pytest.mark.parametrize("name, op", [

@@ -1,13 +1,33 @@
 # SPDX-License-Identifier: Apache-2.0
 """`bench --published`: outputs as users save them beyond the plain stdout. Lines prefixed by
 kubectl logs (--prefix, --timestamps), pdsh or clush read as the plain output does, and a prefix
-of no known tool is an error naming the header's line. References are the plain outputs of
-tests/data."""
+of no known tool is an error naming the header's line; nccl-tests -N cycles give each size's
+median, and -d all / -o all sweeps are refused naming the first row of the second type or op.
+References are the plain outputs of tests/data and medians worked out here from the rows
+written."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+from pathlib import Path
+
 import pytest
-from test_cli_published import ALLTOALL_2X8, H100, NET, _error, _published_path
+from test_cli_published import A100, ALLTOALL_2X8, H100, HEADER, NET, _error, _published_path
+
+from torch_topo.bench.nccl_tests_output import read_table
+from torch_topo.cli import main
+
+
+def _run(path: Path, topology: Path, *options: str) -> tuple[dict, str]:
+    """The --json object and what went to stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["bench", "--published", str(path), "--topology", str(topology), "--json",
+                     *options]) == 0
+    return json.loads(out.getvalue()), err.getvalue()
+
 
 # --- per-line prefixes ---
 
@@ -56,3 +76,91 @@ def test_unknown_prefix_is_named_with_the_header_line(tmp_path, capsys):
     err = _error(capsys, "--published", path, "--topology", H100, *NET)
     assert f"compose.txt:{header}: the table's header comes after 'nccl-1  | ', which is no " \
            "line prefix this reader knows" in err
+
+
+# --- -N cycles, -d all, -o all ---
+
+def _row(size: int, time_us: float, kind: str = "float     sum") -> str:
+    """A row of an 8-rank all_reduce as nccl-tests prints it: algbw = size / time, busbw =
+    2 x 7/8 of it (the out-of-place columns repeated in place)."""
+    algbw = size / time_us / 1e3
+    cells = f"{time_us:8.2f}  {algbw:6.2f}  {algbw * 1.75:6.2f}       0"
+    return f"{size:12d}  {size // 4:12d}  {kind}      -1  {cells}  {cells}\n"
+
+
+SIZES = (1 << 20, 2 << 20, 4 << 20)
+# Each cycle's time per size (us); the medians by hand: 1 MiB 27.76 (of 27.76, 30.10, 26.50),
+# 2 MiB 40.66 (of 42.00, 40.66, 39.90), 4 MiB 53.24 (of 53.24, 55.00, 52.00).
+CYCLES = ((27.76, 42.00, 53.24), (30.10, 40.66, 55.00), (26.50, 39.90, 52.00))
+
+
+def _cycles(times=CYCLES) -> str:
+    return HEADER + "".join(_row(size, t) for cycle in times
+                            for size, t in zip(SIZES, cycle, strict=False))
+
+
+def test_cycles_give_each_size_its_median():
+    rows = read_table(_cycles().splitlines(), op="all_reduce", algorithm=None)
+    assert [(p.size, p.time_us, p.cycles) for p in rows] == \
+        [(1 << 20, 27.76, 3), (2 << 20, 40.66, 3), (4 << 20, 53.24, 3)]
+    # busbw: the median of the rows' printed busbw, 1 MiB: 1048576 / 27.76 us x 1.75
+    assert rows[0].busbw == round(round(1048576 / 27.76e3, 2) * 1.75, 2)
+    # Two cycles: the mean of the two; a run stopped in its third cycle (-N 0 runs until it is
+    # stopped) has three rows of 1 MiB only.
+    two = read_table(_cycles(CYCLES[:2]).splitlines(), op="all_reduce", algorithm=None)
+    assert [p.time_us for p in two] == pytest.approx([(27.76 + 30.10) / 2, (42.00 + 40.66) / 2,
+                                                      (53.24 + 55.00) / 2], abs=1e-12)
+    cut = read_table(_cycles((*CYCLES[:2], CYCLES[2][:1])).splitlines(), op="all_reduce",
+                     algorithm=None)
+    assert [(p.time_us, p.cycles) for p in cut] == \
+        [(27.76, 3), (pytest.approx((42.00 + 40.66) / 2), 2), (pytest.approx(54.12), 2)]
+
+
+def test_cycles_are_noted_in_the_output(tmp_path):
+    path = tmp_path / "cycles_all_reduce_perf.txt"
+    path.write_text(_cycles())
+    out, err = _run(path, A100, "--sm", "80")
+    assert [r["published_us"] for r in out["rows"]] == [27.76, 40.66, 53.24]
+    assert out["cycles"] == 3 and err == ""
+    assert out["cycles_note"] == "the output prints its sizes in 3 cycles (nccl-tests -N); " \
+        "each size's time and busbw are the median of its rows"
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["bench", "--published", str(path), "--topology", str(A100), "--sm",
+                     "80"]) == 0
+    assert f"note: {out['cycles_note']}" in buf.getvalue().splitlines()
+
+
+def test_sweeps_of_several_types_or_ops_are_refused():
+    """-d all prints a sweep per data type, -o all per reduction op, one after another under
+    one header (nccl-tests' TimeTest per type and op): the first row of the second is named."""
+    half = _cycles(CYCLES[:1]) + "".join(_row(s, t, "half     sum") for s, t in
+                                        zip(SIZES, CYCLES[1], strict=True))
+    with pytest.raises(ValueError, match=r"<text>:5: nccl-tests row: half sum, but the first row, "
+                                         r"on line 2, is float sum: the output holds a sweep of "
+                                         r"sizes per data type or reduction op \(nccl-tests -d "
+                                         r"all or -o all\)"):
+        read_table(half.splitlines(), op="all_reduce", algorithm=None)
+    prod = _cycles(CYCLES[:1]) + _row(SIZES[0], 30.0, "float    prod")
+    with pytest.raises(ValueError, match=r"<text>:5: nccl-tests row: float prod, but the first "
+                                         "row, on line 2, is float sum"):
+        read_table(prod.splitlines(), op="all_reduce", algorithm=None)
+
+
+def test_sizes_out_of_the_cycles_order_are_refused():
+    """A size again that does not restart the sweep, or a second sweep that strays from the
+    first's order, is no -N cycle: rows of several runs."""
+    stray = _cycles(CYCLES[:1]) + _row(SIZES[1], 40.0)
+    with pytest.raises(ValueError, match=r"<text>:5: nccl-tests row: size 2097152 again \(first "
+                                         r"on line 3\): the output holds several runs"):
+        read_table(stray.splitlines(), op="all_reduce", algorithm=None)
+    skipped = _cycles(CYCLES[:1]) + _row(SIZES[0], 28.0) + _row(SIZES[2], 53.0)
+    with pytest.raises(ValueError, match=r"<text>:6: nccl-tests row: size 4194304 again \(first "
+                                         r"on line 4\) where the cycles of sizes \(nccl-tests -N\) "
+                                         r"give 2097152"):
+        read_table(skipped.splitlines(), op="all_reduce", algorithm=None)
+    grown = _cycles(CYCLES[:1]) + _row(SIZES[0], 28.0) + _row(8 << 20, 90.0)
+    with pytest.raises(ValueError, match=r"<text>:6: nccl-tests row: size 8388608 where the "
+                                         r"cycles of sizes \(nccl-tests -N\) give 2097152: the "
+                                         "output holds several runs"):
+        read_table(grown.splitlines(), op="all_reduce", algorithm=None)

@@ -151,7 +151,8 @@ def test_report_faults(tmp_path, capsys):
     twice["results"] += [dict(e, type="half") for e in twice["results"]]
     n = len(good["results"])
     err = _error(capsys, _write(tmp_path, twice, "twice.json"), A100)
-    assert f"twice.json: results[{n}]: size 8 again (first at results[0])" in err
+    assert f"twice.json: results[{n}]: half sum, but the first row, at results[0], is float " \
+           "sum: the report holds a sweep of sizes per data type or reduction op" in err
 
     unpriced = json.loads(json.dumps(good))
     unpriced["args"][0] = "/opt/nccl-tests/alltoallv_perf_mpi"

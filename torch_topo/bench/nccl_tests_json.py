@@ -11,7 +11,7 @@ import math
 from torch_topo.bench.nccl_tests_output import (
     Published,
     RunHeader,
-    SizeLedger,
+    Sweeps,
     algorithm_from_nccl,
     one_group,
     op_in_name,
@@ -60,23 +60,22 @@ def _rows(doc: dict, op: str, path: str) -> list[Published]:
     if not isinstance(results, list) or not results:
         raise ValueError(f"{path}: no 'results' list: is this nccl-tests' -J report of a run "
                          "that finished?")
-    out = []
-    sizes = SizeLedger("report")
+    sweeps = Sweeps("report")
     for i, raw in enumerate(results):
         where = f"{path}: results[{i}]"
         entry = _object(raw, where)
         size = int(_number(entry, "size", where))
-        if not sizes.admits(size, where, f"at results[{i}]"):
-            continue
         # Trace replay reports only in-place results (out_of_place null).
         timed = entry.get("out_of_place") or entry.get("in_place")
         timed = _object(timed, f"{where}: out_of_place")
         if "cpu_time" in timed:
             raise ValueError(f"{where}: cpu_time (nccl-tests -C 1): the CPU's time per call, "
                              "not the collective's, which the model prices; run without -C")
-        out.append(Published(size=size, time_us=_number(timed, "time", f"{where}.out_of_place"),
-                             busbw=_number(timed, "bus_bw", f"{where}.out_of_place"), op=op))
-    return out
+        sweeps.add(size, (str(entry.get("type", "")), str(entry.get("redop", ""))),
+                   _number(timed, "time", f"{where}.out_of_place"),
+                   _number(timed, "bus_bw", f"{where}.out_of_place"),
+                   place=where, here=f"at results[{i}]")
+    return sweeps.published(op, None)
 
 
 def read_json_report(text: str, path: str) -> tuple[RunHeader, list[Published]]:

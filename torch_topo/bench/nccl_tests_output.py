@@ -9,10 +9,11 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
+from statistics import median
 
 from torch_topo.nccl_hints import version_code
 
-__all__ = ["PERF_OPS", "Published", "RunHeader", "SizeLedger", "algorithm_from_nccl", "decoded",
+__all__ = ["PERF_OPS", "Published", "RunHeader", "Sweeps", "algorithm_from_nccl", "decoded",
            "one_group", "op_in_name", "read_header", "read_table", "uniform_hosts", "unlabelled"]
 
 
@@ -27,6 +28,9 @@ class Published:
     op: str = "all_reduce"
     algorithm: str | None = None
     """NCCL algorithm the run forced, when it did (else NCCL's own choice)."""
+    cycles: int = 1
+    """Rows of this size in the output (nccl-tests -N prints its sweep of sizes once per cycle);
+    time_us and busbw are each their median."""
 
 
 PERF_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
@@ -149,27 +153,64 @@ def unlabelled(lines: list[str], path: str = "<text>") -> list[str]:
     return out
 
 
-class SizeLedger:
-    """The sizes of one table or report, each priced once. A size seen again means the file
-    holds several runs (nccl-tests -d all, -o all, -N, or outputs saved one after another), whose
-    rows priced as one would be wrong; a size of 0 (-b 0) is no collective: NCCL returns at once
-    for an empty buffer."""
+class Sweeps:
+    """The rows of one table or report in the order nccl-tests prints them: a sweep of sizes,
+    repeated once per cycle (-N; the last may stop short where the run was stopped, as -N 0
+    runs until it is), read back as each size's median time and busbw. nccl-tests -d all and
+    -o all print a sweep per data type and reduction op, which would be priced as one, and a
+    size out of the first sweep's order means rows of several runs (outputs saved one after
+    another): both raise ValueError. A size of 0 (-b 0) is no collective (NCCL returns at once
+    for an empty buffer) and is left out."""
 
-    def __init__(self, holder: str) -> None:
+    def __init__(self, holder: str, row: str = "") -> None:
         self._holder = holder  # what errors say holds the runs: "output", "report"
+        self._row = row  # what errors call a row after its place: ": nccl-tests row"
+        self._kind: tuple[tuple[str, ...], str] | None = None  # the first row's type, redop
+        self._order: list[int] = []  # the first sweep's sizes
         self._first: dict[int, str] = {}
+        self._period = 0  # rows of a sweep, once a second one has begun
+        self._rows = 0
+        self._times: dict[int, list[float]] = {}
+        self._busbw: dict[int, list[float]] = {}
 
-    def admits(self, size: int, where: str, here: str) -> bool:
-        """Whether to price `size`; ValueError naming `where` for a repeated one. `here` is how
-        a later error names this place ("on line 25", "at results[0]")."""
-        if size == 0:
-            return False
-        if size in self._first:
-            raise ValueError(f"{where}: size {size} again (first {self._first[size]}): the "
-                             f"{self._holder} holds several runs (-d all, -o all, -N, or "
-                             "outputs saved one after another); keep one run's rows")
-        self._first[size] = here
-        return True
+    def add(self, size: int, kind: tuple[str, ...], time_us: float, busbw: float, *,
+            place: str, here: str) -> None:
+        """One row: `kind` its data type and reduction op as printed; `place` names it in errors
+        ("out.txt:25", "out.json: results[0]"), `here` in later errors ("on line 25",
+        "at results[0]")."""
+        if self._kind is None:
+            self._kind = (kind, here)
+        elif kind != self._kind[0]:
+            raise ValueError(
+                f"{place}{self._row}: {' '.join(kind)}, but the first row, {self._kind[1]}, is "
+                f"{' '.join(self._kind[0])}: the {self._holder} holds a sweep of sizes per data "
+                "type or reduction op (nccl-tests -d all or -o all), and bench --published "
+                "prices one; rerun with one type and op (-d float -o sum, the defaults) or "
+                "keep the rows of one")
+        if not self._period and size in self._first and size == self._order[0]:
+            self._period = len(self._order)  # a second cycle (-N) begins
+        expected = self._order[self._rows % self._period] if self._period else None
+        if size != expected and (size in self._first or expected is not None):
+            raise ValueError(f"{place}{self._row}: size {size}"
+                             + (f" again (first {self._first[size]})" if size in self._first
+                                else "")
+                             + (f" where the cycles of sizes (nccl-tests -N) give {expected}"
+                                if expected is not None else "")
+                             + f": the {self._holder} holds several runs (outputs saved one "
+                             "after another); keep one run's rows")
+        if size not in self._first:
+            self._first[size] = here
+            self._order.append(size)
+        self._rows += 1
+        self._times.setdefault(size, []).append(time_us)
+        self._busbw.setdefault(size, []).append(busbw)
+
+    def published(self, op: str, algorithm: str | None) -> list[Published]:
+        """Each size once, in the order of the first sweep."""
+        return [Published(size=size, time_us=median(self._times[size]),
+                          busbw=median(self._busbw[size]), op=op, algorithm=algorithm,
+                          cycles=len(self._times[size]))
+                for size in self._order if size]
 
 
 def _is_header(line: str) -> bool:
@@ -197,12 +238,13 @@ def _row_lines(lines: list[str], start: int, names: list[str]) -> list[tuple[int
 
 def read_table(lines: list[str], *, op: str, algorithm: str | None,
                path: str = "<text>") -> list[Published]:
-    """nccl-tests tables: the out-of-place time and busbw of every row ('root' column or not,
+    """nccl-tests tables: the out-of-place time and busbw of every size ('root' column or not,
     sizes with '_' separators as some authors print them; the milliseconds of nccl-tests
-    before 2.0, whose header starts 'bytes N', read as microseconds). A row cut short or with
-    a cell that is not a number raises ValueError naming path:line, as do a size seen twice and
-    a second table (the rows of several runs would be priced as one); only the last row may
-    stop short, where a run that hung or failed left it."""
+    before 2.0, whose header starts 'bytes N', read as microseconds), the median of its rows
+    where -N printed the sweep several times (Sweeps). A row cut short or with a cell that is
+    not a number raises ValueError naming path:line, as do a size out of the sweep's order, a second data
+    type or reduction op, and a second table (the rows of several runs would be priced as one);
+    only the last row may stop short, where a run that hung or failed left it."""
     at = next((i for i, ln in enumerate(lines) if _is_header(ln)), None)
     if at is None:
         raise ValueError(f"{path}: no nccl-tests table: expected a header line naming 'time' "
@@ -226,14 +268,13 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     scale = 1e3 if names[0] == "bytes" else 1.0
     # A row carries the out-of-place columns first; 'time' is the first timing column.
     t_col = names.index("time")
+    # 'op' is the reduction's column before nccl-tests 2.0.
+    kind_cols = [names.index(n) for n in ("type", "redop", "op") if n in names]
     rows = _row_lines(lines, at + 1, names)
-    out = []
-    bandwidths = []  # (line, algbw, busbw) of each row, to check them against each other
-    sizes = SizeLedger("output")
+    printed = []  # (line, size, time, algbw, busbw) of each row, to check them against each other
+    sweeps = Sweeps("output", ": nccl-tests row")
     for k, (number, tok) in enumerate(rows):
         size = int(tok[0].replace("_", ""))
-        if not sizes.admits(size, f"{path}:{number}: nccl-tests row", f"on line {number}"):
-            continue
         if len(tok) <= t_col + 2:
             if k == len(rows) - 1:
                 break  # the run stopped here: a hang, a failure or a time limit
@@ -246,13 +287,15 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
             raise ValueError(f"{path}:{number}: nccl-tests row: got size {tok[0]!r}, time "
                              f"{tok[t_col]!r}, algbw {tok[t_col + 1]!r}, busbw {tok[t_col + 2]!r}, "
                              "expected an integer and three numbers") from None
-        out.append(Published(size=size, time_us=time_us * scale, busbw=busbw, op=op,
-                             algorithm=algorithm))
-        bandwidths.append((number, algbw, busbw))
+        sweeps.add(size, tuple(tok[i] for i in kind_cols), time_us * scale, busbw,
+                   place=f"{path}:{number}", here=f"on line {number}")
+        if size:
+            printed.append((number, size, time_us * scale, algbw, busbw))
+    out = sweeps.published(op, algorithm)
     if not out:
         raise ValueError(f"{path}: the nccl-tests table (header on line {at + 1}) has no rows")
     if names[t_col + 1:t_col + 3] == ["algbw", "busbw"]:
-        _check_rows_agree(out, bandwidths, path, at)
+        _check_rows_agree(printed, path, at)
     return out
 
 
@@ -262,18 +305,18 @@ _HALF_DIGIT = 0.005
 _AGREE = 0.03
 
 
-def _check_rows_agree(rows: list[Published], bandwidths: list[tuple[int, float, float]],
-                      path: str, at: int) -> None:
+def _check_rows_agree(rows: list[tuple[int, int, float, float, float]], path: str,
+                      at: int) -> None:
     """ValueError naming the first row whose algbw x time / size or busbw / algbw strays from
     the table's. nccl-tests fixes both ratios for a run (algbw is size / time from 2.9 on and
     (n-1)/n of it for all_gather and reduce_scatter before; busbw is algbw times the
     collective's factor), so a stray row is garbled: output of other processes broke into it
     mid-number (mpirun without --tag-output), or its cells are not the header's columns."""
     ratios = {"algbw x time / size": [], "busbw / algbw": []}
-    for row, (number, algbw, busbw) in zip(rows, bandwidths, strict=True):
+    for number, size, time_us, algbw, busbw in rows:
         if algbw > 2 * _HALF_DIGIT:
             ratios["algbw x time / size"].append(
-                (number, algbw * row.time_us * 1e3 / row.size, _HALF_DIGIT / algbw))
+                (number, algbw * time_us * 1e3 / size, _HALF_DIGIT / algbw))
             busbw_err = _HALF_DIGIT / max(busbw, _HALF_DIGIT)
             ratios["busbw / algbw"].append((number, busbw / algbw, _HALF_DIGIT / algbw + busbw_err))
     for what, found in ratios.items():

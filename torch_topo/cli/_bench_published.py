@@ -23,6 +23,7 @@ from torch_topo.bench.nccl_tests import (
 from torch_topo.bench.nccl_tests_json import looks_like_json, read_json_report
 from torch_topo.bench.nccl_tests_output import (
     PERF_OPS,
+    Published,
     RunHeader,
     algorithm_from_nccl,
     decoded,
@@ -233,6 +234,16 @@ def _process_caveat(gpus_per_process: int) -> str | None:
             "more per call to 1 MiB and 1.08-1.27x the time from 4 to 512 MiB")
 
 
+def _cycles_note(published: list[Published]) -> str | None:
+    """How the times of an output that printed its sweep several times (nccl-tests -N) are read."""
+    counts = sorted({p.cycles for p in published}) or [1]
+    if counts[-1] <= 1:
+        return None
+    span = f"{counts[0]}-{counts[-1]}" if len(counts) > 1 else f"{counts[0]}"
+    return (f"the output prints its sizes in {span} cycles (nccl-tests -N); each size's time "
+            "and busbw are the median of its rows")
+
+
 def run_published(args) -> int:
     _check_options(args)
     output = args.published
@@ -253,6 +264,7 @@ def run_published(args) -> int:
                             for p in published])
     misses = goal_misses(rows)
     caveat = _process_caveat(header.gpus_per_process)
+    cycles = _cycles_note(published)
     if args.json:
         missed = {id(r) for r in misses}
         print(json.dumps({
@@ -260,7 +272,8 @@ def run_published(args) -> int:
             "settings": settings, "sources": where,
             "goals": {"busbw_from_1MiB": list(BUSBW_GOAL), "time_to_64KiB": list(TIME_GOAL)},
             "misses": len(misses), "gpus_per_process": header.gpus_per_process or None,
-            "caveat": caveat,
+            "caveat": caveat, "cycles": max((p.cycles for p in published), default=1),
+            "cycles_note": cycles,
             "rows": [{**row, "outside_goals": id(r) in missed}
                      for r, row in zip(rows, table_json(rows), strict=True)]}, indent=2))
         return 0
@@ -272,6 +285,7 @@ def run_published(args) -> int:
              "nics": system.nics or "-", "nvlink_domain_hosts": system.domain_hosts or "-"}
     print("settings: " + ", ".join(f"{k} {shown[k]} ({where[k]})" for k in settings))
     print(format_table(rows))
-    if caveat:
-        print(f"note: {caveat}")
+    for note in (cycles, caveat):
+        if note:
+            print(f"note: {note}")
     return 0
