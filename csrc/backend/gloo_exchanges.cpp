@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
 namespace torch_topo::backend {
@@ -96,6 +97,8 @@ class FoldWork : public c10d::Work {
     std::call_once(once_, [&] {
       if (!error) {
         try {
+          // On Gloo's thread or the waiter's, into an output that may require grad.
+          const c10::NoGradGuard noGrad;
           const auto blocks = received_.view({ranks_, -1});
           // Folded in place when the output is one dense run (it never overlaps `received_`,
           // a fresh buffer); else through a temporary.
@@ -156,6 +159,7 @@ class PeerWork : public c10d::Work {
     try {
       const auto bound = timeout != kNoTimeout ? timeout : stepTimeout_;
       for (auto& step : steps_) step->wait(bound);
+      const c10::NoGradGuard noGrad;  // the fold writes into an output that may require grad
       if (after_) after_();
     } catch (...) {
       error = std::current_exception();

@@ -7,6 +7,8 @@
 #include <exception>
 #include <utility>
 
+#include <c10/core/GradMode.h>
+
 namespace torch_topo::backend {
 
 ScheduleWork::ScheduleWork(int rank, c10d::OpType type)
@@ -68,6 +70,10 @@ void ScheduleWorker::drain() {
 }
 
 void ScheduleWorker::loop() {
+  // A schedule's copies and folds write into the caller's tensors, which may require grad (a
+  // parameter broadcast): with grad mode on, as on any new thread, autograd refused the
+  // in-place writes that Gloo makes through raw pointers.
+  const c10::NoGradGuard noGrad;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

@@ -9,6 +9,7 @@
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
@@ -230,6 +231,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
     DeviceRoute& route, c10d::OpType type, const char* op, const std::vector<at::Tensor>& outputs,
     const std::vector<at::Tensor>& inputs,
     const std::function<Issued()>& issue, Epilogue epilogue, bool direct) {
+  // What runs here on the caller's thread (a schedule on a stream device, the one-step
+  // exchanges' packing, an epilogue in stream mode) writes into tensors that may require grad.
+  const c10::NoGradGuard noGrad;
   ++seq_;
   // The inner backend's own call and Work are all the op needs: on a stream device it orders
   // itself after the caller's stream, as a plain group of that backend would. Not where ops can

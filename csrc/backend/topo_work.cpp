@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/GradMode.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
@@ -152,6 +153,9 @@ void TopoWork::complete(std::exception_ptr error) {
   std::call_once(completeOnce_, [&] {
     if (!error && epilogue_) {
       try {
+        // On the thread that completes the op (Gloo's, or the waiter's): the scaling and the
+        // copy-back write into the caller's tensors, which may require grad.
+        const c10::NoGradGuard noGrad;
         epilogue_();
       } catch (...) {
         error = std::current_exception();

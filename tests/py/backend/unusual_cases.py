@@ -43,6 +43,10 @@ def _data(rank: int, shape, dtype=torch.int64, salt: int = 0) -> torch.Tensor:
 def _lay(t: torch.Tensor, layout: str, ref: bool) -> torch.Tensor:
     """`t`'s values in `layout` ("plain": a contiguous copy); the reference side gets them
     contiguous."""
+    if not ref and layout == "grad":  # a leaf that requires grad, as a model's parameter is
+        return t.clone().requires_grad_()
+    if not ref and layout == "grad_transposed":  # a transposed view of such a leaf
+        return t.t().contiguous().requires_grad_().t()
     if ref or layout == "plain" or t.dim() < 2:
         out = t.clone()
     elif layout == "transposed":
@@ -190,6 +194,15 @@ def empty_and_scalar(rank, size, ref):
 def dtypes(rank, size, ref):
     return _compare(rank, size, ref, [(name, layout, dtype, (2, 3)) for name in CALLS
                                       for dtype in DTYPES for layout in ("plain", "strided")])
+
+
+def requires_grad(rank, size, ref):
+    """Tensors that require grad (a parameter broadcast or reduced in place), against plain
+    tensors on Gloo, which writes them through raw pointers. Our own copies, folds and schedule
+    steps ran with grad mode on (a new thread has it on) and autograd refused their in-place
+    writes: every hierarchical op and every staged or folded flat one raised."""
+    return _compare(rank, size, ref, [(name, layout, torch.float32, (2, 3)) for name in CALLS
+                                      for layout in ("grad", "grad_transposed")])
 
 
 def list_shapes(rank, size, ref):
