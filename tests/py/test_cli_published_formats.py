@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`bench --published`: outputs as users save them beyond the plain stdout. Lines prefixed by
-kubectl logs (--prefix, --timestamps), pdsh or clush read as the plain output does, and a prefix
-of no known tool is an error naming the header's line; nccl-tests -N cycles give each size's
-median, and -d all / -o all sweeps are refused naming the first row of the second type or op.
-References are the plain outputs of tests/data and medians worked out here from the rows
-written."""
+"""`bench --published`: outputs as users save them beyond the plain stdout. Rows whose run got
+elements wrong (#wrong above 0, nccl-tests' 'rank=R #wrong=N' inside them) are priced with a
+warning naming them; lines prefixed by kubectl logs (--prefix, --timestamps), pdsh or clush read
+as the plain output does; nccl-tests -N cycles give each size's median, and -d all / -o all
+sweeps are refused naming the first row of the second type or op. References are the plain
+outputs of tests/data and medians worked out here from the rows written."""
 
 from __future__ import annotations
 
@@ -14,9 +14,18 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_published import A100, ALLTOALL_2X8, H100, HEADER, NET, _error, _published_path
+from test_cli_published import (
+    A100,
+    ALLTOALL_2X8,
+    G8_ALLREDUCE,
+    H100,
+    HEADER,
+    NET,
+    _error,
+    _published_path,
+)
 
-from torch_topo.bench.nccl_tests_output import read_table
+from torch_topo.bench.nccl_tests_output import read_table, unlabelled
 from torch_topo.cli import main
 
 
@@ -27,6 +36,53 @@ def _run(path: Path, topology: Path, *options: str) -> tuple[dict, str]:
         assert main(["bench", "--published", str(path), "--topology", str(topology), "--json",
                      *options]) == 0
     return json.loads(out.getvalue()), err.getvalue()
+
+
+def _row_lines(text: str) -> list[int]:
+    """Indexes of the table's rows (a line opening with a size) in `text`'s lines."""
+    return [i for i, ln in enumerate(text.splitlines())
+            if ln.split() and ln.split()[0].isdigit() and len(ln.split()) == 13]
+
+
+# --- #wrong ---
+
+def test_rows_with_wrong_elements_are_priced_with_a_warning(tmp_path):
+    """Two rows of the 8 x A100 run made to report wrong elements, one out of place (3) and
+    one in place (1.2e+06, as %g prints a large count): both are named by line on stderr and in
+    the JSON, and priced as the plain rows are."""
+    text = G8_ALLREDUCE.read_text()
+    lines = text.splitlines()
+    rows = _row_lines(text)
+    a, b = rows[2], rows[5]
+    for i, cell in ((a, 8), (b, 12)):
+        cells = lines[i].split()
+        assert cells[cell] == "0", lines[i]
+        cells[cell] = "3" if i == a else "1.2e+06"
+        lines[i] = "  ".join(cells)
+    path = tmp_path / "wrong.txt"
+    path.write_text("\n".join(lines) + "\n")
+    out, err = _run(path, A100)
+    plain, plain_err = _run(G8_ALLREDUCE, A100)
+    assert out["rows"] == plain["rows"] and plain_err == "" and plain["wrong_results"] == []
+    assert out["wrong_results"] == [f"{path}:{a + 1}", f"{path}:{b + 1}"]
+    assert err == (f"warning: {path}:{a + 1}, {path}:{b + 1}: 2 row(s) report elements NCCL "
+                   "got wrong (#wrong above 0): that run corrupted data, so its times are "
+                   "suspect; they are priced as printed, but rerun before trusting them\n")
+    assert out["wrong_warning"] == err.removeprefix("warning: ").rstrip("\n")
+
+
+def test_wrong_element_messages_inside_a_row():
+    """nccl-tests (2.13 on) prints 'rank=R #wrong=N' for each GPU whose check failed, between
+    a row's cells; the row reads as its cells say and counts as wrong. N/A (-c 0) is no count."""
+    text = HEADER + (
+        "     1048576        262144     float     sum      -1rank=0 #wrong=12\n"
+        "    27.76   37.77   66.10      12rank=0 #wrong=5\n"
+        "    27.49   38.14   66.75       5\n"
+        "     2097152        524288     float     sum      -1    40.66   51.58   90.26     N/A"
+        "    40.36   51.96   90.93     N/A\n")
+    rows = read_table(unlabelled(text.splitlines()), op="all_reduce", algorithm=None)
+    assert [(p.size, p.time_us, p.busbw, p.wrong_at) for p in rows] == \
+        [(1048576, 27.76, 66.10, ("<text>:2",)), (2097152, 40.66, 90.26, ())]
 
 
 # --- per-line prefixes ---
@@ -164,3 +220,26 @@ def test_sizes_out_of_the_cycles_order_are_refused():
                                          r"cycles of sizes \(nccl-tests -N\) give 2097152: the "
                                          "output holds several runs"):
         read_table(grown.splitlines(), op="all_reduce", algorithm=None)
+
+
+def test_json_report_cycles_and_wrong_elements(tmp_path):
+    """A -J report of -N 2 repeats its results (nccl-tests writes one per row printed); each
+    size is the median of its two, and an nwrong above 0 is named by its result."""
+    def result(size, t, nwrong=0.0):
+        algbw = size / t / 1e3
+        part = {"time": t, "alg_bw": algbw, "bus_bw": algbw * 1.75, "nwrong": nwrong}
+        return {"size": size, "count": size // 4, "type": "float", "redop": "sum", "root": "-1",
+                "out_of_place": part, "in_place": dict(part, nwrong=None)}
+    results = [result(s, t) for cycle in CYCLES[:2] for s, t in zip(SIZES, cycle, strict=True)]
+    results[4] = result(SIZES[1], CYCLES[1][1], nwrong=7.0)
+    doc = {"args": ["./build/all_reduce_perf", "-N", "2"], "nccl_version": 22602,
+           "config": {"nthreads": 1, "ngpus": 8}, "results": results,
+           "devices": [{"hostname": "dgx", "group": 0, "device_info": "NVIDIA A100-SXM4-80GB"}]}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(doc))
+    out, err = _run(path, A100)
+    assert [r["published_us"] for r in out["rows"]] == \
+        pytest.approx([(27.76 + 30.10) / 2, (42.00 + 40.66) / 2, (53.24 + 55.00) / 2])
+    assert out["cycles"] == 2 and out["wrong_results"] == [f"{path}: results[4]"]
+    assert err.startswith(f"warning: {path}: results[4]: 1 row(s) report elements NCCL got "
+                          "wrong")

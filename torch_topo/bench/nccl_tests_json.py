@@ -71,10 +71,13 @@ def _rows(doc: dict, op: str, path: str) -> list[Published]:
         if "cpu_time" in timed:
             raise ValueError(f"{where}: cpu_time (nccl-tests -C 1): the CPU's time per call, "
                              "not the collective's, which the model prices; run without -C")
+        # nwrong: elements NCCL got wrong, null where nothing was checked (-c 0).
+        wrong = any(isinstance(part, dict) and isinstance(n := part.get("nwrong"), int | float)
+                    and n > 0 for part in (entry.get("out_of_place"), entry.get("in_place")))
         sweeps.add(size, (str(entry.get("type", "")), str(entry.get("redop", ""))),
                    _number(timed, "time", f"{where}.out_of_place"),
                    _number(timed, "bus_bw", f"{where}.out_of_place"),
-                   place=where, here=f"at results[{i}]")
+                   wrong=wrong, place=where, here=f"at results[{i}]")
     return sweeps.published(op, None)
 
 

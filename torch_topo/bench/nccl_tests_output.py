@@ -31,6 +31,9 @@ class Published:
     cycles: int = 1
     """Rows of this size in the output (nccl-tests -N prints its sweep of sizes once per cycle);
     time_us and busbw are each their median."""
+    wrong_at: tuple[str, ...] = ()
+    """Where a row of this size reports elements NCCL got wrong (#wrong above 0), as
+    'FILE:LINE' or 'FILE: results[I]'."""
 
 
 PERF_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
@@ -60,10 +63,11 @@ _LAUNCHER_LABEL = re.compile(r"(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s|\[\d
 _CELL = re.compile(r"[0-9][0-9_]*")
 _COUNTING = ("size", "bytes", "count", "N")
 _CONTINUED = re.compile(r"[0-9.e+-]+|N/A")
-# NCCL's debug prefix "host:pid:tid [dev] NCCL INFO" ("... [dev] file.cc:123 NCCL WARN"), with
-# the launcher label some launchers put before it where it breaks into a row.
-_DEBUG = re.compile(r"(?:\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?\s*)?\S+:\d+:\d+ \[\d+\] "
-                    r"(?:\S+:\d+ )?NCCL [A-Z]+\b")
+# NCCL's debug prefix "host:pid:tid [dev] NCCL INFO" ("... [dev] file.cc:123 NCCL WARN"), and
+# the "rank=R #wrong=N" nccl-tests (from 2.13) prints mid-row for each GPU whose check failed,
+# with the launcher label some launchers put before either where it breaks into a row.
+_DEBUG = re.compile(r"(?:\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?\s*)?"
+                    r"(?:\S+:\d+:\d+ \[\d+\] (?:\S+:\d+ )?NCCL [A-Z]+\b|rank=\d+ #wrong=\d+)")
 # "#  Rank  3 Group  0 Pid 1221792 on cnode3-003 device  3 [0000:61:00] NVIDIA H100 80GB HBM3";
 # nccl-tests before 2.11 printed no Group, before 2.0 (2019) no Pid either.
 _RANK_LINE = re.compile(r"\s*#?\s*Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?(?:Pid\s+\d+\s+)?on\s+"
@@ -172,12 +176,13 @@ class Sweeps:
         self._rows = 0
         self._times: dict[int, list[float]] = {}
         self._busbw: dict[int, list[float]] = {}
+        self._wrong: dict[int, list[str]] = {}
 
     def add(self, size: int, kind: tuple[str, ...], time_us: float, busbw: float, *,
-            place: str, here: str) -> None:
-        """One row: `kind` its data type and reduction op as printed; `place` names it in errors
-        ("out.txt:25", "out.json: results[0]"), `here` in later errors ("on line 25",
-        "at results[0]")."""
+            wrong: bool, place: str, here: str) -> None:
+        """One row: `kind` its data type and reduction op as printed, `wrong` whether it reports
+        wrong elements; `place` names it in errors ("out.txt:25", "out.json: results[0]"),
+        `here` in later errors ("on line 25", "at results[0]")."""
         if self._kind is None:
             self._kind = (kind, here)
         elif kind != self._kind[0]:
@@ -204,12 +209,15 @@ class Sweeps:
         self._rows += 1
         self._times.setdefault(size, []).append(time_us)
         self._busbw.setdefault(size, []).append(busbw)
+        if wrong:
+            self._wrong.setdefault(size, []).append(place)
 
     def published(self, op: str, algorithm: str | None) -> list[Published]:
         """Each size once, in the order of the first sweep."""
         return [Published(size=size, time_us=median(self._times[size]),
                           busbw=median(self._busbw[size]), op=op, algorithm=algorithm,
-                          cycles=len(self._times[size]))
+                          cycles=len(self._times[size]),
+                          wrong_at=tuple(self._wrong.get(size, ())))
                 for size in self._order if size]
 
 
@@ -241,8 +249,9 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     """nccl-tests tables: the out-of-place time and busbw of every size ('root' column or not,
     sizes with '_' separators as some authors print them; the milliseconds of nccl-tests
     before 2.0, whose header starts 'bytes N', read as microseconds), the median of its rows
-    where -N printed the sweep several times (Sweeps). A row cut short or with a cell that is
-    not a number raises ValueError naming path:line, as do a size out of the sweep's order, a second data
+    where -N printed the sweep several times (Sweeps), with the lines whose '#wrong' cells
+    (out-of-place or in-place) are above 0. A row cut short or with a cell that is not a number
+    raises ValueError naming path:line, as do a size out of the sweep's order, a second data
     type or reduction op, and a second table (the rows of several runs would be priced as one);
     only the last row may stop short, where a run that hung or failed left it."""
     at = next((i for i, ln in enumerate(lines) if _is_header(ln)), None)
@@ -268,8 +277,10 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     scale = 1e3 if names[0] == "bytes" else 1.0
     # A row carries the out-of-place columns first; 'time' is the first timing column.
     t_col = names.index("time")
-    # 'op' is the reduction's column before nccl-tests 2.0.
+    # 'op' is the reduction's column before nccl-tests 2.0; '#wrong' counts elements NCCL got
+    # wrong (nccl-tests from 2.13; 'error' before, a largest deviation, is not read).
     kind_cols = [names.index(n) for n in ("type", "redop", "op") if n in names]
+    wrong_cols = [i for i, n in enumerate(names) if n.startswith("#wrong")]
     rows = _row_lines(lines, at + 1, names)
     printed = []  # (line, size, time, algbw, busbw) of each row, to check them against each other
     sweeps = Sweeps("output", ": nccl-tests row")
@@ -288,6 +299,7 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
                              f"{tok[t_col]!r}, algbw {tok[t_col + 1]!r}, busbw {tok[t_col + 2]!r}, "
                              "expected an integer and three numbers") from None
         sweeps.add(size, tuple(tok[i] for i in kind_cols), time_us * scale, busbw,
+                   wrong=any(_above_zero(tok[i]) for i in wrong_cols if i < len(tok)),
                    place=f"{path}:{number}", here=f"on line {number}")
         if size:
             printed.append((number, size, time_us * scale, algbw, busbw))
@@ -297,6 +309,15 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     if names[t_col + 1:t_col + 3] == ["algbw", "busbw"]:
         _check_rows_agree(printed, path, at)
     return out
+
+
+def _above_zero(cell: str) -> bool:
+    """Whether a '#wrong' cell (nccl-tests prints it with %g: 3, 1.2e+06; N/A unchecked) counts
+    wrong elements."""
+    try:
+        return float(cell) > 0
+    except ValueError:
+        return False
 
 
 # Bandwidths are printed to two decimals (half the last digit off at most), times to at least

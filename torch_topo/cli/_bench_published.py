@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -244,6 +245,18 @@ def _cycles_note(published: list[Published]) -> str | None:
             "and busbw are the median of its rows")
 
 
+def _wrong_warning(at: list[str]) -> str | None:
+    """What to tell of rows whose run got elements wrong. Their time is suspect (the collective
+    did not deliver what it was timed for), yet refusing the file would hide the rest of the
+    table too, so they are priced as printed and the user is told where they are."""
+    if not at:
+        return None
+    shown = ", ".join(at[:6]) + (f" and {len(at) - 6} more" if len(at) > 6 else "")
+    return (f"{shown}: {len(at)} row(s) report elements NCCL got wrong (#wrong "
+            "above 0): that run corrupted data, so its times are suspect; they are priced as "
+            "printed, but rerun before trusting them")
+
+
 def run_published(args) -> int:
     _check_options(args)
     output = args.published
@@ -265,6 +278,9 @@ def run_published(args) -> int:
     misses = goal_misses(rows)
     caveat = _process_caveat(header.gpus_per_process)
     cycles = _cycles_note(published)
+    wrong_at = [at for p in published for at in p.wrong_at]
+    if warning := _wrong_warning(wrong_at):
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         missed = {id(r) for r in misses}
         print(json.dumps({
@@ -273,7 +289,7 @@ def run_published(args) -> int:
             "goals": {"busbw_from_1MiB": list(BUSBW_GOAL), "time_to_64KiB": list(TIME_GOAL)},
             "misses": len(misses), "gpus_per_process": header.gpus_per_process or None,
             "caveat": caveat, "cycles": max((p.cycles for p in published), default=1),
-            "cycles_note": cycles,
+            "cycles_note": cycles, "wrong_results": wrong_at, "wrong_warning": warning,
             "rows": [{**row, "outside_goals": id(r) in missed}
                      for r, row in zip(rows, table_json(rows), strict=True)]}, indent=2))
         return 0
