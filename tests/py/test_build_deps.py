@@ -71,3 +71,47 @@ def test_cmake_prefix_path_command_line():
     assert proc.stdout.strip() == ";".join(build_deps.pip_prefixes())
     bad = subprocess.run([sys.executable, build_deps.__file__], capture_output=True, text=True)
     assert bad.returncode == 2 and "usage:" in bad.stderr
+
+
+def _nlohmann(root, major, minor, where="nlohmann/detail/abi_macros.hpp"):
+    _prefix(root, "nlohmann/json.hpp")
+    (root / "include" / where).parent.mkdir(parents=True, exist_ok=True)
+    with open(root / "include" / where, "a") as f:
+        f.write(f"#define NLOHMANN_JSON_VERSION_MAJOR {major}   // NOLINT\n"
+                f"#define NLOHMANN_JSON_VERSION_MINOR {minor}  // NOLINT\n")
+    return root
+
+
+@pytest.mark.parametrize("where", ["nlohmann/detail/abi_macros.hpp", "nlohmann/json.hpp"])
+def test_a_system_nlohmann_older_than_3_12_is_passed_over_for_pips(places, where):
+    # Ubuntu 24.04's nlohmann-json3-dev is 3.11.3 (macros in detail/abi_macros.hpp; 3.10 keeps
+    # them in json.hpp): it has no value positions, so pip's 3.12 is taken instead.
+    system, site = places
+    _nlohmann(system, 3, 11, where)
+    pip = _nlohmann(site / "nlohmann_json", 3, 12)
+    assert build_deps.header_version(build_deps.NLOHMANN_JSON, str(system / "include")) == (3, 11)
+    assert build_deps.find(build_deps.NLOHMANN_JSON) == build_deps.Found(str(pip / "include"), None)
+
+
+def test_only_old_nlohmann_copies_fail_naming_them(places):
+    system, site = places
+    _nlohmann(system, 3, 11)
+    assert build_deps.find(build_deps.NLOHMANN_JSON) is None
+    message = build_deps.missing(build_deps.NLOHMANN_JSON)
+    assert message.startswith("torch-topo: nlohmann-json 3.12 or newer not found")
+    assert f"too old: 3.11 in {system}" in message
+    assert "pip install 'nlohmann-json>=3.12'" in message
+
+
+def test_system_nlohmann_of_3_12_wins_and_adds_no_flags(places):
+    system, site = places
+    _nlohmann(system, 3, 12)
+    _nlohmann(site / "nlohmann_json", 3, 12)
+    assert build_deps.find(build_deps.NLOHMANN_JSON) == build_deps.Found(None, None)
+
+
+def test_include_dir_command_line():
+    proc = subprocess.run([sys.executable, build_deps.__file__, "--include-dir", "nlohmann-json"],
+                          capture_output=True, text=True, check=True)
+    found = build_deps.find(build_deps.NLOHMANN_JSON)
+    assert proc.stdout.strip() == (found.include_dir or "")
