@@ -90,6 +90,10 @@ class FoldWork : public c10d::Work {
 
   void abort() override { exchange_->abort(); }
 
+  // Gloo's own works answer result() with their outputs; a two-rank all-reduce across hosts
+  // returns this work to the caller as is, so `work.result()` raised where Gloo's did not.
+  std::vector<at::Tensor> result() override { return {output_}; }
+
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
  private:

@@ -31,6 +31,14 @@ def _calls(group, numel: int, rank: int) -> tuple[list[str], list[float]]:
     return sorted({e.name for e in prof.events() if e.name.startswith("gloo:")}), x[:4].tolist()
 
 
+def _result(group, rank: int) -> list[list[float]]:
+    # Gloo's async all-reduce answers result() with its tensor; the one-step work raised.
+    x = torch.arange(8, dtype=torch.float32) * (rank + 1)
+    work = dist.all_reduce(x, group=group, async_op=True)
+    work.wait()
+    return [t.tolist() for t in work.result()]
+
+
 def _main(rank, world, store_path, out_dir, latency_us, cap):
     import torch_topo  # noqa: F401  (registers "topo")
     from torch_topo.config import TopoConfig
@@ -44,6 +52,7 @@ def _main(rank, world, store_path, out_dir, latency_us, cap):
     seen = {}
     for name, numel in (("small", 1024), ("at_cap", cap // 4), ("above_cap", cap // 4 + 1024)):
         seen[name] = {"topo": _calls(topo, numel, rank), "gloo": _calls(plain, numel, rank)}
+    seen["result"] = {"topo": _result(topo, rank), "gloo": _result(plain, rank)}
     Path(out_dir, f"{rank}.json").write_text(json.dumps(seen))
     dist.barrier()
     dist.destroy_process_group()
@@ -69,6 +78,7 @@ def test_one_step_all_reduce_stops_where_its_extra_pass_outweighs_the_latency(
         calls, values = seen["above_cap"]["topo"]
         assert calls == seen["above_cap"]["gloo"][0], calls
         assert values == seen["above_cap"]["gloo"][1]
+        assert seen["result"]["topo"] == seen["result"]["gloo"]
 
 
 def test_setters_name_themselves_for_a_device_without_an_inner_backend(tmp_path):
