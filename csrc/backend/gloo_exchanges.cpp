@@ -9,8 +9,9 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
+
+#include "backend/caller_mode.h"
 
 namespace torch_topo::backend {
 
@@ -101,8 +102,8 @@ class FoldWork : public c10d::Work {
     std::call_once(once_, [&] {
       if (!error) {
         try {
-          // On Gloo's thread or the waiter's, into an output that may require grad.
-          const c10::NoGradGuard noGrad;
+          // On Gloo's thread or the waiter's, into the caller's output.
+          const CallerModeGuard mode(callerMode_);
           const auto blocks = received_.view({ranks_, -1});
           // Folded in place when the output is one dense run (it never overlaps `received_`,
           // a fresh buffer); else through a temporary.
@@ -131,6 +132,7 @@ class FoldWork : public c10d::Work {
   int64_t ranks_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::once_flag once_;
+  CallerMode callerMode_;  // the issuing thread's, for the fold wherever it runs
 };
 
 // Wraps an exchange whose `received` holds one block per rank.
@@ -163,7 +165,7 @@ class PeerWork : public c10d::Work {
     try {
       const auto bound = timeout != kNoTimeout ? timeout : stepTimeout_;
       for (auto& step : steps_) step->wait(bound);
-      const c10::NoGradGuard noGrad;  // the fold writes into an output that may require grad
+      const CallerModeGuard mode(callerMode_);  // the fold writes into the caller's output
       if (after_) after_();
     } catch (...) {
       error = std::current_exception();
@@ -182,6 +184,7 @@ class PeerWork : public c10d::Work {
   std::vector<c10::intrusive_ptr<c10d::Work>> steps_;
   std::function<void()> after_;
   std::chrono::milliseconds stepTimeout_;
+  CallerMode callerMode_;  // the issuing thread's, for the fold
 };
 
 // The bound of a peer exchange's steps: the op's timeout, else the group's current one. Gloo's

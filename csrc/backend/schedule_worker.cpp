@@ -7,7 +7,6 @@
 #include <exception>
 #include <utility>
 
-#include <c10/core/GradMode.h>
 
 namespace torch_topo::backend {
 
@@ -52,7 +51,7 @@ c10::intrusive_ptr<c10d::Work> ScheduleWorker::submit(int rank, c10d::OpType typ
   {
     std::lock_guard<std::mutex> lock(mutex_);
     TORCH_CHECK(!stopping_, "ScheduleWorker::submit: the backend was shut down");
-    queue_.push_back(Task{std::move(task), work});
+    queue_.push_back(Task{std::move(task), work, CallerMode{}});
     ++submitted_;
   }
   cv_.notify_all();
@@ -70,10 +69,6 @@ void ScheduleWorker::drain() {
 }
 
 void ScheduleWorker::loop() {
-  // A schedule's copies and folds write into the caller's tensors, which may require grad (a
-  // parameter broadcast): with grad mode on, as on any new thread, autograd refused the
-  // in-place writes that Gloo makes through raw pointers.
-  const c10::NoGradGuard noGrad;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -83,6 +78,7 @@ void ScheduleWorker::loop() {
     lock.unlock();
     std::exception_ptr error;
     try {
+      const CallerModeGuard mode(task.mode);
       task.run();
     } catch (...) {
       error = std::current_exception();

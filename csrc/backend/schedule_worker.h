@@ -17,6 +17,8 @@
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "backend/caller_mode.h"
+
 namespace torch_topo::backend {
 
 /// The Work of one queued schedule: completes (base-class wait/isCompleted/exception) and
@@ -58,6 +60,7 @@ class ScheduleWorker {
   struct Task {
     std::function<void()> run;
     c10::intrusive_ptr<ScheduleWork> work;
+    CallerMode mode;  // the submitting thread's
   };
   void loop();
   /// Takes the parked tasks out under the lock, for the caller to drop outside it.

@@ -9,9 +9,10 @@
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/DeviceGuard.h>
-#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include "backend/caller_mode.h"
 
 namespace torch_topo::backend {
 
@@ -30,6 +31,11 @@ const char* reduceOpName(c10d::ReduceOp::RedOpType op) {
     case c10d::ReduceOp::PREMUL_SUM: return "PREMUL_SUM";
     default: return "UNUSED";
   }
+}
+
+bool holdsInferenceTensor(const std::vector<at::Tensor>& tensors) {
+  return std::any_of(tensors.begin(), tensors.end(),
+                     [](const at::Tensor& t) { return t.defined() && t.is_inference(); });
 }
 
 }  // namespace
@@ -232,8 +238,13 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
     const std::vector<at::Tensor>& inputs,
     const std::function<Issued()>& issue, Epilogue epilogue, bool direct) {
   // What runs here on the caller's thread (a schedule on a stream device, the one-step
-  // exchanges' packing, an epilogue in stream mode) writes into tensors that may require grad.
-  const c10::NoGradGuard noGrad;
+  // exchanges' packing, an epilogue in stream mode) and later elsewhere writes into the
+  // caller's tensors, which may require grad or be inference tensors (made under
+  // torch.inference_mode() and used outside it: Gloo writes them through raw pointers, where
+  // our copies and folds need inference mode). The works made here take this state along.
+  const CallerModeGuard mode(CallerMode{c10::InferenceMode::is_enabled() ||
+                                        holdsInferenceTensor(outputs) ||
+                                        holdsInferenceTensor(inputs)});
   ++seq_;
   // The inner backend's own call and Work are all the op needs: on a stream device it orders
   // itself after the caller's stream, as a plain group of that backend would. Not where ops can

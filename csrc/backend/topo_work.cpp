@@ -9,7 +9,6 @@
 #include <utility>
 
 #include <ATen/core/ivalue.h>
-#include <c10/core/GradMode.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
@@ -154,8 +153,8 @@ void TopoWork::complete(std::exception_ptr error) {
     if (!error && epilogue_) {
       try {
         // On the thread that completes the op (Gloo's, or the waiter's): the scaling and the
-        // copy-back write into the caller's tensors, which may require grad.
-        const c10::NoGradGuard noGrad;
+        // copy-back write into the caller's tensors.
+        const CallerModeGuard mode(callerMode_);
         epilogue_();
       } catch (...) {
         error = std::current_exception();

@@ -15,6 +15,8 @@
 #include <c10/core/Event.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "backend/caller_mode.h"
+
 namespace torch_topo::backend {
 
 /// The result of one TopoBackend op.
@@ -129,6 +131,8 @@ class TopoWork : public c10d::Work {
   /// queued, with events that this work's future follows.
   std::vector<c10::intrusive_ptr<c10::ivalue::Future>> deviceFutures_;
   std::exception_ptr error_;
+  /// The issuing thread's, for the epilogue wherever it runs.
+  CallerMode callerMode_;
 };
 
 /// Classifies an inner failure: gloo and NCCL both say "timed out"/"timeout" in the message.

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Unusual but legal tensors (layouts, zero-element and 0-dim, complex/bool/8-bit dtypes, tensors
-that require grad, list forms of mixed shapes, async works waited out of order) on "topo"
-against plain Gloo, flat and with hierarchical="always" on ranks played as two hosts (world 4:
-2 x 2, so the schedules' rail and intra-host steps both run)."""
+that require grad, inference tensors, list forms of mixed shapes, async works waited out of
+order) on "topo" against plain Gloo, flat and with hierarchical="always" on ranks played as two
+hosts (world 4: 2 x 2, so the schedules' rail and intra-host steps both run)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 import unusual_cases
 
 CASES = [unusual_cases.layouts, unusual_cases.empty_and_scalar, unusual_cases.dtypes,
-         unusual_cases.requires_grad, unusual_cases.list_shapes, unusual_cases.async_out_of_order]
+         unusual_cases.requires_grad, unusual_cases.inference_tensors,
+         unusual_cases.list_shapes, unusual_cases.async_out_of_order]
 
 
 def _env(world: int, hierarchical: str) -> dict[str, str]:

@@ -47,6 +47,9 @@ def _lay(t: torch.Tensor, layout: str, ref: bool) -> torch.Tensor:
         return t.clone().requires_grad_()
     if not ref and layout == "grad_transposed":  # a transposed view of such a leaf
         return t.t().contiguous().requires_grad_().t()
+    if not ref and layout.startswith("inference"):  # made under torch.inference_mode()
+        with torch.inference_mode():
+            return _lay(t, layout.partition("_")[2] or "plain", ref)
     if ref or layout == "plain" or t.dim() < 2:
         out = t.clone()
     elif layout == "transposed":
@@ -203,6 +206,19 @@ def requires_grad(rank, size, ref):
     writes: every hierarchical op and every staged or folded flat one raised."""
     return _compare(rank, size, ref, [(name, layout, torch.float32, (2, 3)) for name in CALLS
                                       for layout in ("grad", "grad_transposed")])
+
+
+def inference_tensors(rank, size, ref):
+    """Inference tensors (made under torch.inference_mode(), as a served model's are), used
+    outside inference mode and inside it, against plain tensors on Gloo. Our copies, folds and
+    epilogues (on Gloo's threads or the schedule worker, where inference mode, being
+    thread-local, was off) wrote them in place, which autograd refuses outside that mode."""
+    grid = [(name, layout, torch.float32, (2, 3)) for name in CALLS
+            for layout in ("inference", "inference_transposed")]
+    bad = _compare(rank, size, ref, grid)
+    with torch.inference_mode():
+        bad += [f"inside inference mode: {m}" for m in _compare(rank, size, ref, grid)]
+    return bad
 
 
 def list_shapes(rank, size, ref):
