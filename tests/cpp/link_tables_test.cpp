@@ -65,7 +65,7 @@ TEST(LinkTablesTest, HwlocEncodedPcieRatesMapToTheirGenerationAndWidth) {
           << "Gen" << g.gen << " x" << width << " (" << printed << ")";
     }
   }
-  // Not any generation's rate (an hwloc 1.x export's 0.2): scaled as Gen3 would be.
+  // Not any generation's rate (0.2, as the SL390 export gives older devices): scaled as Gen3.
   EXPECT_DOUBLE_EQ(pcieGBpsFromEncodedRate(0.2), 0.2 * 0.75 / (8 * 128.0 / 130 / 8));
   EXPECT_DOUBLE_EQ(pcieGBpsFromEncodedRate(0.0), 0.0);
 }
