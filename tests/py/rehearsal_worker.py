@@ -115,6 +115,17 @@ def _reductions(c: Checks, rank: int, world: int, dtypes) -> None:
             c.same(f"reduce_scatter {dtype} {op}", out, want.chunk(world)[rank])
 
 
+def _inference_and_grad(c: Checks, rank: int, world: int) -> None:
+    """Tensors our steps write in place as the inner backend writes through raw pointers."""
+    want = _reference([_input(r, 70, torch.float32) for r in range(world)], "SUM")
+    with torch.inference_mode():
+        made = c.put(_input(rank, 70, torch.float32))
+    leaf = c.put(_input(rank, 70, torch.float32)).requires_grad_()
+    for name, t in (("an inference tensor", made), ("a leaf that requires grad", leaf)):
+        dist.all_reduce(t)
+        c.same(f"all_reduce of {name}", t.detach(), want)
+
+
 # NCCL moves float8 as bytes (torch refuses it only in reductions); Gloo has no float8.
 _FLOAT8 = {"cuda": [torch.float8_e4m3fn, torch.float8_e5m2], "cpu": []}
 
@@ -559,6 +570,7 @@ def main() -> int:
         record["all_reduce_choices"] = sorted(
             {c for op, _, c in backend.last_decisions() if op == "allreduce"})
         _movement(checks, rank, world, _DTYPES[args.device])
+        _inference_and_grad(checks, rank, world)
         _coalesced_and_p2p(checks, rank, world)
         _dropped_all_to_all(checks, rank, world)
         _strided_uneven_all_to_all(checks, rank, world)
