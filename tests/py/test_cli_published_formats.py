@@ -222,24 +222,47 @@ def test_sizes_out_of_the_cycles_order_are_refused():
         read_table(grown.splitlines(), op="all_reduce", algorithm=None)
 
 
-def test_json_report_cycles_and_wrong_elements(tmp_path):
-    """A -J report of -N 2 repeats its results (nccl-tests writes one per row printed); each
-    size is the median of its two, and an nwrong above 0 is named by its result."""
-    def result(size, t, nwrong=0.0):
-        algbw = size / t / 1e3
-        part = {"time": t, "alg_bw": algbw, "bus_bw": algbw * 1.75, "nwrong": nwrong}
-        return {"size": size, "count": size // 4, "type": "float", "redop": "sum", "root": "-1",
-                "out_of_place": part, "in_place": dict(part, nwrong=None)}
-    results = [result(s, t) for cycle in CYCLES[:2] for s, t in zip(SIZES, cycle, strict=True)]
-    results[4] = result(SIZES[1], CYCLES[1][1], nwrong=7.0)
-    doc = {"args": ["./build/all_reduce_perf", "-N", "2"], "nccl_version": 22602,
+def _result(size: int, t: float, nwrong=0.0) -> dict:
+    """One result of an 8-rank all_reduce's -J report, as the rows of _row."""
+    algbw = size / t / 1e3
+    part = {"time": t, "alg_bw": algbw, "bus_bw": algbw * 1.75, "nwrong": nwrong}
+    return {"size": size, "count": size // 4, "type": "float", "redop": "sum", "root": "-1",
+            "out_of_place": part, "in_place": dict(part, nwrong=None)}
+
+
+def _json_report(tmp_path: Path, results: list[dict], *args: str) -> Path:
+    doc = {"args": ["./build/all_reduce_perf", *args], "nccl_version": 22602,
            "config": {"nthreads": 1, "ngpus": 8}, "results": results,
            "devices": [{"hostname": "dgx", "group": 0, "device_info": "NVIDIA A100-SXM4-80GB"}]}
     path = tmp_path / "report.json"
     path.write_text(json.dumps(doc))
+    return path
+
+
+def test_json_report_cycles_and_wrong_elements(tmp_path):
+    """A -J report of -N 2 repeats its results (nccl-tests writes one per row printed); each
+    size is the median of its two, and an nwrong above 0 is named by its result."""
+    results = [_result(s, t) for cycle in CYCLES[:2] for s, t in zip(SIZES, cycle, strict=True)]
+    results[4] = _result(SIZES[1], CYCLES[1][1], nwrong=7.0)
+    path = _json_report(tmp_path, results, "-N", "2")
     out, err = _run(path, A100)
     assert [r["published_us"] for r in out["rows"]] == \
         pytest.approx([(27.76 + 30.10) / 2, (42.00 + 40.66) / 2, (53.24 + 55.00) / 2])
     assert out["cycles"] == 2 and out["wrong_results"] == [f"{path}: results[4]"]
     assert err.startswith(f"warning: {path}: results[4]: 1 row(s) report elements NCCL got "
                           "wrong")
+
+
+def test_reports_of_empty_buffers_only_are_refused(tmp_path, capsys):
+    """-b 0 -e 0 times only empty buffers, which NCCL returns from at once and the reader leaves
+    out: the -J report then has no rows, as its stdout has (an empty table was priced before)."""
+    path = _json_report(tmp_path, [_result(0, 5.12), _result(0, 5.06)], "-b", "0", "-e", "0")
+    err = _error(capsys, "--published", path, "--topology", A100)
+    assert err == f"torch_topo bench: error: {path}: the nccl-tests report has no rows: its 2 " \
+        "result(s) are all of 0 bytes (-b 0), which NCCL returns at once for\n"
+    text = tmp_path / "empty_all_reduce_perf.txt"
+    text.write_text(HEADER + "           0             0     float     sum      -1     5.12"
+                    "    0.00    0.00       0     5.06    0.00    0.00       0\n")
+    err = _error(capsys, "--published", text, "--topology", A100)
+    assert err == f"torch_topo bench: error: {text}: the nccl-tests table (header on line 1) " \
+        "has no rows\n"

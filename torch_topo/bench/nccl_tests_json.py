@@ -78,7 +78,11 @@ def _rows(doc: dict, op: str, path: str) -> list[Published]:
                    _number(timed, "time", f"{where}.out_of_place"),
                    _number(timed, "bus_bw", f"{where}.out_of_place"),
                    wrong=wrong, place=where, here=f"at results[{i}]")
-    return sweeps.published(op, None)
+    published = sweeps.published(op, None)
+    if not published:  # Sweeps leaves out every result of 0 bytes
+        raise ValueError(f"{path}: the nccl-tests report has no rows: its {len(results)} "
+                         "result(s) are all of 0 bytes (-b 0), which NCCL returns at once for")
+    return published
 
 
 def read_json_report(text: str, path: str) -> tuple[RunHeader, list[Published]]:
