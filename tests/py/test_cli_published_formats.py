@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """`bench --published`: outputs as users save them beyond the plain stdout. Rows whose run got
 elements wrong (#wrong above 0, nccl-tests' 'rank=R #wrong=N' inside them) are priced with a
-warning naming them; lines prefixed by kubectl logs (--prefix, --timestamps), pdsh or clush read
-as the plain output does; nccl-tests -N cycles give each size's median, and -d all / -o all
-sweeps are refused naming the first row of the second type or op. References are the plain
-outputs of tests/data and medians worked out here from the rows written."""
+warning naming them; lines prefixed by kubectl logs (--prefix, --timestamps), pdsh, clush or
+docker compose read as the plain output does; nccl-tests -N cycles give each size's median,
+and -d all / -o all sweeps are refused naming the first row of the second type or op.
+References are the plain outputs of tests/data and medians worked out here from the rows
+written."""
 
 from __future__ import annotations
 
@@ -99,17 +100,27 @@ PREFIXES = {
     "pdsh": lambda k: "gpu-node-017: ",
     "clush gathered": lambda k: "node[1-2]: ",
     "srun -l": lambda k: " 0: ",
+    # docker compose pads the service to one more than the longest name it has seen (its
+    # formatter's '%-*s | '), so the padding grows once a container with a longer name starts
+    "docker compose": lambda k: "nccl-1" + " " * (2 if k < 9 else 9) + "| ",
+    "docker compose -t": lambda k: "bench_nccl.v2-launcher-1  | " + _stamp(k),
 }
+# The line of another pod, host or service, prefixed as `tool` prefixes it.
+OTHERS = {"kubectl": "[pod/worker-3/worker] ", "docker": "nccl-10  | "}
+# nccl-tests' last line under -M 1 (its util.cu's writeMemInfo), the one it prints with '|'
+MEMORY = "# GPU memory usage     : Initialization 1.02 GB | User-Allocated 48.0 GB | " \
+    "Collective 1.50 GB | Total  50.5 GB"
 
 
 @pytest.mark.parametrize("tool", PREFIXES)
 def test_prefixed_lines_read_as_the_plain_output(tmp_path, tool):
     """Every line prefixed as the tool prefixes it (kubectl: kubernetes#76471's
-    '[pod/NAME/CONTAINER] ', the kubelet's RFC 3339 time after it; pdsh's and clush's 'HOST: ')
-    reads as the plain two-host all-to-all: the same settings and rows. A line of another pod
-    or host keeps its prefix and is no row, though it would read as one without it."""
-    lines = ALLTOALL_2X8.read_text().splitlines()
-    other = ("[pod/worker-3/worker] " if tool.startswith("kubectl") else "gpu-node-018: ") + \
+    '[pod/NAME/CONTAINER] ', the kubelet's RFC 3339 time after it; pdsh's and clush's 'HOST: ';
+    docker compose's 'SERVICE  | ') reads as the plain two-host all-to-all: the same settings
+    and rows. A line of another pod, host or service keeps its prefix and is no row, though it
+    would read as one without it; the '|'s of nccl-tests' memory usage line are not a prefix."""
+    lines = [*ALLTOALL_2X8.read_text().splitlines(), MEMORY]
+    other = OTHERS.get(tool.split()[0], "gpu-node-018: ") + \
         "        1024           128    double    none      -1     9.00    0.11    0.11       0\n"
     row = next(k for k, line in enumerate(lines) if line.lstrip().startswith("8589934592"))
     text = "".join(PREFIXES[tool](k) + line + "\n" + (other if k == row else "")
@@ -123,15 +134,20 @@ def test_prefixed_lines_read_as_the_plain_output(tmp_path, tool):
 
 
 def test_unknown_prefix_is_named_with_the_header_line(tmp_path, capsys):
-    """A prefix of no known tool (docker compose's 'NAME  | ') was 'table has no rows' with no
-    line; now the header's line and the prefix seen."""
+    """A prefix of no known tool (the syslog time, host and tag of journalctl) is named with the
+    header's line and the text seen. An output whose own lines hold '|' (the memory usage
+    line) but no prefix reads as the plain one."""
     lines = ALLTOALL_2X8.read_text().splitlines()
-    path = tmp_path / "compose.txt"
-    path.write_text("".join(f"nccl-1  | {line}\n" for line in lines))
+    path = tmp_path / "journal.txt"
+    path.write_text("".join(f"Dec 06 10:00:00 gpu-node-017 mpirun[4242]: {line}\n"
+                            for line in lines))
     header = next(i for i, ln in enumerate(lines) if "busbw" in ln and "time" in ln) + 1
     err = _error(capsys, "--published", path, "--topology", H100, *NET)
-    assert f"compose.txt:{header}: the table's header comes after 'nccl-1  | ', which is no " \
-           "line prefix this reader knows" in err
+    assert f"journal.txt:{header}: the table's header comes after 'Dec 06 10:00:00 " \
+           "gpu-node-017 mpirun[4242]: ', which is no line prefix this reader knows" in err
+    memory = tmp_path / "memory.txt"
+    memory.write_text("\n".join([*lines, MEMORY]) + "\n")
+    assert _published_path(memory, *NET)["rows"] == _published_path(ALLTOALL_2X8, *NET)["rows"]
 
 
 # --- -N cycles, -d all, -o all ---

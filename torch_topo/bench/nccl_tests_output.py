@@ -105,12 +105,33 @@ def decoded(data: bytes) -> str:
 # table header's '#': the launcher labels above; kubectl logs --timestamps (the kubelet's
 # RFC 3339 time to the nanosecond, "2024-03-18T15:46:14.238135024Z ", before the line and after
 # any --prefix); kubectl logs --prefix ("[pod/NAME/CONTAINER] ", kubernetes#76471); pdsh and
-# clush ("HOST: ", clush's "node[1-2]: " for gathered nodes). Labels and times change from line
-# to line, so they are matched as such; a pod or host is the header's own, matched as written,
-# so that lines of other pods or hosts are not taken for the table's.
+# clush ("HOST: ", clush's "node[1-2]: " for gathered nodes); docker compose logs and up
+# ("SERVICE  | ": the name padded to one more than the longest name yet seen, so the padding
+# grows where a container with a longer name starts; its timestamps, -t, come after). Labels and
+# times change from line to line, so they are matched as such; a pod, host or service is the
+# header's own, matched as written, so that lines of others are not taken for the table's. No
+# nccl-tests line starts with a name and ' | ': it prints '|' only in its '# GPU memory usage'
+# line, after the '#'.
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ")
-_PREFIX_PARTS = ((_LAUNCHER_LABEL, False), (_TIMESTAMP, False),
-                 (re.compile(r"\[[^\]\s]+\] "), True), (re.compile(r"[\w.\[\],-]+: "), True))
+
+
+def _as_such(m: re.Match) -> str:
+    return m.re.pattern
+
+
+def _as_written(m: re.Match) -> str:
+    return re.escape(m.group())
+
+
+def _service(m: re.Match) -> str:
+    return re.escape(m.group(1)) + r" +\| "
+
+
+# Each part and the pattern that matches it on every line, from its match on the header's.
+_PREFIX_PARTS = ((_LAUNCHER_LABEL, _as_such), (_TIMESTAMP, _as_such),
+                 (re.compile(r"\[[^\]\s]+\] "), _as_written),
+                 (re.compile(r"[\w.\[\],-]+: "), _as_written),
+                 (re.compile(r"([A-Za-z0-9_.-]+) +\| "), _service))
 _HEADER_START = re.compile(r"#\s*(?:size|bytes)\s")
 
 
@@ -128,25 +149,27 @@ def _line_prefix(lines: list[str], path: str) -> re.Pattern | None:
             pattern += r"\s*"
             at = len(seen) - len(seen[at:].lstrip())
             continue
-        found = next(((m, literal) for part, literal in _PREFIX_PARTS
+        found = next(((m, on_every_line) for part, on_every_line in _PREFIX_PARTS
                       if (m := part.match(seen, at))), None)
         if found is None:
             raise ValueError(f"{path}:{number}: the table's header comes after {seen!r}, which "
                              "is no line prefix this reader knows (kubectl logs --prefix or "
-                             "--timestamps, pdsh or clush 'HOST: ', srun -l, mpirun "
-                             "--tag-output, MPICH -prepend-rank); remove it from every line")
-        m, literal = found
-        pattern += re.escape(m.group()) if literal else m.re.pattern
+                             "--timestamps, pdsh or clush 'HOST: ', docker compose "
+                             "'SERVICE  | ', srun -l, mpirun --tag-output, MPICH -prepend-rank); "
+                             "remove it from every line")
+        m, on_every_line = found
+        pattern += on_every_line(m)
         at = m.end()
     return re.compile(pattern) if pattern else None
 
 
 def unlabelled(lines: list[str], path: str = "<text>") -> list[str]:
     """The lines without what launchers and log tools put before each (MPI and Slurm rank
-    labels, kubectl's pod and time, pdsh's host), so that a table saved from `mpirun
-    --tag-output`, `srun -l`, `kubectl logs --prefix --timestamps` or `pdsh` reads as the plain
-    output does. The prefix is the one before the table's header; ValueError (path:line) where
-    that one is not known. Rank labels go from any line: no nccl-tests line starts so."""
+    labels, kubectl's pod and time, pdsh's host, docker compose's service), so that a table
+    saved from `mpirun --tag-output`, `srun -l`, `kubectl logs --prefix --timestamps`, `pdsh`
+    or `docker compose logs` reads as the plain output does. The prefix is the one before the
+    table's header; ValueError (path:line) where that one is not known. Rank labels go from any
+    line: no nccl-tests line starts so."""
     prefix = _line_prefix(lines, path)
     out = []
     for line in lines:
