@@ -15,7 +15,7 @@ from torch_topo.plan import Plan, resolve_cluster, with_nvlink_domains
 from torch_topo.probe import live_probe, pinned_differences, probe_failed
 from torch_topo.topology import Topology, load_topology
 
-__all__ = ["Finding", "diagnose", "live_probe_findings", "reader_warnings"]
+__all__ = ["Finding", "diagnose", "live_probe_findings", "rank_counts", "reader_warnings"]
 
 # Path classes from fast to slow, as nvidia-smi prints them.
 _CLASS_ORDER = ["X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "NET"]
@@ -54,7 +54,7 @@ def _worst_pair(cluster, groups) -> tuple[int, int, str]:
     return max(keys, default=(0, 0, "X"))
 
 
-def _rank_counts(cluster) -> list[int]:
+def rank_counts(cluster) -> list[int]:
     """The distinct counts of ranks on the hosts of `cluster`, ascending, read off the cluster
     itself: a cluster file brings its own hosts, which `hosts` (copies of a one-host file) does
     not count. More than one: no device mesh fits the hosts."""
@@ -406,7 +406,7 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     cluster = resolve_cluster(source, source_hosts, inter_host_gbps=inter_host_gbps,
                               inter_host_latency_us=inter_host_latency_us)
     findings: list[Finding] = []
-    counts = _rank_counts(cluster)
+    counts = rank_counts(cluster)
     per_host = counts[0]
     if len(counts) > 1:
         findings += _unequal_hosts(counts, mesh)  # a ValueError with a mesh

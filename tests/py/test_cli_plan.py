@@ -551,3 +551,29 @@ def test_plan_shows_what_the_reader_assumed_for_a_file_cut_short(tmp_path, capsy
     assert json.loads(capsys.readouterr().out)["reader_warnings"] == [line.removeprefix("reader warning: ")]
     assert main(["plan", str(DGX1), "--mesh", "dp=4,tp=2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["reader_warnings"] == []
+
+
+@pytest.mark.parametrize("extra", [[], ["--compare", "naive"],
+                                   ["--attention", "heads=16,kv_heads=16,head_dim=64,seq_len=4096"],
+                                   ["--nvlink-domain-hosts", "2"], ["--nccl-version", "2.26.2"]])
+def test_plan_refuses_unequal_hosts_naming_the_file(extra, tmp_path, capsys, monkeypatch):
+    # Two DGX-1 hosts, the second without its last rank: no device mesh tiles 8 + 7 ranks.
+    # The planner's own refusal named no input; plan names the file (or the pin that gave it)
+    # and the counts, read here off the document's ranks, and what it takes instead.
+    doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
+    doc["ranks"].pop()
+    counts = sorted({sum(r["host"] == h for r in doc["ranks"]) for h in range(2)})
+    assert counts == [7, 8]
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(doc))
+    mesh = "sp=15" if "--attention" in extra else "dp=15"
+    tail = (f"its hosts hold different rank counts ({counts[0]} and {counts[1]}), expected the "
+            "same count on every host: a device mesh is laid out in equal blocks per host; give "
+            "a cluster whose hosts each hold the same number of ranks (`python -m torch_topo "
+            "doctor` runs the checks that need no mesh on this one)")
+    assert main(["plan", str(path), "--mesh", mesh, *extra]) == 2
+    assert capsys.readouterr().err == f"torch_topo plan: error: FILE {path}: {tail}\n"
+    monkeypatch.setenv("TORCH_TOPO_FILE", str(path))
+    assert main(["plan", "--mesh", mesh, *extra]) == 2
+    assert capsys.readouterr().err == (f"torch_topo plan: error: {path} (pinned by "
+                                       f"TORCH_TOPO_FILE / NCCL_TOPO_FILE): {tail}\n")

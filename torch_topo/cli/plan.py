@@ -23,7 +23,7 @@ from torch_topo.cli._options import (
     parse_nccl_version,
 )
 from torch_topo.config import TopoConfig
-from torch_topo.doctor import reader_warnings
+from torch_topo.doctor import rank_counts, reader_warnings
 from torch_topo.ops.sequence_split import (
     AttentionShape,
     choose_sequence_split,
@@ -156,6 +156,30 @@ def _require_gpus(topo: Topology, source) -> None:
                      "there) or pin one with TORCH_TOPO_FILE")
 
 
+def _source_name(args, source) -> str:
+    """How a refusal of its hosts names what is planned on: FILE, the live cluster or the
+    pinned file."""
+    if args.file is not None:
+        return f"FILE {args.file}"
+    if isinstance(source, dict):
+        return "the live cluster of the running world"
+    # One host, copied or probed, is never uneven: what is left is a pinned cluster file.
+    return f"{getattr(source, 'source', source)} (pinned by TORCH_TOPO_FILE / NCCL_TOPO_FILE)"
+
+
+def _require_equal_hosts(cluster, named: str) -> None:
+    """A cluster file or live cluster whose hosts hold different rank counts holds no device
+    mesh (the planner lays a mesh out in equal blocks per host): refused naming the source,
+    rather than with the planner's own message, which names no input."""
+    counts = rank_counts(cluster)
+    if len(counts) > 1:
+        raise ValueError(f"{named}: its hosts hold different rank counts ({counts[0]} and "
+                         f"{counts[-1]}), expected the same count on every host: a device mesh "
+                         "is laid out in equal blocks per host; give a cluster whose hosts each "
+                         "hold the same number of ranks (`python -m torch_topo doctor` runs "
+                         "the checks that need no mesh on this one)")
+
+
 def run(args) -> int:
     check_hosts(args.hosts, "--hosts")
     domain_hosts = nvlink_domain_hosts(args)
@@ -178,17 +202,17 @@ def run(args) -> int:
     # A live cluster carries the network its group was configured with; a file or this
     # host's probe gets the environment's.
     network = network_pins(config) if not isinstance(source, dict) else {}
+    named = _source_name(args, source)
     if domain_hosts is not None:
         source, hosts = with_nvlink_domains(source, hosts, domain_hosts), 1
-    if nccl_version:
-        source, hosts = resolve_cluster(source, hosts, nccl_version=nccl_version,
-                                        **network), 1
+    if args.attention is not None and traffic is not None:
+        raise ValueError("--traffic: not with --attention, expected one of them (the split "
+                         "adds a cp dimension the traffic would have to name)")
+    # Resolved once, so that its hosts are checked before the mesh is laid out on them.
+    source, hosts = resolve_cluster(source, hosts, nccl_version=nccl_version, **network), 1
+    _require_equal_hosts(source, named)
     if args.attention is not None:
-        if traffic is not None:
-            raise ValueError("--traffic: not with --attention, expected one of them (the split "
-                             "adds a cp dimension the traffic would have to name)")
         shape = AttentionShape.parse(args.attention)
-        source, hosts = resolve_cluster(source, hosts, **network), 1
         candidates = sequence_split_candidates(source, mesh, shape)
         split = (shape, candidates, choose_sequence_split(candidates))
         mesh = split_mesh(mesh, split[2].ulysses)
