@@ -21,6 +21,7 @@ from test_cli_published import (
     G8_ALLREDUCE,
     H100,
     HEADER,
+    NCCL_TESTS,
     NET,
     _error,
     _published_path,
@@ -84,6 +85,120 @@ def test_wrong_element_messages_inside_a_row():
     rows = read_table(unlabelled(text.splitlines()), op="all_reduce", algorithm=None)
     assert [(p.size, p.time_us, p.busbw, p.wrong_at) for p in rows] == \
         [(1048576, 27.76, 66.10, ("<text>:2",)), (2097152, 40.66, 90.26, ())]
+
+
+# --- the error column of nccl-tests before 2.13 ---
+# Outputs as nccl-tests 2.0 to 2.11 printed them (its src/common.cu and src/all_reduce.cu): the
+# header's cells right-aligned to 10, 12, 8, 6 and per placement 7, 6, 6, 5 characters under an
+# out-of-place / in-place line, then a units line; rank lines with rank, Pid, host (10 wide),
+# device and bus; rows of size and count (12 wide), type (8), redop (6) and per placement the
+# time (7 wide; 2 decimals below 100 us, 1 below 10 ms, none from there), algbw and busbw (6
+# wide, 2 decimals) and the error to one digit in %e notation (5 wide; N/A under -c 0). A row
+# was out of bounds where its error is above a bound of its type (half and bfloat16 1e-2, float
+# 1e-5, double 1e-12, integers any deviation) times (ranks - 1): DeltaMaxValue and CheckData
+# there.
+def _columns(*cells: str, widths=(10, 12, 8, 6, 7, 6, 6, 5, 7, 6, 6, 5)) -> str:
+    """A header line, each cell right-aligned to its width, two spaces apart."""
+    return "# " + "  ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True)) + "\n"
+
+
+OLD_HEADER = (
+    f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}            out-of-place                       "
+    "in-place          \n"
+    + _columns("size", "count", "type", "redop", "time", "algbw", "busbw", "error", "time",
+               "algbw", "busbw", "error")
+    + _columns("(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+               "(GB/s)", ""))
+_WIDTH = {"half": 2, "bfloat16": 2, "float": 4, "double": 8, "int32": 4, "uint8": 1}
+
+
+def _old_output(ranks: int, rows: list[tuple[int, float, str, str]], kind="float") -> str:
+    """An all_reduce's stdout as 2.11 printed it: `ranks` rank lines on one host (none for 0)
+    and a row per (size, time, out-of-place error, in-place error)."""
+    text = "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 8388608 step: 2(factor) warmup " \
+        "iters: 5 iters: 20 validation: 1 \n#\n# Using devices\n" + "".join(
+            f"#   Rank {r:2d} Pid {4100 + r:6d} on {'dgx-a100':>10} device {r:2d} "
+            f"[0x{0x07 + 8 * r:02x}] NVIDIA A100-SXM4-80GB\n" for r in range(ranks)) + \
+        "#\n" + OLD_HEADER
+    for size, t, out_err, in_err in rows:
+        algbw = size / t / 1e3
+        busbw = algbw * 2 * (max(ranks, 2) - 1) / max(ranks, 2)
+        shown = f"{t:7.{2 if t < 100 else 1 if t < 1e4 else 0}f}"
+        text += f"{size:12d}  {size // _WIDTH[kind]:12d}  {kind:>8}  {'sum':>6}" + "".join(
+            f"  {shown:>7}  {algbw:6.2f}  {busbw:6.2f}  {err:>5}" for err in (out_err, in_err))
+        text += "\n"
+    return text
+
+
+def test_error_column_above_its_bound_warns_as_wrong_elements(tmp_path):
+    """8 ranks of float: the bound is 7 x 1e-5 = 7e-05. Rows printing 0e+00, 5e-07 and 7e-05 (at
+    the bound) pass; 8e-05 out of place and 1e+00 in place are named as #wrong above 0 is, on
+    stderr and in the JSON, and every row is priced as the same output without errors is."""
+    rows = [(1 << 20, 27.76, "0e+00", "0e+00"), (2 << 20, 40.66, "5e-07", "7e-07"),
+            (4 << 20, 53.24, "7e-05", "6e-05"), (8 << 20, 90.02, "8e-05", "0e+00"),
+            (16 << 20, 160.3, "2e-07", "1e+00")]
+    path = tmp_path / "old_all_reduce_perf.txt"
+    path.write_text(_old_output(8, rows))
+    clean = tmp_path / "clean_all_reduce_perf.txt"
+    clean.write_text(_old_output(8, [(*row[:2], "0e+00", "0e+00") for row in rows]))
+    out, err = _run(path, A100)
+    plain, plain_err = _run(clean, A100)
+    assert out["rows"] == plain["rows"] and plain_err == "" and plain["wrong_results"] == []
+    lines = path.read_text().splitlines()
+    at = [next(n for n, ln in enumerate(lines, 1) if ln.lstrip().startswith(str(size) + " "))
+          for size in (8 << 20, 16 << 20)]
+    assert out["wrong_results"] == [f"{path}:{at[0]}", f"{path}:{at[1]}"]
+    assert err == f"warning: {path}:{at[0]}, {path}:{at[1]}: 2 row(s) report elements NCCL " \
+        "got wrong (#wrong above 0): that run corrupted data, so its times are suspect; they " \
+        "are priced as printed, but rerun before trusting them\n"
+
+
+@pytest.mark.parametrize("kind, ranks, error, wrong", [
+    ("float", 8, "7e-05", False), ("float", 8, "8e-05", True),
+    ("half", 2, "1e-02", False), ("half", 2, "2e-02", True),
+    ("bfloat16", 16, "1e-01", False), ("bfloat16", 16, "2e-01", True),  # 15 x 1e-2
+    ("double", 8, "7e-12", False), ("double", 8, "8e-12", True),
+    ("int32", 8, "1e+00", True), ("uint8", 8, "0e+00", False), ("float", 8, "N/A", False),
+    # without rank lines (a pasted table) the bound of 2 ranks, the tightest
+    ("float", 0, "1e-05", False), ("float", 0, "2e-05", True)])
+def test_error_column_bounds(kind, ranks, error, wrong):
+    text = _old_output(ranks, [(1 << 20, 27.76, error, "0e+00")], kind)
+    rows = read_table(text.splitlines(), op="all_reduce", algorithm=None)
+    assert [(p.size, p.time_us, bool(p.wrong_at)) for p in rows] == [(1 << 20, 27.76, wrong)]
+
+
+def test_res_column_before_2_0():
+    """nccl-tests before 2.0 named the column 'res' (7 wide, after times in ms; rank lines
+    without Pid): 4 ranks of float, bound 3e-05."""
+    text = "# Using devices\n" + "".join(
+        f"#   Rank {r:2d} on {'dgx1':>10} device {r:2d} [0x{0x06 + r:02x}] Tesla V100-SXM2-16GB\n"
+        for r in range(4))
+    text += _columns("bytes", "N", "type", "op", "time", "algbw", "busbw", "res", "time",
+                     "algbw", "busbw", "res", widths=(10, 12, 6, 6, 7, 5, 5, 7, 7, 5, 5, 7))
+    for size, ms, res in ((1 << 20, 0.041, "3e-05"), (2 << 20, 0.066, "4e-05")):
+        bw = size / ms / 1e6
+        text += f"{size:12d}  {size // 4:12d}  {'float':>6}  {'sum':>6}" + \
+            f"  {ms:7.3f}  {bw:5.2f}  {bw * 1.5:5.2f}  {res:>7}" * 2 + "\n"
+    rows = read_table(text.splitlines(), op="all_reduce", algorithm=None)
+    assert [(p.size, p.time_us, p.wrong_at) for p in rows] == \
+        [(1 << 20, 41.0, ()), (2 << 20, 66.0, ("<text>:8",))]
+
+
+def test_error_columns_of_healthy_runs_are_no_wrong_elements():
+    """Real outputs of nccl-tests before 2.13 (float all_reduce over 16 to 128 GPUs) print the
+    rounding of float sums (up to 2e-06) as errors; no row is named, as nccl-tests' own footer
+    ('Out of bounds values : 0 OK', where the output kept it) named none."""
+    files = ("coreweaveNcclTests2022_A100_16node_128GPU_all_reduce_perf_4B-2G.txt",
+             "coreweaveNcclTests2022_A100_4node_32GPU_SHARP_nccl2120_all_reduce_perf_8B-8G.txt",
+             "PARTIAL_nccl1244_H20_2node_16GPU_NVLSTree_all_reduce_perf.txt")
+    for name in files:
+        lines = (NCCL_TESTS / name).read_text().splitlines()
+        assert not name.startswith("coreweave") or "# Out of bounds values : 0 OK" in lines
+        errors = [float(ln.split()[i]) for ln in lines if ln.split() and ln.split()[0].isdigit()
+                  for i in (7, 11)]  # size count type redop, time algbw busbw error twice
+        assert errors and max(errors) > 0, name
+        rows = read_table(unlabelled(lines), op="all_reduce", algorithm=None)
+        assert rows and all(p.wrong_at == () for p in rows), name
 
 
 # --- per-line prefixes ---

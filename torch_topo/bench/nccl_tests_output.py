@@ -32,8 +32,8 @@ class Published:
     """Rows of this size in the output (nccl-tests -N prints its sweep of sizes once per cycle);
     time_us and busbw are each their median."""
     wrong_at: tuple[str, ...] = ()
-    """Where a row of this size reports elements NCCL got wrong (#wrong above 0), as
-    'FILE:LINE' or 'FILE: results[I]'."""
+    """Where a row of this size reports elements NCCL got wrong (#wrong above 0, or before
+    nccl-tests 2.13 an error above the run's bound), as 'FILE:LINE' or 'FILE: results[I]'."""
 
 
 PERF_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather",
@@ -69,7 +69,7 @@ _CONTINUED = re.compile(r"[0-9.e+-]+|N/A")
 _DEBUG = re.compile(r"(?:\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?\s*)?"
                     r"(?:\S+:\d+:\d+ \[\d+\] (?:\S+:\d+ )?NCCL [A-Z]+\b|rank=\d+ #wrong=\d+)")
 # "#  Rank  3 Group  0 Pid 1221792 on cnode3-003 device  3 [0000:61:00] NVIDIA H100 80GB HBM3";
-# nccl-tests before 2.11 printed no Group, before 2.0 (2019) no Pid either.
+# nccl-tests before 2.13.4 printed no Group, before 2.0 (2019) no Pid either.
 _RANK_LINE = re.compile(r"\s*#?\s*Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?(?:Pid\s+\d+\s+)?on\s+"
                         r"(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(\S.*?)\s*$")
 _RANK_START = re.compile(r"\s*#?\s*Rank\s+\d")
@@ -78,6 +78,14 @@ _NCCL_VERSION = re.compile(r"NCCL version (\d+)\.(\d+)\.(\d+)")
 _NCCL_LIBRARY = re.compile(r"nccl-library=(\d+)")
 _THREADS_GPUS = re.compile(r"nThread\s+(\d+)\s+nGpus\s+(\d+)")
 _NCCL_ALGO = re.compile(r"NCCL_ALGO(?:=|\s+set by environment to\s+)(\S+)")
+# nccl-tests before 2.13 printed a row's largest deviation from the expected result ('error',
+# 'res' before 2.0; %.0e, N/A under -c 0) and counted the row out of bounds above a bound of its
+# data type times (ranks - 1) (its common.cu's DeltaMaxValue and CheckData, from the first
+# release to 2.11): below it, floating-point sums merely round in another order, as healthy
+# runs' do (2e-07 to 2e-06 in tests/data). The integer types' bound (1e-200) is any deviation.
+# The printed value, to one digit, is held against the bound.
+_DEVIATION_COLS = ("error", "res")
+_DEVIATION_BOUND = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
 
 
 def algorithm_from_nccl(text: str, where: str) -> str:
@@ -301,9 +309,12 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     # A row carries the out-of-place columns first; 'time' is the first timing column.
     t_col = names.index("time")
     # 'op' is the reduction's column before nccl-tests 2.0; '#wrong' counts elements NCCL got
-    # wrong (nccl-tests from 2.13; 'error' before, a largest deviation, is not read).
+    # wrong (nccl-tests from 2.13), an error column above its bound tells of them before.
     kind_cols = [names.index(n) for n in ("type", "redop", "op") if n in names]
     wrong_cols = [i for i, n in enumerate(names) if n.startswith("#wrong")]
+    error_cols = [i for i, n in enumerate(names) if n in _DEVIATION_COLS]
+    type_col = names.index("type") if "type" in names else None
+    ranks = _ranks_listed(lines[:at])
     rows = _row_lines(lines, at + 1, names)
     printed = []  # (line, size, time, algbw, busbw) of each row, to check them against each other
     sweeps = Sweeps("output", ": nccl-tests row")
@@ -321,8 +332,11 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
             raise ValueError(f"{path}:{number}: nccl-tests row: got size {tok[0]!r}, time "
                              f"{tok[t_col]!r}, algbw {tok[t_col + 1]!r}, busbw {tok[t_col + 2]!r}, "
                              "expected an integer and three numbers") from None
-        sweeps.add(size, tuple(tok[i] for i in kind_cols), time_us * scale, busbw,
-                   wrong=any(_above_zero(tok[i]) for i in wrong_cols if i < len(tok)),
+        bound = 0.0 if type_col is None else \
+            _DEVIATION_BOUND.get(tok[type_col], 0.0) * (ranks - 1)
+        wrong = any(_above(tok[i], 0.0) for i in wrong_cols if i < len(tok)) or \
+            any(_above(tok[i], bound) for i in error_cols if i < len(tok))
+        sweeps.add(size, tuple(tok[i] for i in kind_cols), time_us * scale, busbw, wrong=wrong,
                    place=f"{path}:{number}", here=f"on line {number}")
         if size:
             printed.append((number, size, time_us * scale, algbw, busbw))
@@ -334,13 +348,21 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     return out
 
 
-def _above_zero(cell: str) -> bool:
-    """Whether a '#wrong' cell (nccl-tests prints it with %g: 3, 1.2e+06; N/A unchecked) counts
-    wrong elements."""
+def _above(cell: str, bound: float) -> bool:
+    """Whether a '#wrong' or error cell (nccl-tests prints them with %g and %.0e: 3, 1.2e+06,
+    2e-03; N/A unchecked) is above `bound`."""
     try:
-        return float(cell) > 0
+        return float(cell) > bound
     except ValueError:
         return False
+
+
+def _ranks_listed(lines: list[str]) -> int:
+    """The ranks of the run as its rank lines count them (the highest rank + 1, which lists cut
+    short in a paste still tell), else 2: the fewest that reduce anything, whose bound is the
+    tightest; rows pasted without rank lines may then be named where their larger run passed."""
+    return max((int(m.group(1)) + 1 for line in lines if (m := _RANK_LINE.match(line))),
+               default=2)
 
 
 # Bandwidths are printed to two decimals (half the last digit off at most), times to at least
