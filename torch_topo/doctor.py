@@ -374,7 +374,8 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     live probe `Topology` (default: probe this host), after its missing NVLink is filled as for
     the run (`load_topology(..., nvlink="complete")`; finding `pinned-no-nvlink`).
     `inter_host_gbps` and `inter_host_latency_us` pin the network between hosts as
-    `resolve_cluster` does.
+    `resolve_cluster` does; ranks without a GPU are priced at Gloo's latency between hosts as
+    the backend prices them (`resolve_cluster(gloo_latency=True)`).
     `nvlink_domain_hosts` puts every that many consecutive hosts in one multi-node NVLink
     domain (`with_nvlink_domains`; GB200 NVL72: 18 trays), so their GPU pairs are NVLink paths.
     A topology read from a file (a path, or a `Topology` a reader made, a saved probe included)
@@ -404,7 +405,7 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
         source, source_hosts = with_nvlink_domains(topology, hosts, nvlink_domain_hosts,
                                                    "nvlink_domain_hosts"), 1
     cluster = resolve_cluster(source, source_hosts, inter_host_gbps=inter_host_gbps,
-                              inter_host_latency_us=inter_host_latency_us)
+                              inter_host_latency_us=inter_host_latency_us, gloo_latency=True)
     findings: list[Finding] = []
     counts = rank_counts(cluster)
     per_host = counts[0]

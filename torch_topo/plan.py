@@ -13,6 +13,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from torch_topo import _C
@@ -190,7 +191,8 @@ def network_pins(config: TopoConfig) -> dict[str, float | None]:
 def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int = 4 << 20,
                     model: str = "auto", *, nvlink: str = "file", live=None,
                     inter_host_gbps: float | None = None,
-                    inter_host_latency_us: float | None = None, nccl_version: int = 0):
+                    inter_host_latency_us: float | None = None, nccl_version: int = 0,
+                    gloo_latency: bool = False):
     """A `_C.PlannerCluster` from a file path, a `Topology` (or anything with `to_json()`), a
     `torch_topo.Cluster`, a torch-topo JSON dict or text, or an existing PlannerCluster.
     `model`: the cost model's kind for GPU groups ("auto", "alpha_beta", "nccl"; see
@@ -202,13 +204,19 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
     keeps the source's own value (for the bandwidth, else its NIC speeds). The environment is
     the caller's to read (the CLI passes `network_pins(TopoConfig.from_env())`): a live cluster
     already carries the values its group was configured with. `nccl_version`: the NCCL
-    release (version code, 2.26.2 -> 22602) whose tuning the model follows; 0 the newest."""
+    release (version code, 2.26.2 -> 22602) whose tuning the model follows; 0 the newest.
+    `gloo_latency` (the `plan` and `doctor` verbs): where a rank has no GPU, so that Gloo
+    carries its groups (priced by the alpha-beta model, which the latency enters), the network
+    takes the latency the backend gives Gloo's steps between hosts (`hierarchy.gloo_latency_us`:
+    `inter_host_latency_us` where given, else the source's but at least 50 us); the source's
+    own otherwise, and for a PlannerCluster."""
     obj = topology_or_cluster
     check_hosts(hosts)
     if not is_int_in(chunk_bytes, 1):  # 1.5 was pybind11's "incompatible constructor arguments"
         raise ValueError(f"chunk_bytes: got {chunk_bytes!r}, expected an int >= 1")
     # Refuses non-finite, non-positive and out-of-range values, as the backend's config does.
-    TopoConfig(inter_host_gbps=inter_host_gbps, inter_host_latency_us=inter_host_latency_us)
+    pinned = TopoConfig(inter_host_gbps=inter_host_gbps,
+                        inter_host_latency_us=inter_host_latency_us)
     pins = {key: value for key, value in (("inter_host_bandwidth_gbps", inter_host_gbps),
                                           ("inter_host_latency_us", inter_host_latency_us))
             if value is not None}
@@ -221,9 +229,22 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
             raise ValueError("hosts: a PlannerCluster already fixes its hosts; expected hosts=1")
         return obj
     text = _cluster_text(obj, hosts)
+    if gloo_latency:
+        pins.update(_gloo_latency(json.loads(text), pinned))
     if pins:
         text = json.dumps({**json.loads(text), **pins})
     return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes, model, nccl_version)
+
+
+def _gloo_latency(doc: dict, pinned: TopoConfig) -> dict[str, float]:
+    """The latency pin of `resolve_cluster(gloo_latency=True)` for cluster document `doc`."""
+    # hierarchy imports this module.
+    from torch_topo.hierarchy import gloo_latency_us
+
+    if all(rank["local_gpu"] >= 0 for rank in doc["ranks"]):
+        return {}
+    network = SimpleNamespace(inter_host_latency_us=doc.get("inter_host_latency_us", 0.0))
+    return {"inter_host_latency_us": gloo_latency_us(network, pinned)}
 
 
 def _cluster_text(obj: Any, hosts: int) -> str:

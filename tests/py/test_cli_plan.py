@@ -266,21 +266,23 @@ def _played_cpu_ranks(tmp_path, latency_us: float):
 
 def test_inter_host_latency_reaches_file_plans_and_doctor(tmp_path, capsys, monkeypatch):
     # TORCH_TOPO_INTER_HOST_LATENCY_US wins over the file's own latency, as the backend's
-    # exchange pins it. Reference: the cost model on documents that carry each latency.
+    # exchange pins it; unset, the CPU ranks' Gloo steps take the file's latency but at least
+    # 50 us (checked against the backend below). Reference: the cost model on documents that
+    # carry each latency.
     from torch_topo.plan import Plan
 
     monkeypatch.delenv("TORCH_TOPO_INTER_HOST_LATENCY_US", raising=False)
     doc, path = _played_cpu_ranks(tmp_path, 3.0)
     model = {us: _C.PlannerCluster(json.dumps({**doc, "inter_host_latency_us": us}), 4 << 20,
-                                   "auto", 0) for us in (3.0, 1e5)}
+                                   "auto", 0) for us in (50.0, 1e5)}
     everyone = [list(range(8))]
     step = {us: m.estimate("all_reduce", 10**8, everyone) for us, m in model.items()}
-    assert step[1e5]["algorithm"] != step[3.0]["algorithm"]  # the latency changes the pick
+    assert step[1e5]["algorithm"] != step[50.0]["algorithm"]  # the latency changes the pick
     naive = {us: Plan.naive({**doc, "inter_host_latency_us": us}, {"tp": 4, "dp": 2}).cost("tp")
-             for us in (3.0, 1e5)}
-    assert f"{naive[1e5] * 1e3:.2f}" != f"{naive[3.0] * 1e3:.2f}"
+             for us in (50.0, 1e5)}
+    assert f"{naive[1e5] * 1e3:.2f}" != f"{naive[50.0] * 1e3:.2f}"
 
-    for env, us in ((None, 3.0), ("1e5", 1e5)):
+    for env, us in ((None, 50.0), ("1e5", 1e5)):
         if env is not None:
             monkeypatch.setenv("TORCH_TOPO_INTER_HOST_LATENCY_US", env)
         assert main(["plan", str(path), "--mesh", "dp=8", "--traffic", "dp=1e8", "--json"]) == 0
@@ -296,6 +298,51 @@ def test_inter_host_latency_reaches_file_plans_and_doctor(tmp_path, capsys, monk
         (found,) = [f for f in json.loads(capsys.readouterr().out)["findings"]
                     if f["code"] == "tp-crosses-hosts"]
         assert f"(predicted {naive[us] * 1e3:.2f} -> " in found["message"]
+
+
+@pytest.mark.parametrize("env", [None, "20", "3"])
+def test_cpu_ranks_are_priced_at_the_latency_the_backend_gives_gloo(env, tmp_path, capsys,
+                                                                  monkeypatch):
+    # The file's ranks have no GPU, so Gloo carries their groups, whose steps between hosts the
+    # backend prices at TORCH_TOPO_INTER_HOST_LATENCY_US where set, else the cluster's latency
+    # but at least 50 us (TCP, not NCCL's hop); plan and doctor priced them at the file's 3 us.
+    # Reference: the backend's own Gloo-side planner over the same file read as the backend's
+    # Cluster, with the same config; plan's and doctor's numbers must be its numbers.
+    from torch_topo.cluster import Cluster
+    from torch_topo.config import TopoConfig
+    from torch_topo.hierarchy import _planner, gloo_latency_us
+    from torch_topo.plan import Plan, predicted_choices
+
+    monkeypatch.delenv("TORCH_TOPO_INTER_HOST_LATENCY_US", raising=False)
+    if env is not None:
+        monkeypatch.setenv("TORCH_TOPO_INTER_HOST_LATENCY_US", env)
+    _, path = _played_cpu_ranks(tmp_path, 3.0)
+    config = TopoConfig.from_env()
+    cluster = Cluster(_C.load_cluster_file(str(path)), 0)
+    assert gloo_latency_us(cluster, config) == (50.0 if env is None else float(env))
+    backend = _planner(cluster, config, "cpu")
+    everyone = [list(range(8))]
+    lines = predicted_choices(backend, everyone, ops=("all_reduce",))
+    estimate = backend.estimate("all_reduce", 10**8, everyone)
+    # What a plan at the file's own 3 us said: the test tells the two apart when they differ.
+    at_file = _C.PlannerCluster(path.read_text(), 4 << 20, "auto", 0)
+    differs = lines != predicted_choices(at_file, everyone, ops=("all_reduce",))
+    assert differs == (env != "3")
+
+    assert main(["plan", str(path), "--mesh", "dp=8", "--traffic", "dp=1e8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["algorithms"]["dp"]["step"] == estimate["algorithm"]
+    assert out["cost"]["dp"] == pytest.approx(estimate["seconds"], rel=1e-12)
+    assert main(["plan", str(path), "--mesh", "dp=8"]) == 0
+    assert [x.removeprefix("     predicted ") for x in capsys.readouterr().out.splitlines()
+            if x.startswith("     predicted ")] == lines
+    assert main(["doctor", str(path), "--mesh", "tp=4,dp=2", "--json"]) == 1
+    (found,) = [f for f in json.loads(capsys.readouterr().out)["findings"]
+                if f["code"] == "tp-crosses-hosts"]
+    naive = Plan.naive(backend, {"tp": 4, "dp": 2})
+    planned = Plan.build(backend, {"tp": 4, "dp": 2})
+    assert (f"(predicted {naive.cost('tp') * 1e3:.2f} -> {planned.cost('tp') * 1e3:.2f} "
+            "ms/step)") in found["message"]
 
 
 @pytest.mark.parametrize("value, says", [

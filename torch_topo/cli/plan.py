@@ -209,7 +209,8 @@ def run(args) -> int:
         raise ValueError("--traffic: not with --attention, expected one of them (the split "
                          "adds a cp dimension the traffic would have to name)")
     # Resolved once, so that its hosts are checked before the mesh is laid out on them.
-    source, hosts = resolve_cluster(source, hosts, nccl_version=nccl_version, **network), 1
+    source, hosts = resolve_cluster(source, hosts, nccl_version=nccl_version,
+                                    gloo_latency=True, **network), 1
     _require_equal_hosts(source, named)
     if args.attention is not None:
         shape = AttentionShape.parse(args.attention)
