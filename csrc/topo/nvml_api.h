@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <set>
 #include <string>
 
 namespace torch_topo::topo {
@@ -54,8 +55,13 @@ class NvmlApi {
   virtual bool name(int dev, std::string* name) = 0;
   /// CUDA compute capability x 10 (90 for sm_90).
   virtual bool computeCapability(int dev, int* sm) = 0;
-  /// NUMA node of the GPU's PCI attachment.
+  /// NUMA node NVML names for the GPU (nvmlDeviceGetNumaNodeId): its PCI attachment's, except
+  /// where the GPU's own memory is a NUMA node (GH200, GB200), which is then the one named and
+  /// has no CPUs.
   virtual bool numaNode(int dev, int* node) = 0;
+  /// CPUs NVML deems local to the GPU (nvmlDeviceGetCpuAffinity, NUMA node scope). Not pure:
+  /// stand-ins without it answer as a driver lacking the call does.
+  virtual bool cpuAffinity(int /*dev*/, std::set<int>* /*cpus*/) { return false; }
   /// Bus id and kind of the device at the far end of NVLink `link` (0 .. kMaxLinks-1); false
   /// when the link is absent or inactive. `kind` is Unknown where the driver cannot tell
   /// (nvmlDeviceGetNvLinkRemoteDeviceType appeared in r450).

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <cstdio>
 #include <iterator>
@@ -104,6 +105,9 @@ class DlNvml : public NvmlApi {
         "nvmlDeviceGetNvLinkRemoteDeviceType");
     // Optional: added in r470 drivers; older ones leave the NUMA node to sysfs.
     numa_ = sym<NvmlReturn (*)(NvmlDevice, unsigned*)>("nvmlDeviceGetNumaNodeId");
+    // Optional too: only asked where the NUMA query names a node without CPUs.
+    cpu_affinity_ =
+        sym<NvmlReturn (*)(NvmlDevice, unsigned, unsigned long*)>("nvmlDeviceGetCpuAffinity");
     // Optional: r550 added the versioned call; r535 has only the plain one.
     fabric_v_ =
         sym<NvmlReturn (*)(NvmlDevice, NvmlGpuFabricInfoV3*)>("nvmlDeviceGetGpuFabricInfoV");
@@ -166,6 +170,24 @@ class DlNvml : public NvmlApi {
     if (!d || !numa_ || numa_(d, &id) != kNvmlSuccess) return false;
     *node = static_cast<int>(id);
     return true;
+  }
+
+  bool cpuAffinity(int dev, std::set<int>* cpus) override {
+    // nvml.h's bitmask: CPU k is bit k % B of word k / B, B the bits of an unsigned long.
+    constexpr long kWordBits = sizeof(unsigned long) * CHAR_BIT;
+    std::vector<unsigned long> words(kMaxCpuId / kWordBits);
+    NvmlDevice d = device(dev);
+    if (!d || !cpu_affinity_ ||
+        cpu_affinity_(d, static_cast<unsigned>(words.size()), words.data()) != kNvmlSuccess) {
+      return false;
+    }
+    cpus->clear();
+    for (size_t w = 0; w < words.size(); ++w) {
+      for (long bit = 0; bit < kWordBits; ++bit) {
+        if ((words[w] >> bit) & 1ul) cpus->insert(static_cast<int>(w * kWordBits + bit));
+      }
+    }
+    return !cpus->empty();
   }
 
   bool nvlinkRemote(int dev, int link, std::string* remote_bus_id, NvlinkPeer* kind) override {
@@ -238,6 +260,7 @@ class DlNvml : public NvmlApi {
   NvmlReturn (*link_state_)(NvmlDevice, unsigned, int*) = nullptr;
   NvmlReturn (*link_remote_)(NvmlDevice, unsigned, NvmlPciInfo*) = nullptr;
   NvmlReturn (*numa_)(NvmlDevice, unsigned*) = nullptr;
+  NvmlReturn (*cpu_affinity_)(NvmlDevice, unsigned, unsigned long*) = nullptr;
   NvmlReturn (*link_type_)(NvmlDevice, unsigned, int*) = nullptr;
   NvmlReturn (*fabric_v_)(NvmlDevice, NvmlGpuFabricInfoV3*) = nullptr;
   NvmlReturn (*fabric_)(NvmlDevice, NvmlGpuFabricInfo*) = nullptr;
@@ -250,6 +273,56 @@ int cpuNodeFor(Graph* graph, int numa) {
   std::vector<int> cpus = graph->nodesOfKind(NodeKind::Cpu);
   if (!cpus.empty()) return cpus.front();
   return graph->addNode(makeCpuNode(0));
+}
+
+const NumaNode* listedNode(const std::vector<NumaNode>& nodes, int id) {
+  for (const NumaNode& n : nodes) {
+    if (n.id == id) return &n;
+  }
+  return nullptr;
+}
+
+bool hasCpus(const std::vector<NumaNode>& nodes, int id) {
+  const NumaNode* n = listedNode(nodes, id);
+  return n && !n->cpus.empty();
+}
+
+// The listed node sharing most CPUs with `cpus` (the first on a tie), -1 when none shares any.
+int nodeOfCpus(const std::vector<NumaNode>& nodes, const std::set<int>& cpus) {
+  int best = -1;
+  size_t best_shared = 0;
+  for (const NumaNode& n : nodes) {
+    std::set<int> own = parseCpulist(n.cpus, "NUMA node " + std::to_string(n.id) + " cpulist");
+    size_t shared = std::count_if(own.begin(), own.end(), [&](int c) { return cpus.count(c); });
+    if (shared > best_shared) {
+      best = n.id;
+      best_shared = shared;
+    }
+  }
+  return best;
+}
+
+// The GPU's CPU-side NUMA node from the node NVML named (-1: none), `pci_node` the PCI tree's.
+// Where the GPU's memory is a NUMA node (GH200, GB200), NVML names that node, which has no CPUs:
+// a node the host lists without CPUs, or does not list, gives way to the node NVML's CPU
+// affinity for the GPU falls in. Failing that, a listed CPU-less node gives way to the PCI
+// tree's node if that one has CPUs, else to none (the probe then asks sysfs); an unlisted node
+// stays, since hwloc leaves out the nodes outside this process's cpuset. A host that knows no
+// node's CPUs cannot tell, and keeps NVML's node. NVML's node, where replaced, is taken as the
+// GPU's memory's (`memory_node`).
+int cpuSideNode(NvmlApi* nvml, int dev, int nvml_node, int pci_node,
+                const std::vector<NumaNode>& nodes, int* memory_node) {
+  if (nvml_node < 0) return pci_node;
+  bool known_cpus =
+      std::any_of(nodes.begin(), nodes.end(), [](const NumaNode& n) { return !n.cpus.empty(); });
+  if (!known_cpus || hasCpus(nodes, nvml_node)) return nvml_node;
+  std::set<int> affinity;
+  int by_affinity = nvml->cpuAffinity(dev, &affinity) ? nodeOfCpus(nodes, affinity) : -1;
+  bool listed = listedNode(nodes, nvml_node) != nullptr;
+  if (by_affinity < 0 && !listed) return nvml_node;
+  *memory_node = nvml_node;
+  if (by_affinity >= 0) return by_affinity;
+  return hasCpus(nodes, pci_node) ? pci_node : -1;
 }
 
 const char* fabricStateName(NvmlFabricState state) {
@@ -352,6 +425,9 @@ void addNvmlGpus(NvmlApi* nvml, HostTopology* host) {
     Gpu& gpu = found[i].gpu;
     gpu.index = static_cast<int>(i);
     int node = graph.findNode(NodeKind::Gpu, gpu.bus_id);
+    gpu.numa_node = cpuSideNode(nvml, found[i].dev, gpu.numa_node,
+                                node < 0 ? -1 : graph.nodes[node].numa_node, host->numa_nodes,
+                                &gpu.memory_numa_node);
     if (node < 0) {
       Node n;
       n.kind = NodeKind::Gpu;
@@ -364,7 +440,6 @@ void addNvmlGpus(NvmlApi* nvml, HostTopology* host) {
     Node& n = graph.nodes[node];
     n.name = gpu.name;
     n.index = gpu.index;
-    if (gpu.numa_node < 0) gpu.numa_node = n.numa_node;  // the PCI tree's locality
     n.numa_node = gpu.numa_node;
     for (const NumaNode& numa : host->numa_nodes) {
       if (numa.id == gpu.numa_node) gpu.cpu_affinity = numa.cpus;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "topo/cpulist.h"
 #include "topo/graph.h"
 #include "topo/hwloc_api.h"
 #include "topo/nvml_api.h"
@@ -33,8 +34,11 @@ inline std::string dataFile(const std::string& rel) {
 }
 
 /// NVML as the host described by `host` would answer: its GPUs in reverse order (NVML's order
-/// need not be bus order), one NVML link per NVLink lane of the graph, and a GPU fabric query
-/// answering "not supported" (a host without multi-node NVLink) unless setFabric says otherwise.
+/// need not be bus order), as NUMA node the GPU's memory's where the host has one (GB200's GPU
+/// NUMA ID: nvmlDeviceGetNumaNodeId's answer there), else its NUMA node, its cpu_affinity as CPU
+/// affinity unless withoutCpuAffinity, one NVML link per NVLink lane of the graph, and a GPU
+/// fabric query answering "not supported" (a host without multi-node NVLink) unless setFabric
+/// says otherwise.
 class FakeNvml : public NvmlApi {
  public:
   explicit FakeNvml(const HostTopology& host) {
@@ -61,9 +65,17 @@ class FakeNvml : public NvmlApi {
     return *sm > 0;
   }
   bool numaNode(int dev, int* node) override {
-    *node = gpus_.at(dev).numa_node;
+    const Gpu& gpu = gpus_.at(dev);
+    *node = gpu.memory_numa_node >= 0 ? gpu.memory_numa_node : gpu.numa_node;
     return *node >= 0;
   }
+  bool cpuAffinity(int dev, std::set<int>* cpus) override {
+    if (!cpu_affinity_call_) return false;
+    *cpus = parseCpulist(gpus_.at(dev).cpu_affinity, "FakeNvml cpu_affinity");
+    return !cpus->empty();
+  }
+  /// A driver without nvmlDeviceGetCpuAffinity.
+  void withoutCpuAffinity() { cpu_affinity_call_ = false; }
   bool nvlinkRemote(int dev, int link, std::string* remote, NvlinkPeer* kind) override {
     const auto& links = links_[gpus_.at(dev).bus_id];
     if (link >= static_cast<int>(links.size())) return false;
@@ -99,6 +111,7 @@ class FakeNvml : public NvmlApi {
   std::vector<Gpu> gpus_;
   std::map<std::string, std::vector<std::pair<std::string, NvlinkPeer>>> links_;
   std::map<int, std::optional<NvmlFabricInfo>> fabric_;
+  bool cpu_affinity_call_ = true;
 };
 
 /// NVML on a machine without the driver.

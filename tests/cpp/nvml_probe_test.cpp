@@ -6,8 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "fake_apis.h"
 #include "topo/hwloc_reader.h"
+#include "topo/nvsmi_reader.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -175,6 +179,144 @@ TEST(NvmlProbeTest, AZeroClusterUuidOrAFailedRegistrationIsNoDomain) {
   failed.status = 23;  // NVML_ERROR_INSUFFICIENT_RESOURCES
   expectNoDomainNorWarning(dgx2WithFabric(
       [&](testing::FakeNvml* n) { n->setFabric(testing::FakeNvml::kAllDevices, failed); }));
+}
+
+// The GB200 tray of sglang issue 11208 as `nvidia-smi topo -m` shows it: per GPU the CPUs and
+// NUMA node of the Grace it hangs off (CPU Affinity, NUMA Affinity) and the NUMA node of its own
+// memory (GPU NUMA ID). The file has no bus ids: each GPU gets its own PCI domain, as GB200's do.
+HostTopology gb200File() {
+  std::string path = testing::dataFile(
+      "nvidia_smi_topo/PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt");
+  HostTopology file = readNvidiaSmi(testing::slurp(path), path);
+  for (Gpu& gpu : file.gpus) {
+    char bus_id[16];
+    std::snprintf(bus_id, sizeof(bus_id), "%04x:01:00.0", 8 + gpu.index);
+    gpu.bus_id = bus_id;
+  }
+  return file;
+}
+
+// What the probe holds before NVML on that tray: the file's Grace nodes with their CPUs and, with
+// `memory_nodes_listed`, a node without CPUs per GPU memory as /sys lists them (hwloc leaves them
+// out where this process's cpuset does), each a CPU node of the graph (as without hwloc). With
+// `pci_tree`, each GPU's PCI function sits under the node of its NUMA Affinity, as hwloc's PCI
+// tree places it.
+HostTopology gb200BeforeNvml(const HostTopology& file, bool pci_tree, bool memory_nodes_listed) {
+  HostTopology host;
+  host.numa_nodes = file.numa_nodes;
+  for (const Gpu& gpu : file.gpus) {
+    if (memory_nodes_listed && gpu.memory_numa_node >= 0) {
+      host.numa_nodes.push_back({gpu.memory_numa_node, ""});
+    }
+  }
+  std::sort(host.numa_nodes.begin(), host.numa_nodes.end(),
+            [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
+  for (const NumaNode& numa : host.numa_nodes) host.graph.addNode(makeCpuNode(numa.id));
+  for (const Gpu& gpu : file.gpus) {
+    if (!pci_tree || gpu.numa_node < 0) continue;
+    Node n;
+    n.kind = NodeKind::Gpu;
+    n.id = gpu.bus_id;
+    n.numa_node = gpu.numa_node;
+    int node = host.graph.addNode(n);
+    int cpu = host.graph.findNode(NodeKind::Cpu, makeCpuNode(gpu.numa_node).id);
+    host.graph.addLink({cpu, node, LinkKind::Pci, 0, 1.0, 1.0});
+  }
+  return host;
+}
+
+// NVML's answers for the tray (its NUMA query naming each GPU's memory node) added to the host.
+HostTopology probeGb200(bool cpu_affinity_call, bool pci_tree, bool memory_nodes_listed = true) {
+  HostTopology file = gb200File();
+  testing::FakeNvml nvml(file);
+  if (!cpu_affinity_call) nvml.withoutCpuAffinity();
+  HostTopology host = gb200BeforeNvml(file, pci_tree, memory_nodes_listed);
+  addNvmlGpus(&nvml, &host);
+  EXPECT_EQ(host.gpuCount(), file.gpuCount());
+  return host;
+}
+
+const Gpu& gpuWithBus(const HostTopology& host, const std::string& bus_id) {
+  auto it = std::find_if(host.gpus.begin(), host.gpus.end(),
+                         [&](const Gpu& g) { return g.bus_id == bus_id; });
+  if (it == host.gpus.end()) throw std::runtime_error("no GPU " + bus_id);
+  return *it;
+}
+
+// The NUMA index of the CPU node the GPU's PCI link ends at, -1 for none.
+int pciParentNuma(const HostTopology& host, const std::string& bus_id) {
+  int gpu = host.graph.findNode(NodeKind::Gpu, bus_id);
+  for (const Link& link : host.graph.links) {
+    if (link.kind != LinkKind::Pci || (link.a != gpu && link.b != gpu)) continue;
+    const Node& other = host.graph.nodes[link.a == gpu ? link.b : link.a];
+    if (other.kind == NodeKind::Cpu) return other.index;
+  }
+  return -1;
+}
+
+// The file's GPUs with a row (the fourth's is missing): those NVML gives a NUMA node for.
+std::vector<Gpu> gb200Rows() {
+  std::vector<Gpu> rows;
+  for (const Gpu& gpu : gb200File().gpus) {
+    if (gpu.memory_numa_node >= 0) rows.push_back(gpu);
+  }
+  EXPECT_EQ(rows.size(), 3u);
+  return rows;
+}
+
+TEST(NvmlProbeTest, Gb200GpuWhoseNvmlNodeIsItsMemoryGetsTheGraceOfItsCpuAffinity) {
+  for (bool memory_nodes_listed : {true, false}) {
+    HostTopology host = probeGb200(true, false, memory_nodes_listed);
+    for (const Gpu& want : gb200Rows()) {
+      std::string where = want.bus_id + (memory_nodes_listed ? "" : ", memory nodes unlisted");
+      const Gpu& got = gpuWithBus(host, want.bus_id);
+      EXPECT_EQ(got.numa_node, want.numa_node) << where;  // NUMA Affinity's first node
+      EXPECT_EQ(got.cpu_affinity, want.cpu_affinity) << where;
+      EXPECT_EQ(got.memory_numa_node, want.memory_numa_node) << where;
+      EXPECT_EQ(pciParentNuma(host, want.bus_id), want.numa_node) << where;
+    }
+    EXPECT_TRUE(host.warnings.empty());
+  }
+}
+
+TEST(NvmlProbeTest, Gb200WithoutTheCpuAffinityCallTakesThePciTreesNodeElseNone) {
+  HostTopology tree = probeGb200(false, true);
+  HostTopology bare = probeGb200(false, false);
+  for (const Gpu& want : gb200Rows()) {
+    const Gpu& got = gpuWithBus(tree, want.bus_id);
+    EXPECT_EQ(got.numa_node, want.numa_node) << want.bus_id;
+    EXPECT_EQ(got.cpu_affinity, want.cpu_affinity) << want.bus_id;
+    EXPECT_EQ(got.memory_numa_node, want.memory_numa_node) << want.bus_id;
+    // Nothing says which Grace: unknown, left to sysfs by the probe, never the memory's node.
+    const Gpu& unknown = gpuWithBus(bare, want.bus_id);
+    EXPECT_EQ(unknown.numa_node, -1) << want.bus_id;
+    EXPECT_EQ(unknown.cpu_affinity, "") << want.bus_id;
+    EXPECT_EQ(unknown.memory_numa_node, want.memory_numa_node) << want.bus_id;
+  }
+}
+
+TEST(NvmlProbeTest, AnX86GpuKeepsTheNvmlNodeWithItsCpus) {
+  HostTopology file = fileHost("hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml");
+  testing::FakeNvml nvml(file);
+  HostTopology host = file;  // the probe's base: hwloc's nodes and PCI tree, GPUs from NVML
+  host.gpus.clear();
+  addNvmlGpus(&nvml, &host);
+  ASSERT_EQ(host.gpuCount(), file.gpuCount());
+  std::set<int> nodes;
+  for (const Gpu& want : file.gpus) {
+    const Gpu& got = gpuWithBus(host, want.bus_id);
+    const NumaNode* numa = nullptr;
+    for (const NumaNode& n : file.numa_nodes) {
+      if (n.id == want.numa_node) numa = &n;
+    }
+    ASSERT_NE(numa, nullptr) << want.bus_id;
+    ASSERT_NE(numa->cpus, "") << want.bus_id;
+    EXPECT_EQ(got.numa_node, want.numa_node) << want.bus_id;
+    EXPECT_EQ(got.cpu_affinity, numa->cpus) << want.bus_id;
+    EXPECT_EQ(got.memory_numa_node, -1) << want.bus_id;
+    nodes.insert(got.numa_node);
+  }
+  EXPECT_EQ(nodes.size(), 2u);  // both sockets have GPUs
 }
 
 TEST(NvmlProbeTest, MissingLibraryIsUnavailableWithAReasonAndAddsNothing) {
