@@ -43,12 +43,14 @@ class GpuInfo:
 
 @dataclass(frozen=True, slots=True)
 class NicInfo:
-    """One NIC; `speed_gbps` is the line rate in Gbit/s, None where unknown."""
+    """One NIC; `speed_gbps` is the line rate in Gbit/s, None where unknown; `latency_us` the
+    latency NCCL's net plugin reports for it (NCCL XML `<net latency>`), None where none."""
 
     name: str
     bus_id: str | None
     numa_node: int | None
     speed_gbps: float | None
+    latency_us: float | None
 
 
 def _known(value, missing):
@@ -120,6 +122,7 @@ class Topology:
                 bus_id=n.bus_id or None,
                 numa_node=_known(n.numa_node, -1),
                 speed_gbps=_known(n.speed_gbps, 0.0),
+                latency_us=_known(n.latency_us, 0.0),
             )
             for n in self._host.nics
         ]

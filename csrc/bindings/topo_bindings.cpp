@@ -111,7 +111,9 @@ void defModelTypes(py::module_& m) {
       .def_readwrite("name", &Nic::name)
       .def_readwrite("bus_id", &Nic::bus_id)
       .def_readwrite("numa_node", &Nic::numa_node)
-      .def_readwrite("speed_gbps", &Nic::speed_gbps, "Line rate in Gbit/s, 0 when unknown.");
+      .def_readwrite("speed_gbps", &Nic::speed_gbps, "Line rate in Gbit/s, 0 when unknown.")
+      .def_readwrite("latency_us", &Nic::latency_us,
+                     "Latency NCCL's net plugin reports (NCCL XML <net latency>), 0 when none.");
   py::class_<NumaNode>(m, "NumaNode", "A NUMA domain and its CPUs.")
       .def(py::init<>())
       .def_readwrite("id", &NumaNode::id)

@@ -111,6 +111,10 @@ struct Nic {
   double speed_gbps = 0.0;  // Gbit/s line rate, 0 when unknown
   /// Source attributes kept for writers (NCCL `<net>`: dev, port, guid, gdr, ...).
   std::vector<std::pair<std::string, std::string>> attrs;
+  /// Latency (us) NCCL's net plugin reports for the NIC (NCCL XML `<net latency>`: aws-ofi-nccl
+  /// gives EFA 35-150 us, NCCL's own IB and socket transports 0). NCCL's tuning adds it to every
+  /// network step of its estimates; 0 when unknown or none.
+  double latency_us = 0.0;
 };
 
 struct NumaNode {

@@ -117,9 +117,11 @@ CostEstimate finish(CollectiveOp op, int64_t bytes, int ranks, Algorithm algorit
     const double payload = bytes + (c.proto == NcclProto::Simple ? fill : 0.0);
     const double latency = (kNcclCallOverheadUs + c.latency_us) * 1e-6;
     const double t = latency + payload / (c.alg_gbps * kBytesPerGB);
-    const double choice = c.choice_alg_gbps < 0 ? t
-                          : c.choice_alg_gbps > 0 ? latency + bytes / (c.choice_alg_gbps * kBytesPerGB)
-                                                  : kInf;
+    const double extra = c.choice_extra_us * 1e-6;
+    const double choice =
+        c.choice_alg_gbps < 0   ? t + extra
+        : c.choice_alg_gbps > 0 ? latency + extra + bytes / (c.choice_alg_gbps * kBytesPerGB)
+                                : kInf;
     if (choice < est.choice_seconds || (choice == est.choice_seconds && t < est.seconds)) {
       est.seconds = t;
       est.choice_seconds = choice;
@@ -159,6 +161,11 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
   auto hop = [version](NcclHop h, NcclAlgo a, NcclProto p) {
     return ncclHopLatencyUs(h, a, p, version);
   };
+  // What NCCL's estimate adds per network step for the plugin's reported latency: once, and
+  // once more with Simple (NCCL counts a flush).
+  auto plugin = [&s, hosts](NcclProto p) {
+    return hosts > 1 ? s.net_latency_us * (p == NcclProto::Simple ? 2 : 1) : 0.0;
+  };
   // A ring's bus bandwidth by protocol, from its links' (NCCL caps LL128 per channel).
   auto ring_proto = [&](NcclProto p, double bus, double ll128_cap) {
     return p == NcclProto::Simple  ? bus
@@ -176,6 +183,7 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
         const double choice =
             nccl_view ? ring_proto(p, nccl_bus, graphs.channels * caps.ring_ll128) / factor : -1.0;
         double lat = ncclBaseLatencyUs(NcclAlgo::Ring, p);
+        double extra = 0.0;
         if (rooted) {
           // A pipelined chain: one hop's latency, whatever the group size.
           lat += hop(hosts == 1 ? intra_hop : NcclHop::Net, NcclAlgo::Ring, p);
@@ -187,11 +195,12 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
           // One rank per host exposes the network latency fully: NCCL uses the tree's.
           const double net_lat = hop(NcclHop::Net, local == 1 ? NcclAlgo::Tree : NcclAlgo::Ring, p);
           lat += (steps - net_steps) * intra_lat + net_steps * net_lat;
+          extra = net_steps * plugin(p);
           if (p == NcclProto::Simple && hosts > 1 && all_reduce)
             lat *= s.sm >= 80 || s.sm == 0 ? kRingPlateauLatencyFactor
                                            : kRingPlateauLatencyFactorPreSm80;
         }
-        c.push_back({p, bus / factor, lat, choice});
+        c.push_back({p, bus / factor, lat, choice, extra});
       }
       break;
     }
@@ -230,7 +239,7 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
                                 log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::Tree, p));
         c.push_back({p, tree_proto(p, bus, capped ? graphs.channels * caps.tree_ll128 : kInf) *
                             correction,
-                     lat, choice});
+                     lat, choice, 2 * log2Floor(hosts) * plugin(p)});
       }
       break;
     }
@@ -242,7 +251,7 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
       if (hosts > 1) alg = std::min(alg, s.net_gbps);
       const double lat = hop(NcclHop::NvLink, NcclAlgo::Nvls, NcclProto::Simple) +
                          (hosts > 1 ? hop(NcclHop::Net, NcclAlgo::Nvls, NcclProto::Simple) : 0.0);
-      c.push_back({NcclProto::Simple, alg, lat});
+      c.push_back({NcclProto::Simple, alg, lat, -1.0, plugin(NcclProto::Simple)});
       break;
     }
     case NcclAlgo::NvlsTree: {
@@ -271,7 +280,8 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
         }
         choice = heads < 2 ? 0.0 : heads * per_head;
       }
-      c.push_back({NcclProto::Simple, alg, lat, choice});
+      c.push_back({NcclProto::Simple, alg, lat, choice,
+                   2 * log2Floor(hosts) * plugin(NcclProto::Simple)});
       break;
     }
     case NcclAlgo::CollNetDirect:
@@ -286,7 +296,7 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
           2 * (std::min(1, local - 1) * hop(intra_hop, NcclAlgo::CollNetDirect, NcclProto::Simple) +
                (local - 1) * kCollNetArityLatencyUs) +
           hop(NcclHop::Net, NcclAlgo::CollNetDirect, NcclProto::Simple);
-      c.push_back({NcclProto::Simple, alg, lat});
+      c.push_back({NcclProto::Simple, alg, lat, -1.0, plugin(NcclProto::Simple)});
       break;
     }
     case NcclAlgo::Pat: {
@@ -300,7 +310,8 @@ std::vector<NcclModel::Prediction> NcclModel::predictions(CollectiveOp op, int64
                          log2Floor(hosts) * hop(NcclHop::Net, NcclAlgo::Pat, NcclProto::Simple) /
                              kPatLatencyLogDivisor +
                          n * kPatLatencyPerRankUs;
-      c.push_back({NcclProto::Simple, alg, lat, choice});
+      c.push_back({NcclProto::Simple, alg, lat, choice,
+                   log2Floor(hosts) * plugin(NcclProto::Simple) / kPatLatencyLogDivisor});
       break;
     }
   }
@@ -313,7 +324,8 @@ std::optional<NcclModel::TuningEntry> NcclModel::tuning(CollectiveOp op,
   // From 512 MiB NCCL's tree correction is 1: the entry as its table holds it.
   for (const Prediction& p : predictions(op, int64_t{1} << 30, shapeOf(groups), algo))
     if (p.proto == proto)
-      return TuningEntry{p.latency_us, p.choice_alg_gbps < 0 ? p.alg_gbps : p.choice_alg_gbps};
+      return TuningEntry{p.latency_us + p.choice_extra_us,
+                         p.choice_alg_gbps < 0 ? p.alg_gbps : p.choice_alg_gbps};
   return std::nullopt;
 }
 

@@ -201,8 +201,9 @@ NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups)
       for (int r : g) {
         const HostTopology& host = cluster.hosts[cluster.ranks[r].host];
         const int rail = model_.railOf(r);
-        s.collnet = s.collnet && rail < static_cast<int>(host.nics.size()) &&
-                    findAttr(host.nics[rail].attrs, "coll", "0") == "1";
+        const bool listed = rail < static_cast<int>(host.nics.size());
+        s.collnet = s.collnet && listed && findAttr(host.nics[rail].attrs, "coll", "0") == "1";
+        if (listed) s.net_latency_us = std::max(s.net_latency_us, host.nics[rail].latency_us);
       }
   }
   return s;

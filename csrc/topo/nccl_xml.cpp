@@ -26,6 +26,7 @@ constexpr int kMaxIndex = 4095;         // dev, numaid, rank: above any real hos
 constexpr int kMaxNvlinkCount = 64;     // per <nvlink>; GB200 NVL72 has 18 per GPU
 constexpr long kMaxC2cLinkMBps = 1000000;  // per C2C link; Grace's are ~45000
 constexpr double kMaxNetMbps = 1e7;     // 10 Tbit/s per port
+constexpr double kMaxNetLatencyUs = 1e6;  // a second: beyond it no plugin reports a real network
 constexpr size_t kMaxMaskWords = 1024;  // 32768 CPUs
 const char* const kNvswitchClass = "0x068000";
 const char* const kGpuClass = "0x030200";
@@ -359,6 +360,13 @@ class NcclXmlReader {
         fail(net, "<net> speed: got '" + speed + "', expected Mbit/s in [0, 1e7]");
       }
       n.speed_gbps = mbps.value / 1000.0;
+      // NCCL writes the plugin's latency as a float ("75.000000"); absent or empty is none.
+      const std::string latency = xmlAttr(net, "latency");
+      ParsedNumber<double> us = latency.empty() ? ParsedNumber<double>{} : parseDouble(latency);
+      if (!us || !(us.value >= 0) || us.value > kMaxNetLatencyUs) {
+        fail(net, "<net> latency: got '" + latency + "', expected us in [0, 1e6]");
+      }
+      n.latency_us = us.value;
       n.attrs = attrsExcept(net, {"name"});
       long dev = intAttr(net, "dev", -1, 0, kMaxIndex);
       for (const Nic& other : host_.nics) {

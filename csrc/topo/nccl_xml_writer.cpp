@@ -230,6 +230,9 @@ class NcclXmlWriter {
       if (nic.speed_gbps > 0 && !net->Attribute("speed")) {
         net->SetAttribute("speed", speed.c_str());
       }
+      if (nic.latency_us > 0 && !net->Attribute("latency")) {
+        net->SetAttribute("latency", std::to_string(nic.latency_us).c_str());
+      }
     }
   }
 

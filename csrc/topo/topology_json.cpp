@@ -64,6 +64,7 @@ json hostJson(const HostTopology& h) {
                     {"numa_node", n.numa_node},
                     {"speed_gbps", n.speed_gbps},
                     {"attrs", attrsJson(n.attrs)}});
+    if (n.latency_us > 0) nics.back()["latency_us"] = n.latency_us;
   }
   for (const NumaNode& n : h.numa_nodes) numa.push_back({{"id", n.id}, {"cpus", n.cpus}});
   json nodes = json::array(), links = json::array();
@@ -345,6 +346,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
     n.bus_id = busId(nics[i], w);
     n.numa_node = static_cast<int>(integer(nics[i], "numa_node", w, -1, -1, 4095));
     n.speed_gbps = rate(nics[i], "speed_gbps", w);
+    n.latency_us = rate(nics[i], "latency_us", w);
     n.attrs = attrs(nics[i], w);
     h.nics.push_back(n);
   }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -196,6 +197,53 @@ TEST(NcclXmlTest, C2cOfAGraceGpuLinksItToItsCpu) {
     EXPECT_NE(std::string(e.what()).find("t.xml:10:9: <c2c> has no bw attribute"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// The p5 file's <net> elements with the latency aws-ofi-nccl reports there (`value`).
+std::string p5WithNetLatency(const std::string& value, int* nets) {
+  std::string text = readText(dataPath("nccl_topo_xml/aws_p5.48xlarge_8xH100_topo_2026pr.xml"));
+  const std::string from = "latency=\"0.0\"", to = "latency=\"" + value + "\"";
+  *nets = 0;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+    text.replace(at, from.size(), to);
+    ++*nets;
+  }
+  return text;
+}
+
+TEST(NcclXmlTest, NetLatencyIsReadKeptAndWritten) {
+  int nets = 0;
+  const HostTopology h = readNcclXml(p5WithNetLatency("75.000000", &nets), "p5.xml");
+  ASSERT_GT(nets, 0);
+  ASSERT_EQ(h.nics.size(), static_cast<size_t>(nets));
+  for (const Nic& nic : h.nics) EXPECT_DOUBLE_EQ(nic.latency_us, 75.0) << nic.name;
+  // Through the probe exchange's JSON, which keeps no XML attribute of it, and back to XML.
+  HostTopology j = hostFromJson(hostToJson(h), "p5.json");
+  for (Nic& nic : j.nics) {
+    EXPECT_DOUBLE_EQ(nic.latency_us, 75.0) << nic.name;
+    nic.attrs.clear();
+  }
+  const HostTopology back = readNcclXml(writeNcclXml(j), "written.xml");
+  for (const Nic& nic : back.nics) EXPECT_DOUBLE_EQ(nic.latency_us, 75.0) << nic.name;
+}
+
+TEST(NcclXmlTest, MalformedNetLatencyNamesItsLine) {
+  for (const std::string bad : {"fast", "-1", "nan", "2e6"}) {
+    int nets = 0;
+    const std::string text = p5WithNetLatency(bad, &nets);
+    const size_t at = text.find("latency=\"" + bad + "\"");
+    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+    try {
+      readNcclXml(text, "t.xml");
+      ADD_FAILURE() << "latency '" << bad << "' accepted";
+    } catch (const ParseError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(e.line(), line) << what;
+      EXPECT_NE(what.find("<net> latency: got '" + bad + "', expected us in [0, 1e6]"),
+                std::string::npos)
+          << what;
+    }
   }
 }
 

@@ -84,4 +84,33 @@ inline HostTopology relabel(const HostTopology& host, const std::vector<int>& pe
   return out;
 }
 
+// 8 GPUs behind NVSwitch, NV18 to every peer at `lane` GB/s per lane; compute capability `sm`.
+inline HostTopology switchedHost(int sm, double lane = 20.0) {
+  std::vector<std::string> rows;
+  for (int i = 0; i < 8; ++i) {
+    std::string row;
+    for (int j = 0; j < 8; ++j) row += (j ? " " : "") + std::string(i == j ? "X" : "NV18");
+    rows.push_back(row);
+  }
+  HostTopology host = makeHost(rows, lane, 24.0, 1.0);
+  for (Gpu& g : host.gpus) g.sm = sm;
+  return host;
+}
+
+inline std::vector<int> iota(int n, int from = 0) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = from + i;
+  return v;
+}
+
+// `count` NICs of `gbit` Gbit/s, without paths: GPU i takes NIC i (in turn when fewer).
+inline void addNics(HostTopology& host, int count, double gbit) {
+  for (int k = 0; k < count; ++k) {
+    Nic nic;
+    nic.name = "mlx5_" + std::to_string(k);
+    nic.speed_gbps = gbit;
+    host.nics.push_back(nic);
+  }
+}
+
 }  // namespace torch_topo::topo::testing

@@ -27,9 +27,23 @@ def test_show_json_schema(capsys):
     assert out["nvlink_matrix"][0] == [0, 1, 1, 2, 2, 0, 0, 0]
     assert len(out["bandwidth_matrix"]) == 8 and all(len(r) == 8 for r in out["bandwidth_matrix"])
     assert out["bandwidth_matrix"][0][3] > out["bandwidth_matrix"][0][1] > out["bandwidth_matrix"][0][5]
-    assert out["nics"] == [{"name": "mlx5_0", "bus_id": None, "numa_node": None, "speed_gbps": None}]
+    assert out["nics"] == [{"name": "mlx5_0", "bus_id": None, "numa_node": None, "speed_gbps": None,
+                            "latency_us": None}]
     assert out["nic_path_matrix"][2] == ["PIX"]
     assert isinstance(out["warnings"], list)
+
+
+def test_show_reports_the_latency_a_net_plugin_gave_nccl(capsys, tmp_path):
+    # aws-ofi-nccl reports 75 us on p5; NCCL's dump writes it on every <net>.
+    text = open(os.path.join(DATA, "nccl_topo_xml", "aws_p5.48xlarge_8xH100_topo_2026pr.xml")).read()
+    nets = text.count('latency="0.0"')
+    path = tmp_path / "p5.xml"
+    path.write_text(text.replace('latency="0.0"', 'latency="75.000000"'))
+    assert main(["show", str(path), "--json"]) == 0
+    nics = json.loads(capsys.readouterr().out)["nics"]
+    assert nets > 0 and [n["latency_us"] for n in nics] == [75.0] * nets
+    assert main(["show", str(path)]) == 0
+    assert capsys.readouterr().out.count(", plugin latency 75 us, ") == nets
 
 
 def test_show_text_is_an_aligned_matrix(capsys):

@@ -123,12 +123,12 @@ def parse_published(system: System) -> list[Published]:
 
 
 def cluster_doc(topology: str | Path, *, hosts: int, sm: int, nic_gbit: float = 0.0,
-                nics: int = 0, domain_hosts: int = 0) -> dict:
+                nics: int = 0, nic_latency_us: float = 0.0, domain_hosts: int = 0) -> dict:
     """Cluster JSON of `hosts` copies of a host file (relative: under tests/data), completed with what published
     runs say and the file does not: the GPUs' compute capability (and the NVLink rate that
-    goes with it), every NIC's line rate (Gbit/s), the host's bandwidth over the `nics` NICs
-    the run used (and those NICs themselves where the file lists none), and the multi-node
-    NVLink domains of `domain_hosts` consecutive hosts."""
+    goes with it), every NIC's line rate (Gbit/s) and the latency its net plugin reports, the
+    host's bandwidth over the `nics` NICs the run used (and those NICs themselves where the
+    file lists none), and the multi-node NVLink domains of `domain_hosts` consecutive hosts."""
     from torch_topo import _C
     from torch_topo.plan import with_nvlink_domains
 
@@ -147,6 +147,7 @@ def cluster_doc(topology: str | Path, *, hosts: int, sm: int, nic_gbit: float = 
             gpu["sm"] = gpu["sm"] or sm
         for nic in host["nics"]:
             nic["speed_gbps"] = nic["speed_gbps"] or nic_gbit
+            nic["latency_us"] = nic.get("latency_us") or nic_latency_us
     if nics and nic_gbit:
         doc["inter_host_bandwidth_gbps"] = nics * nic_gbit / 8
         for host in doc["hosts"]:
@@ -154,7 +155,8 @@ def cluster_doc(topology: str | Path, *, hosts: int, sm: int, nic_gbit: float = 
             # so that NCCL's channels are counted over them.
             if not host["nics"]:
                 host["nics"] = [{"name": f"nic{k}", "bus_id": "", "numa_node": -1,
-                                 "speed_gbps": nic_gbit} for k in range(nics)]
+                                 "speed_gbps": nic_gbit, "latency_us": nic_latency_us}
+                                for k in range(nics)]
                 host.pop("gpu_nic_paths", None)
     return doc
 
@@ -164,7 +166,8 @@ def _cluster(system: System):
 
     return _C.PlannerCluster(json.dumps(cluster_doc(
         system.topology, hosts=system.hosts, sm=system.sm, nic_gbit=system.nic_gbit,
-        nics=system.nics, domain_hosts=system.domain_hosts)), nccl_version=system.nccl_version)
+        nics=system.nics, nic_latency_us=system.nic_latency_us, domain_hosts=system.domain_hosts)),
+        nccl_version=system.nccl_version)
 
 
 def compare(system: System, published: list[Published] | None = None) -> list[Row]:

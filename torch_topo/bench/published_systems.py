@@ -29,6 +29,10 @@ class System:
     """Line rate of each NIC, Gbit/s; nics: how many per host carry the run's traffic (the
     host's network is capped at nics x nic_gbit, also where the file lists more NICs)."""
     nics: int = 0
+    nic_latency_us: float = 0.0
+    """Latency the run's NCCL net plugin reports per NIC, which NCCL's estimates add to each
+    network step (aws-ofi-nccl: 75 us on p4d, p4de and p5, 35 on p5en and p6, its
+    src/platform-aws.cpp); 0 for NCCL's own transports."""
     domain_hosts: int = 0
     """Hosts per multi-node NVLink domain (GB200 NVL72: 18 trays of 4 GPUs), 0 for none."""
     nccl_version: int = 0
@@ -66,9 +70,9 @@ _GCP_MNNVL_AG = ("trays of one NVLink domain: Google's all-gather levels off at 
                  "NVIDIA's cluster-readiness reports (1.06x); what Google's run set is not "
                  "published")
 _EFA = ("AWS EFA through aws-ofi-nccl, which the model prices as InfiniBand NICs of the same "
-        "rate: the plugin reports 75 us of network latency on p4d/p4de/p5 (35 on p5en/p6, "
-        "src/platform-aws.cpp), which NCCL adds to its own estimates and the model leaves out, "
-        "and SRD's per-message cost through the plugin is not modelled")
+        "rate: the plugin's reported latency (75 us on p4d/p4de/p5, src/platform-aws.cpp) enters "
+        "NCCL's estimates, as in NCCL, but not the prices, and SRD's per-message cost through "
+        "the plugin is not modelled")
 _VULTR_NET = ("to 4 MiB every goal is met (all-to-all latency 37-40 us: 8 network peers in "
               "turn), but from 8 MiB this cluster's p2p reached 20 GB/s per NIC (send/recv) "
               "where ib_write_bw in the same report gives 40-45 GB/s per HCA and its "
@@ -470,28 +474,28 @@ SYSTEMS: tuple[System, ...] = (
     # default then: NCCL 2.20.3, aws-ofi-nccl 1.8.1), p5 runs of 4 and 32 hosts with NCCL 2.27.7
     # and aws-ofi-nccl 1.16.3's tuner plugin, and 4 p6-b200 peaks.
     System(results="awsomeDistTraining_2node_16xA100-80GB_p4de.24xlarge_4xEFA-100G_all_reduce_perf_8B-2G.txt",
-           topology=_A100, hosts=2, sm=80, nic_gbit=100, nics=4,
+           topology=_A100, hosts=2, sm=80, nic_gbit=100, nics=4, nic_latency_us=75,
            note=_EFA + ": to 64 KiB the run takes 161-227 us where the model's tree/LL takes "
                 "33-42 (0.17-0.21x), 1-64 MiB 1.48-3.19x optimistic; from 128 MiB 1.10-1.23x"),
     System(results="awsomeDistTraining_2node_16xH100_p5.48xlarge_32xEFA-100G_all_reduce_perf_8B-16G.txt",
-           topology=_H100, hosts=2, sm=90, nic_gbit=100, nics=32,
+           topology=_H100, hosts=2, sm=90, nic_gbit=100, nics=32, nic_latency_us=75,
            note=_EFA + ": to 64 KiB 65-135 us where the model's tree/LL takes 33-39 "
-                "(0.29-0.51x), 1-64 MiB 1.33-1.89x optimistic, 128-256 MiB 0.92-1.06x; from "
+                "(0.29-0.51x), 1-64 MiB 1.33-1.89x optimistic, 128-256 MiB 0.94-1.06x; from "
                 "512 MiB the run climbs to 487 GB/s, above the ring's 400 GB/s of NICs (a tree's, "
                 "not a ring's), where NCCL's estimates, which the model follows, pick the ring "
-                "(0.76-0.87x); the model's NVLS tree reads 1.05-1.13x from 1 GiB"),
+                "(0.76-0.84x); the model's NVLS tree reads 1.05-1.13x from 1 GiB"),
     System(results="crazyguitarAwsGpuComm_4node_32xH100_p5.48xlarge_32xEFA-100G_nccl2277_busbw_32M-8G_summary.txt",
-           topology=_H100, hosts=4, sm=90, nic_gbit=100, nics=32, nccl_version=22707,
+           topology=_H100, hosts=4, sm=90, nic_gbit=100, nics=32, nic_latency_us=75, nccl_version=22707,
            note=_EFA + "; the run's algorithm is aws-ofi-nccl's tuner plugin's (region tables "
                 "for p5, src/tuner/nccl_ofi_regions.cpp), not NCCL's estimates: 32-64 MiB "
-                "1.60-1.99x optimistic, from 128 MiB 1.03-1.24x (278-280 GB/s at 512 MiB-1 GiB, "
+                "1.58-2.22x optimistic, from 128 MiB 1.03-1.24x (278-280 GB/s at 512 MiB-1 GiB, "
                 "then 348-357 from 2 GiB)"),
     System(results="crazyguitarAwsGpuComm_32node_256xH100_p5.48xlarge_32xEFA-100G_nccl2277_busbw_32M-8G_summary.txt",
-           topology=_H100, hosts=32, sm=90, nic_gbit=100, nics=32, nccl_version=22707,
-           note=_EFA + "; the tuner plugin picks the algorithm: 32 MiB-1 GiB 1.31-2.82x "
+           topology=_H100, hosts=32, sm=90, nic_gbit=100, nics=32, nic_latency_us=75, nccl_version=22707,
+           note=_EFA + "; the tuner plugin picks the algorithm: 32 MiB-1 GiB 1.42-2.82x "
                 "optimistic (the model's tree from 297 GB/s at 256 MiB, the run 138), from "
-                "2 GiB 1.08-1.16x"),
+                "2 GiB 1.04-1.24x"),
     # AWS's p6-b200 (8 B200, 8 x 400G EFA): 4 hosts, image pinned at NCCL 2.27.7.
     System(results="awsPcsComputeTest_p6-b200_4node_32xB200_8xEFA-400G_busbw_128M-16G_summary.txt",
-           topology=_H100, hosts=4, sm=100, nic_gbit=400, nics=8, nccl_version=22707),
+           topology=_H100, hosts=4, sm=100, nic_gbit=400, nics=8, nic_latency_us=35, nccl_version=22707),
 )

@@ -67,7 +67,7 @@ def show_dict(topo: Topology) -> dict:
         "bandwidth_matrix": [[topo.bandwidth(i, j) for j in range(n)] for i in range(n)],
         "latency_matrix": [[topo.latency(i, j) for j in range(n)] for i in range(n)],
         "nics": [{"name": c.name, "bus_id": c.bus_id, "numa_node": c.numa_node,
-                  "speed_gbps": c.speed_gbps} for c in nics],
+                  "speed_gbps": c.speed_gbps, "latency_us": c.latency_us} for c in nics],
         "nic_path_matrix": [[topo.nic_path(i, k) for k in range(len(nics))] for i in range(n)],
         "numa_nodes": [{"id": k, "cpus": v or None} for k, v in sorted(topo.numa_nodes.items())],
         "nvlink_origin": topo.nvlink_origin,
@@ -108,7 +108,9 @@ def render_text(topo: Topology) -> str:
             near = [names[i] for i in range(n) if topo.nic_path(i, k) in ("PIX", "PXB")]
             speed = "speed unknown" if c.speed_gbps is None else f"{c.speed_gbps:g} Gbit/s"
             numa = "NUMA ?" if c.numa_node is None else f"NUMA {c.numa_node}"
-            out.append(f"  {c.name}: {numa}, {speed}, nearest GPUs: {' '.join(near) or 'none'}")
+            latency = "" if c.latency_us is None else f", plugin latency {c.latency_us:g} us"
+            out.append(f"  {c.name}: {numa}, {speed}{latency}, nearest GPUs: "
+                       f"{' '.join(near) or 'none'}")
     numa_nodes = topo.numa_nodes
     if numa_nodes:
         out += ["", "NUMA nodes:"]
