@@ -445,7 +445,7 @@ def test_rows_of_zero_bytes_are_left_out(tmp_path):
         [r["size"] for r in _published_path(G8_ALLREDUCE)["rows"]]
 
 
-# The table header nccl-tests prints from 2.11 on (NVIDIA/nccl-tests src/util.cu).
+# The table header nccl-tests prints from 2.13 on (NVIDIA/nccl-tests src/util.cu).
 HEADER = ("#       size         count      type   redop    root     time   algbw   busbw #wrong"
           "     time   algbw   busbw #wrong\n")
 

@@ -68,8 +68,9 @@ def test_rows_with_wrong_elements_are_priced_with_a_warning(tmp_path):
     assert out["rows"] == plain["rows"] and plain_err == "" and plain["wrong_results"] == []
     assert out["wrong_results"] == [f"{path}:{a + 1}", f"{path}:{b + 1}"]
     assert err == (f"warning: {path}:{a + 1}, {path}:{b + 1}: 2 row(s) report elements NCCL "
-                   "got wrong (#wrong above 0): that run corrupted data, so its times are "
-                   "suspect; they are priced as printed, but rerun before trusting them\n")
+                   "got wrong (#wrong above 0, or before nccl-tests 2.13 an error above its "
+                   "bound): that run corrupted data, so its times are suspect; they are priced "
+                   "as printed, but rerun before trusting them\n")
     assert out["wrong_warning"] == err.removeprefix("warning: ").rstrip("\n")
 
 
@@ -149,8 +150,9 @@ def test_error_column_above_its_bound_warns_as_wrong_elements(tmp_path):
           for size in (8 << 20, 16 << 20)]
     assert out["wrong_results"] == [f"{path}:{at[0]}", f"{path}:{at[1]}"]
     assert err == f"warning: {path}:{at[0]}, {path}:{at[1]}: 2 row(s) report elements NCCL " \
-        "got wrong (#wrong above 0): that run corrupted data, so its times are suspect; they " \
-        "are priced as printed, but rerun before trusting them\n"
+        "got wrong (#wrong above 0, or before nccl-tests 2.13 an error above its bound): that " \
+        "run corrupted data, so its times are suspect; they are priced as printed, but rerun " \
+        "before trusting them\n"
 
 
 @pytest.mark.parametrize("kind, ranks, error, wrong", [

@@ -253,8 +253,9 @@ def _wrong_warning(at: list[str]) -> str | None:
         return None
     shown = ", ".join(at[:6]) + (f" and {len(at) - 6} more" if len(at) > 6 else "")
     return (f"{shown}: {len(at)} row(s) report elements NCCL got wrong (#wrong "
-            "above 0): that run corrupted data, so its times are suspect; they are priced as "
-            "printed, but rerun before trusting them")
+            "above 0, or before nccl-tests 2.13 an error above its bound): that run corrupted "
+            "data, so its times are suspect; they are priced as printed, but rerun before "
+            "trusting them")
 
 
 def run_published(args) -> int:
