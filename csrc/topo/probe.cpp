@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Live probe: hwloc (or /sys) base graph, NICs from /sys, GPUs from NVML, each source isolated so
-// that a failing one costs its own facts and a warning, never the probe (layer: csrc/topo).
+// Live probe: hwloc (or /sys) base graph, NICs from /sys (EFA's with aws-ofi-nccl's latency), GPUs
+// from NVML, each source isolated so that a failing one costs its own facts and a warning, never
+// the probe (layer: csrc/topo).
 #include "topo/probe.h"
 
 #include <limits.h>
@@ -15,6 +16,7 @@
 #include "topo/error.h"
 #include "topo/hwloc_reader.h"
 #include "topo/link_tables.h"
+#include "topo/net_plugin_latency.h"
 #include "topo/nvml_probe.h"
 #include "topo/paths.h"
 #include "topo/sysfs_probe.h"
@@ -235,6 +237,10 @@ HostTopology probeHost(HwlocApi* hwloc, NvmlApi* nvml, const std::string& sysfs_
   std::vector<Nic> nics = host.nics;
   runIsolated("sysfs", "NICs from hwloc only, line rates unknown; " + kPinFix, &notes,
               [&] { nics = readSysfsNics(sysfs_root); });
+  runIsolated("aws-ofi-nccl",
+              "EFA NICs without the plugin's latency (0), so NCCL's estimates leave it out; set "
+              "OFI_NCCL_NET_LATENCY to a number or unset it",
+              &notes, [&] { setEfaNicLatencies(sysfs_root, &nics); });
   attachNics(std::move(nics), &host);
   listDeviceNumaNodes(&host);
   host.format.clear();  // a live probe, not a file format

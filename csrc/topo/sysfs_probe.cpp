@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// sysfs readers of the live probe (layer: csrc/topo): NUMA nodes, physical NICs, PCI NUMA nodes.
+// sysfs readers of the live probe (layer: csrc/topo): NUMA nodes, physical NICs, EFA devices, the
+// DMI product name, PCI NUMA nodes.
 // Plain POSIX reads and text_numbers parsing: no iostream, no locale (issue 16).
 #include "topo/sysfs_probe.h"
 
@@ -7,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -162,6 +164,26 @@ std::vector<Nic> readSysfsNics(const std::string& root) {
   std::vector<Nic> nics;
   for (auto& entry : by_bus) nics.push_back(std::move(entry.second));
   return nics;
+}
+
+bool isSysfsEfaDevice(const std::string& root, const std::string& name) {
+  constexpr long long kAmazonVendor = 0x1d0f;
+  std::string device = root + "/class/infiniband/" + name + "/device";
+  std::string vendor;
+  if (readAttribute(device + "/vendor", &vendor)) {
+    ParsedNumber<long long> id = parseInteger(vendor, 0);  // "0x1d0f"
+    if (id && id.value == kAmazonVendor) return true;
+  }
+  char driver[PATH_MAX];
+  if (!realpath((device + "/driver").c_str(), driver)) return false;
+  const char* slash = strrchr(driver, '/');
+  return strcmp(slash ? slash + 1 : driver, "efa") == 0;
+}
+
+std::string readSysfsProductName(const std::string& root) {
+  std::string text;
+  if (!readAttribute(root + "/devices/virtual/dmi/id/product_name", &text)) return "";
+  return text.substr(0, text.find('\n'));
 }
 
 int readSysfsPciNumaNode(const std::string& root, const std::string& bus_id) {

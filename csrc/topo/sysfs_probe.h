@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The sysfs stage of the live probe (layer: csrc/topo): NUMA nodes and CPUs when hwloc is absent,
-// the host's physical NICs with their line rates, and the NUMA node of a PCI device. Every
+// the host's physical NICs with their line rates, which of them are AWS EFAs, the instance type,
+// and the NUMA node of a PCI device. Every
 // function takes the sysfs root ("/sys" live, a built tree in tests).
 #pragma once
 
@@ -31,6 +32,15 @@ std::vector<NumaNode> readSysfsNumaNodes(const std::string& root);
 ///   - NUMA node: the PCI function's `numa_node`, -1 when it says -1 or nothing.
 /// Throws Unavailable when <root>/class/net cannot be listed (sysfs not mounted).
 std::vector<Nic> readSysfsNics(const std::string& root);
+
+/// True for RDMA device `name` of <root>/class/infiniband when it is an AWS EFA: its PCI function
+/// is Amazon's (`vendor` 0x1d0f; Amazon's other NIC, ENA, has no RDMA device) or is bound to
+/// driver efa.
+bool isSysfsEfaDevice(const std::string& root, const std::string& name);
+
+/// The first line of <root>/devices/virtual/dmi/id/product_name (on EC2 the instance type,
+/// "p5.48xlarge"), "" when absent or unreadable.
+std::string readSysfsProductName(const std::string& root);
 
 /// NUMA node of PCI device `bus_id` (<root>/bus/pci/devices/<bus_id>/numa_node), -1 when unknown.
 int readSysfsPciNumaNode(const std::string& root, const std::string& bus_id);
