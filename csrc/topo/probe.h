@@ -17,7 +17,9 @@ namespace torch_topo::topo {
 ///     NUMA nodes and CPUs of /sys/devices/system/{node,cpu}, else one NUMA node of unknown CPUs;
 ///   - NICs: the physical ones of /sys (readSysfsNics: virtual interfaces are left out), with
 ///     line rate, PCI bus id and NUMA node, joined to hwloc's PCI tree by bus id; hwloc's NICs
-///     when /sys cannot be listed;
+///     when /sys cannot be listed; AWS EFA NICs carry the latency aws-ofi-nccl reports to NCCL
+///     (net_plugin_latency.h; a malformed OFI_NCCL_NET_LATENCY is the "aws-ofi-nccl" source's
+///     warning);
 ///   - GPUs and NVLink from NVML only (hwloc's own GPU objects are dropped, so a host without
 ///     the NVIDIA driver reports zero GPUs, with a warning, not an error);
 ///   - gpu_paths and gpu_nic_paths from the paths stage.
