@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 from torch_topo import _C
+from torch_topo.backend_choice import BackendChoices
+from torch_topo.config import TopoConfig
 from torch_topo.plan import Plan, resolve_cluster, with_nvlink_domains
 from torch_topo.probe import live_probe, pinned_differences, probe_failed
 from torch_topo.topology import Topology, load_topology
@@ -77,10 +79,11 @@ def _unequal_hosts(counts: list[int], mesh: dict[str, int] | None) -> list[Findi
         "give every host the same number of ranks to have the layout of a mesh checked")]
 
 
-def _layout_findings(cluster, mesh: dict[str, int], per_host: int) -> list[Finding]:
+def _layout_findings(cluster, mesh: dict[str, int], per_host: int,
+                     backend=None) -> list[Finding]:
     findings = []
-    naive = Plan.naive(cluster, mesh)
-    planned = Plan.build(cluster, mesh)
+    naive = Plan.naive(cluster, mesh, backend=backend)
+    planned = Plan.build(cluster, mesh, backend=backend)
     for dim in (d for d in _CLIQUE_DIMS if d in mesh and mesh[d] > 1):
         bad, good = _worst_pair(cluster, naive.groups(dim)), _worst_pair(cluster, planned.groups(dim))
         if bad[:2] > good[:2]:
@@ -375,7 +378,8 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     the run (`load_topology(..., nvlink="complete")`; finding `pinned-no-nvlink`).
     `inter_host_gbps` and `inter_host_latency_us` pin the network between hosts as
     `resolve_cluster` does; ranks without a GPU are priced at Gloo's latency between hosts as
-    the backend prices them (`resolve_cluster(gloo_latency=True)`).
+    the backend prices them (`resolve_cluster(gloo_latency=True)`), on the flat or hierarchical
+    side the backend's size rule takes for them on that network (`BackendChoices`).
     `nvlink_domain_hosts` puts every that many consecutive hosts in one multi-node NVLink
     domain (`with_nvlink_domains`; GB200 NVL72: 18 trays), so their GPU pairs are NVLink paths.
     A topology read from a file (a path, or a `Topology` a reader made, a saved probe included)
@@ -406,6 +410,9 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
                                                    "nvlink_domain_hosts"), 1
     cluster = resolve_cluster(source, source_hosts, inter_host_gbps=inter_host_gbps,
                               inter_host_latency_us=inter_host_latency_us, gloo_latency=True)
+    # Groups of ranks without a GPU take the side the backend's rule picks on that network.
+    backend = BackendChoices.of(source, source_hosts, TopoConfig(
+        inter_host_gbps=inter_host_gbps, inter_host_latency_us=inter_host_latency_us))
     findings: list[Finding] = []
     counts = rank_counts(cluster)
     per_host = counts[0]
@@ -416,7 +423,7 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
         meshes = [mesh] if mesh else [{"dp": cluster.world_size // tp, "tp": tp}
                                       for tp in (2, 4) if per_host % tp == 0 and per_host > tp]
     for m in meshes:
-        layout = _layout_findings(cluster, m, per_host)
+        layout = _layout_findings(cluster, m, per_host, backend)
         findings += layout + _numa_findings(cluster, m, {f.code for f in layout})
     findings += _kv_findings(mesh or {}, kv_heads)
     findings += _pcie_findings(cluster)

@@ -44,6 +44,7 @@ __all__ = [
     "attach_hierarchy",
     "backend_thresholds",
     "build_levels",
+    "choice_model",
     "discover_layout",
     "exchange_hostnames",
     "hierarchical_thresholds",
@@ -339,6 +340,16 @@ def _cost_model_thresholds(cluster, group_size: int, config: TopoConfig,
     return {op: found[op] for op in HIERARCHICAL_OPS if found.get(op) is not None}
 
 
+def choice_model(layout: HostLayout, config: TopoConfig, cluster, device_type: str = "cpu"):
+    """What prices a group's flat and hierarchical sides in "auto" mode (its
+    `compare_hierarchical`, which TORCH_TOPO_DEBUG prints): the planner's cost model where
+    `cluster` places every rank on a GPU, else the size rule over the cluster's network and
+    `config`'s pins, as `hierarchical_thresholds` decides."""
+    if _on_gpus(cluster):
+        return _planner(cluster, config, device_type)
+    return _rule_model(layout, config, cluster)
+
+
 def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=None,
                             inter_gbps: float = 0.0, inter_latency_us: float = 0.0,
                             device_type: str = "cpu") -> dict[str, int]:
@@ -496,8 +507,7 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
                        f"{'rails' if layout.uniform else 'leaders'}, {device_type} thresholds "
                        f"{per_call}{one_step}")
         if config.debug and config.hierarchical == "auto":
-            model = (_planner(cluster, config, device_type)
-                     if _on_gpus(cluster) else _rule_model(layout, config, cluster))
+            model = choice_model(layout, config, cluster, device_type)
             for line in predicted_choices(model, [list(range(group_size))]):
                 _debug(config, f"{device_type} predicted {line}")
     return layout

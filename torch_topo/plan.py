@@ -9,6 +9,7 @@ cost model are C++ (csrc/topo/placement, cost_model); this module shapes inputs 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -60,19 +61,24 @@ def _us(seconds: float) -> str:
 
 
 def predicted_choices(model, groups: list[list[int]], ops=("all_reduce", "all_gather",
-                      "reduce_scatter", "broadcast"), sizes=CHOICE_SIZES) -> list[str]:
+                      "reduce_scatter", "broadcast"), sizes=CHOICE_SIZES,
+                      thresholds: Mapping[str, int] | None = None) -> list[str]:
     """One line per op: at each size both sides' predicted time and the side taken, from a
     `_C.PlannerCluster` (what `plan --explain` prints for a mesh dimension across hosts and
     TORCH_TOPO_DEBUG for a "topo" group's hierarchy). `groups` run at once, as a dimension's
-    groups do, sharing the links they cross."""
+    groups do, sharing the links they cross. The side taken is the faster one, or with
+    `thresholds` ({op: bytes}, `hierarchy.hierarchical_thresholds`) hierarchical from an op's
+    threshold on."""
     lines = []
     for op in ops:
         cells = []
         for nbytes in sizes:
             both = model.compare_hierarchical(op, nbytes, groups)
             flat, hier = both["flat"], both["hierarchical"]
-            taken = ("hierarchical" if hier["applicable"]
-                     and hier["seconds"] * both["margin"] < flat["seconds"] else "flat")
+            faster = hier["applicable"] and hier["seconds"] * both["margin"] < flat["seconds"]
+            if thresholds is not None:
+                faster = op in thresholds and nbytes >= thresholds[op]
+            taken = "hierarchical" if faster else "flat"
             how = flat["algorithm"] + (f"/{flat['protocol']}" if flat["protocol"] else "")
             cells.append(f"{_size(nbytes)}: flat {how} {_us(flat['seconds'])}, "
                          f"hierarchical {_us(hier['seconds'])} -> {taken}")
@@ -350,7 +356,8 @@ class Plan:
             dimension's NCCL communicators (see torch_topo.nccl_hints).
     """
 
-    def __init__(self, cluster, raw: dict, layout: str, nccl_hints: bool = False):
+    def __init__(self, cluster, raw: dict, layout: str, nccl_hints: bool = False,
+                 backend=None):
         self._cluster = cluster
         self._dims = raw["dims"]
         self._flat = list(raw["mesh"])
@@ -364,11 +371,17 @@ class Plan:
         spec = [(d["name"], d["size"], d["bytes"], d["op"]) for d in self._dims]
         self._costs = dict(zip(self.mesh_dim_names, cluster.mesh_cost(spec, self._flat), strict=False))
         self.algorithms: dict[str, dict[str, str]] = {}
+        # Groups of ranks without a GPU take the side the backend's own rule picks.
+        self._backend = backend
         for d in self._dims:
             groups = self.groups(d["name"])
+            estimate = cluster.estimate
+            if backend is not None and backend.decides(groups):
+                estimate = functools.partial(backend.estimate, cluster)
+                self._costs[d["name"]] = estimate(d["op"], int(d["bytes"]), groups)
             choice = {"step": self._costs[d["name"]]["algorithm"]}
             for label, nbytes in SIZE_CLASSES.items():
-                choice[label] = cluster.estimate(d["op"], nbytes, groups)["algorithm"]
+                choice[label] = estimate(d["op"], nbytes, groups)["algorithm"]
             self.algorithms[d["name"]] = choice
         self.nccl_hints: dict[str, dict[str, str]] = {}
         self._hinted: dict[str, str] = {}  # dimension -> the algorithm its hint asks for
@@ -391,7 +404,9 @@ class Plan:
     def build(cls, topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
               contiguous: bool = False, nccl_hints: bool = False,
               chunk_bytes: int = 4 << 20, inter_host_gbps: float | None = None,
-              inter_host_latency_us: float | None = None) -> Plan:
+              inter_host_latency_us: float | None = None, backend=None) -> Plan:
+        """`backend`: a `torch_topo.backend_choice.BackendChoices` of the same cluster, whose
+        groups of ranks without a GPU then take the side the backend picks for them."""
         for name, flag in (("contiguous", contiguous), ("nccl_hints", nccl_hints)):
             if not isinstance(flag, bool):  # "no" would count as True
                 raise ValueError(f"plan: {name}: got {flag!r}, expected True or False")
@@ -399,16 +414,16 @@ class Plan:
                                   inter_host_gbps=inter_host_gbps,
                                   inter_host_latency_us=inter_host_latency_us)
         raw = cluster.plan_mesh(_mesh_items(mesh), _traffic_map(traffic), contiguous)
-        return cls(cluster, raw, "contiguous" if contiguous else "planned", nccl_hints)
+        return cls(cluster, raw, "contiguous" if contiguous else "planned", nccl_hints, backend)
 
     @classmethod
     def naive(cls, topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
               inter_host_gbps: float | None = None,
-              inter_host_latency_us: float | None = None) -> Plan:
+              inter_host_latency_us: float | None = None, backend=None) -> Plan:
         """The contiguous layout (mesh position i holds rank i), costed by the same model."""
         return cls.build(topology_or_cluster, mesh, traffic, hosts=hosts, contiguous=True,
                          inter_host_gbps=inter_host_gbps,
-                         inter_host_latency_us=inter_host_latency_us)
+                         inter_host_latency_us=inter_host_latency_us, backend=backend)
 
     @classmethod
     def from_config(cls, config, world_size: int, mesh, traffic=None) -> Plan:
@@ -544,8 +559,11 @@ class Plan:
             lines.append("     algorithm by size: " + ", ".join(
                 f"{k}={v}" for k, v in self.algorithms[name].items()))
             if where != "inside hosts":
-                lines.extend("     predicted " + line for line in predicted_choices(
-                    self._cluster, self.groups(name), ops=(d["op"],)))
+                groups = self.groups(name)
+                lines.extend("     predicted " + line for line in (
+                    self._backend.predicted(d["op"], groups)
+                    if self._backend is not None and self._backend.decides(groups)
+                    else predicted_choices(self._cluster, groups, ops=(d["op"],))))
             if name in self.nccl_hints:
                 step = self.algorithms[name]["step"]
                 lines.append(f"     nccl hints: {self.nccl_hints[name]}" + (

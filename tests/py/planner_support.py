@@ -93,3 +93,17 @@ def relabelled_cluster_json(path, seed: int, hosts: int = 1) -> dict:
     doc["hosts"] = [host] * hosts
     doc["ranks"] = [{"host": h, "local_gpu": g, "local_rank": g} for h in range(hosts) for g in range(n)]
     return doc
+
+
+def played_cpu_ranks(tmp_path, latency_us: float):
+    """A cluster file of two DGX-1 hosts each playing four CPU ranks (as the emulator places
+    ranks beyond a host's GPUs), with its own inter-host latency. Groups without GPUs are priced
+    by the alpha-beta model, which the latency enters (NCCL's model keeps NCCL's own)."""
+    doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
+    for i, host in enumerate(doc["hosts"]):
+        host["hostname"] = f"node{i}"
+    doc["ranks"] = [{"host": h, "local_gpu": -1, "local_rank": r} for h in range(2) for r in range(4)]
+    doc["inter_host_latency_us"] = latency_us
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(doc))
+    return doc, path

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from json_position import position
-from planner_support import DATA, DGX1
+from planner_support import DATA, DGX1, played_cpu_ranks
 
 from torch_topo import _C, AttentionShape
 from torch_topo.cli import build_parser, main
@@ -250,101 +250,6 @@ def test_inter_host_gbps_reaches_file_plans_and_doctor(gbps, capsys, monkeypatch
     assert "nic-speed-assumed" in {f["code"] for f in json.loads(capsys.readouterr().out)["findings"]}
 
 
-def _played_cpu_ranks(tmp_path, latency_us: float):
-    """A cluster file of two DGX-1 hosts each playing four CPU ranks (as the emulator places
-    ranks beyond a host's GPUs), with its own inter-host latency. Groups without GPUs are priced
-    by the alpha-beta model, which the latency enters (NCCL's model keeps NCCL's own)."""
-    doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
-    for i, host in enumerate(doc["hosts"]):
-        host["hostname"] = f"node{i}"
-    doc["ranks"] = [{"host": h, "local_gpu": -1, "local_rank": r} for h in range(2) for r in range(4)]
-    doc["inter_host_latency_us"] = latency_us
-    path = tmp_path / "cluster.json"
-    path.write_text(json.dumps(doc))
-    return doc, path
-
-
-def test_inter_host_latency_reaches_file_plans_and_doctor(tmp_path, capsys, monkeypatch):
-    # TORCH_TOPO_INTER_HOST_LATENCY_US wins over the file's own latency, as the backend's
-    # exchange pins it; unset, the CPU ranks' Gloo steps take the file's latency but at least
-    # 50 us (checked against the backend below). Reference: the cost model on documents that
-    # carry each latency.
-    from torch_topo.plan import Plan
-
-    monkeypatch.delenv("TORCH_TOPO_INTER_HOST_LATENCY_US", raising=False)
-    doc, path = _played_cpu_ranks(tmp_path, 3.0)
-    model = {us: _C.PlannerCluster(json.dumps({**doc, "inter_host_latency_us": us}), 4 << 20,
-                                   "auto", 0) for us in (50.0, 1e5)}
-    everyone = [list(range(8))]
-    step = {us: m.estimate("all_reduce", 10**8, everyone) for us, m in model.items()}
-    assert step[1e5]["algorithm"] != step[50.0]["algorithm"]  # the latency changes the pick
-    naive = {us: Plan.naive({**doc, "inter_host_latency_us": us}, {"tp": 4, "dp": 2}).cost("tp")
-             for us in (50.0, 1e5)}
-    assert f"{naive[1e5] * 1e3:.2f}" != f"{naive[50.0] * 1e3:.2f}"
-
-    for env, us in ((None, 50.0), ("1e5", 1e5)):
-        if env is not None:
-            monkeypatch.setenv("TORCH_TOPO_INTER_HOST_LATENCY_US", env)
-        assert main(["plan", str(path), "--mesh", "dp=8", "--traffic", "dp=1e8", "--json"]) == 0
-        out = json.loads(capsys.readouterr().out)
-        assert out["algorithms"]["dp"]["step"] == step[us]["algorithm"]
-        assert out["cost"]["dp"] == pytest.approx(step[us]["seconds"], rel=1e-12)
-        assert main(["plan", str(path), "--mesh", "dp=8"]) == 0
-        both = model[us].compare_hierarchical("all_reduce", 1 << 30, everyone)
-        assert (f"1 GiB: flat {both['flat']['algorithm']} {both['flat']['seconds'] * 1e6:.1f} us, "
-                f"hierarchical {both['hierarchical']['seconds'] * 1e6:.1f} us"
-                ) in capsys.readouterr().out
-        assert main(["doctor", str(path), "--mesh", "tp=4,dp=2", "--json"]) == 1
-        (found,) = [f for f in json.loads(capsys.readouterr().out)["findings"]
-                    if f["code"] == "tp-crosses-hosts"]
-        assert f"(predicted {naive[us] * 1e3:.2f} -> " in found["message"]
-
-
-@pytest.mark.parametrize("env", [None, "20", "3"])
-def test_cpu_ranks_are_priced_at_the_latency_the_backend_gives_gloo(env, tmp_path, capsys,
-                                                                  monkeypatch):
-    # The file's ranks have no GPU, so Gloo carries their groups, whose steps between hosts the
-    # backend prices at TORCH_TOPO_INTER_HOST_LATENCY_US where set, else the cluster's latency
-    # but at least 50 us (TCP, not NCCL's hop); plan and doctor priced them at the file's 3 us.
-    # Reference: the backend's own Gloo-side planner over the same file read as the backend's
-    # Cluster, with the same config; plan's and doctor's numbers must be its numbers.
-    from torch_topo.cluster import Cluster
-    from torch_topo.config import TopoConfig
-    from torch_topo.hierarchy import _planner, gloo_latency_us
-    from torch_topo.plan import Plan, predicted_choices
-
-    monkeypatch.delenv("TORCH_TOPO_INTER_HOST_LATENCY_US", raising=False)
-    if env is not None:
-        monkeypatch.setenv("TORCH_TOPO_INTER_HOST_LATENCY_US", env)
-    _, path = _played_cpu_ranks(tmp_path, 3.0)
-    config = TopoConfig.from_env()
-    cluster = Cluster(_C.load_cluster_file(str(path)), 0)
-    assert gloo_latency_us(cluster, config) == (50.0 if env is None else float(env))
-    backend = _planner(cluster, config, "cpu")
-    everyone = [list(range(8))]
-    lines = predicted_choices(backend, everyone, ops=("all_reduce",))
-    estimate = backend.estimate("all_reduce", 10**8, everyone)
-    # What a plan at the file's own 3 us said: the test tells the two apart when they differ.
-    at_file = _C.PlannerCluster(path.read_text(), 4 << 20, "auto", 0)
-    differs = lines != predicted_choices(at_file, everyone, ops=("all_reduce",))
-    assert differs == (env != "3")
-
-    assert main(["plan", str(path), "--mesh", "dp=8", "--traffic", "dp=1e8", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["algorithms"]["dp"]["step"] == estimate["algorithm"]
-    assert out["cost"]["dp"] == pytest.approx(estimate["seconds"], rel=1e-12)
-    assert main(["plan", str(path), "--mesh", "dp=8"]) == 0
-    assert [x.removeprefix("     predicted ") for x in capsys.readouterr().out.splitlines()
-            if x.startswith("     predicted ")] == lines
-    assert main(["doctor", str(path), "--mesh", "tp=4,dp=2", "--json"]) == 1
-    (found,) = [f for f in json.loads(capsys.readouterr().out)["findings"]
-                if f["code"] == "tp-crosses-hosts"]
-    naive = Plan.naive(backend, {"tp": 4, "dp": 2})
-    planned = Plan.build(backend, {"tp": 4, "dp": 2})
-    assert (f"(predicted {naive.cost('tp') * 1e3:.2f} -> {planned.cost('tp') * 1e3:.2f} "
-            "ms/step)") in found["message"]
-
-
 @pytest.mark.parametrize("value, says", [
     ("-5", "TORCH_TOPO_INTER_HOST_LATENCY_US: TopoConfig.inter_host_latency_us: got -5.0, "
            "expected a finite number > 0 or None"),
@@ -355,7 +260,7 @@ def test_cpu_ranks_are_priced_at_the_latency_the_backend_gives_gloo(env, tmp_pat
 @pytest.mark.parametrize("verb", ["plan", "doctor"])
 def test_bad_inter_host_latency_is_refused_by_name(verb, value, says, tmp_path, capsys,
                                                    monkeypatch):
-    _, path = _played_cpu_ranks(tmp_path, 3.0)
+    _, path = played_cpu_ranks(tmp_path, 3.0)
     monkeypatch.setenv("TORCH_TOPO_INTER_HOST_LATENCY_US", value)
     assert main([verb, str(path), "--mesh", "tp=4,dp=2"]) == 2
     assert says in capsys.readouterr().err

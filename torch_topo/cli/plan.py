@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 
+from torch_topo.backend_choice import BackendChoices
 from torch_topo.cli._options import (
     add_nvlink,
     add_nvlink_domain_hosts,
@@ -208,6 +209,8 @@ def run(args) -> int:
     if args.attention is not None and traffic is not None:
         raise ValueError("--traffic: not with --attention, expected one of them (the split "
                          "adds a cp dimension the traffic would have to name)")
+    # Groups of ranks without a GPU: the side the backend's rule takes, on the same network.
+    backend = BackendChoices.of(source, hosts, config)
     # Resolved once, so that its hosts are checked before the mesh is laid out on them.
     source, hosts = resolve_cluster(source, hosts, nccl_version=nccl_version,
                                     gloo_latency=True, **network), 1
@@ -218,8 +221,10 @@ def run(args) -> int:
         split = (shape, candidates, choose_sequence_split(candidates))
         mesh = split_mesh(mesh, split[2].ulysses)
     # The hints are shown whether or not TORCH_TOPO_NCCL_HINTS will apply them (nccl_hints_enabled).
-    planned = Plan.build(source, mesh, traffic, hosts=hosts, nccl_hints=True, **network)
-    naive = Plan.naive(source, mesh, traffic, hosts=hosts, **network) if args.compare else None
+    planned = Plan.build(source, mesh, traffic, hosts=hosts, nccl_hints=True, backend=backend,
+                         **network)
+    naive = (Plan.naive(source, mesh, traffic, hosts=hosts, backend=backend, **network)
+             if args.compare else None)
     hints_on = config.nccl_hints
     if args.json:
         out = planned.to_dict()
