@@ -116,6 +116,18 @@ def test_user_error_is_one_line_and_exit_2(env, capsys, argv, environ, fragment)
     assert "[csrc/" not in err and not err.rstrip().endswith("]"), err
 
 
+@pytest.mark.parametrize("verb", ["bench", "convert", "doctor", "plan", "probe", "show"])
+def test_an_unknown_option_is_named_with_its_verb(env, capsys, verb):
+    # The README promises `torch_topo VERB: error: ...`; an option the verb does not know
+    # reached the top parser, which printed `torch_topo: error:` and pointed at the top help.
+    required = {"convert": [str(DGX1), "--to", "json"], "plan": [str(DGX1), "--mesh", "tp=2"]}
+    assert main([verb, *required.get(verb, []), "--bogus"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (f"torch_topo {verb}: error: unrecognized arguments: --bogus; "
+                   f"see `python -m torch_topo {verb} --help`\n")
+
+
 def test_the_verbs_a_cluster_file_error_names_read_it(env, capsys):
     _, tmp = env
     cluster = str(tmp / "cluster.json")

@@ -49,13 +49,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for module in _verb_modules():
         module.add_parser(sub)
+    for verb_parser in sub.choices.values():
+        # An option the verb does not know reaches the top parser, which would name no verb.
+        verb_parser.set_defaults(verb_parser=verb_parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            args.verb_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:
