@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`bench --published`: the nccl-tests options that change what a run prints. The outputs are
+written here as nccl-tests' own source prints them (src/util.cu and src/common.cu of 2.19.6 for
+the startup lines, the header, the rows and the footer; the tags named where older layouts
+differ), with numbers of our own; the reference is the sizes, times and busbw written. Options
+that only add lines around the table, or change the values and not the layout, read as a plain
+run; per-iteration (-I), timestamp (-S) and unchecked (-c 0) columns read as printed; a table
+of several sweeps (-d all, -o all, -r -1) is refused naming the options that made it."""
+
+from __future__ import annotations
+
+import pytest
+from test_cli_published import A100
+from test_cli_published_formats import _run
+
+from torch_topo.bench.nccl_tests_output import read_header, read_table
+
+SIZES = (1 << 20, 4 << 20, 16 << 20)
+TIMES = (31.5, 62.25, 180.0)
+# busbw / algbw of nccl-tests' getBw for 8 ranks (all_reduce 2(n-1)/n, the gathers (n-1)/n)
+FACTOR = {"all_reduce_perf": 1.75, "all_gather_perf": 0.875, "alltoall_perf": 0.875,
+          "reduce_scatter_perf": 0.875, "broadcast_perf": 1.0, "reduce_perf": 1.0,
+          "sendrecv_perf": 1.0}
+STAMP = "2026-07-09 16:03:21"
+
+
+def _float(value: float, width: int) -> str:
+    """nccl-tests' getFloatStr: two decimals, else fewer, else an exponent, within `width`."""
+    for digits in (2, 1, 0):
+        if len(shown := f"{value:{width}.{digits}f}") <= width:
+            return shown
+    return f"{value:{width}.{1 if width >= 7 else 0}e}"
+
+
+def _row(size: int, t: float, binary: str, kind: tuple[str, str, str], *, check=True,
+         per_iter=False, stamp=False) -> str:
+    """One row: writeBenchmarkLinePreamble, then the out-of-place and in-place bodies (with
+    their per-iteration min, max, p99 and cv% under -I 1), then the time under -S 1."""
+    algbw = size / t / 1e3
+    body = f"  {_float(t, 7)}  {_float(algbw, 6)}  {_float(algbw * FACTOR[binary], 6)}  " + \
+        (f"{0:6g}" if check else "   N/A")
+    if per_iter:
+        body += "".join(f"  {_float(v, 7)}" for v in (t * 0.97, t * 1.08, t * 1.06, 2.41))
+    type_, redop, root = kind
+    return f"{size:12d}  {size // 4:12d}  {type_:>8}  {redop:>6}  {root:>6}{body}{body}" + \
+        (f"{STAMP:>21}" if stamp else "") + "\n"
+
+
+def _header(*, per_iter=False, stamp=False, timed="time") -> str:
+    """writeResultHeader: the three lines above the rows."""
+    pad, label, fmt = (19, "timestamp", "%Y-%m-%d %H:%M:%S") if stamp else (0, "", "")
+    if per_iter:
+        part = "  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s"
+        names = (timed, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
+        units = ("(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
+        top = "out-of-place (+ per-iteration)"
+    else:
+        part = "  %7s  %6s  %6s  %6s"
+        names, units, top = (timed, "algbw", "busbw", "#wrong"), ("(us)", "(GB/s)", "(GB/s)", ""), \
+            "out-of-place"
+    line = "# %10s  %12s  %8s  %6s  %6s" + part + part + " %*s\n"
+    return "#\n" + f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}           {top}" \
+        "                       in-place\n" + \
+        line % ("size", "count", "type", "redop", "root", *names, *names, pad, label) + \
+        line % ("(B)", "(elements)", "", "", "", *units, *units, pad, fmt)
+
+
+def _output(binary="all_reduce_perf", kinds=(("float", "sum", "-1"),), *, sizes=SIZES,
+            times=TIMES, hosts=("dgx-a", ), threads=1, gpus=1, ranks=8, before="", after="",
+            config="", check=True, per_iter=False, stamp=False, timed="time") -> str:
+    """A 2.19.6 stdout: writeDeviceReport's lines (`config` overrides fields of the nThread
+    line, `before` comes before the '#' that ends them), the table with a sweep per kind (type,
+    redop, root) as RunTest loops, writeResultFooter's lines, then `after`."""
+    per_host = ranks // len(hosts)
+    fields = {"nThread": threads, "nGpus": gpus, "minBytes": sizes[0], "maxBytes": sizes[-1],
+              "step:": "4(factor)", "warmup iters:": 1, "iters:": 20, "agg iters:": 1,
+              "validation:": int(check), "graph:": 0, "unalign:": 0}
+    for item in config.split(","):
+        if item:
+            key, value = item.rsplit(" ", 1)
+            fields[key.strip()] = value
+    text = "# nccl-tests version 2.19.6 nccl-headers=22703 nccl-library=22703\n" \
+        f"# Collective test starting: {binary}\n" \
+        "# " + " ".join(f"{k} {v}" for k, v in fields.items()) + "\n" + before + \
+        "#\n# Using devices\n" + "".join(
+            f"#  Rank {r:2d} Group  0 Pid {4100 + r // (threads * gpus):6d} on "
+            f"{hosts[r // per_host]:>10} device {r % per_host:2d} "
+            f"[0000:{0x07 + 8 * (r % per_host):02x}:00] NVIDIA A100-SXM4-80GB\n"
+            for r in range(ranks))
+    text += _header(per_iter=per_iter, stamp=stamp, timed=timed)
+    for kind in kinds:
+        text += "".join(_row(s, t, binary, kind, check=check, per_iter=per_iter, stamp=stamp)
+                        for s, t in zip(sizes, times, strict=True))
+    return text + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 58.2061 \n#\n" \
+        f"# Collective test concluded: {binary}\n" + after + "#\n\n"
+
+
+def _written(binary="all_reduce_perf", sizes=SIZES, times=TIMES) -> list[tuple]:
+    """The (size, time, busbw) of the rows _output wrote, busbw as printed."""
+    return [(s, t, float(_float(s / t / 1e3 * FACTOR[binary], 6)))
+            for s, t in zip(sizes, times, strict=True)]
+
+
+def _read(text: str, op="all_reduce") -> list[tuple]:
+    return [(p.size, p.time_us, p.busbw)
+            for p in read_table(text.splitlines(), op=op, algorithm=None)]
+
+
+def _refused(text: str, op: str = "all_reduce") -> str:
+    with pytest.raises(ValueError) as info:
+        read_table(text.splitlines(), op=op, algorithm=None)
+    return str(info.value)
+
+
+
+# --- options that leave the table as it is ---
+
+# Each option as the lines it adds (writeDeviceReport, the option parser's notes, the footer's
+# memory report) or the nThread fields it changes; the table is the plain run's.
+AROUND = {
+    "plain": {},
+    "-z 1": {"before": "# Blocking Enabled: wait and barrier after each inner iteration (-m) \n"},
+    "-z 2": {"before": "# Blocking Enabled: wait after each inner iteration (-m), no barrier \n"},
+    "-z 3": {"before": "# Blocking Enabled: wait and barrier after each outer iteration (-n); "
+                       "time excludes barrier \n"},
+    "-G 10": {"config": "graph: 10"},
+    "-m 4 -w 5 -n 50": {"config": "agg iters: 4,warmup iters: 5,iters: 50"},
+    "-u 1": {"config": "unalign: 1"},
+    "-p 1": {"before": "# Parallel Init Enabled: threads call into NcclInitRank concurrently \n"},
+    "-a 2": {},  # min over ranks instead of the average: the same lines
+    "-R 1": {},
+    "-R 2 before NCCL 2.27": {"before": "Option -R 2 (symmetric) is not supported before NCCL "
+                                        "2.27. Defaulting to local registration\n"},
+    "-x 1 before NCCL 2.27": {"before": "Option -x (cta_policy) is not supported before NCCL "
+                                        "2.27. Ignoring\n"},
+    "-M 1": {"after": "# GPU memory usage     : Initialization 1.02 GB | User-Allocated "
+                      "48.0 MB | Collective 1.50 GB | Total  2.57 GB\n"},
+    "-J out.json": {"before": "# Writing JSON output to out.json\n"},
+    "memory limit": {"before": "#\n# Reducing maxBytes to 16777216 due to memory limitation\n"},
+}
+
+
+@pytest.mark.parametrize("option", AROUND)
+def test_options_that_add_lines_around_the_table(option):
+    text = _output(**AROUND[option])
+    header = read_header(text.splitlines())
+    assert (header.op, header.hosts, header.ranks_per_host, header.nccl_version,
+            header.gpus_per_process) == ("all_reduce", ("dgx-a",), 8, 22703, 1)
+    assert _read(text) == _written()
+
+
+@pytest.mark.parametrize("layout", [
+    {"check": False},  # -c 0: N/A under #wrong
+    {"stamp": True},  # -S 1: the time after the in-place cells
+    {"per_iter": True, "config": "iters: 50",  # -I 1 -K 5: i_min i_max i_p99 i_cv% per part
+     "before": "# Per-Iteration Report: CUDA event timing; i_* uses max over process rows; "
+               "summary skips first 5 iterations \n"},
+    {"per_iter": True, "stamp": True},  # -I 1 -S 1
+], ids=["-c 0", "-S 1", "-I 1 -K 5", "-I 1 -S 1"])
+def test_columns_that_options_add(layout):
+    text = _output(**layout)
+    assert _read(text) == _written()
+    rows = read_table(text.splitlines(), op="all_reduce", algorithm=None)
+    assert all(p.wrong_at == () for p in rows)
+
+
+def test_one_size():
+    """-b 8 -e 8: one row, too few for the rows-agree check; it reads as written."""
+    text = _output(sizes=(8,), times=(17.32,), config="minBytes 8,maxBytes 8")
+    assert _read(text) == _written(sizes=(8,), times=(17.32,))
+
+
+def test_threads_and_gpus_per_process():
+    """-t 2 -g 2 on two hosts: a rank line per GPU, four per process sharing its Pid."""
+    text = _output(hosts=("node-a", "node-b"), threads=2, gpus=2,
+                   config="nThread 2,nGpus 2")
+    pids = {line.split()[6] for line in text.splitlines() if line.startswith("#  Rank")}
+    assert len(pids) == 2
+    header = read_header(text.splitlines())
+    assert (header.hosts, header.ranks_per_host, header.gpus_per_process) == \
+        (("node-a", "node-b"), 4, 4)
+    assert _read(text) == _written()
+
+
+@pytest.mark.parametrize("binary, kind", [
+    ("broadcast_perf", ("float", "none", "3")),  # -r 3: one root, printed
+    ("reduce_perf", ("half", "max", "0")),  # -d half -o max: one type and op
+    ("sendrecv_perf", ("int8", "sum", "-1")),
+    ("alltoall_perf", ("bfloat16", "none", "-1")),
+])
+def test_one_type_op_and_root(binary, kind):
+    op = {"broadcast_perf": "broadcast", "reduce_perf": "reduce", "sendrecv_perf": "send_recv",
+          "alltoall_perf": "all_to_all"}[binary]
+    text = _output(binary, (kind,))
+    assert read_header(text.splitlines()).op == op
+    assert _read(text, op) == _written(binary)
+
+
+def test_cputime_tables_are_refused():
+    """-C 1 heads both time columns 'cputime' (also with -I 1's columns)."""
+    for layout in ({}, {"per_iter": True}):
+        err = _refused(_output(timed="cputime", **layout))
+        assert err == ("<text>:16: the table times 'cputime' (nccl-tests -C 1): the CPU's time "
+                       "per call, not the collective's, which the model prices; run without -C")
+
+
+def test_latest_output_end_to_end(tmp_path):
+    """The CLI on a 2.19.6 output with -M 1's memory line: the header's settings and the rows
+    as written."""
+    path = tmp_path / "out.txt"
+    path.write_text(_output(**AROUND["-M 1"]))
+    out, err = _run(path, A100)
+    assert err == "" and out["sources"]["op"] == "output"
+    assert (out["settings"]["op"], out["settings"]["hosts"], out["settings"]["ranks_per_host"],
+            out["settings"]["sm"], out["settings"]["nccl_version"]) == \
+        ("all_reduce", 1, 8, 80, 22703)
+    assert [(r["size"], r["published_us"], r["published_busbw"]) for r in out["rows"]] == \
+        _written()
