@@ -9,8 +9,11 @@ of several sweeps (-d all, -o all, -r -1) is refused naming the options that mad
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
-from test_cli_published import A100
+from test_cli_published import A100, _error
 from test_cli_published_formats import _run
 
 from torch_topo.bench.nccl_tests_output import read_header, read_table
@@ -216,3 +219,100 @@ def test_latest_output_end_to_end(tmp_path):
         ("all_reduce", 1, 8, 80, 22703)
     assert [(r["size"], r["published_us"], r["published_busbw"]) for r in out["rows"]] == \
         _written()
+
+
+# --- a sweep per data type, reduction op or root: refused, naming the options ---
+
+TYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
+         "bfloat16")  # test_typenames of 2.19.6 (NCCL 2.24+, without the fp8 types)
+OPS = ("sum", "prod", "max", "min", "avg", "mulsum")
+FIRST_ROW = 18  # the table's first row in _output's text of 8 ranks
+
+
+@pytest.mark.parametrize("binary, kinds, second, shown, what, options, defaults", [
+    # -d all: RunTest's outer loop, a sweep per type
+    ("all_reduce_perf", [(t, "sum", "-1") for t in TYPES], "uint8 sum", "int8 sum",
+     "data type", "-d all", "-d float, nccl-tests' default"),
+    # -o all: a sweep per op
+    ("all_reduce_perf", [("float", o, "-1") for o in OPS], "float prod", "float sum",
+     "reduction op", "-o all", "-o sum, nccl-tests' default"),
+    # -d all -o all: ops inside types; the first change is the op's, the error names both
+    ("reduce_scatter_perf", [(t, o, "-1") for t in TYPES[:2] for o in OPS], "int8 prod",
+     "int8 sum", "data type and reduction op", "-d all and -o all",
+     "-d float and -o sum, nccl-tests' defaults"),
+    # sendrecv loops over ops too (the op changes nothing it sends)
+    ("sendrecv_perf", [("float", o, "-1") for o in OPS[:2]], "float prod", "float sum",
+     "reduction op", "-o all", "-o sum, nccl-tests' default"),
+    ("alltoall_perf", [(t, "none", "-1") for t in TYPES[6:8]], "float none", "half none",
+     "data type", "-d all", "-d float, nccl-tests' default"),
+])
+def test_sweeps_per_type_and_op_name_the_options(binary, kinds, second, shown, what, options,
+                                                 defaults):
+    err = _refused(_output(binary, kinds))
+    assert err == (f"<text>:{FIRST_ROW + len(SIZES)}: nccl-tests row: {second}, but the first "
+                   f"row, on line {FIRST_ROW}, is {shown}: the output holds a sweep of sizes "
+                   "per data type or reduction op (nccl-tests -d all or -o all), here per "
+                   f"{what} ({options}), and bench --published prices one; rerun without "
+                   f"{options} ({defaults}) or keep the rows of one {what}")
+
+
+@pytest.mark.parametrize("binary, kinds, options, what", [
+    # -r -1: broadcast and reduce time each root in turn, the same sizes again; priced as
+    # -N cycles before, each size the median over the roots
+    ("broadcast_perf", [("float", "none", str(r)) for r in range(8)], "-r -1", "root"),
+    ("reduce_perf", [(t, "sum", str(r)) for t in TYPES[6:8] for r in range(8)],
+     "-d all and -r -1", "data type and root"),
+])
+def test_a_sweep_per_root_is_refused(binary, kinds, options, what):
+    text = _output(binary, kinds)
+    op = binary.removesuffix("_perf")
+    err = _refused(text, op)
+    first = kinds[0]
+    assert err == (f"<text>:{FIRST_ROW + len(SIZES)}: nccl-tests row: {first[0]} {first[1]} "
+                   f"root 1, but the first row, on line {FIRST_ROW}, is {first[0]} {first[1]} "
+                   "root 0: the output holds a sweep of sizes per data type, reduction op or "
+                   f"root (nccl-tests -d all, -o all or -r -1), here per {what} ({options}), "
+                   f"and bench --published prices one; rerun without {options} (" +
+                   ("-d float and -r 0, nccl-tests' defaults" if "-d" in options else
+                    "-r 0, nccl-tests' default") + f") or keep the rows of one {what}")
+
+
+def test_cli_names_the_option_of_a_sweep_per_root(tmp_path, capsys):
+    path = tmp_path / "bcast.txt"
+    path.write_text(_output("broadcast_perf", [("float", "none", str(r)) for r in range(2)]))
+    err = _error(capsys, "--published", path, "--topology", A100)
+    assert err.startswith(f"torch_topo bench: error: {path}:{FIRST_ROW + len(SIZES)}: "
+                          "nccl-tests row: float none root 1, but the first row")
+    assert "here per root (-r -1)" in err
+
+
+def _report(tmp_path: Path, binary: str, kinds) -> Path:
+    """A -J report of _output's run: a result per row, root as '%6i' prints it."""
+    results = []
+    for type_, redop, root in kinds:
+        for size, t in zip(SIZES, TIMES, strict=True):
+            part = {"time": t, "alg_bw": size / t / 1e3,
+                    "bus_bw": size / t / 1e3 * FACTOR[binary], "nwrong": 0}
+            results.append({"size": size, "count": size // 4, "type": type_, "redop": redop,
+                            "root": f"{int(root):6d}", "out_of_place": part, "in_place": part})
+    doc = {"args": [f"./build/{binary}", "-r", "-1"], "nccl_version": 22703,
+           "config": {"nthreads": 1, "ngpus": 1}, "results": results,
+           "devices": [{"hostname": "dgx-a", "group": 0, "device_info": "NVIDIA A100"}]}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_report_of_a_sweep_per_root_is_refused(tmp_path, capsys):
+    path = _report(tmp_path, "broadcast_perf", [("float", "none", r) for r in ("0", "1")])
+    err = _error(capsys, "--published", path, "--topology", A100, "--sm", "80")
+    assert err == (f"torch_topo bench: error: {path}: results[3]: float none root 1, but the "
+                   "first row, at results[0], is float none root 0: the report holds a sweep of "
+                   "sizes per data type, reduction op or root (nccl-tests -d all, -o all or "
+                   "-r -1), here per root (-r -1), and bench --published prices one; rerun "
+                   "without -r -1 (-r 0, nccl-tests' default) or keep the rows of one root\n")
+    one = _report(tmp_path, "broadcast_perf", [("float", "none", "5")])
+    capsys.readouterr()
+    out, _ = _run(one, A100, "--sm", "80")
+    assert [(r["size"], r["published_us"]) for r in out["rows"]] == \
+        list(zip(SIZES, TIMES, strict=True))

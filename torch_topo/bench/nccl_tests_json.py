@@ -74,7 +74,9 @@ def _rows(doc: dict, op: str, path: str) -> list[Published]:
         # nwrong: elements NCCL got wrong, null where nothing was checked (-c 0).
         wrong = any(isinstance(part, dict) and isinstance(n := part.get("nwrong"), int | float)
                     and n > 0 for part in (entry.get("out_of_place"), entry.get("in_place")))
-        sweeps.add(size, (str(entry.get("type", "")), str(entry.get("redop", ""))),
+        # root: the '%6i' the table prints, as a string.
+        kind = {c: str(entry.get(c, "")).strip() for c in ("type", "redop", "root")}
+        sweeps.add(size, kind,
                    _number(timed, "time", f"{where}.out_of_place"),
                    _number(timed, "bus_bw", f"{where}.out_of_place"),
                    wrong=wrong, place=where, here=f"at results[{i}]")

@@ -86,6 +86,12 @@ _NCCL_ALGO = re.compile(r"NCCL_ALGO(?:=|\s+set by environment to\s+)(\S+)")
 # The printed value, to one digit, is held against the bound.
 _DEVIATION_COLS = ("error", "res")
 _DEVIATION_BOUND = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
+# Columns whose value tells one sweep of sizes from another (nccl-tests' RunTest loops over
+# data types, reduction ops and roots: 'op' is the reduction's column before 2.0), each as
+# (what it sweeps, the option that sweeps it, that option's default).
+_SWEPT = {"type": ("data type", "-d all", "-d float"),
+          "redop": ("reduction op", "-o all", "-o sum"),
+          "op": ("reduction op", "-o all", "-o sum"), "root": ("root", "-r -1", "-r 0")}
 
 
 def algorithm_from_nccl(text: str, where: str) -> str:
@@ -191,16 +197,18 @@ def unlabelled(lines: list[str], path: str = "<text>") -> list[str]:
 class Sweeps:
     """The rows of one table or report in the order nccl-tests prints them: a sweep of sizes,
     repeated once per cycle (-N; the last may stop short where the run was stopped, as -N 0
-    runs until it is), read back as each size's median time and busbw. nccl-tests -d all and
-    -o all print a sweep per data type and reduction op, which would be priced as one, and a
-    size out of the first sweep's order means rows of several runs (outputs saved one after
-    another): both raise ValueError. A size of 0 (-b 0) is no collective (NCCL returns at once
-    for an empty buffer) and is left out."""
+    runs until it is), read back as each size's median time and busbw. nccl-tests -d all, -o all
+    and -r -1 print a sweep per data type, reduction op and root, which would be priced as one,
+    and a size out of the first sweep's order means rows of several runs (outputs saved one
+    after another): both raise ValueError, the first naming every option its rows show. A size
+    of 0 (-b 0) is no collective (NCCL returns at once for an empty buffer) and is left out."""
 
     def __init__(self, holder: str, row: str = "") -> None:
         self._holder = holder  # what errors say holds the runs: "output", "report"
         self._row = row  # what errors call a row after its place: ": nccl-tests row"
-        self._kind: tuple[tuple[str, ...], str] | None = None  # the first row's type, redop
+        self._kind: tuple[dict[str, str], str] | None = None  # the first row's, where it is
+        self._stray: tuple[dict[str, str], str] | None = None  # the first of another kind
+        self._swept: set[str] = set()  # columns whose value changes between rows
         self._order: list[int] = []  # the first sweep's sizes
         self._first: dict[int, str] = {}
         self._period = 0  # rows of a sweep, once a second one has begun
@@ -209,20 +217,20 @@ class Sweeps:
         self._busbw: dict[int, list[float]] = {}
         self._wrong: dict[int, list[str]] = {}
 
-    def add(self, size: int, kind: tuple[str, ...], time_us: float, busbw: float, *,
+    def add(self, size: int, kind: dict[str, str], time_us: float, busbw: float, *,
             wrong: bool, place: str, here: str) -> None:
-        """One row: `kind` its data type and reduction op as printed, `wrong` whether it reports
-        wrong elements; `place` names it in errors ("out.txt:25", "out.json: results[0]"),
-        `here` in later errors ("on line 25", "at results[0]")."""
+        """One row: `kind` its cells that tell sweeps apart (type, redop or 'op', root) by
+        column, `wrong` whether it reports wrong elements; `place` names it in errors
+        ("out.txt:25", "out.json: results[0]"), `here` in later errors ("on line 25", "at
+        results[0]"). Rows of another kind than the first are only noted: published() names
+        them with every column that changed, so that -d all -o all is one error, not two."""
         if self._kind is None:
             self._kind = (kind, here)
         elif kind != self._kind[0]:
-            raise ValueError(
-                f"{place}{self._row}: {' '.join(kind)}, but the first row, {self._kind[1]}, is "
-                f"{' '.join(self._kind[0])}: the {self._holder} holds a sweep of sizes per data "
-                "type or reduction op (nccl-tests -d all or -o all), and bench --published "
-                "prices one; rerun with one type and op (-d float -o sum, the defaults) or "
-                "keep the rows of one")
+            self._swept.update(c for c in kind.keys() | self._kind[0].keys()
+                               if kind.get(c) != self._kind[0].get(c))
+            self._stray = self._stray or (kind, place)
+            return
         if not self._period and size in self._first and size == self._order[0]:
             self._period = len(self._order)  # a second cycle (-N) begins
         expected = self._order[self._rows % self._period] if self._period else None
@@ -243,13 +251,38 @@ class Sweeps:
         if wrong:
             self._wrong.setdefault(size, []).append(place)
 
+    def _refuse_sweeps(self) -> None:
+        """ValueError naming the first row of another kind than the first row's, and the
+        options (-d all, -o all, -r -1) whose columns the rows change."""
+        if self._stray is None or self._kind is None:
+            return
+        (kind, place), (first, here) = self._stray, self._kind
+        swept = list(dict.fromkeys(_SWEPT[c] for c in _SWEPT if c in self._swept))
+        what, given, default = (" and ".join(s[i] for s in swept) for i in range(3))
+        rooted = "root" in self._swept
+        raise ValueError(
+            f"{place}{self._row}: {_shown(kind, rooted)}, but the first row, {here}, is "
+            f"{_shown(first, rooted)}: the {self._holder} holds a sweep of sizes per data type"
+            + (", reduction op or root (nccl-tests -d all, -o all or -r -1)" if rooted else
+               " or reduction op (nccl-tests -d all or -o all)")
+            + f", here per {what} ({given}), and bench --published prices one; rerun without "
+            f"{given} ({default}, nccl-tests' default{'s' if len(swept) > 1 else ''}) or keep "
+            f"the rows of one {what}")
+
     def published(self, op: str, algorithm: str | None) -> list[Published]:
         """Each size once, in the order of the first sweep."""
+        self._refuse_sweeps()
         return [Published(size=size, time_us=median(self._times[size]),
                           busbw=median(self._busbw[size]), op=op, algorithm=algorithm,
                           cycles=len(self._times[size]),
                           wrong_at=tuple(self._wrong.get(size, ())))
                 for size in self._order if size]
+
+
+def _shown(kind: dict[str, str], rooted: bool) -> str:
+    """A row's type and op as printed ('float sum'), with its root where roots differ."""
+    return " ".join([*(v for c, v in kind.items() if c != "root"),
+                     *((f"root {kind.get('root')}",) if rooted else ())])
 
 
 def _is_header(line: str) -> bool:
@@ -283,8 +316,8 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     where -N printed the sweep several times (Sweeps), with the lines whose '#wrong' cells
     (out-of-place or in-place) are above 0. A row cut short or with a cell that is not a number
     raises ValueError naming path:line, as do a size out of the sweep's order, a second data
-    type or reduction op, and a second table (the rows of several runs would be priced as one);
-    only the last row may stop short, where a run that hung or failed left it."""
+    type, reduction op or root, and a second table (the rows of several runs would be priced as
+    one); only the last row may stop short, where a run that hung or failed left it."""
     at = next((i for i, ln in enumerate(lines) if _is_header(ln)), None)
     if at is None:
         raise ValueError(f"{path}: no nccl-tests table: expected a header line naming 'time' "
@@ -306,14 +339,7 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     # nccl-tests before 2.0 printed 'bytes N type op time(ms)'; 2.0 renamed the columns and
     # timed in microseconds (its commit cbe7f65, 2019).
     scale = 1e3 if names[0] == "bytes" else 1.0
-    # A row carries the out-of-place columns first; 'time' is the first timing column.
-    t_col = names.index("time")
-    # 'op' is the reduction's column before nccl-tests 2.0; '#wrong' counts elements NCCL got
-    # wrong (nccl-tests from 2.13), an error column above its bound tells of them before.
-    kind_cols = [names.index(n) for n in ("type", "redop", "op") if n in names]
-    wrong_cols = [i for i, n in enumerate(names) if n.startswith("#wrong")]
-    error_cols = [i for i, n in enumerate(names) if n in _DEVIATION_COLS]
-    type_col = names.index("type") if "type" in names else None
+    t_col, kind_cols, wrong_cols, error_cols = _layout(names)
     ranks = _ranks_listed(lines[:at])
     rows = _row_lines(lines, at + 1, names)
     printed = []  # (line, size, time, algbw, busbw) of each row, to check them against each other
@@ -332,11 +358,11 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
             raise ValueError(f"{path}:{number}: nccl-tests row: got size {tok[0]!r}, time "
                              f"{tok[t_col]!r}, algbw {tok[t_col + 1]!r}, busbw {tok[t_col + 2]!r}, "
                              "expected an integer and three numbers") from None
-        bound = 0.0 if type_col is None else \
-            _DEVIATION_BOUND.get(tok[type_col], 0.0) * (ranks - 1)
+        kind = {name: tok[i] for name, i in kind_cols}
+        bound = _DEVIATION_BOUND.get(kind.get("type", ""), 0.0) * (ranks - 1)
         wrong = any(_above(tok[i], 0.0) for i in wrong_cols if i < len(tok)) or \
             any(_above(tok[i], bound) for i in error_cols if i < len(tok))
-        sweeps.add(size, tuple(tok[i] for i in kind_cols), time_us * scale, busbw, wrong=wrong,
+        sweeps.add(size, kind, time_us * scale, busbw, wrong=wrong,
                    place=f"{path}:{number}", here=f"on line {number}")
         if size:
             printed.append((number, size, time_us * scale, algbw, busbw))
@@ -346,6 +372,15 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     if names[t_col + 1:t_col + 3] == ["algbw", "busbw"]:
         _check_rows_agree(printed, path, at)
     return out
+
+
+def _layout(names: list[str]) -> tuple[int, list[tuple[str, int]], list[int], list[int]]:
+    """Where a row's cells are under the header's `names`: the out-of-place 'time' (a row
+    carries the out-of-place columns first), the columns that tell sweeps apart (_SWEPT), the
+    '#wrong' columns (nccl-tests from 2.13) and the error columns before them."""
+    return (names.index("time"), [(n, names.index(n)) for n in _SWEPT if n in names],
+            [i for i, n in enumerate(names) if n.startswith("#wrong")],
+            [i for i, n in enumerate(names) if n in _DEVIATION_COLS])
 
 
 def _above(cell: str, bound: float) -> bool:
