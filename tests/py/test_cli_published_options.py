@@ -316,3 +316,70 @@ def test_report_of_a_sweep_per_root_is_refused(tmp_path, capsys):
     out, _ = _run(one, A100, "--sm", "80")
     assert [(r["size"], r["published_us"]) for r in out["rows"]] == \
         list(zip(SIZES, TIMES, strict=True))
+
+
+# --- an empty op name under 'redop' ---
+
+def _old_time(t: float) -> str:
+    """The time as nccl-tests printed it before getFloatStr (2.11 to 2.13)."""
+    return f"{t:7.{0 if t >= 1e4 else 1 if t >= 100 else 2}f}"
+
+
+def _blank_redop(version: str, binary: str, sizes=SIZES, times=TIMES) -> str:
+    """Outputs of nccl-tests whose TimeTest got "" for the op of a collective without one:
+    2.13.0 to 2.13.3 for all_gather, alltoall and broadcast (the header of common.cu, 'redop'
+    and 'root'; %5g #wrong), 2.9 to 2.11 for alltoall (its own header, 'redop' without 'root';
+    %5.0le error). The row leaves the op's cell empty."""
+    ranks, count = 8, {"all_gather_perf": 32, "alltoall_perf": 4, "broadcast_perf": 4}[binary]
+    text = f"# nThread 1 nGpus 1 minBytes {sizes[0]} maxBytes {sizes[-1]} step: 4(factor) " \
+        "warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n" + \
+        "".join(f"#   Rank {r:2d} Pid {4100 + r:6d} on {'dgx-a':>10} device {r:2d} "
+                f"[0x{0x07 + 8 * r:02x}] NVIDIA A100-SXM4-80GB\n" for r in range(ranks)) + "#\n"
+    rooted = version == "2.13.0"
+    names = ("size", "count", "type", "redop", *(("root",) if rooted else ()))
+    wrong = "#wrong" if rooted else "error"
+    units = ("(B)", "(elements)", "", "", "")[:len(names)]
+    text += f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}" + ("  " + " " * 6 if rooted else "") + \
+        "           out-of-place                       in-place          \n" + "".join(
+            "# " + "  ".join(f"{n:>{w}}" for n, w in zip(first, (10, 12, 8, 6, 6), strict=False))
+            + "".join(f"  {t:>7}  {a:>6}  {b:>6} {w:>6}" for _ in "oi") + "\n"
+            for first, (t, a, b, w) in ((names, ("time", "algbw", "busbw", wrong)),
+                                        (units, ("(us)", "(GB/s)", "(GB/s)", ""))))
+    for size, t in zip(sizes, times, strict=True):
+        algbw = size / t / 1e3
+        part = f"  {_old_time(t)}  {algbw:6.2f}  {algbw * FACTOR[binary]:6.2f}  " + \
+            (f"{0:5g}" if rooted else f"{0:5.0e}")
+        root = f"  {0 if binary == 'broadcast_perf' else -1:6d}" if rooted else ""
+        text += f"{size:12d}  {size // count:12d}  {'float':>8}  {'':>6}{root}{part}{part}\n"
+    return text
+
+
+def _old_written(binary: str, sizes=SIZES, times=TIMES) -> list[tuple]:
+    return [(s, t, round(s / t / 1e3 * FACTOR[binary], 2))
+            for s, t in zip(sizes, times, strict=True)]
+
+
+@pytest.mark.parametrize("version, binary", [
+    ("2.13.0", "all_gather_perf"), ("2.13.0", "alltoall_perf"), ("2.13.0", "broadcast_perf"),
+    ("2.11", "alltoall_perf")])
+def test_rows_without_an_op_name_read_as_printed(version, binary):
+    """The cells after the empty one are read where they are: before, the time was read from
+    algbw's cell (2.13.0; busbw's from the error's before 2.13), and the rows were called
+    garbled; -b X -e X's one row, too few for that check, was priced at its algbw."""
+    op = binary.removesuffix("_perf").replace("alltoall", "all_to_all")
+    text = _blank_redop(version, binary)
+    assert _read(text, op) == _old_written(binary)
+    one = _blank_redop(version, binary, sizes=(1 << 30,), times=(9876.5,))
+    assert _read(one, op) == _old_written(binary, sizes=(1 << 30,), times=(9876.5,))
+
+
+def test_rows_without_an_op_name_keep_their_wrong_counts():
+    """A 2.13.0 all_gather row (line 17) with #wrong 3 out of place (the cell after busbw) is
+    named."""
+    lines = _blank_redop("2.13.0", "all_gather_perf").splitlines()
+    cells = lines[-2].split()
+    assert cells[7] == "0"
+    cells[7] = "3"
+    lines[-2] = "  ".join(cells)
+    rows = read_table(lines, op="all_gather", algorithm=None)
+    assert [p.wrong_at for p in rows] == [(), ("<text>:17",), ()]

@@ -339,13 +339,20 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     # nccl-tests before 2.0 printed 'bytes N type op time(ms)'; 2.0 renamed the columns and
     # timed in microseconds (its commit cbe7f65, 2019).
     scale = 1e3 if names[0] == "bytes" else 1.0
-    t_col, kind_cols, wrong_cols, error_cols = _layout(names)
+    # nccl-tests 2.9 to 2.11 (alltoall) and 2.13.0 to 2.13.3 (all_gather, alltoall, broadcast,
+    # gather, scatter) printed an empty op name under 'redop' (its TimeTest's opName ""): such a
+    # row has no cell there, and a number (the root, else the time) comes where the op's name
+    # would. Its cells are read against the header without 'redop'.
+    layout = _layout(names)
+    unnamed = _layout([n for n in names if n != "redop"]) if "redop" in names else None
     ranks = _ranks_listed(lines[:at])
     rows = _row_lines(lines, at + 1, names)
     printed = []  # (line, size, time, algbw, busbw) of each row, to check them against each other
     sweeps = Sweeps("output", ": nccl-tests row")
     for k, (number, tok) in enumerate(rows):
         size = int(tok[0].replace("_", ""))
+        t_col, kind_cols, wrong_cols, error_cols = \
+            unnamed if unnamed and _is_number(tok, names.index("redop")) else layout
         if len(tok) <= t_col + 2:
             if k == len(rows) - 1:
                 break  # the run stopped here: a hang, a failure or a time limit
@@ -369,7 +376,7 @@ def read_table(lines: list[str], *, op: str, algorithm: str | None,
     out = sweeps.published(op, algorithm)
     if not out:
         raise ValueError(f"{path}: the nccl-tests table (header on line {at + 1}) has no rows")
-    if names[t_col + 1:t_col + 3] == ["algbw", "busbw"]:
+    if names[layout[0] + 1:layout[0] + 3] == ["algbw", "busbw"]:
         _check_rows_agree(printed, path, at)
     return out
 
@@ -381,6 +388,14 @@ def _layout(names: list[str]) -> tuple[int, list[tuple[str, int]], list[int], li
     return (names.index("time"), [(n, names.index(n)) for n in _SWEPT if n in names],
             [i for i, n in enumerate(names) if n.startswith("#wrong")],
             [i for i, n in enumerate(names) if n in _DEVIATION_COLS])
+
+
+def _is_number(cells: list[str], at: int) -> bool:
+    try:
+        float(cells[at])
+    except (IndexError, ValueError):
+        return False
+    return True
 
 
 def _above(cell: str, bound: float) -> bool:
