@@ -21,8 +21,10 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 
 from torch_topo import _C
+from torch_topo.backend_choice import BackendChoices
 from torch_topo.cluster import PLAY_SETTING, play_entries, world_cluster
 from torch_topo.config import TopoConfig
+from torch_topo.hierarchy import gloo_latency_us
 from torch_topo.nccl_hints import nccl_version_code, register_plan_hints
 from torch_topo.numa import apply_numa_binding, init_report
 from torch_topo.plan import Plan, resolve_cluster
@@ -55,8 +57,12 @@ def _played_cluster(path: str, placements: list[tuple[str, int]], config: TopoCo
     for i, name in enumerate(names):
         doc["hosts"][i]["hostname"] = name
     doc["ranks"] = ranks
+    # Ranks of a host without GPUs are Gloo's: its steps between hosts at the latency the
+    # backend gives them (GPU ranks keep NCCL's, as NCCL picks its algorithms by it).
+    latency = {} if gpus else {"inter_host_latency_us": config.inter_host_latency_us}
     return resolve_cluster(doc, 1, config.pipeline_chunk_bytes,
-                           inter_host_gbps=config.inter_host_gbps, nccl_version=nccl_version_code())
+                           inter_host_gbps=config.inter_host_gbps, nccl_version=nccl_version_code(),
+                           gloo_latency=True, **latency)
 
 
 def _world_cluster(config: TopoConfig, world_size: int, topology=None):
@@ -116,9 +122,14 @@ def cpu_cluster_doc(world_size: int) -> dict:
 def cpu_ranks_doc(world_size: int, config: TopoConfig | None = None) -> dict:
     """Where no rank has a GPU to plan on: the live cluster's hosts with their ranks, else (no
     exchange, or host names alone) one host of `world_size` CPU ranks. Plans on it stay
-    contiguous; they price what a contiguous layout costs on those hosts."""
-    live = world_cluster(config)
-    return live.planner_doc() if live is not None else cpu_cluster_doc(world_size)
+    contiguous; they price what a contiguous layout costs on those hosts, with Gloo's steps
+    between hosts at the latency the backend gives them (`hierarchy.gloo_latency_us`; the
+    exchange's own is NCCL's network hop)."""
+    cfg = TopoConfig.from_env() if config is None else config
+    live = world_cluster(cfg)
+    if live is None:
+        return cpu_cluster_doc(world_size)
+    return {**live.planner_doc(), "inter_host_latency_us": gloo_latency_us(live, cfg)}
 
 
 def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
@@ -129,7 +140,9 @@ def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
     world = dist.get_world_size()
     cluster = _world_cluster(cfg, world, topology)
     if cluster is None:
-        return Plan.build(cpu_ranks_doc(world, cfg), mesh, traffic, contiguous=True)
+        doc = cpu_ranks_doc(world, cfg)
+        # Its groups across hosts report the side the backend's size rule takes for them.
+        return Plan.build(doc, mesh, traffic, contiguous=True, backend=BackendChoices(doc, cfg))
     return Plan.build(cluster, mesh, traffic, nccl_hints=cfg.nccl_hints)
 
 

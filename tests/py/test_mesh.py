@@ -157,6 +157,74 @@ def test_pinned_host_without_gpus_places_no_rank(tmp_path, monkeypatch):
     assert mesh._world_cluster(TopoConfig(topology_file=str(host)), 4) is None
 
 
+def test_live_cpu_ranks_report_the_backends_side_at_gloo_latency(tmp_path, monkeypatch):
+    # A live world of CPU ranks on two hosts is laid out contiguously whatever the network (no
+    # decision there), but its plan (mesh.topo_plan) priced Gloo's steps between hosts at the
+    # exchange's 2.7 us (NCCL's hop) and showed the cost model's flat/hierarchical side, which
+    # is not the backend's: on these hosts its size rule goes hierarchical at every size.
+    # Reference: the backend's hierarchical_thresholds for the group over the live cluster, each
+    # side priced by its Gloo-side planner.
+    from planner_support import played_cpu_ranks
+
+    import torch_topo.mesh as mesh
+    from torch_topo import _C
+    from torch_topo.cluster import Cluster
+    from torch_topo.hierarchy import HostLayout, _planner, hierarchical_thresholds
+    from torch_topo.plan import SIZE_CLASSES
+
+    for var in ("TORCH_TOPO_FILE", "NCCL_TOPO_FILE", "TORCH_TOPO_PLAY", "TORCH_TOPO_HIERARCHICAL",
+                "TORCH_TOPO_INTER_HOST_LATENCY_US", "TORCH_TOPO_INTER_HOST_GBPS"):
+        monkeypatch.delenv(var, raising=False)
+    _, path = played_cpu_ranks(tmp_path, 2.7)
+    live = Cluster(_C.load_cluster_file(str(path)), 0)  # what the exchange assembles
+    monkeypatch.setattr(mesh, "world_cluster", lambda _config: live)
+    monkeypatch.setattr(dist, "get_world_size", lambda *_: 8)
+    config = TopoConfig.from_env()
+    everyone = list(range(8))
+    thresholds = hierarchical_thresholds(HostLayout.from_cluster(live), config, cluster=live)
+    model = _planner(live, config, "cpu")
+
+    def side(nbytes: int) -> dict:
+        both = model.compare_hierarchical("all_reduce", nbytes, [everyone])
+        taken = "all_reduce" in thresholds and nbytes >= thresholds["all_reduce"]
+        return both["hierarchical" if taken else "flat"]
+
+    plan = mesh.plan_for_world((8,), ("dp",), traffic={"dp": 10**8})
+    assert plan.layout == "contiguous" and plan.groups("dp") == [everyone]
+    for label, nbytes in {"step": 10**8, **SIZE_CLASSES}.items():
+        assert plan.algorithms["dp"][label] == side(nbytes)["algorithm"], label
+    assert plan.cost("dp") == pytest.approx(side(10**8)["seconds"], rel=1e-12)
+
+
+def test_played_hosts_without_gpus_are_priced_at_gloo_latency(tmp_path, monkeypatch):
+    # Ranks playing a host without GPUs (the emulator's CPU-only node) are planned on copies of
+    # it; Gloo carries their groups, which were priced at the file's latency (the model's 5 us)
+    # where the backend prices Gloo's steps between hosts at no less than 50 us.
+    # Reference: the backend's Gloo-side planner over the same hosts and placements.
+    import torch_topo.mesh as mesh
+    from torch_topo import _C
+    from torch_topo.cluster import Cluster
+    from torch_topo.hierarchy import _planner
+
+    monkeypatch.delenv("TORCH_TOPO_INTER_HOST_LATENCY_US", raising=False)
+    host = tmp_path / "node.json"
+    host.write_text(json.dumps({"schema": "torch-topo/1", "kind": "host", "gpus": []}))
+    config = TopoConfig(topology_file=str(host), play="n0:0,n0:0,n1:0,n1:0")
+    planned = mesh._world_cluster(config, 4)
+    doc = json.loads(_C.planner_cluster_json(path=str(host), hosts=2))
+    for i, h in enumerate(doc["hosts"]):
+        h["hostname"] = f"n{i}"
+    doc["ranks"] = [{"host": r // 2, "local_gpu": -1, "local_rank": r % 2} for r in range(4)]
+    (tmp_path / "cluster.json").write_text(json.dumps(doc))
+    backend = _planner(Cluster(_C.load_cluster_file(str(tmp_path / "cluster.json")), 0),
+                       config, "cpu")
+    for nbytes in (1 << 10, 1 << 20):
+        want = backend.estimate("all_reduce", nbytes, [[0, 1, 2, 3]])
+        got = planned.estimate("all_reduce", nbytes, [[0, 1, 2, 3]])
+        assert (got["algorithm"], got["seconds"]) == (want["algorithm"],
+                                                      pytest.approx(want["seconds"], rel=1e-12))
+
+
 @pytest.mark.parametrize("args, kwargs, fragment", [
     # Checked before any collective, so no process group is needed. Before: 1.5 was planned as
     # 1 (int()), a repeated name folded two dimensions into one mesh dimension without a word,

@@ -121,6 +121,38 @@ def test_cpu_world_of_four_takes_a_valid_split():
     assert choose_sequence_split(candidates).ulysses in (1, 2, 4)
 
 
+def test_live_cpu_ranks_across_hosts_are_split_at_gloo_latency(tmp_path, monkeypatch):
+    # A live world of CPU ranks on two hosts: Gloo carries the split's all-to-alls and ring
+    # steps, whose steps between hosts the backend prices at gloo_latency_us (50 us here), not
+    # at the exchange's 2.7 us (NCCL's network hop), and here the split taken depends on it.
+    # Reference: the candidates priced on the same hosts at the backend's latency.
+    from planner_support import played_cpu_ranks
+
+    import torch_topo.mesh as mesh
+    from torch_topo import _C, TopoConfig
+    from torch_topo.cluster import Cluster
+    from torch_topo.hierarchy import gloo_latency_us
+    from torch_topo.ops.sequence_split import sequence_split_candidates
+
+    for var in ("TORCH_TOPO_FILE", "NCCL_TOPO_FILE", "TORCH_TOPO_PLAY",
+                "TORCH_TOPO_INTER_HOST_LATENCY_US", "TORCH_TOPO_INTER_HOST_GBPS"):
+        monkeypatch.delenv(var, raising=False)
+    doc, path = played_cpu_ranks(tmp_path, 2.7)
+    live = Cluster(_C.load_cluster_file(str(path)), 0)  # what the exchange assembles
+    monkeypatch.setattr(mesh, "world_cluster", lambda _config: live)
+    shape = AttentionShape(heads=32, kv_heads=1, head_dim=64, seq_len=256, batch=1)
+    gloo = gloo_latency_us(live, TopoConfig.from_env())
+    split = {}
+    for us in (2.7, gloo):
+        best = choose_sequence_split(sequence_split_candidates(
+            resolve_cluster({**doc, "inter_host_latency_us": us}), {"dp": 1, "sp": 8}, shape,
+            contiguous=True))
+        split[us] = (best.ulysses, best.ring)
+    assert split[2.7] != split[gloo]
+    cfg = UlyssesConfig(sequence_parallel_size=8, attention=shape)
+    assert resolve_sequence_parallel_degrees(cfg, 8) == split[gloo]
+
+
 def test_pinned_file_is_planned_on_before_any_process_group(monkeypatch):
     # world_size given and TORCH_TOPO_FILE pinned: nothing needs torch.distributed (it asked
     # for the default group's size). Reference: the same split priced on the file passed in.
