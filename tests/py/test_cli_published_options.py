@@ -286,7 +286,7 @@ def test_cli_names_the_option_of_a_sweep_per_root(tmp_path, capsys):
     assert "here per root (-r -1)" in err
 
 
-def _report(tmp_path: Path, binary: str, kinds) -> Path:
+def _report(tmp_path: Path, binary: str, kinds, args=("-r", "-1")) -> Path:
     """A -J report of _output's run: a result per row, root as '%6i' prints it."""
     results = []
     for type_, redop, root in kinds:
@@ -295,7 +295,7 @@ def _report(tmp_path: Path, binary: str, kinds) -> Path:
                     "bus_bw": size / t / 1e3 * FACTOR[binary], "nwrong": 0}
             results.append({"size": size, "count": size // 4, "type": type_, "redop": redop,
                             "root": f"{int(root):6d}", "out_of_place": part, "in_place": part})
-    doc = {"args": [f"./build/{binary}", "-r", "-1"], "nccl_version": 22703,
+    doc = {"args": [f"./build/{binary}", *args], "nccl_version": 22703,
            "config": {"nthreads": 1, "ngpus": 1}, "results": results,
            "devices": [{"hostname": "dgx-a", "group": 0, "device_info": "NVIDIA A100"}]}
     path = tmp_path / "report.json"
@@ -314,6 +314,30 @@ def test_report_of_a_sweep_per_root_is_refused(tmp_path, capsys):
     one = _report(tmp_path, "broadcast_perf", [("float", "none", "5")])
     capsys.readouterr()
     out, _ = _run(one, A100, "--sm", "80")
+    assert [(r["size"], r["published_us"]) for r in out["rows"]] == \
+        list(zip(SIZES, TIMES, strict=True))
+
+
+@pytest.mark.parametrize("args, shown", [
+    (("-R", "2", "-D", "1"), "'-D': nccl-tests' device implementation (-D 1)"),
+    (("-R2", "-D2"), "'-D2': nccl-tests' device implementation (-D 2)"),
+    (("--device_implementation=0x1",), "'--device_implementation=0x1': nccl-tests' device "
+                                       "implementation (-D 0x1)"),
+    (("--device_i", "3", "-R", "2"), "'--device_i': nccl-tests' device implementation (-D 3)")])
+def test_report_of_the_device_implementation_is_refused(tmp_path, capsys, args, shown):
+    # nccl-tests 2.28's -D: its own kernels over NCCL's device API, visible in the report's args
+    path = _report(tmp_path, "all_reduce_perf", [("float", "sum", "-1")], args)
+    err = _error(capsys, "--published", path, "--topology", A100, "--sm", "80")
+    assert err == (f"torch_topo bench: error: {path}: args {shown} times its own kernels over "
+                   "NCCL's device API, not the NCCL collective the model prices; rerun without "
+                   "-D (or -D 0)\n")
+
+
+@pytest.mark.parametrize("args", [("-D", "0", "-R", "2"), ("--device_cta_count", "4"),
+                                  ("-d", "float")])
+def test_report_without_the_device_implementation_reads(tmp_path, args):
+    path = _report(tmp_path, "all_reduce_perf", [("float", "sum", "-1")], args)
+    out, _ = _run(path, A100, "--sm", "80")
     assert [(r["size"], r["published_us"]) for r in out["rows"]] == \
         list(zip(SIZES, TIMES, strict=True))
 

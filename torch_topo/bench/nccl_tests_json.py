@@ -47,6 +47,31 @@ def _op(doc: dict, path: str) -> str | None:
     return op_in_name(str(args[0]), f"{path}: args[0] {args[0]!r}") if args else None
 
 
+def _check_device_implementation(doc: dict, path: str) -> None:
+    """nccl-tests 2.28's -D N (N > 0) times its own kernels over NCCL's device API in place of
+    NCCL's collective, which the model prices; stdout does not show it, the report's args do.
+    getopt_long reads -D N, -DN, --device_implementation N or =N, and long names cut short to
+    any unique start (--device_i ...)."""
+    args = [str(a) for a in doc.get("args") or []][1:]
+    for i, arg in enumerate(args):
+        name, eq, inline = arg.partition("=")
+        if arg.startswith("--") and len(name) >= len("--device_i") and \
+                "--device_implementation".startswith(name):
+            value = inline if eq else (args[i + 1] if i + 1 < len(args) else "")
+        elif arg.startswith("-D") and not arg.startswith("--"):
+            value = arg[2:] or (args[i + 1] if i + 1 < len(args) else "")
+        else:
+            continue
+        try:
+            chosen = int(value.strip(), 0)
+        except ValueError:
+            chosen = 1  # strtol's garbage: refuse rather than guess
+        if chosen != 0:
+            raise ValueError(f"{path}: args {arg!r}: nccl-tests' device implementation (-D "
+                             f"{value.strip()}) times its own kernels over NCCL's device API, "
+                             "not the NCCL collective the model prices; rerun without -D (or -D 0)")
+
+
 def _algorithm(doc: dict, path: str) -> str | None:
     for entry in doc.get("env") or []:
         name, _, value = str(entry).partition("=")
@@ -111,6 +136,7 @@ def read_json_report(text: str, path: str) -> tuple[RunHeader, list[Published]]:
         if device.get("device_info"):
             names[str(device["device_info"]).strip()] = None
     hosts, ranks_per_host = uniform_hosts(per_host, f"{path}: devices")
+    _check_device_implementation(doc, path)
     op = _op(doc, path)
     header = RunHeader(op=op, hosts=hosts, ranks_per_host=ranks_per_host,
                        gpu_names=tuple(names), nccl_version=int(doc.get("nccl_version") or 0),
