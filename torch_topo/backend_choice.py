@@ -35,7 +35,7 @@ class BackendChoices:
         # A cluster document's own figures stand for what the exchange would pin or measure.
         self._pins = _Pins(config.inter_host_gbps or doc.get("inter_host_bandwidth_gbps", 0.0),
                            config.inter_host_latency_us or doc.get("inter_host_latency_us", 0.0))
-        self._groups: dict[tuple, tuple[dict[str, int], object] | None] = {}
+        self._groups: dict[tuple, tuple[dict[str, int], object]] = {}
 
     @classmethod
     def of(cls, topology_or_cluster, hosts: int, config: TopoConfig) -> BackendChoices | None:
@@ -55,14 +55,16 @@ class BackendChoices:
         from torch_topo.hierarchy import HostLayout, choice_model, hierarchical_thresholds
 
         records = [self._records[r] for r in ranks]
+        # Told from the records first: assembling every GPU group of a large plan costs seconds.
+        if (all(rec["local_device"] >= 0 for rec in records)
+                or len({rec["hostname"] for rec in records}) < 2):
+            return None
         key = tuple((rec["hostname"], rec["local_device"] < 0) for rec in records)
         if key not in self._groups:
             cluster = _assemble(records, self._pins, 0, self._docs)
             layout = HostLayout.from_cluster(cluster)
-            decides = layout.host_count > 1 and any(p.local_gpu < 0 for p in cluster.placements)
-            self._groups[key] = (
-                (hierarchical_thresholds(layout, self._config, cluster=cluster),
-                 choice_model(layout, self._config, cluster)) if decides else None)
+            self._groups[key] = (hierarchical_thresholds(layout, self._config, cluster=cluster),
+                                 choice_model(layout, self._config, cluster))
         return self._groups[key]
 
     def decides(self, groups: list[list[int]]) -> bool:
