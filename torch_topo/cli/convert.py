@@ -23,8 +23,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--to", required=True, choices=TARGETS, help="output format")
     p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     p.add_argument("--json", action="store_true",
-                   help="print a JSON summary (input, format, output, warnings; the converted "
-                        "text as `content` when no -o is given)")
+                   help="print a JSON summary (input, from, to, output, gpu_count, warnings; "
+                        "the converted text as `content` when no -o is given)")
     p.set_defaults(run=run)
 
 

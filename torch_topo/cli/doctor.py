@@ -37,7 +37,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--hosts", type=int, default=1, help="copies of a one-host FILE (default 1)")
     add_nvlink_domain_hosts(p)
     p.add_argument("--kv-heads", type=int, default=None, help="K/V heads of the model (checks the sp degree)")
-    p.add_argument("--json", action="store_true", help="print {schema, findings: [{code, severity, message, fix}]}")
+    p.add_argument("--json", action="store_true", help="print {schema, file, source, findings: [{code, severity, message, "
+                   "fix}]}")
     p.set_defaults(run=run)
 
 
