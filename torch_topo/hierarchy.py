@@ -508,6 +508,9 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
                        f"{per_call}{one_step}")
         if config.debug and config.hierarchical == "auto":
             model = choice_model(layout, config, cluster, device_type)
-            for line in predicted_choices(model, [list(range(group_size))]):
+            # The side is the thresholds' (what the group then does), not the faster one: the
+            # rule cuts at one size, and may leave a faster side below it.
+            for line in predicted_choices(model, [list(range(group_size))],
+                                          thresholds=thresholds):
                 _debug(config, f"{device_type} predicted {line}")
     return layout

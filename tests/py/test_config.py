@@ -260,8 +260,8 @@ def _topo_group(cfg, env=None):
     return group, group._get_backend(torch.device("cpu"))
 
 
-def _last_choice(group, backend) -> str:
-    dist.all_reduce(torch.ones(256), group=group)
+def _last_choice(group, backend, numel: int = 256) -> str:
+    dist.all_reduce(torch.ones(numel), group=group)
     return backend.last_decisions()[-1][2]
 
 
@@ -451,6 +451,55 @@ def test_aware_off_issues_exactly_what_plain_gloo_does(tmp_path, monkeypatch, wo
         # On, the same program issues other calls (one-step exchanges, levels): the comparison
         # can tell; the results agree.
         assert seen["on"][0] != calls and seen["on"][1] == values
+
+
+_CELL = re.compile(r"(\d+) (KiB|MiB|GiB): flat \S+ [\d.]+ us, hierarchical [\d.]+ us -> (\w+)")
+
+
+def _predictions_main(rank, world, store_path, out_dir):
+    import torch_topo  # noqa: F401  (registers "topo")
+
+    dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
+                            world_size=world, timeout=timedelta(seconds=60))
+    seen = []
+    for gbps in (None, 12.5):
+        cfg = TopoConfig(play="a:0,a:1,b:0,b:1", debug=True, inter_host_gbps=gbps)
+        group = None
+
+        def create(cfg=cfg):
+            nonlocal group
+            group = _topo_group(cfg)
+
+        text = _stderr_during(create)
+        (line,) = [ln for ln in text.splitlines() if "cpu predicted all_reduce " in ln]
+        taken = []
+        for count, unit, side in _CELL.findall(line):
+            nbytes = int(count) << {"KiB": 10, "MiB": 20, "GiB": 30}[unit]
+            if nbytes <= 16 << 20:
+                taken.append([side, _last_choice(*group, numel=nbytes // 4)])
+        seen.append(taken)
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(seen))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+@pytest.mark.timeout(300)
+def test_debug_predictions_name_the_side_the_group_takes(tmp_path, monkeypatch):
+    # Two hosts of two CPU ranks: TORCH_TOPO_DEBUG's predicted lines must name the side each
+    # all_reduce then takes. At 12.5 GB/s the size rule's threshold says never while the
+    # hierarchical side is the faster one to 1 MiB; the lines marked the faster side.
+    for var in ENV_VARS.values():
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
+    start_processes(_predictions_main, args=(4, str(tmp_path / "store"), str(tmp_path)),
+                    nprocs=4)
+    for rank in range(4):
+        seen = json.loads((tmp_path / f"{rank}.json").read_text())
+        assert [len(taken) for taken in seen] == [3, 3]  # 64 KiB, 1 MiB, 16 MiB
+        for taken in seen:
+            for printed, done in taken:
+                assert printed == done
+        assert {done for _, done in seen[1]} == {"flat"}
 
 
 @pytest.mark.parametrize("argv", [["show", P4D], ["convert", P4D, "--to", "json"],
