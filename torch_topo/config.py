@@ -229,6 +229,7 @@ class TopoConfig(_RecordsGivenFields):
             raise ValueError(
                 f"TopoConfig.from_env: unknown variable {unknown[0]}, expected one of "
                 + ", ".join(sorted(ENV_VARS.values()))
+                + " (the config's) or " + ", ".join(sorted(OTHER_VARS)) + " (build and tests)"
             )
         kwargs: dict[str, object] = {}
         types = {f.name: f.type for f in dataclasses.fields(cls)}

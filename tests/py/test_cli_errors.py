@@ -19,6 +19,7 @@ from planner_support import DATA, DGX1
 
 from torch_topo import _C
 from torch_topo.cli import main
+from torch_topo.config import TopoConfig
 
 P4D = DATA / "nccl_topo_xml" / "aws_p4d.24xlarge_8xA100_topo.xml"
 
@@ -127,6 +128,21 @@ def test_an_unknown_option_is_named_with_its_verb(env, capsys, verb):
     assert out == ""
     assert err == (f"torch_topo {verb}: error: unrecognized arguments: --bogus; "
                    f"see `python -m torch_topo {verb} --help`\n")
+
+
+def test_a_misspelt_build_variable_is_told_the_variables_accepted(env, capsys):
+    # The list named the config's variables only, so TORCH_TOPO_BUILD_CUD=0 read as if no
+    # build switch existed; every name from_env accepts is now listed.
+    monkeypatch, _ = env
+    monkeypatch.setenv("TORCH_TOPO_BUILD_CUD", "0")
+    assert main(["show", str(DGX1)]) == 2
+    err = capsys.readouterr().err
+    listed = set(re.findall(r"TORCH_TOPO_[A-Z_]+", err.split("expected one of", 1)[1]))
+    assert "TORCH_TOPO_BUILD_CUDA" in listed
+    for var in listed:  # each name offered is one the config takes
+        TopoConfig.from_env({var: ""})
+    with pytest.raises(ValueError, match="unknown variable"):
+        TopoConfig.from_env({"TORCH_TOPO_BUILD_CUD": ""})
 
 
 @pytest.mark.parametrize("argv", [["convert", str(P4D), "--to", "json", "--json"],
