@@ -237,7 +237,7 @@ def own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
     """This process's place: {"hostname", "local_rank", "local_device", "topology"} from the
     live probe, or from the pinned file under play mode. Probed once per process and setting
     (NUMA binding at init and the exchange both need it)."""
-    play = cfg.play or os.environ.get("TORCH_TOPO_PLAY")
+    play = cfg.effective("play")
     key = (resolve_pinned_file(cfg), play, group_size if play else 0, play_rank if play else 0)
     if key not in _own_records:
         _own_records[key] = _probe_own_record(cfg, group_size, play_rank)
@@ -245,7 +245,7 @@ def own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
 
 
 def _probe_own_record(cfg: TopoConfig, group_size: int, play_rank: int) -> dict:
-    play = cfg.play or os.environ.get("TORCH_TOPO_PLAY")
+    play = cfg.effective("play")
     if play:
         pinned = resolve_pinned_file(cfg)
         if pinned is None:
@@ -592,7 +592,7 @@ def world_cluster(config: TopoConfig | None = None) -> Cluster | None:
     if earlier is not None:
         records, pins, docs = earlier
         return _assemble(records, _Pins.of(cfg, pins), dist.get_rank(), docs)
-    if (cfg.play or os.environ.get("TORCH_TOPO_PLAY")) and resolve_pinned_file(cfg) is None:
+    if cfg.effective("play") and resolve_pinned_file(cfg) is None:
         return None
     store = dist.PrefixStore("torch_topo/world/", distributed_c10d._get_default_store())
     return exchange_cluster(store, dist.get_rank(), len(world), cfg, global_ranks=world)

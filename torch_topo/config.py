@@ -262,6 +262,15 @@ class TopoConfig(_RecordsGivenFields):
                 raise
             raise ValueError(f"{var}: {exc}") from None
 
+    def effective(self, name: str):
+        """A field's value where it was given (a merged config gives every field the environment
+        set), else its variable's: `TopoConfig(play=None)` plays nothing whatever
+        TORCH_TOPO_PLAY says, and a config built in code without a field still sees the
+        variable. An empty variable counts as unset."""
+        if name in self._given:
+            return getattr(self, name)
+        return getattr(self.merged_with_env(), name)
+
     def merged_with_env(self) -> TopoConfig:
         """This config with environment values filling the fields it was not given; a given
         field keeps its value even where that is the default (debug=False beats

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import zlib
 from dataclasses import dataclass
@@ -448,8 +447,8 @@ def discover_layout(store, group_rank: int, group_size: int, global_rank: int,
     """
     from torch_topo.probe import resolve_pinned_file
 
-    if (config.play or os.environ.get("TORCH_TOPO_PLAY")) and resolve_pinned_file(config) is None:
-        play = config.play or os.environ["TORCH_TOPO_PLAY"]
+    if config.effective("play") and resolve_pinned_file(config) is None:
+        play = config.effective("play")
         names = exchange_hostnames(store, group_rank, group_size,
                                    lambda: parse_play(play, group_size, global_rank)[0],
                                    timeout=config.timeout or _DEFAULT_TIMEOUT)

@@ -196,8 +196,7 @@ def bind_at_init(config, rank: int, group_size: int, play_index: int,
 
     text, node, gpu = "", -1, -1
     # A rank that plays a host without a topology file has no GPU whose CPUs are known.
-    if resolve_pinned_file(config) is not None or not (config.play or
-                                                       os.environ.get("TORCH_TOPO_PLAY")):
+    if resolve_pinned_file(config) is not None or not config.effective("play"):
         record = own_record(config, group_size, play_index)
         gpu = record["local_device"]
     if gpu >= 0:

@@ -67,7 +67,8 @@ def resolve_pinned_file(
     """The pinned topology file that wins over the live probe, or None.
 
     Args:
-        config: its `topology_file` wins when set.
+        config: its `topology_file` wins when set or given (given as None: no pinned file,
+            whatever the variables say).
         environ: the environment to read (default `os.environ`): `TORCH_TOPO_FILE`, then
             `NCCL_TOPO_FILE` (NCCL's own variable, so a file already given to NCCL pins us too).
 
@@ -76,10 +77,13 @@ def resolve_pinned_file(
             (loading it later would name only the path, far from the setting).
     """
     env = os.environ if environ is None else environ
-    if config is not None and config.topology_file:
+    if config is not None and (config.topology_file or "topology_file" in config.explicit_fields):
+        # A given field wins whatever its value: topology_file=None probes live.
+        if not config.topology_file:
+            return None
         return _existing(config.topology_file, "TopoConfig.topology_file (or TORCH_TOPO_FILE)")
     for var in ("TORCH_TOPO_FILE", "NCCL_TOPO_FILE"):
-        if env.get(var):
+        if env.get(var, "").strip():  # blank is unset, as TopoConfig.from_env reads it
             return _existing(env[var], var)
     return None
 

@@ -223,6 +223,29 @@ def test_copies_keep_which_fields_were_given(copy_of, monkeypatch):
     assert (merged.debug, merged.timeout_s, merged.hierarchical) == (False, 5.0, "never")
 
 
+def test_a_field_given_as_none_switches_its_variable_off(monkeypatch):
+    # A field given to TopoConfig wins over its variable whatever its value (README); play and
+    # topology_file given as None fell back to TORCH_TOPO_PLAY and TORCH_TOPO_FILE.
+    from torch_topo import cluster
+    from torch_topo.probe import resolve_pinned_file
+
+    monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
+    monkeypatch.setenv("TORCH_TOPO_FILE", P4D)
+    monkeypatch.setenv("TORCH_TOPO_PLAY", "hostX:1,hostY:1")
+    assert resolve_pinned_file(TopoConfig()) == P4D
+    for cfg in (TopoConfig(topology_file=None), TopoConfig(topology_file=None).merged_with_env()):
+        assert resolve_pinned_file(cfg) is None
+    assert TopoConfig().effective("play") == "hostX:1,hostY:1"
+    assert TopoConfig(play=None).effective("play") is None
+    played = cluster.own_record(TopoConfig(), 2, 0)
+    assert (played["hostname"], played["local_device"]) == ("hostX", 1)
+    live = cluster.own_record(TopoConfig(play=None).merged_with_env(), 2, 0)
+    assert live["hostname"] not in ("hostX", "hostY")
+    # A blank variable is unset, as TopoConfig.from_env reads it.
+    monkeypatch.setenv("TORCH_TOPO_FILE", "  ")
+    assert resolve_pinned_file(TopoConfig()) is None
+
+
 def test_unknown_field_is_a_type_error():
     with pytest.raises(TypeError, match="no_such_field"):
         TopoConfig(no_such_field=1)
