@@ -92,7 +92,7 @@ def torch_context_parallel(full: tuple, ref: dict, reps: int, mesh) -> dict:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="folder for rank<R>.json")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--quick", action="store_true", help="a quarter of the sequence, 3 reps")

@@ -46,7 +46,7 @@ def print_overhead(records: list[dict]) -> None:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--procs", type=int, default=4, help="local ranks when not under torchrun")
     p.add_argument("--min-bytes", type=parse_bytes, default=8, help="smallest size (8)")
     p.add_argument("--max-bytes", type=parse_bytes, default=16 << 20, help="largest size (16M)")

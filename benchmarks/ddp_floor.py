@@ -34,8 +34,15 @@ def main() -> None:
         init(self, *args, **kwargs)
         self.register_comm_hook(None, _no_all_reduce)
 
-    DistributedDataParallel.__init__ = init_without_communication
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) >= 2 else 2)
     script = sys.argv[1]
+    if not os.path.isfile(script):
+        print(f"ddp_floor.py: error: {script!r} is no training script; usage: python "
+              "benchmarks/ddp_floor.py SCRIPT [its options]", file=sys.stderr)
+        sys.exit(2)
+    DistributedDataParallel.__init__ = init_without_communication
     sys.argv = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # its sibling modules
     runpy.run_path(script, run_name="__main__")

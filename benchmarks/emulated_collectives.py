@@ -150,7 +150,7 @@ def plot(summary: list[dict], path: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=2)
     parser.add_argument("--procs-per-node", type=int, default=4)
     parser.add_argument("--inter-bw", default="1gbit")

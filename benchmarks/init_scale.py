@@ -256,7 +256,7 @@ def planner_rows(max_gpus: int) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="64,256,1024", help="world sizes, ascending")
     parser.add_argument("--processes", type=int, default=4, help="processes holding the ranks")
     parser.add_argument("--switch-interval", type=float, default=SWITCH_INTERVAL_S,

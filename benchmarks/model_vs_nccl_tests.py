@@ -125,7 +125,7 @@ def _fmt(v) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write every table here")
     args = ap.parse_args()
     report = {"systems": [], "thresholds": []}

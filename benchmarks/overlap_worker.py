@@ -155,7 +155,7 @@ def init_rank(backend: str, device_kind: str) -> torch.device:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--chunks", type=int, default=None, help="default: the op's calibration")
     p.add_argument("--fixed-chunks", type=int, default=None,

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, ROOT)
     from torch_topo.bench import COLLECTIVES, parse_bytes
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worlds", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--ops", nargs="+", default=["all_reduce", "all_gather",
                                                      "reduce_scatter"], choices=COLLECTIVES)

@@ -178,7 +178,7 @@ PARTS = {"overlap": overlap_part, "attention": attention_part}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--worlds", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--parts", nargs="+", choices=("overlap", "attention"),
                         default=["overlap", "attention"])

@@ -223,7 +223,7 @@ PRESETS = {"comm-heavy": {"world": 4, "seq": [256], "batch": 1, "heads": 64, "kv
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--seq", type=int, nargs="+", default=[512, 1024, 2048])
     p.add_argument("--batch", type=int, default=1)

@@ -234,7 +234,7 @@ def print_table(rows: list[dict]) -> None:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ops", nargs="+", default=["all_reduce"], choices=OPS)
     p.add_argument("--procs", type=int, default=2, help="CPU ranks (local processes), >= 1")
     p.add_argument("--cpu-max-bytes", type=parse_bytes, default=1 << 20)

@@ -66,3 +66,18 @@ def test_floor_line_says_when_a_row_came_in_below_it(capsys):
         line = capsys.readouterr().out
         assert "(the floor): 50.3 ms per step" in line and f"{0.0618 / 0.0503:.2f}x" in line
         assert ("topo's DDP row, 45.0 ms, came in below it" in line) is below, line
+
+
+@pytest.mark.parametrize("argv, code, stream, says", [
+    (["--help"], 0, "stdout", "python benchmarks/ddp_floor.py examples/train_llama.py --ddp"),
+    ([], 2, "stdout", "python benchmarks/ddp_floor.py examples/train_llama.py --ddp"),
+    (["no_such_script.py", "--ddp"], 2, "stderr",
+     "ddp_floor.py: error: 'no_such_script.py' is no training script; usage: python "
+     "benchmarks/ddp_floor.py SCRIPT [its options]")])
+def test_usage_without_a_script(argv, code, stream, says):
+    # --help and a missing script ran the first argument as a file: a traceback naming the
+    # option ('/work/main/--help') or an index error.
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "ddp_floor.py"), *argv],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert run.returncode == code
+    assert says in getattr(run, stream) and "Traceback" not in run.stderr

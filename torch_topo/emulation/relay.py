@@ -87,7 +87,7 @@ def run_relay(ports: list[tuple[str, bytes]], delay_s: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--delay-us", type=float, required=True)
     parser.add_argument("--port", action="append", required=True, help="IFNAME=MAC of the node")
     args = parser.parse_args(argv)
