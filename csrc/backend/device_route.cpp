@@ -16,8 +16,8 @@ DeviceRoute::DeviceRoute(c10::DeviceType type, c10::intrusive_ptr<c10d::Backend>
       streamed(type != c10::DeviceType::CPU),
       // NCCL reduces with AVG and PREMUL_SUM natively; Gloo has neither.
       nativeAvg(this->inner->getBackendName() == "nccl"),
-      // Gloo packs a coalesced op into one buffer of the first tensor's dtype (torch 2.14
-      // returns garbage for the others); NCCL groups one call per tensor.
+      // Gloo packs a coalesced all-gather into one buffer of the first tensor's dtype (torch
+      // 2.14 returns garbage for the others); NCCL groups one call per tensor.
       mixedDtypeCoalescing(this->inner->getBackendName() != "gloo"),
       glooDtypesOnly(this->inner->getBackendName() == "gloo") {}
 

@@ -189,8 +189,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter_tensor_coalesced(
   for (size_t i = 0; i < inputs.size(); ++i) {
     checkBlocks("reduce_scatter_tensor_coalesced", "input", inputs[i], outputs[i]);
   }
+  // No checkCoalescedDtypes: Gloo reduces each pair of this op in its own dtype (torch 2.11,
+  // 2.14 and 2.15), so mixed dtypes are as valid here as on plain Gloo.
   auto& route = routeFor("reduce_scatter_tensor_coalesced", outputs);
-  checkCoalescedDtypes("reduce_scatter_tensor_coalesced", route, outputs);
   Epilogue epilogue;
   c10d::ReduceScatterOptions inner = opts;
   inner.reduceOp = prepareReduce("reduce_scatter_tensor_coalesced", route, opts.reduceOp, inputs,
