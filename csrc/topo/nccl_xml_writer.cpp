@@ -221,17 +221,23 @@ class NcclXmlWriter {
       if (!nic_el) nic_el = bare ? parent : parent->InsertNewChildElement("nic");
       tinyxml2::XMLElement* net = nic_el->InsertNewChildElement("net");
       net->SetAttribute("name", nic.name.c_str());
-      // NCCL writes speed in Mbit/s; the model's Gbit/s wins over a stale source value.
+      // NCCL writes speed in Mbit/s and latency in us as "%f" does; the model's values win over
+      // stale source ones (a file's latency="0.0" where the NIC has since been given its
+      // plugin's figure).
       std::string speed = std::to_string(static_cast<long long>(nic.speed_gbps * 1000.0 + 0.5));
+      std::string latency = formatFixed(nic.latency_us, 6);
       for (const auto& kv : nic.attrs) {
         bool is_speed = kv.first == "speed" && nic.speed_gbps > 0;
-        net->SetAttribute(kv.first.c_str(), is_speed ? speed.c_str() : kv.second.c_str());
+        bool is_latency = kv.first == "latency" && nic.latency_us > 0;
+        net->SetAttribute(kv.first.c_str(), is_speed     ? speed.c_str()
+                                            : is_latency ? latency.c_str()
+                                                         : kv.second.c_str());
       }
       if (nic.speed_gbps > 0 && !net->Attribute("speed")) {
         net->SetAttribute("speed", speed.c_str());
       }
       if (nic.latency_us > 0 && !net->Attribute("latency")) {
-        net->SetAttribute("latency", std::to_string(nic.latency_us).c_str());
+        net->SetAttribute("latency", latency.c_str());
       }
     }
   }

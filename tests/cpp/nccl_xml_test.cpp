@@ -205,7 +205,7 @@ std::string p5WithNetLatency(const std::string& value, int* nets) {
   std::string text = readText(dataPath("nccl_topo_xml/aws_p5.48xlarge_8xH100_topo_2026pr.xml"));
   const std::string from = "latency=\"0.0\"", to = "latency=\"" + value + "\"";
   *nets = 0;
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
     ++*nets;
   }
@@ -226,6 +226,23 @@ TEST(NcclXmlTest, NetLatencyIsReadKeptAndWritten) {
   }
   const HostTopology back = readNcclXml(writeNcclXml(j), "written.xml");
   for (const Nic& nic : back.nics) EXPECT_DOUBLE_EQ(nic.latency_us, 75.0) << nic.name;
+}
+
+// A NIC given its plugin's latency after it was read (the p5 file says latency="0.0") is written
+// with that latency, not the file's stale attribute, as a NIC's speed is.
+TEST(NcclXmlTest, WrittenNetLatencyIsTheNicsNotAStaleAttribute) {
+  int nets = 0;
+  HostTopology h = readNcclXml(p5WithNetLatency("0.0", &nets), "p5.xml");
+  ASSERT_GT(nets, 0);
+  for (Nic& nic : h.nics) {
+    ASSERT_EQ(findAttr(nic.attrs, "latency", ""), "0.0") << nic.name;
+    nic.latency_us = 35.5;
+  }
+  const std::string text = writeNcclXml(h);
+  EXPECT_EQ(text.find("latency=\"0.0\""), std::string::npos) << text;
+  const HostTopology back = readNcclXml(text, "written.xml");
+  ASSERT_EQ(back.nics.size(), h.nics.size());
+  for (const Nic& nic : back.nics) EXPECT_DOUBLE_EQ(nic.latency_us, 35.5) << nic.name;
 }
 
 TEST(NcclXmlTest, MalformedNetLatencyNamesItsLine) {
