@@ -130,6 +130,16 @@ def test_an_unknown_option_is_named_with_its_verb(env, capsys, verb):
                    f"see `python -m torch_topo {verb} --help`\n")
 
 
+def test_an_unknown_option_before_the_verb_is_the_top_parsers(env, capsys):
+    # `--json show FILE` was refused by show ("unrecognized arguments: --json; see ... show
+    # --help"), whose help lists --json: the option was given to the top parser, not to show.
+    assert main(["--json", "show", str(DGX1)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == ("torch_topo: error: unrecognized arguments: --json; "
+                   "see `python -m torch_topo --help`\n")
+
+
 def test_a_misspelt_build_variable_is_told_the_variables_accepted(env, capsys):
     # The list named the config's variables only, so TORCH_TOPO_BUILD_CUD=0 read as if no
     # build switch existed; every name from_env accepts is now listed.

@@ -60,7 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args, unknown = parser.parse_known_args(argv)
         if unknown:
-            args.verb_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+            # One given before the verb is the top parser's: `--json show` would otherwise be
+            # refused by show, whose help lists --json.
+            given = sys.argv[1:] if argv is None else list(argv)
+            before = set(given[:given.index(args.verb)])
+            owner = parser if before.intersection(unknown) else args.verb_parser
+            owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:
