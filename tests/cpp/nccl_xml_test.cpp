@@ -218,7 +218,9 @@ TEST(NcclXmlTest, NetLatencyIsReadKeptAndWritten) {
   ASSERT_GT(nets, 0);
   ASSERT_EQ(h.nics.size(), static_cast<size_t>(nets));
   for (const Nic& nic : h.nics) EXPECT_DOUBLE_EQ(nic.latency_us, 75.0) << nic.name;
-  // Through the probe exchange's JSON, which keeps no XML attribute of it, and back to XML.
+  // Through the probe exchange's JSON and back to XML; JSON keeps the source's latency
+  // attribute too, so it is dropped (a live probe's NICs have none) for the writer to
+  // write the NIC's own.
   HostTopology j = hostFromJson(hostToJson(h), "p5.json");
   for (Nic& nic : j.nics) {
     EXPECT_DOUBLE_EQ(nic.latency_us, 75.0) << nic.name;
