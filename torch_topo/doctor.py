@@ -379,7 +379,8 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     `inter_host_gbps` and `inter_host_latency_us` pin the network between hosts as
     `resolve_cluster` does; ranks without a GPU are priced at Gloo's latency between hosts as
     the backend prices them (`resolve_cluster(gloo_latency=True)`), on the flat or hierarchical
-    side the backend's size rule takes for them on that network (`BackendChoices`).
+    side the backend's size rule takes for them on that network (`BackendChoices`) under
+    `environ`'s switches (`TORCH_TOPO_HIERARCHICAL`, `TORCH_TOPO_AWARE`; default `os.environ`).
     `nvlink_domain_hosts` puts every that many consecutive hosts in one multi-node NVLink
     domain (`with_nvlink_domains`; GB200 NVL72: 18 trays), so their GPU pairs are NVLink paths.
     A topology read from a file (a path, or a `Topology` a reader made, a saved probe included)
@@ -410,9 +411,10 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
                                                    "nvlink_domain_hosts"), 1
     cluster = resolve_cluster(source, source_hosts, inter_host_gbps=inter_host_gbps,
                               inter_host_latency_us=inter_host_latency_us, gloo_latency=True)
-    # Groups of ranks without a GPU take the side the backend's rule picks on that network.
-    backend = BackendChoices.of(source, source_hosts, TopoConfig(
-        inter_host_gbps=inter_host_gbps, inter_host_latency_us=inter_host_latency_us))
+    # Groups of ranks without a GPU take the side the backend's rule picks on that network,
+    # under the environment's switches (TORCH_TOPO_HIERARCHICAL=never keeps them flat).
+    backend = BackendChoices.of(source, source_hosts, TopoConfig.from_env(
+        env, inter_host_gbps=inter_host_gbps, inter_host_latency_us=inter_host_latency_us))
     findings: list[Finding] = []
     counts = rank_counts(cluster)
     per_host = counts[0]

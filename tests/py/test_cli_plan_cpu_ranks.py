@@ -190,3 +190,23 @@ def test_cpu_ranks_take_the_side_the_backends_size_rule_takes(gbps, tmp_path, ca
                 if f["code"] == "tp-crosses-hosts"]
     tp = _backend_side(path, "all_reduce", 1 << 30, [[0, 2, 4, 6], [1, 3, 5, 7]])
     assert f"(predicted {tp['seconds'] * 1e3:.2f} -> " in found["message"]
+
+
+def test_doctor_follows_hierarchical_never_as_plan_does(tmp_path, capsys, monkeypatch):
+    # TORCH_TOPO_HIERARCHICAL=never keeps every group of the backend flat; plan followed it, but
+    # doctor built its config from its network arguments alone and priced the CPU ranks' groups
+    # on the size rule's hierarchical side. Reference: the backend's Gloo-side planner on the
+    # side its thresholds take under that config (none: flat).
+    monkeypatch.delenv("TORCH_TOPO_INTER_HOST_LATENCY_US", raising=False)
+    monkeypatch.delenv("TORCH_TOPO_INTER_HOST_GBPS", raising=False)
+    monkeypatch.setenv("TORCH_TOPO_HIERARCHICAL", "never")
+    _, path = played_cpu_ranks(tmp_path, 3.0)
+    tp_groups = [[0, 2, 4, 6], [1, 3, 5, 7]]
+    _, _, thresholds, _ = _backend_view(path)
+    assert thresholds(tp_groups[0]) == {}
+    assert main(["doctor", str(path), "--mesh", "tp=4,dp=2", "--json"]) == 1
+    (found,) = [f for f in json.loads(capsys.readouterr().out)["findings"]
+                if f["code"] == "tp-crosses-hosts"]
+    tp = _backend_side(path, "all_reduce", 1 << 30, tp_groups)
+    assert tp["algorithm"] != "hierarchical"
+    assert f"(predicted {tp['seconds'] * 1e3:.2f} -> " in found["message"], found["message"]
