@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The sysfs stage of the live probe (layer: csrc/topo): NUMA nodes and CPUs when hwloc is absent,
 // the host's physical NICs with their line rates, which of them are AWS EFAs, the instance type,
-// and the NUMA node of a PCI device. Every
-// function takes the sysfs root ("/sys" live, a built tree in tests).
+// and the NUMA node of a PCI device. Every function takes the sysfs root ("/sys" live, a built
+// tree in tests).
 #pragma once
 
 #include <string>
