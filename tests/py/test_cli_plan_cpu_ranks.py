@@ -66,6 +66,30 @@ def _predicted_lines(text: str) -> list[str]:
             if x.startswith("     predicted ")]
 
 
+def _plan_shows_the_backends_side(path, capsys, everyone, sizes: dict[str, int]) -> None:
+    """`plan --json` of a dp=8 mesh at 1e8 bytes per step: its all_reduce algorithm at each of
+    `sizes` ({label: bytes}) and its step cost are the backend's side; `plan`'s predicted lines
+    are TORCH_TOPO_DEBUG's."""
+    assert main(["plan", str(path), "--mesh", "dp=8", "--traffic", "dp=1e8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for label, nbytes in sizes.items():
+        taken = _backend_side(path, "all_reduce", nbytes, everyone)
+        assert out["algorithms"]["dp"][label] == taken["algorithm"], label
+    step = _backend_side(path, "all_reduce", 10**8, everyone)
+    assert out["cost"]["dp"] == pytest.approx(step["seconds"], rel=1e-12)
+    assert main(["plan", str(path), "--mesh", "dp=8"]) == 0
+    assert _predicted_lines(capsys.readouterr().out) == _backend_lines(path, "all_reduce",
+                                                                        everyone[0])
+
+
+def _tp_crossing_message(path, capsys) -> str:
+    """doctor's tp-crosses-hosts finding on a tp=4,dp=2 mesh of the file."""
+    assert main(["doctor", str(path), "--mesh", "tp=4,dp=2", "--json"]) == 1
+    (found,) = [f for f in json.loads(capsys.readouterr().out)["findings"]
+                if f["code"] == "tp-crosses-hosts"]
+    return found["message"]
+
+
 def test_inter_host_latency_reaches_file_plans_and_doctor(tmp_path, capsys, monkeypatch):
     # TORCH_TOPO_INTER_HOST_LATENCY_US wins over the file's own latency, as the backend's
     # exchange pins it; unset, the CPU ranks' Gloo steps take the file's latency but at least
@@ -129,28 +153,19 @@ def test_cpu_ranks_are_priced_at_the_latency_the_backend_gives_gloo(env, tmp_pat
     backend = _planner(cluster, config, "cpu")
     everyone = [list(range(8))]
     lines = predicted_choices(backend, everyone, ops=("all_reduce",))
-    estimate = _backend_side(path, "all_reduce", 10**8, everyone)
     # What a plan at the file's own 3 us said: the test tells the two apart when they differ.
     at_file = _C.PlannerCluster(path.read_text(), 4 << 20, "auto", 0)
     differs = lines != predicted_choices(at_file, everyone, ops=("all_reduce",))
     assert differs == (env != "3")
 
-    assert main(["plan", str(path), "--mesh", "dp=8", "--traffic", "dp=1e8", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["algorithms"]["dp"]["step"] == estimate["algorithm"]
-    assert out["cost"]["dp"] == pytest.approx(estimate["seconds"], rel=1e-12)
-    assert main(["plan", str(path), "--mesh", "dp=8"]) == 0
-    assert _predicted_lines(capsys.readouterr().out) == _backend_lines(path, "all_reduce",
-                                                                        everyone[0])
-    assert main(["doctor", str(path), "--mesh", "tp=4,dp=2", "--json"]) == 1
-    (found,) = [f for f in json.loads(capsys.readouterr().out)["findings"]
-                if f["code"] == "tp-crosses-hosts"]
+    _plan_shows_the_backends_side(path, capsys, everyone, {"step": 10**8})
+    message = _tp_crossing_message(path, capsys)
     naive = Plan.naive(backend, {"tp": 4, "dp": 2})
     planned = Plan.build(backend, {"tp": 4, "dp": 2})  # its tp groups stay inside hosts
     assert all(len({r // 4 for r in g}) == 1 for g in planned.groups("tp"))
     tp = _backend_side(path, "all_reduce", int(naive.dim_info("tp")["bytes"]), naive.groups("tp"))
     assert (f"(predicted {tp['seconds'] * 1e3:.2f} -> {planned.cost('tp') * 1e3:.2f} "
-            "ms/step)") in found["message"]
+            "ms/step)") in message
 
 
 @pytest.mark.parametrize("gbps", [None, "12.5"])
@@ -174,22 +189,10 @@ def test_cpu_ranks_take_the_side_the_backends_size_rule_takes(gbps, tmp_path, ca
     assert thresholds(everyone[0]) == (dict.fromkeys(HIERARCHICAL_OPS, 0) if gbps is None else {})
     assert model.hierarchical_thresholds(everyone[0])["all_reduce"] == 16 << 20  # what plan said
 
-    assert main(["plan", str(path), "--mesh", "dp=8", "--traffic", "dp=1e8", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    for label, nbytes in {"step": 10**8, **SIZE_CLASSES}.items():
-        taken = _backend_side(path, "all_reduce", nbytes, everyone)
-        assert out["algorithms"]["dp"][label] == taken["algorithm"], label
-    step = _backend_side(path, "all_reduce", 10**8, everyone)
-    assert out["cost"]["dp"] == pytest.approx(step["seconds"], rel=1e-12)
-    assert main(["plan", str(path), "--mesh", "dp=8"]) == 0
-    assert _predicted_lines(capsys.readouterr().out) == _backend_lines(path, "all_reduce",
-                                                                        everyone[0])
+    _plan_shows_the_backends_side(path, capsys, everyone, {"step": 10**8, **SIZE_CLASSES})
     # doctor's contiguous tp groups span both hosts, 1 GiB per step: the rule's side again.
-    assert main(["doctor", str(path), "--mesh", "tp=4,dp=2", "--json"]) == 1
-    (found,) = [f for f in json.loads(capsys.readouterr().out)["findings"]
-                if f["code"] == "tp-crosses-hosts"]
     tp = _backend_side(path, "all_reduce", 1 << 30, [[0, 2, 4, 6], [1, 3, 5, 7]])
-    assert f"(predicted {tp['seconds'] * 1e3:.2f} -> " in found["message"]
+    assert f"(predicted {tp['seconds'] * 1e3:.2f} -> " in _tp_crossing_message(path, capsys)
 
 
 def test_doctor_follows_hierarchical_never_as_plan_does(tmp_path, capsys, monkeypatch):

@@ -20,6 +20,16 @@ from rank_processes import context, process
 CASE_TIMEOUT_S = 120
 
 
+def two_hosts_env(world: int, hierarchical: str) -> dict[str, str]:
+    """The environment of a pool whose ranks play two hosts (the first half on h0) with
+    `hierarchical`, and the smallest pipeline chunk: a few dozen elements already cross several
+    chunks."""
+    hosts = [f"h{2 * r // world}" for r in range(world)]
+    return {"TORCH_TOPO_HIERARCHICAL": hierarchical,
+            "TORCH_TOPO_PLAY": ",".join(f"{h}:{hosts[:r].count(h)}" for r, h in enumerate(hosts)),
+            "TORCH_TOPO_CHUNK_BYTES": "1024"}
+
+
 def _worker(rank: int, size: int, store_path: str, env: dict, tasks, results) -> None:
     os.environ.update(env)  # before the group reads its TORCH_TOPO_* config
     import torch.distributed as dist

@@ -7,15 +7,9 @@ from __future__ import annotations
 
 import funcol_cases
 import pytest
+from pool import two_hosts_env
 
 CASES = [funcol_cases.funcol, funcol_cases.dtensor, funcol_cases.mixed_dtype_reduce_scatter_coalesced]
-
-
-def _env(world: int, hierarchical: str) -> dict[str, str]:
-    hosts = [f"h{2 * r // world}" for r in range(world)]
-    return {"TORCH_TOPO_HIERARCHICAL": hierarchical,
-            "TORCH_TOPO_PLAY": ",".join(f"{h}:{hosts[:r].count(h)}" for r, h in enumerate(hosts)),
-            "TORCH_TOPO_CHUNK_BYTES": "1024"}
 
 
 @pytest.mark.timeout(300)
@@ -23,6 +17,6 @@ def _env(world: int, hierarchical: str) -> dict[str, str]:
 @pytest.mark.parametrize("hierarchical", ["never", "always"])
 @pytest.mark.parametrize("world", [2, 4])
 def test_funcol_and_dtensor_match_gloo(pool_factory, world, hierarchical, case):
-    results = pool_factory(world, _env(world, hierarchical)).run(case)
+    results = pool_factory(world, two_hosts_env(world, hierarchical)).run(case)
     problems = [f"rank {r}: {m}" for r, bad in enumerate(results) for m in bad]
     assert not problems, "\n".join(problems[:20])

@@ -9,18 +9,11 @@ from __future__ import annotations
 import collective_cases
 import pytest
 import unusual_cases
+from pool import two_hosts_env
 
 CASES = [unusual_cases.layouts, unusual_cases.empty_and_scalar, unusual_cases.dtypes,
          unusual_cases.requires_grad, unusual_cases.inference_tensors,
          unusual_cases.list_shapes, unusual_cases.async_out_of_order]
-
-
-def _env(world: int, hierarchical: str) -> dict[str, str]:
-    hosts = [f"h{2 * r // world}" for r in range(world)]
-    return {"TORCH_TOPO_HIERARCHICAL": hierarchical,
-            "TORCH_TOPO_PLAY": ",".join(f"{h}:{hosts[:r].count(h)}" for r, h in enumerate(hosts)),
-            # The smallest chunk: a few dozen elements already cross several pipeline chunks.
-            "TORCH_TOPO_CHUNK_BYTES": "1024"}
 
 
 @pytest.mark.timeout(300)
@@ -28,7 +21,7 @@ def _env(world: int, hierarchical: str) -> dict[str, str]:
 @pytest.mark.parametrize("hierarchical", ["never", "always"])
 @pytest.mark.parametrize("world", [2, 4])
 def test_unusual_inputs_match_gloo(pool_factory, world, hierarchical, case):
-    pool = pool_factory(world, _env(world, hierarchical))
+    pool = pool_factory(world, two_hosts_env(world, hierarchical))
     results = pool.run(case)
     problems = [f"rank {r}: {m}" for r, bad in enumerate(results) for m in bad]
     assert not problems, "\n".join(problems[:20])
@@ -37,7 +30,7 @@ def test_unusual_inputs_match_gloo(pool_factory, world, hierarchical, case):
 @pytest.mark.parametrize("world", [4])
 def test_hierarchical_pool_runs_the_schedules(pool_factory, world):
     # Every call of async_out_of_order has a hierarchical form, so "always" must take it.
-    for bad, choices in pool_factory(world, _env(world, "always")).run(
+    for bad, choices in pool_factory(world, two_hosts_env(world, "always")).run(
             unusual_cases.decisions_of_async):
         assert not bad and choices == ["hierarchical"], (bad, choices)
 
@@ -48,6 +41,6 @@ def test_hierarchical_pool_runs_the_schedules(pool_factory, world):
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("world, hierarchical", [(2, "auto"), (2, "always"), (4, "always")])
 def test_sparse_all_reduce_across_played_hosts_matches_gloo(pool_factory, world, hierarchical):
-    results = pool_factory(world, _env(world, hierarchical)).run(collective_cases.allreduce_sparse)
+    results = pool_factory(world, two_hosts_env(world, hierarchical)).run(collective_cases.allreduce_sparse)
     problems = [f"rank {r}: {m}" for r, bad in enumerate(results) for m in bad]
     assert not problems, "\n".join(problems)
