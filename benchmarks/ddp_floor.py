@@ -34,9 +34,12 @@ def main() -> None:
         init(self, *args, **kwargs)
         self.register_comm_hook(None, _no_all_reduce)
 
-    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    if len(sys.argv) >= 2 and sys.argv[1] in ("-h", "--help"):
         print(__doc__)
-        sys.exit(0 if len(sys.argv) >= 2 else 2)
+        sys.exit(0)
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
     script = sys.argv[1]
     if not os.path.isfile(script):
         print(f"ddp_floor.py: error: {script!r} is no training script; usage: python "

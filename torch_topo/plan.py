@@ -75,10 +75,12 @@ def predicted_choices(model, groups: list[list[int]], ops=("all_reduce", "all_ga
         for nbytes in sizes:
             both = model.compare_hierarchical(op, nbytes, groups)
             flat, hier = both["flat"], both["hierarchical"]
-            faster = hier["applicable"] and hier["seconds"] * both["margin"] < flat["seconds"]
             if thresholds is not None:
-                faster = op in thresholds and nbytes >= thresholds[op]
-            taken = "hierarchical" if faster else "flat"
+                hierarchical = op in thresholds and nbytes >= thresholds[op]
+            else:
+                hierarchical = (hier["applicable"]
+                                and hier["seconds"] * both["margin"] < flat["seconds"])
+            taken = "hierarchical" if hierarchical else "flat"
             how = flat["algorithm"] + (f"/{flat['protocol']}" if flat["protocol"] else "")
             cells.append(f"{_size(nbytes)}: flat {how} {_us(flat['seconds'])}, "
                          f"hierarchical {_us(hier['seconds'])} -> {taken}")

@@ -70,7 +70,7 @@ def test_floor_line_says_when_a_row_came_in_below_it(capsys):
 
 @pytest.mark.parametrize("argv, code, stream, says", [
     (["--help"], 0, "stdout", "python benchmarks/ddp_floor.py examples/train_llama.py --ddp"),
-    ([], 2, "stdout", "python benchmarks/ddp_floor.py examples/train_llama.py --ddp"),
+    ([], 2, "stderr", "python benchmarks/ddp_floor.py examples/train_llama.py --ddp"),
     (["no_such_script.py", "--ddp"], 2, "stderr",
      "ddp_floor.py: error: 'no_such_script.py' is no training script; usage: python "
      "benchmarks/ddp_floor.py SCRIPT [its options]")])
