@@ -38,13 +38,17 @@ class BackendChoices:
         self._groups: dict[tuple, tuple[dict[str, int], object]] = {}
 
     @classmethod
-    def of(cls, topology_or_cluster, hosts: int, config: TopoConfig) -> BackendChoices | None:
-        """The choices over what `resolve_cluster(topology_or_cluster, hosts)` reads; None for
-        a `_C.PlannerCluster`, whose document is gone."""
+    def of(cls, topology_or_cluster, hosts: int, config: TopoConfig,
+           resolved) -> BackendChoices | None:
+        """The choices over what `resolve_cluster(topology_or_cluster, hosts)` reads, `resolved`
+        being that `_C.PlannerCluster`; None where it places every rank on a GPU (the cost model
+        decides every group, and the document need not be read again) or for a PlannerCluster
+        source, whose document is gone."""
         from torch_topo import _C
         from torch_topo.plan import _cluster_text
 
-        if isinstance(topology_or_cluster, _C.PlannerCluster):
+        if isinstance(topology_or_cluster, _C.PlannerCluster) or all(
+                resolved.rank_gpu(r) >= 0 for r in range(resolved.world_size)):
             return None
         return cls(json.loads(_cluster_text(topology_or_cluster, hosts)), config)
 

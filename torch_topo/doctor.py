@@ -414,7 +414,8 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     # Groups of ranks without a GPU take the side the backend's rule picks on that network,
     # under the environment's switches (TORCH_TOPO_HIERARCHICAL=never keeps them flat).
     backend = BackendChoices.of(source, source_hosts, TopoConfig.from_env(
-        env, inter_host_gbps=inter_host_gbps, inter_host_latency_us=inter_host_latency_us))
+        env, inter_host_gbps=inter_host_gbps, inter_host_latency_us=inter_host_latency_us),
+        cluster)
     findings: list[Finding] = []
     counts = rank_counts(cluster)
     per_host = counts[0]

@@ -209,11 +209,12 @@ def run(args) -> int:
     if args.attention is not None and traffic is not None:
         raise ValueError("--traffic: not with --attention, expected one of them (the split "
                          "adds a cp dimension the traffic would have to name)")
-    # Groups of ranks without a GPU: the side the backend's rule takes, on the same network.
-    backend = BackendChoices.of(source, hosts, config)
     # Resolved once, so that its hosts are checked before the mesh is laid out on them.
-    source, hosts = resolve_cluster(source, hosts, nccl_version=nccl_version,
-                                    gloo_latency=True, **network), 1
+    resolved = resolve_cluster(source, hosts, nccl_version=nccl_version, gloo_latency=True,
+                               **network)
+    # Groups of ranks without a GPU: the side the backend's rule takes, on the same network.
+    backend = BackendChoices.of(source, hosts, config, resolved)
+    source, hosts = resolved, 1
     _require_equal_hosts(source, named)
     if args.attention is not None:
         shape = AttentionShape.parse(args.attention)
