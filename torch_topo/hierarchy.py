@@ -447,8 +447,8 @@ def discover_layout(store, group_rank: int, group_size: int, global_rank: int,
     """
     from torch_topo.probe import resolve_pinned_file
 
-    if config.effective("play") and resolve_pinned_file(config) is None:
-        play = config.effective("play")
+    play = config.effective("play")
+    if play and resolve_pinned_file(config) is None:
         names = exchange_hostnames(store, group_rank, group_size,
                                    lambda: parse_play(play, group_size, global_rank)[0],
                                    timeout=config.timeout or _DEFAULT_TIMEOUT)

@@ -77,8 +77,9 @@ def resolve_pinned_file(
             (loading it later would name only the path, far from the setting).
     """
     env = os.environ if environ is None else environ
-    if config is not None and (config.topology_file or "topology_file" in config.explicit_fields):
-        # A given field wins whatever its value: topology_file=None probes live.
+    # A given field wins whatever its value (topology_file=None probes live); only the
+    # constructor sets a field, so a set one was given.
+    if config is not None and "topology_file" in config.explicit_fields:
         if not config.topology_file:
             return None
         return _existing(config.topology_file, "TopoConfig.topology_file (or TORCH_TOPO_FILE)")

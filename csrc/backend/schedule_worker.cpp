@@ -7,7 +7,6 @@
 #include <exception>
 #include <utility>
 
-
 namespace torch_topo::backend {
 
 ScheduleWork::ScheduleWork(int rank, c10d::OpType type)
