@@ -309,12 +309,35 @@ _PREDICTED_64K = (r"cpu predicted all_reduce 64 KiB: flat ring ([\d.]+) us, hier
                   r"([\d.]+) us -> (\w+);")
 
 
-def _effects_main(rank, world, store_path, out_dir):
+def _init_world(rank: int, world: int, store_path: str) -> None:
+    """A spawned rank's world group (plain Gloo), with "topo" registered for its groups."""
     import torch_topo  # noqa: F401  (registers "topo")
-    from torch_topo import cluster, hierarchy
 
     dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
                             world_size=world, timeout=timedelta(seconds=60))
+
+
+def _report(seen, rank: int, out_dir: str) -> None:
+    """A spawned rank's findings for the test (_ranks_seen), then its world's end."""
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(seen))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _ranks_seen(main, world: int, tmp_path, monkeypatch) -> list:
+    """What each of `world` spawned ranks running `main(rank, world, store_path, out_dir)`
+    reported, with no TORCH_TOPO_* variable nor NCCL_TOPO_FILE set."""
+    for var in ENV_VARS.values():
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
+    start_processes(main, args=(world, str(tmp_path / "store"), str(tmp_path)), nprocs=world)
+    return [json.loads((tmp_path / f"{rank}.json").read_text()) for rank in range(world)]
+
+
+def _effects_main(rank, world, store_path, out_dir):
+    from torch_topo import cluster, hierarchy
+
+    _init_world(rank, world, store_path)
     chunks = []
     real_build_levels = hierarchy.build_levels
 
@@ -373,20 +396,12 @@ def _effects_main(rank, world, store_path, out_dir):
         debug.append(re.search(r"allreduce \d+ bytes on cpu: (flat|hierarchical) \(\w", text,
                                re.IGNORECASE) is not None)
     seen["debug"] = {"decisions": debug, "predicted": predicted}
-    Path(out_dir, f"{rank}.json").write_text(json.dumps(seen))
-    dist.barrier()
-    dist.destroy_process_group()
+    _report(seen, rank, out_dir)
 
 
 @pytest.mark.timeout(300)
 def test_each_field_has_its_effect_on_a_topo_group(tmp_path, monkeypatch):
-    for var in ENV_VARS.values():
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
-    start_processes(_effects_main, args=(2, str(tmp_path / "store"), str(tmp_path)),
-                    nprocs=2)
-    for rank in range(2):
-        seen = json.loads((tmp_path / f"{rank}.json").read_text())
+    for seen in _ranks_seen(_effects_main, 2, tmp_path, monkeypatch):
         assert set(seen) == set(_EFFECT_FIELDS)
         assert seen["timeout_s"] == 7.0
         assert seen["use_topo_aware_collectives"] == ["hierarchical", "flat"]
@@ -436,10 +451,7 @@ def _issued(group, rank: int, world: int) -> tuple[list[str], list[list[float]]]
 
 
 def _plain_main(rank, world, store_path, out_dir):
-    import torch_topo  # noqa: F401  (registers "topo")
-
-    dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
-                            world_size=world, timeout=timedelta(seconds=60))
+    _init_world(rank, world, store_path)
     # Two played hosts and "always": what would run hierarchically and as one-step exchanges
     # where the switch is on.
     two_hosts = dict(topology_file=P4D, play=",".join(f"h{r % 2}:{r // 2}" for r in range(world)),
@@ -451,21 +463,13 @@ def _plain_main(rank, world, store_path, out_dir):
                                           "TORCH_TOPO_HIERARCHICAL": "always"}),
                            ("on", TopoConfig(**two_hosts), None)):
         seen[name] = _issued(_topo_group(cfg, env)[0], rank, world)
-    Path(out_dir, f"{rank}.json").write_text(json.dumps(seen))
-    dist.barrier()
-    dist.destroy_process_group()
+    _report(seen, rank, out_dir)
 
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("world", [2, 4])
 def test_aware_off_issues_exactly_what_plain_gloo_does(tmp_path, monkeypatch, world):
-    for var in ENV_VARS.values():
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
-    start_processes(_plain_main, args=(world, str(tmp_path / "store"), str(tmp_path)),
-                    nprocs=world)
-    for rank in range(world):
-        seen = json.loads((tmp_path / f"{rank}.json").read_text())
+    for seen in _ranks_seen(_plain_main, world, tmp_path, monkeypatch):
         calls, values = seen["gloo"]
         assert calls and "gloo:all_to_all" not in calls
         # Off, from the config or from TORCH_TOPO_AWARE=0: the same Gloo calls, same results.
@@ -480,10 +484,7 @@ _CELL = re.compile(r"(\d+) (KiB|MiB|GiB): flat \S+ [\d.]+ us, hierarchical [\d.]
 
 
 def _predictions_main(rank, world, store_path, out_dir):
-    import torch_topo  # noqa: F401  (registers "topo")
-
-    dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
-                            world_size=world, timeout=timedelta(seconds=60))
+    _init_world(rank, world, store_path)
     seen = []
     for gbps in (None, 12.5):
         cfg = TopoConfig(play="a:0,a:1,b:0,b:1", debug=True, inter_host_gbps=gbps)
@@ -501,9 +502,7 @@ def _predictions_main(rank, world, store_path, out_dir):
             if nbytes <= 16 << 20:
                 taken.append([side, _last_choice(*group, numel=nbytes // 4)])
         seen.append(taken)
-    Path(out_dir, f"{rank}.json").write_text(json.dumps(seen))
-    dist.barrier()
-    dist.destroy_process_group()
+    _report(seen, rank, out_dir)
 
 
 @pytest.mark.timeout(300)
@@ -511,13 +510,7 @@ def test_debug_predictions_name_the_side_the_group_takes(tmp_path, monkeypatch):
     # Two hosts of two CPU ranks: TORCH_TOPO_DEBUG's predicted lines must name the side each
     # all_reduce then takes. At 12.5 GB/s the size rule's threshold says never while the
     # hierarchical side is the faster one to 1 MiB; the lines marked the faster side.
-    for var in ENV_VARS.values():
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
-    start_processes(_predictions_main, args=(4, str(tmp_path / "store"), str(tmp_path)),
-                    nprocs=4)
-    for rank in range(4):
-        seen = json.loads((tmp_path / f"{rank}.json").read_text())
+    for seen in _ranks_seen(_predictions_main, 4, tmp_path, monkeypatch):
         assert [len(taken) for taken in seen] == [3, 3]  # 64 KiB, 1 MiB, 16 MiB
         for taken in seen:
             for printed, done in taken:
