@@ -8,11 +8,12 @@
 # whatever CXX says.
 #
 # A lease is short and brings back few files, so the steps share one deadline
-# (GPU_CHECK_SECONDS, default 540: each step gets the smaller of its own limit and what is
-# left, most important first) and $GPU_CHECK_OUT (default $OUT or out/gpu_check) receives six
-# files: gpu_check.log (everything printed), gpu_check.json (steps and every figure),
-# tests_gpu.xml, tests_rehearsal.xml, tests_train.xml and cli_bench.png, plus the built module
-# stripped of debug information and its build record (_build_info.json, checked at import):
+# (GPU_CHECK_SECONDS, default 540, bounds the whole run: each step gets the smaller of its own
+# limit and what is left, most important first, and the summary still fits in) and
+# $GPU_CHECK_OUT (default $OUT or out/gpu_check) receives six files: gpu_check.log (everything
+# printed), gpu_check.json (steps and every figure), tests_gpu.xml, tests_rehearsal.xml,
+# tests_train.xml and cli_bench.png, plus the built module stripped of debug information and
+# its build record (_build_info.json, checked at import):
 # a second lease can carry both back and skip the build (GPU_CHECK_SKIP_BUILD=1, which only
 # checks that the module imports). GPU_CHECK_ONLY (an extended regex on step names) runs a
 # subset. Per-step files stay in a scratch folder.
@@ -23,7 +24,11 @@ PY="${PYTHON:-$(command -v python3 || command -v python)}"
 OUT_DIR="${GPU_CHECK_OUT:-${OUT:-$ROOT/out/gpu_check}}"
 WORK="$(mktemp -d)"
 mkdir -p "$OUT_DIR"
-DEADLINE=$(( $(date +%s) + ${GPU_CHECK_SECONDS:-540} ))
+# A step that ignores SIGINT (a rank stuck in a CUDA call) is killed KILL_AFTER_S later, and the
+# summary imports torch: both come after the last step, so the steps end that much earlier
+# and a caller bounding the run by GPU_CHECK_SECONDS still gets gpu_check.json.
+KILL_AFTER_S=15 SUMMARY_S=10
+DEADLINE=$(( $(date +%s) + ${GPU_CHECK_SECONDS:-540} - KILL_AFTER_S - SUMMARY_S ))
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 exec > >(tee "$OUT_DIR/gpu_check.log") 2>&1
 TEE_PID=$!
@@ -135,7 +140,7 @@ for step in "${STEPS[@]}"; do
   current="$name"
   echo "== $name (${limit}s): $cmd"
   # SIGINT first: pytest then still prints its failures and writes its report.
-  timeout --signal=INT --kill-after=15 "$limit" bash -c "$cmd"
+  timeout --signal=INT --kill-after="$KILL_AFTER_S" "$limit" bash -c "$cmd"
   rc=$?
   if [ "$rc" = 0 ]; then result=ok; elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then result=TIMEOUT; else result=FAILED; fi
   [ "$result" = ok ] || status=1
