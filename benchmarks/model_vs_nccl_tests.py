@@ -35,10 +35,10 @@ from torch_topo.bench.nccl_tests import (
     format_table,
     goal_misses,
     parse_published,
-    size_label,
     table_json,
 )
 from torch_topo.plan import resolve_cluster
+from torch_topo.size_ranges import describe
 from torch_topo.topology import Topology, load_topology
 
 # (label, host file, hosts, NIC Gbit/s set on every NIC the file lists, GPU sm)
@@ -86,7 +86,7 @@ def thresholds(label, path, hosts, gbit, sm) -> dict:
     for model in ("auto", "alpha_beta"):
         found = _C.PlannerCluster(json.dumps(doc), 4 << 20, model).hierarchical_thresholds(ranks)
         out[model] = {op: found[op] for op in OPS}
-    cells = "  ".join(f"{op} {_fmt(out['auto'][op])} (was {_fmt(out['alpha_beta'][op])})"
+    cells = "  ".join(f"{op} {describe(out['auto'][op])} (alpha-beta {describe(out['alpha_beta'][op])})"
                       for op in OPS)
     print(f"{label:<36} {cells}")
     return {"cluster": label, **out}
@@ -120,10 +120,6 @@ def cloud_file(name: str, nvsmi: str | None, sm: int, results: str, size: int = 
             "published_busbw": published}
 
 
-def _fmt(v) -> str:
-    return "never" if v is None else size_label(v)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write every table here")
@@ -136,7 +132,7 @@ def main() -> int:
     print(f"{'file':<40} {'as read':>8} {'completed':>10} {'origin':<11} {'published':>9} "
           f"{'ratio':>6}  published run")
     report["cloud_files"] = [cloud_file(*entry) for entry in CLOUD_FILES]
-    print("\n== hierarchical from (NCCL model, 1.15x margin; was: alpha-beta model alone)")
+    print("\n== hierarchical at (NCCL model, 1.15x margin; alpha-beta: that model alone)")
     for entry in THRESHOLD_CLUSTERS:
         report["thresholds"].append(thresholds(*entry))
     if args.json:

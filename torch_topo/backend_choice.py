@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import json
 
+from torch_topo import _C, size_ranges
 from torch_topo.cluster import _assemble, _Pins
 from torch_topo.config import TopoConfig
+from torch_topo.plan import _cluster_text, predicted_choices, prefers_hierarchical
+from torch_topo.size_ranges import SizeRanges
 
 __all__ = ["BackendChoices"]
 
@@ -35,7 +38,7 @@ class BackendChoices:
         # A cluster document's own figures stand for what the exchange would pin or measure.
         self._pins = _Pins(config.inter_host_gbps or doc.get("inter_host_bandwidth_gbps", 0.0),
                            config.inter_host_latency_us or doc.get("inter_host_latency_us", 0.0))
-        self._groups: dict[tuple, tuple[dict[str, int], object]] = {}
+        self._groups: dict[tuple, tuple[dict[str, SizeRanges], object]] = {}
 
     @classmethod
     def of(cls, topology_or_cluster, hosts: int, config: TopoConfig,
@@ -44,15 +47,12 @@ class BackendChoices:
         being that `_C.PlannerCluster`; None where it places every rank on a GPU (the cost model
         decides every group, and the document need not be read again) or for a PlannerCluster
         source, whose document is gone."""
-        from torch_topo import _C
-        from torch_topo.plan import _cluster_text
-
         if isinstance(topology_or_cluster, _C.PlannerCluster) or all(
                 resolved.rank_gpu(r) >= 0 for r in range(resolved.world_size)):
             return None
         return cls(json.loads(_cluster_text(topology_or_cluster, hosts)), config)
 
-    def group(self, ranks: list[int]) -> tuple[dict[str, int], object] | None:
+    def group(self, ranks: list[int]) -> tuple[dict[str, SizeRanges], object] | None:
         """(thresholds, choice model) the backend gives the group of `ranks` (in group-rank
         order) when it holds a rank without a GPU and spans hosts; None where the planner's
         cost model decides (every rank on a GPU) or the group stays flat on one host."""
@@ -85,11 +85,9 @@ class BackendChoices:
         for g in groups:
             found = self.group(g)
             if found is None:  # the cost model's own side
-                alone = model.compare_hierarchical(op, nbytes, [g])
-                sides.add(alone["hierarchical"]["applicable"] and alone["hierarchical"]["seconds"]
-                          * alone["margin"] < alone["flat"]["seconds"])
+                sides.add(prefers_hierarchical(model.compare_hierarchical(op, nbytes, [g])))
             else:
-                sides.add(op in found[0] and nbytes >= found[0][op])
+                sides.add(size_ranges.contains(found[0].get(op, ()), nbytes))
         # Where the model has no hierarchical schedule for the groups (one rank per host),
         # the backend's levels are the flat exchange across hosts.
         if not both["hierarchical"]["applicable"] or sides == {False}:
@@ -103,8 +101,6 @@ class BackendChoices:
         """The predicted lines of `op` (the rule's times, as TORCH_TOPO_DEBUG prints them, and
         the side its thresholds take) for each distinct choice among the groups the backend's
         rule decides, each line led by its first group when they differ."""
-        from torch_topo.plan import predicted_choices
-
         found: dict[tuple, list[int]] = {}
         for g in groups:
             choice = self.group(g)

@@ -5,7 +5,7 @@
 backends exist. It learns which host every group rank runs on, builds one inner backend per
 level among the members of that level only (over prefixed stores: never a world collective or
 `new_group`), hands them to the C++ backend (`set_levels`) and sets, per collective, the message
-size from which the hierarchical schedule is used (`set_hierarchical_thresholds`). With one
+sizes at which the hierarchical schedule is used (`set_hierarchical_thresholds`). With one
 host, `use_topo_aware_collectives=False` or `hierarchical="never"` the backend stays flat.
 """
 
@@ -21,6 +21,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from torch_topo import size_ranges
 from torch_topo.cluster import (
     ASSUMED_INTER_HOST_GBPS,
     ASSUMED_INTER_HOST_LATENCY_US,
@@ -34,7 +35,8 @@ from torch_topo.cluster import (
 )
 from torch_topo.config import TopoConfig
 from torch_topo.nccl_hints import nccl_version_code
-from torch_topo.plan import predicted_choices
+from torch_topo.plan import predicted_choices, prefers_hierarchical
+from torch_topo.size_ranges import SizeRanges
 
 __all__ = [
     "HIERARCHICAL_OPS",
@@ -291,20 +293,17 @@ def _rule_model(layout: HostLayout, config: TopoConfig, cluster, inter_gbps: flo
                       inter_latency_us or gloo_latency_us(cluster, config))
 
 
-def _rule_thresholds(rule: _RuleModel) -> dict[str, int]:
+_SCANNED_SIZES = tuple(1 << p for p in range(10, 35))  # 1 KiB .. 16 GiB, as the planner's scan
+
+
+def _rule_thresholds(rule: _RuleModel) -> dict[str, SizeRanges]:
     out = {}
-    sizes = [1 << p for p in range(10, 35)]  # 1 KiB .. 16 GiB
     for op in HIERARCHICAL_OPS:
-        faster = [both["hierarchical"]["seconds"] < both["flat"]["seconds"]
-                  for both in (rule.compare_hierarchical(op, s, None) for s in sizes)]
-        # The smallest size from which hierarchical wins at every larger scanned size.
-        start = None
-        for i in range(len(sizes) - 1, -1, -1):
-            if not faster[i]:
-                break
-            start = sizes[i]
-        if start is not None:
-            out[op] = 0 if start == sizes[0] else start
+        found = size_ranges.from_scan(
+            _SCANNED_SIZES, lambda s, op=op: prefers_hierarchical(
+                rule.compare_hierarchical(op, s, None)))
+        if found:
+            out[op] = found
     return out
 
 
@@ -332,11 +331,11 @@ def _on_gpus(cluster) -> bool:
 
 
 def _cost_model_thresholds(cluster, group_size: int, config: TopoConfig,
-                           device_type: str) -> dict[str, int]:
-    """Thresholds from the planner's cost model over the exchanged cluster (GPU ranks)."""
+                           device_type: str) -> dict[str, SizeRanges]:
+    """Size ranges from the planner's cost model over the exchanged cluster (GPU ranks)."""
     model = _planner(cluster, config, device_type)
     found = model.hierarchical_thresholds(list(range(group_size)))
-    return {op: found[op] for op in HIERARCHICAL_OPS if found.get(op) is not None}
+    return {op: tuple(found[op]) for op in HIERARCHICAL_OPS if found.get(op)}
 
 
 def choice_model(layout: HostLayout, config: TopoConfig, cluster, device_type: str = "cpu"):
@@ -351,11 +350,13 @@ def choice_model(layout: HostLayout, config: TopoConfig, cluster, device_type: s
 
 def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=None,
                             inter_gbps: float = 0.0, inter_latency_us: float = 0.0,
-                            device_type: str = "cpu") -> dict[str, int]:
-    """Per collective, the smallest message (bytes, whole buffer as nccl-tests counts it) that
-    takes the hierarchical schedule; an op left out stays flat.
+                            device_type: str = "cpu") -> dict[str, SizeRanges]:
+    """Per collective, the message sizes (bytes, whole buffer as nccl-tests counts it) that
+    take the hierarchical schedule, as (from, below) ranges (`torch_topo.size_ranges`): the
+    scanned powers of two from 1 KiB to 16 GiB where hierarchical is predicted faster, which
+    may be a band between sizes where flat wins. An op left out stays flat.
 
-    "always": 0 for every op; "never", `use_topo_aware_collectives=False` or one host: none;
+    "always": every size for every op; "never", `use_topo_aware_collectives=False` or one host: none;
     "auto": the planner's cost model when `cluster` (a torch_topo.cluster.Cluster) places every
     rank on a GPU, else the size rule over the inter-host bandwidth (`inter_gbps`, else
     `config.inter_host_gbps`, else the cluster's; 0 = unknown: 10 GbE assumed) and latency
@@ -367,7 +368,7 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
             or layout.host_count < 2):
         return {}
     if config.hierarchical == "always":
-        return dict.fromkeys(HIERARCHICAL_OPS, 0)
+        return dict.fromkeys(HIERARCHICAL_OPS, ((0, None),))
     if _on_gpus(cluster):
         return _cost_model_thresholds(cluster, layout.group_size, config,
                                       device_type)
@@ -401,14 +402,17 @@ _BACKEND_OPS = {
 }
 
 
-def backend_thresholds(thresholds: dict[str, int], group_size: int) -> dict[str, int]:
+def backend_thresholds(thresholds: dict[str, SizeRanges],
+                       group_size: int) -> dict[str, SizeRanges]:
     """`hierarchical_thresholds` (whole-buffer bytes per collective) keyed and measured as
     TopoBackend.set_hierarchical_thresholds takes them (c10d op name, input bytes)."""
+    def per_call(nbytes: int | None, op: str) -> int | None:
+        return nbytes if nbytes is None or op != "all_gather" else -(-nbytes // group_size)
+
     out = {}
-    for op, nbytes in thresholds.items():
-        per_call = -(-nbytes // group_size) if op == "all_gather" else nbytes
+    for op, ranges in thresholds.items():
         for name in _BACKEND_OPS[op]:
-            out[name] = per_call
+            out[name] = tuple((per_call(lo, op), per_call(hi, op)) for lo, hi in ranges)
     return out
 
 
@@ -502,13 +506,14 @@ def attach_hierarchy(backend, store, group_rank, group_size, global_ranks, confi
             max_bytes = one_step_all_reduce_max_bytes(cluster, config)
             backend.set_one_step_all_reduce_max_bytes(device_type, max_bytes)
             one_step = f", one-step all_reduce to {max_bytes} B"
+        taken = ", ".join(f"{op} {size_ranges.describe(r)}" for op, r in per_call.items())
         _debug(config, f"{layout.host_count} hosts ({sizes} ranks), "
-                       f"{'rails' if layout.uniform else 'leaders'}, {device_type} thresholds "
-                       f"{per_call}{one_step}")
+                       f"{'rails' if layout.uniform else 'leaders'}, {device_type} hierarchical "
+                       f"at: {taken or 'no size'}{one_step}")
         if config.debug and config.hierarchical == "auto":
             model = choice_model(layout, config, cluster, device_type)
             # The side is the thresholds' (what the group then does), not the faster one: the
-            # rule cuts at one size, and may leave a faster side below it.
+            # ranges are cut at scanned powers of two, and sizes between follow their octave.
             for line in predicted_choices(model, [list(range(group_size))],
                                           thresholds=thresholds):
                 _debug(config, f"{device_type} predicted {line}")

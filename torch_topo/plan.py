@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from torch_topo import _C
+from torch_topo import _C, size_ranges
 from torch_topo.config import TopoConfig
 from torch_topo.probe import live_probe
+from torch_topo.size_ranges import SizeRanges
 from torch_topo.topology import file_named, load_topology
 from torch_topo.validation import is_int_in
 
@@ -62,13 +63,13 @@ def _us(seconds: float) -> str:
 
 def predicted_choices(model, groups: list[list[int]], ops=("all_reduce", "all_gather",
                       "reduce_scatter", "broadcast"), sizes=CHOICE_SIZES,
-                      thresholds: Mapping[str, int] | None = None) -> list[str]:
+                      thresholds: Mapping[str, SizeRanges] | None = None) -> list[str]:
     """One line per op: at each size both sides' predicted time and the side taken, from a
     `_C.PlannerCluster` (what `plan --explain` prints for a mesh dimension across hosts and
     TORCH_TOPO_DEBUG for a "topo" group's hierarchy). `groups` run at once, as a dimension's
-    groups do, sharing the links they cross. The side taken is the faster one, or with
-    `thresholds` ({op: bytes}, `hierarchy.hierarchical_thresholds`) hierarchical from an op's
-    threshold on."""
+    groups do, sharing the links they cross. The side taken is the one `prefers_hierarchical`
+    names, or with `thresholds` ({op: size ranges}, `hierarchy.hierarchical_thresholds`)
+    hierarchical inside an op's ranges."""
     lines = []
     for op in ops:
         cells = []
@@ -76,23 +77,22 @@ def predicted_choices(model, groups: list[list[int]], ops=("all_reduce", "all_ga
             both = model.compare_hierarchical(op, nbytes, groups)
             flat, hier = both["flat"], both["hierarchical"]
             if thresholds is not None:
-                hierarchical = op in thresholds and nbytes >= thresholds[op]
+                hierarchical = size_ranges.contains(thresholds.get(op, ()), nbytes)
             else:
-                hierarchical = (hier["applicable"]
-                                and hier["seconds"] * both["margin"] < flat["seconds"])
+                hierarchical = prefers_hierarchical(both)
             taken = "hierarchical" if hierarchical else "flat"
             how = flat["algorithm"] + (f"/{flat['protocol']}" if flat["protocol"] else "")
-            cells.append(f"{_size(nbytes)}: flat {how} {_us(flat['seconds'])}, "
+            cells.append(f"{size_ranges.size_text(nbytes)}: flat {how} {_us(flat['seconds'])}, "
                          f"hierarchical {_us(hier['seconds'])} -> {taken}")
         lines.append(f"{op} " + "; ".join(cells))
     return lines
 
 
-def _size(nbytes: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if nbytes >= 1 << shift:
-            return f"{nbytes >> shift} {unit}"
-    return f"{nbytes} B"
+def prefers_hierarchical(both: Mapping[str, Any]) -> bool:
+    """Whether a `compare_hierarchical` result puts hierarchical ahead: applicable, and faster
+    than flat by the result's margin."""
+    hier = both["hierarchical"]
+    return hier["applicable"] and hier["seconds"] * both["margin"] < both["flat"]["seconds"]
 
 
 

@@ -74,8 +74,8 @@ std::vector<c10::intrusive_ptr<c10d::Backend>> DeviceRoute::backends() const {
 
 bool DeviceRoute::mayRunHierarchical() const {
   return levels.valid() &&
-         std::any_of(hierarchicalMinBytes.begin(), hierarchicalMinBytes.end(),
-                     [](const auto& entry) { return entry.second >= 0; });
+         std::any_of(hierarchicalSizes.begin(), hierarchicalSizes.end(),
+                     [](const auto& entry) { return !entry.second.empty(); });
 }
 
 ScheduleWorker& DeviceRoute::scheduleWorker() {

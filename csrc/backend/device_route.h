@@ -20,6 +20,7 @@
 
 #include "backend/schedule_worker.h"
 #include "backend/schedules/schedule.h"
+#include "topo/size_ranges.h"
 
 namespace torch_topo::backend {
 
@@ -39,11 +40,12 @@ struct DeviceRoute {
   /// The inner backend is Gloo, whose collectives take only the dtypes of `glooTakesDtype`.
   bool glooDtypesOnly;
   Levels levels;
-  std::map<std::string, int64_t> hierarchicalMinBytes;
+  /// Per c10d op name, the payloads (input bytes) that take the hierarchical schedule.
+  std::map<std::string, std::vector<topo::SizeRange>> hierarchicalSizes;
   /// Largest flat all-reduce of a two-rank group across hosts that runs as one exchange
   /// (gloo_exchanges.h: oneStepAllReduce) rather than as the inner backend's own.
   int64_t oneStepAllReduceMaxBytes = std::numeric_limits<int64_t>::max();
-  /// The group has levels and some op a threshold from which it runs hierarchically.
+  /// The group has levels and some op sizes at which it runs hierarchically.
   bool mayRunHierarchical() const;
 
   /// The inner backend and the level backends (the latter made by the creator for this route

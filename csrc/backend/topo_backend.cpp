@@ -187,16 +187,16 @@ void TopoBackend::checkCoalescedDtypes(const char* op, const DeviceRoute& route,
 bool TopoBackend::chooseHierarchical(DeviceRoute& route, const char* op, int64_t bytes,
                                      bool hasHier, std::optional<c10::ScalarType> refused) {
   bool hierarchical = false;
-  int64_t threshold = -1;  // the cost model's crossover for this op, where it has one
+  const std::vector<topo::SizeRange>* sizes = nullptr;  // where the group's model takes it
   // Inside a coalesced group the inner ops must stay single calls: NCCL would deadlock on the
   // waits between a schedule's steps. A dtype the inner collectives refuse stays flat: a
   // schedule's steps differ between ranks (only the root's host scatters in a broadcast), so
   // the refusal would come on some ranks only, leaving the others waiting in the level groups
   // and every later op there out of step; flat, the inner backend refuses on every rank.
   if (hasHier && !refused && route.levels.valid() && !coalescing_) {
-    auto it = route.hierarchicalMinBytes.find(op);
-    if (it != route.hierarchicalMinBytes.end()) threshold = it->second;
-    hierarchical = threshold >= 0 && bytes >= threshold;
+    auto it = route.hierarchicalSizes.find(op);
+    if (it != route.hierarchicalSizes.end() && !it->second.empty()) sizes = &it->second;
+    hierarchical = sizes && topo::anyContains(*sizes, bytes);
   }
   {
     std::lock_guard<std::mutex> lock(decisionsMutex_);
@@ -206,19 +206,31 @@ bool TopoBackend::chooseHierarchical(DeviceRoute& route, const char* op, int64_t
   if (debug_) {
     // Say why, so a user can tell "the model says flat is faster" from "no schedule applies".
     // The model is the cost model for GPU ranks, the size rule otherwise (torch_topo.hierarchy).
+    const bool everySize = sizes && *sizes == std::vector<topo::SizeRange>{topo::SizeRange{}};
     const char* why = !hasHier                ? "no hierarchical schedule for this op"
                       : refused               ? "dtype refused by the inner backend"
                       : !route.levels.valid() ? "group has no intra/inter-host levels"
                       : coalescing_           ? "inside a coalesced group"
-                      : threshold < 0         ? "the group's model never prefers the schedule"
-                      : threshold == 0        ? "every size: hierarchical=always, or a crossover "
-                                                "below 1 KiB"
-                                              : "the group's model crosses over";
+                      : !sizes                ? "the group's model never prefers the schedule"
+                      : everySize             ? "every size: hierarchical=always, or the model "
+                                                "prefers it from below 1 KiB up"
+                                              : "the group's model takes it";
     std::fprintf(stderr, "[torch_topo rank %d] %s %lld bytes on %s: %s (%s",
                  rank_, op, static_cast<long long>(bytes),
                  c10::DeviceTypeName(route.type).c_str(), hierarchical ? "hierarchical" : "flat",
                  why);
-    if (threshold > 0) std::fprintf(stderr, " at %lld bytes", static_cast<long long>(threshold));
+    if (sizes && !everySize) {
+      const char* sep = " at";
+      for (const topo::SizeRange& r : *sizes) {
+        if (r.below < 0) {
+          std::fprintf(stderr, "%s %lld bytes and more", sep, static_cast<long long>(r.from));
+        } else {
+          std::fprintf(stderr, "%s %lld to %lld bytes", sep, static_cast<long long>(r.from),
+                       static_cast<long long>(r.below - 1));
+        }
+        sep = ",";
+      }
+    }
     std::fprintf(stderr, ")\n");
   }
   return hierarchical;

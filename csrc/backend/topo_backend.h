@@ -214,7 +214,8 @@ class TopoBackend : public c10d::Backend {
   void setLevels(c10::DeviceType type, Levels levels);
   /// Per-op minimum payload (bytes) from which the hierarchical schedule is used; an op that
   /// is absent always runs flat.
-  void setHierarchicalThresholds(c10::DeviceType type, std::map<std::string, int64_t> minBytes);
+  void setHierarchicalThresholds(c10::DeviceType type,
+                                 std::map<std::string, std::vector<topo::SizeRange>> sizes);
   /// Largest all-reduce (bytes) a two-rank group across hosts runs as one exchange.
   void setOneStepAllReduceMaxBytes(c10::DeviceType type, int64_t maxBytes);
   /// The latest flat/hierarchical decisions, oldest first (bounded, kMaxDecisions).

@@ -30,10 +30,10 @@ void TopoBackend::setLevels(c10::DeviceType type, Levels levels) {
 }
 
 void TopoBackend::setHierarchicalThresholds(c10::DeviceType type,
-                                            std::map<std::string, int64_t> minBytes) {
+                                            std::map<std::string, std::vector<topo::SizeRange>> sizes) {
   DeviceRoute& route = routeToConfigure(type, "set_hierarchical_thresholds");
   std::lock_guard<std::mutex> lock(decisionsMutex_);
-  route.hierarchicalMinBytes = std::move(minBytes);
+  route.hierarchicalSizes = std::move(sizes);
 }
 
 void TopoBackend::setOneStepAllReduceMaxBytes(c10::DeviceType type, int64_t maxBytes) {

@@ -2,6 +2,7 @@
 // Python bindings of the backend layer: torch_topo._C.TopoBackend, a subclass of torch's c10d
 // Backend type, so a ProcessGroup can register it like Gloo or NCCL (layer: csrc/bindings).
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,25 @@ namespace {
 using backend::Levels;
 using backend::TopoBackend;
 using BackendPtr = c10::intrusive_ptr<c10d::Backend>;
+
+using PySizeRanges =
+    std::map<std::string, std::vector<std::pair<int64_t, std::optional<int64_t>>>>;
+
+/// set_hierarchical_thresholds' ranges; ValueError naming the op for an empty or negative one.
+std::map<std::string, std::vector<topo::SizeRange>> sizeRanges(const PySizeRanges& sizes) {
+  std::map<std::string, std::vector<topo::SizeRange>> out;
+  for (const auto& [op, ranges] : sizes) {
+    for (const auto& [from, below] : ranges) {
+      if (from < 0 || (below && *below <= from)) {
+        throw py::value_error(c10::str("set_hierarchical_thresholds: ", op, ": range (", from,
+                                       ", ", below ? std::to_string(*below) : "None",
+                                       ") is empty or negative; expected 0 <= from < below"));
+      }
+      out[op].push_back({from, below.value_or(-1)});
+    }
+  }
+  return out;
+}
 
 c10::DeviceType parseDeviceType(const std::string& name) {
   try {
@@ -111,17 +131,17 @@ Args:
     chunk_bytes (int): pipelining grain of the two levels.)")
       .def(
           "set_hierarchical_thresholds",
-          [](TopoBackend& self, const std::string& deviceType,
-             std::map<std::string, int64_t> minBytes) {
-            self.setHierarchicalThresholds(parseDeviceType(deviceType), std::move(minBytes));
+          [](TopoBackend& self, const std::string& deviceType, const PySizeRanges& sizes) {
+            self.setHierarchicalThresholds(parseDeviceType(deviceType), sizeRanges(sizes));
           },
-          py::arg("device_type"), py::arg("min_bytes"),
-          R"(Sets from which payload each op uses its hierarchical schedule.
+          py::arg("device_type"), py::arg("sizes"),
+          R"(Sets at which payloads each op uses its hierarchical schedule.
 
 Args:
     device_type (str): "cpu" or "cuda".
-    min_bytes (dict[str, int]): op name (e.g. "allreduce") to the minimum payload in bytes;
-        an op that is absent always runs flat.)")
+    sizes (dict[str, list[tuple[int, int | None]]]): op name (e.g. "allreduce") to the payload
+        ranges in bytes, each (from, below) with below None for no upper end, e.g.
+        {"allreduce": [(0, None)]} for every size; an op that is absent always runs flat.)")
       .def(
           "set_one_step_all_reduce_max_bytes",
           [](TopoBackend& self, const std::string& deviceType, int64_t maxBytes) {

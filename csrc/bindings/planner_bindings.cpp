@@ -427,14 +427,20 @@ its seconds x m are below flat's (m = 1.15 on groups priced with NCCL's algorith
              return valueErrors([&] {
                py::dict out;
                for (const auto& t : topo::computeHierarchicalThresholds(c.model(), ranks)) {
-                 out[topo::toString(t.op)] =
-                     t.min_bytes < 0 ? py::object(py::none()) : py::object(py::int_(t.min_bytes));
+                 py::list ranges;
+                 for (const topo::SizeRange& r : t.ranges) {
+                   ranges.append(py::make_tuple(
+                       r.from, r.below < 0 ? py::object(py::none()) : py::object(py::int_(r.below))));
+                 }
+                 out[topo::toString(t.op)] = ranges;
                }
                return out;
              });
            },
            py::arg("ranks"),
-           R"(Per op, the size in bytes from which hierarchical beats flat (None: never).
+           R"(Per op, the sizes at which hierarchical beats flat: a list of (from, below) byte
+ranges, below None for no upper end (empty: never). Scanned in powers of two from 1 KiB to
+16 GiB; a winning size s stands for [s, 2s), 1 KiB for [0, 2 KiB).
 
 Args:
   ranks: global ranks of the group.)")

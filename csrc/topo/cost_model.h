@@ -5,10 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topo/graph.h"
+#include "topo/size_ranges.h"
 
 namespace torch_topo::topo {
 
@@ -98,9 +103,12 @@ struct CostOptions {
 /// through one NIC share it, and every host's socket link per direction between two NUMA nodes,
 /// shared by all SYS transfers between them (as NCCL's search deducts each channel's bandwidth
 /// from every link its path crosses).
+struct NcclShapes;  // nccl_model.h
+
 class CostModel {
  public:
   explicit CostModel(const ClusterTopology& cluster, CostOptions options = {});
+  ~CostModel();
 
   int rankCount() const { return static_cast<int>(cluster_.ranks.size()); }
   /// Bandwidth (GB/s per direction) and latency (us) of the path between two ranks.
@@ -226,6 +234,13 @@ class CostModel {
   std::vector<int> domain_;        // per rank: multi-node NVLink domain, -1 none
   std::vector<int> node_;          // per rank: see nodeOf
   std::vector<char> switched_;     // per host: NVLink through NVSwitch
+  // ringOrderOf's results by (members as searched, root kept): the search (a bitmask DP to 12
+  // members) took most of a size scan that prices the same groups at 25 sizes.
+  mutable std::mutex ring_orders_mutex_;
+  mutable std::map<std::pair<std::vector<int>, bool>, std::vector<int>> ring_orders_;
+  // NcclModel::shapeOf's results, for the same reason: every size asks for the same shapes.
+  std::unique_ptr<NcclShapes> nccl_shapes_;
+  friend class NcclModel;
   std::string network_source_;
   bool network_assumed_ = false;
   std::vector<int> nic_base_;      // first NIC resource of each host
@@ -237,13 +252,14 @@ class CostModel {
   std::vector<double> smp_gbps_;               // per host: socket link, per direction
 };
 
-/// Per op, the smallest message size (bytes, scanned in powers of two from 1 KiB to 16 GiB)
-/// from which the hierarchical schedule is predicted faster than the best flat algorithm for
-/// every larger scanned size (on CUDA groups by kHierarchicalMarginOverNccl); -1 means never
-/// (one host, uneven hosts, or flat always wins).
+/// Per op, the message sizes (bytes) at which the hierarchical schedule is predicted faster than
+/// the best flat algorithm (on CUDA groups by kHierarchicalMarginOverNccl), scanned in powers of
+/// two from 1 KiB to 16 GiB: each scanned size s that wins stands for [s, 2s), the first for
+/// [0, 2 KiB) and the last for everything from 16 GiB. Empty: never (one host, uneven hosts, or
+/// flat always wins).
 struct HierarchicalThreshold {
   CollectiveOp op = CollectiveOp::AllReduce;
-  int64_t min_bytes = -1;
+  std::vector<SizeRange> ranges;
 };
 std::vector<HierarchicalThreshold> computeHierarchicalThresholds(const CostModel& model,
                                                                  const std::vector<int>& ranks);

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -69,6 +71,7 @@ class NcclModel {
     // them), which NCCL's estimates add to each network step; 0 on one host or where none.
     double net_latency_us = 0.0;
   };
+  /// Kept by the CostModel per group set: the same shapes come back at every size of a scan.
   Shape shapeOf(const std::vector<std::vector<int>>& groups) const;
 
   /// NCCL's own entry for one collective algorithm and protocol, as NCCL_DEBUG_SUBSYS=TUNING
@@ -97,6 +100,7 @@ class NcclModel {
   };
 
  private:
+  Shape computeShape(const std::vector<std::vector<int>>& groups) const;
   /// Best protocol of one NCCL collective algorithm; not applicable when NCCL lacks it.
   CostEstimate collective(CollectiveOp op, int64_t bytes, const Shape& shape, NcclAlgo algo) const;
   /// Every protocol of one NCCL collective algorithm; empty when NCCL lacks it.
@@ -108,6 +112,12 @@ class NcclModel {
                             const std::vector<std::vector<int>>& groups) const;
 
   const CostModel& model_;
+};
+
+/// CostModel's store of NcclModel::shapeOf results (see CostModel::nccl_shapes_).
+struct NcclShapes {
+  std::mutex mutex;
+  std::map<std::vector<std::vector<int>>, NcclModel::Shape> by_groups;
 };
 
 }  // namespace torch_topo::topo

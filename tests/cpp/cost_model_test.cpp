@@ -13,6 +13,7 @@
 namespace torch_topo::topo {
 namespace {
 
+using testing::expectRangesFollowTheScan;
 using testing::makeCluster;
 using testing::makeHost;
 
@@ -150,22 +151,16 @@ TEST(CostModelTest, HierarchicalMatchesPipelinedLevels) {
 TEST(CostModelTest, HierarchicalThresholds) {
   const CostModel single(uniformSwitched(1), alphaBeta());
   for (const auto& t : computeHierarchicalThresholds(single, {0, 1, 2, 3}))
-    EXPECT_EQ(t.min_bytes, -1) << toString(t.op);
+    EXPECT_TRUE(t.ranges.empty()) << toString(t.op);
   const CostModel two(uniformSwitched(2), alphaBeta());
   const auto thresholds = computeHierarchicalThresholds(two, {0, 1, 2, 3, 4, 5, 6, 7});
   ASSERT_EQ(thresholds.size(), 5u);
   EXPECT_EQ(thresholds[0].op, CollectiveOp::AllReduce);
   // On links alike both ways a reduce turns hierarchical where its broadcast does.
   EXPECT_EQ(thresholds[4].op, CollectiveOp::Reduce);
-  EXPECT_EQ(thresholds[4].min_bytes, thresholds[3].min_bytes);
-  EXPECT_GT(thresholds[0].min_bytes, 0);
-  // The threshold is where hierarchical starts winning: check the definition directly.
-  const int64_t at = thresholds[0].min_bytes;
-  const auto hier = two.estimateCollective(CollectiveOp::AllReduce, at, {0, 1, 2, 3, 4, 5, 6, 7},
-                                           Algorithm::Hierarchical);
-  const auto ring = two.estimateCollective(CollectiveOp::AllReduce, at, {0, 1, 2, 3, 4, 5, 6, 7},
-                                           Algorithm::Ring);
-  EXPECT_LT(hier.seconds, ring.seconds);
+  EXPECT_EQ(thresholds[4].ranges, thresholds[3].ranges);
+  EXPECT_FALSE(thresholds[0].ranges.empty());
+  expectRangesFollowTheScan(two, {0, 1, 2, 3, 4, 5, 6, 7}, 1.0);
 }
 
 TEST(CostModelTest, SysTransfersShareTheSocketLink) {

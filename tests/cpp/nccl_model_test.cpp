@@ -20,6 +20,7 @@ namespace {
 
 using testing::addNics;
 using testing::iota;
+using testing::expectRangesFollowTheScan;
 using testing::makeCluster;
 using testing::makeHost;
 using testing::switchedHost;
@@ -269,24 +270,11 @@ TEST(NcclModelTest, AGpuWithSeveralNearestNicsSpreadsOverThem) {
 }
 
 TEST(NcclModelTest, HierarchicalNeedsTheMargin) {
-  // Thresholds follow the definition: from the threshold up, hierarchical x 1.15 beats NCCL's
-  // best; just below it (when not the scan's first size) it does not.
+  // The ranges follow the definition with the margin: hierarchical x 1.15 beats NCCL's best.
   HostTopology host = switchedHost(90, 20.6);
   const CostModel model(makeCluster(host, 2, 12.5, 0.0));  // one 100 Gbit/s link per host
   const std::vector<int> g = iota(16);
-  for (const HierarchicalThreshold& t : computeHierarchicalThresholds(model, g)) {
-    if (t.min_bytes < 0) continue;
-    for (int64_t b = t.min_bytes; b <= int64_t{16} << 30; b *= 2) {
-      const double hier = model.estimateCollective(t.op, b, g, Algorithm::Hierarchical).seconds;
-      EXPECT_LT(hier * kHierarchicalMarginOverNccl, model.chooseFlat(t.op, b, {g}).seconds)
-          << toString(t.op) << " " << b;
-    }
-    if (t.min_bytes > 1024) {
-      const int64_t below = t.min_bytes / 2;
-      const double hier = model.estimateCollective(t.op, below, g, Algorithm::Hierarchical).seconds;
-      EXPECT_GE(hier * kHierarchicalMarginOverNccl, model.chooseFlat(t.op, below, {g}).seconds);
-    }
-  }
+  expectRangesFollowTheScan(model, g, kHierarchicalMarginOverNccl);
   // chooseAlgorithm agrees: hierarchical only with the margin.
   for (int64_t b : {int64_t{1} << 20, int64_t{1} << 30}) {
     const CostEstimate best = model.chooseAlgorithm(CollectiveOp::AllReduce, b, g);
@@ -295,6 +283,17 @@ TEST(NcclModelTest, HierarchicalNeedsTheMargin) {
     const double flat = model.chooseFlat(CollectiveOp::AllReduce, b, {g}).seconds;
     EXPECT_EQ(best.algorithm == Algorithm::Hierarchical, hier * kHierarchicalMarginOverNccl < flat);
   }
+}
+
+TEST(NcclModelTest, HierarchicalCanWinInABandOnly) {
+  // Four DGX-1 hosts on one EDR NIC each: the two-level schedule beats NCCL's best from the
+  // mid sizes, where its fewer network steps count, until the extra pass over the bytes costs
+  // more than they save. The group takes it in that band, not from it up nor never.
+  HostTopology host = makeHost(testing::dgx1Rows(), 20.0, 12.0, 1.0);
+  for (Gpu& g : host.gpus) g.sm = 70;
+  addNics(host, 1, 100.0);
+  const CostModel model(makeCluster(host, 4, 12.5, 0.0));
+  EXPECT_GT(expectRangesFollowTheScan(model, iota(32), kHierarchicalMarginOverNccl), 0);
 }
 
 TEST(NcclModelTest, CpuRanksKeepTheAlphaBetaModel) {

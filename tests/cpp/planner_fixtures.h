@@ -3,10 +3,14 @@
 // path matrices copied by eye from files in tests/data/nvidia_smi_topo/.
 #pragma once
 
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "topo/cost_model.h"
 #include "topo/graph.h"
 
 namespace torch_topo::topo::testing {
@@ -111,6 +115,36 @@ inline void addNics(HostTopology& host, int count, double gbit) {
     nic.speed_gbps = gbit;
     host.nics.push_back(nic);
   }
+}
+
+/// Checks computeHierarchicalThresholds against its definition, size by size: every scanned
+/// power of two from 1 KiB to 16 GiB lies in the op's ranges exactly where hierarchical x
+/// `margin` beats the best flat algorithm, a size between two scanned ones goes as the lower
+/// one, a size below 1 KiB as 1 KiB and one above 16 GiB as 16 GiB. Returns how many ops had
+/// a band with flat winning on both sides, so a caller can ask for one.
+inline int expectRangesFollowTheScan(const CostModel& model, const std::vector<int>& ranks,
+                                     double margin) {
+  int bands = 0;
+  for (const HierarchicalThreshold& t : computeHierarchicalThresholds(model, ranks)) {
+    std::vector<bool> wins;
+    for (int64_t s = 1 << 10; s <= int64_t{16} << 30; s *= 2) {
+      const CostEstimate hier = model.estimateCollective(t.op, s, ranks, Algorithm::Hierarchical);
+      const bool won = hier.applicable &&
+                       hier.seconds * margin < model.chooseFlat(t.op, s, {ranks}).seconds;
+      wins.push_back(won);
+      EXPECT_EQ(anyContains(t.ranges, s), won) << toString(t.op) << " at " << s;
+      EXPECT_EQ(anyContains(t.ranges, s + s / 2), won) << toString(t.op) << " at 1.5 x " << s;
+    }
+    EXPECT_EQ(anyContains(t.ranges, 0), wins.front()) << toString(t.op) << " at 0";
+    EXPECT_EQ(anyContains(t.ranges, int64_t{64} << 30), wins.back()) << toString(t.op);
+    for (size_t i = 1; i + 1 < wins.size(); ++i) {
+      if (wins[i] && !wins.front() && !wins.back()) {
+        ++bands;
+        break;
+      }
+    }
+  }
+  return bands;
 }
 
 }  // namespace torch_topo::topo::testing

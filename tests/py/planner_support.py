@@ -107,3 +107,9 @@ def played_cpu_ranks(tmp_path, latency_us: float):
     path = tmp_path / "cluster.json"
     path.write_text(json.dumps(doc))
     return doc, path
+
+
+def in_ranges(ranges, nbytes: int) -> bool:
+    """Whether `nbytes` lies in (from, below) byte ranges (below None: no upper end), written
+    here apart from torch_topo.size_ranges so that tests check it rather than reuse it."""
+    return any(lo <= nbytes and (hi is None or nbytes < hi) for lo, hi in ranges)

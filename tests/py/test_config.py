@@ -480,7 +480,7 @@ def test_aware_off_issues_exactly_what_plain_gloo_does(tmp_path, monkeypatch, wo
         assert seen["on"][0] != calls and seen["on"][1] == values
 
 
-_CELL = re.compile(r"(\d+) (KiB|MiB|GiB): flat \S+ [\d.]+ us, hierarchical [\d.]+ us -> (\w+)")
+_CELL = re.compile(r"(\d+) (KiB|MiB|GiB): flat \S+ ([\d.]+) us, hierarchical ([\d.]+) us -> (\w+)")
 
 
 def _predictions_main(rank, world, store_path, out_dir):
@@ -497,10 +497,11 @@ def _predictions_main(rank, world, store_path, out_dir):
         text = _stderr_during(create)
         (line,) = [ln for ln in text.splitlines() if "cpu predicted all_reduce " in ln]
         taken = []
-        for count, unit, side in _CELL.findall(line):
+        for count, unit, flat_us, hier_us, side in _CELL.findall(line):
             nbytes = int(count) << {"KiB": 10, "MiB": 20, "GiB": 30}[unit]
             if nbytes <= 16 << 20:
-                taken.append([side, _last_choice(*group, numel=nbytes // 4)])
+                faster = "hierarchical" if float(hier_us) < float(flat_us) else "flat"
+                taken.append([side, _last_choice(*group, numel=nbytes // 4), faster])
         seen.append(taken)
     _report(seen, rank, out_dir)
 
@@ -508,14 +509,15 @@ def _predictions_main(rank, world, store_path, out_dir):
 @pytest.mark.timeout(300)
 def test_debug_predictions_name_the_side_the_group_takes(tmp_path, monkeypatch):
     # Two hosts of two CPU ranks: TORCH_TOPO_DEBUG's predicted lines must name the side each
-    # all_reduce then takes. At 12.5 GB/s the size rule's threshold says never while the
-    # hierarchical side is the faster one to 1 MiB; the lines marked the faster side.
+    # all_reduce then takes, and that side is the faster of the two printed times. At 12.5 GB/s
+    # hierarchical is the faster side to 1 MiB only: one threshold "from a size up" kept the
+    # group flat at every size, so it ran the slower side at 64 KiB and 1 MiB.
     for seen in _ranks_seen(_predictions_main, 4, tmp_path, monkeypatch):
         assert [len(taken) for taken in seen] == [3, 3]  # 64 KiB, 1 MiB, 16 MiB
         for taken in seen:
-            for printed, done in taken:
-                assert printed == done
-        assert {done for _, done in seen[1]} == {"flat"}
+            for printed, done, faster in taken:
+                assert printed == done == faster
+        assert {done for _, done, _ in seen[1]} == {"flat", "hierarchical"}
 
 
 @pytest.mark.parametrize("argv", [["show", P4D], ["convert", P4D, "--to", "json"],

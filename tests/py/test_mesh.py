@@ -164,7 +164,7 @@ def test_live_cpu_ranks_report_the_backends_side_at_gloo_latency(tmp_path, monke
     # is not the backend's: on these hosts its size rule goes hierarchical at every size.
     # Reference: the backend's hierarchical_thresholds for the group over the live cluster, each
     # side priced by its Gloo-side planner.
-    from planner_support import played_cpu_ranks
+    from planner_support import in_ranges, played_cpu_ranks
 
     import torch_topo.mesh as mesh
     from torch_topo import _C
@@ -186,7 +186,7 @@ def test_live_cpu_ranks_report_the_backends_side_at_gloo_latency(tmp_path, monke
 
     def side(nbytes: int) -> dict:
         both = model.compare_hierarchical("all_reduce", nbytes, [everyone])
-        taken = "all_reduce" in thresholds and nbytes >= thresholds["all_reduce"]
+        taken = in_ranges(thresholds.get("all_reduce", ()), nbytes)
         return both["hierarchical" if taken else "flat"]
 
     plan = mesh.plan_for_world((8,), ("dp",), traffic={"dp": 10**8})

@@ -90,7 +90,7 @@ def subgroups(rank, size, ref):
 def decisions_logged(rank, size, ref):
     """runCollective records (op, bytes, choice); without levels every op stays flat."""
     backend = dist.group.WORLD._get_backend(torch.device("cpu"))
-    backend.set_hierarchical_thresholds("cpu", {"allreduce": 0, "allgather": 0})
+    backend.set_hierarchical_thresholds("cpu", {"allreduce": [(0, None)], "allgather": [(0, None)]})
     bad = []
     x = torch.ones(10, dtype=torch.float64)
     dist.all_reduce(x)

@@ -88,6 +88,56 @@ def test_topo_backend_dispatches_hierarchical(tmp_path):
                                    "broadcast")}, res["choices"]
 
 
+def _band_worker(rank, hosts, tmp, _full):
+    """hierarchical="auto" on two played hosts of two CPU ranks at 12.5 GB/s: the size rule
+    takes the two-level schedule below some size only (fewer slow steps on small messages, an
+    extra pass over the bytes on large ones), and the group runs each all_reduce on the side
+    its ranges give. Then ranges with a gap set by hand: sizes in the gap run flat."""
+    import torch_topo  # noqa: F401  (registers "topo")
+    from torch_topo.hierarchy import HostLayout, backend_thresholds, hierarchical_thresholds
+
+    size = len(hosts)
+    store = dist.FileStore(os.path.join(tmp, "store"), size)
+    cfg = TopoConfig(hierarchical="auto", play=_play(hosts), inter_host_gbps=12.5)
+    dist.init_process_group("topo", store=store, rank=rank, world_size=size,
+                            timeout=TIMEOUT, pg_options=cfg)
+    ref, check = FlatRef(dist.new_group(backend="gloo"), size), Checker(rank)
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    want_ranges = backend_thresholds(
+        hierarchical_thresholds(HostLayout.from_hostnames(hosts), cfg), size)["allreduce"]
+    gen = torch.Generator().manual_seed(3 + rank)
+    sides = {"auto": [], "gap": []}
+    for case, numels in (("auto", (256, 16 << 10, 256 << 10, 1 << 20)),
+                         ("gap", (128, 256, 512, 1024, 2048, 4096))):
+        if case == "gap":
+            want_ranges = ((1024, 2048), (8192, None))
+            backend.set_hierarchical_thresholds("cpu", {"allreduce": list(want_ranges)})
+        for numel in numels:
+            x = _make(gen, (numel,), torch.float32, "SUM", False)
+            want = ref.all_reduce(x.clone(), "SUM")
+            dist.all_reduce(x)
+            check.same(f"{case} all_reduce {numel}", x, want)
+            op, nbytes, taken = backend.last_decisions()[-1]
+            inside = any(lo <= nbytes and (hi is None or nbytes < hi) for lo, hi in want_ranges)
+            sides[case].append([nbytes, taken, "hierarchical" if inside else "flat"])
+    dist.barrier()
+    dist.destroy_process_group()
+    return {"checked": check.checked, "failures": check.failures, "sides": sides}
+
+
+@pytest.mark.timeout(150)
+def test_group_takes_hierarchical_inside_its_ranges_only(tmp_path):
+    results = _spawn(CONFIGS["2x2"], tmp_path, False, target=_band_worker)
+    for res in results:
+        assert res["checked"] == 10, res["checked"]
+        for case, rows in res["sides"].items():
+            assert all(taken == want for _, taken, want in rows), (case, rows)
+            # Both sides occur: the ranges are a band, not "from a size up" nor "never".
+            assert {taken for _, taken, _ in rows} == {"hierarchical", "flat"}, (case, rows)
+        assert [taken for _, taken, _ in res["sides"]["gap"]] == [  # 512 B .. 16 KiB
+            "flat", "hierarchical", "flat", "flat", "hierarchical", "hierarchical"]
+
+
 def _refused_dtype_worker(rank, hosts, tmp, _full):
     """A dtype Gloo's collectives refuse (int16) with hierarchical="always": every rank raises
     Gloo's own error, and the group stays in step. The broadcast schedule scatters on the root's

@@ -178,7 +178,7 @@ def test_attach_hierarchy_hands_levels_to_backend(tmp_path):
     results = _spawn(["a", "b", "a"], tmp_path, False, target=_attach_worker)
     for res in results:
         assert res["hosts"] == 2 and res["chunk_bytes"] == 1024 and res["checked"] == 1
-        assert res["thresholds"] == {"cpu": {op: 0 for op in
+        assert res["thresholds"] == {"cpu": {op: [[0, None]] for op in
                                              ("allreduce", "allgather", "_allgather_base",
                                               "reduce_scatter", "_reduce_scatter_base",
                                               "broadcast", "reduce")}}
@@ -203,22 +203,28 @@ def test_thresholds_follow_config():
     assert hierarchical_thresholds(two, TopoConfig(hierarchical="never")) == {}
     assert hierarchical_thresholds(two, TopoConfig(use_topo_aware_collectives=False)) == {}
     assert hierarchical_thresholds(one, TopoConfig(hierarchical="always")) == {}
-    assert set(hierarchical_thresholds(two, TopoConfig(hierarchical="always")).values()) == {0}
+    assert set(hierarchical_thresholds(two, TopoConfig(hierarchical="always")).values()) == {
+        ((0, None),)}
     # A slow, high-latency host link (1 Gbit/s, 1 ms: the emulator's) favours two levels for
-    # large all-reduces; a link as fast as the intra path leaves the contiguous ring flat.
+    # large all-reduces; over a link as fast as the intra path they win on small messages only
+    # (three inner calls against the ring's six steps), and the contiguous ring keeps the rest.
     slow = hierarchical_thresholds(two, TopoConfig(), inter_gbps=0.125, inter_latency_us=1000)
-    assert 0 <= slow["all_reduce"] <= 1 << 20
+    assert slow["all_reduce"][-1][1] is None and 0 <= slow["all_reduce"][-1][0] <= 1 << 20
     fast = hierarchical_thresholds(two, TopoConfig(), inter_gbps=50.0, inter_latency_us=1)
-    assert "all_reduce" not in fast
+    ((lo, hi),) = fast["all_reduce"]
+    assert lo == 0 and hi is not None and hi <= 1 << 20
     # TopoBackend measures all-gathers by their per-rank input.
-    assert backend_thresholds({"all_gather": 4096, "reduce": 10}, 4) == {
-        "allgather": 1024, "_allgather_base": 1024, "reduce": 10}
+    assert backend_thresholds({"all_gather": ((4096, 8192), (1 << 20, None)),
+                               "reduce": ((10, None),)}, 4) == {
+        "allgather": ((1024, 2048), (1 << 18, None)),
+        "_allgather_base": ((1024, 2048), (1 << 18, None)), "reduce": ((10, None),)}
 
 
-def _documented_rule(names: list[str], op: str, gbps: float, latency_us: float) -> int | None:
-    """docs/schedules.md's size rule computed from its formulas: the smallest power of two
-    (1 KiB to 16 GiB) from which the two-level time stays below the flat ring's, 0 for 1 KiB,
-    None when there is none."""
+def _documented_rule(names: list[str], op: str, gbps: float, latency_us: float) -> tuple | None:
+    """docs/schedules.md's size rule computed from its formulas: the (from, below) ranges of
+    powers of two (1 KiB to 16 GiB) where the two-level time is below the flat ring's, each
+    winning size s standing for [s, 2s), 1 KiB for [0, 2 KiB) and 16 GiB for all above; None
+    when there is none."""
     g, hosts = len(names), len(set(names))
     local = max(names.count(h) for h in set(names))
     # Ring edges r -> r+1 that leave one host, most over any host.
@@ -236,11 +242,18 @@ def _documented_rule(names: list[str], op: str, gbps: float, latency_us: float) 
         return two < flat
 
     sizes = [1 << p for p in range(10, 35)]
-    wins = [two_levels_win(size) for size in sizes]
-    if not wins[-1]:
+    winners = [size for size in sizes if two_levels_win(size)]
+    if not winners:
         return None
-    first = next(i for i in range(len(sizes)) if all(wins[i:]))
-    return 0 if first == 0 else sizes[first]
+    # Every winning octave [s, 2s), then neighbours merged.
+    octaves = [[0 if s == sizes[0] else s, None if s == sizes[-1] else 2 * s] for s in winners]
+    merged = [octaves[0]]
+    for lo, hi in octaves[1:]:
+        if merged[-1][1] == lo:
+            merged[-1][1] = hi
+        else:
+            merged.append([lo, hi])
+    return tuple(map(tuple, merged))
 
 
 @pytest.mark.parametrize("names", [["a", "a", "b", "b"], ["a", "b", "a", "b"],
@@ -266,7 +279,7 @@ def test_pinned_bandwidth_wins_over_a_reused_clusters():
                               placements=[SimpleNamespace(local_gpu=-1)] * 4)
     got = hierarchical_thresholds(HostLayout.from_hostnames(names), TopoConfig(
         inter_host_gbps=0.125, inter_host_latency_us=1.0), cluster=earlier)
-    assert got["broadcast"] == _documented_rule(names, "broadcast", 0.125, 1.0) == 8192
+    assert got["broadcast"] == _documented_rule(names, "broadcast", 0.125, 1.0) == ((8192, None),)
     assert _documented_rule(names, "broadcast", 50.0, 1.0) is None
 
 
@@ -291,7 +304,7 @@ def test_cpu_tensors_of_gpu_ranks_are_priced_at_gloos_latency():
         planner = _C.PlannerCluster(json.dumps({**doc, "inter_host_latency_us": latency_us}),
                                     4 << 20, "alpha_beta", 0)
         found = planner.hierarchical_thresholds(list(range(16)))
-        return {op: t for op, t in found.items() if t is not None}
+        return {op: tuple(t) for op, t in found.items() if t}
 
     assert by_hand(50.0) != by_hand(2.7)  # the latency moves a threshold on these hosts
     for config, latency_us in ((TopoConfig(), 50.0), (TopoConfig(inter_host_latency_us=20.0), 20.0)):

@@ -90,6 +90,11 @@ def test_setters_name_themselves_for_a_device_without_an_inner_backend(tmp_path)
     backend = _C.TopoBackend(store, 0, 1, _C.TopoBackend.Options(timeout), {"cpu": gloo}, {})
     backend.set_one_step_all_reduce_max_bytes("cpu", 1024)
     for setter, args in (("set_one_step_all_reduce_max_bytes", (1024,)),
-                         ("set_hierarchical_thresholds", ({"allreduce": 0},))):
+                         ("set_hierarchical_thresholds", ({"allreduce": [(0, None)]},))):
         with pytest.raises(ValueError, match=f"^TopoBackend::{setter}: no inner backend for cuda$"):
             getattr(backend, setter)("cuda", *args)
+    # Size ranges: an empty or negative one names the op and the range.
+    for bad in ((10, 5), (-1, None), (4, 4)):
+        with pytest.raises(ValueError, match=rf"allreduce: range \({bad[0]}, {bad[1]}\) is empty "
+                                             "or negative"):
+            backend.set_hierarchical_thresholds("cpu", {"allreduce": [(0, 2), bad]})
