@@ -333,9 +333,26 @@ def _on_gpus(cluster) -> bool:
 def _cost_model_thresholds(cluster, group_size: int, config: TopoConfig,
                            device_type: str) -> dict[str, SizeRanges]:
     """Size ranges from the planner's cost model over the exchanged cluster (GPU ranks)."""
-    model = _planner(cluster, config, device_type)
-    found = model.hierarchical_thresholds(list(range(group_size)))
+    return planner_ranges(_planner(cluster, config, device_type), list(range(group_size)))
+
+
+def planner_ranges(planner, ranks: list[int]) -> dict[str, SizeRanges]:
+    """`planner.hierarchical_thresholds(ranks)` (a `_C.PlannerCluster`) as ranges per op,
+    the ops where hierarchical never wins left out."""
+    found = planner.hierarchical_thresholds(ranks)
     return {op: tuple(found[op]) for op in HIERARCHICAL_OPS if found.get(op)}
+
+
+def configured_ranges(config: TopoConfig, host_count: int) -> dict[str, SizeRanges] | None:
+    """The ranges `config` fixes whatever a model says: none under "never", with
+    `use_topo_aware_collectives=False` or on one host; every size under "always"; None (the
+    model decides) under "auto"."""
+    if (config.hierarchical == "never" or not config.use_topo_aware_collectives
+            or host_count < 2):
+        return {}
+    if config.hierarchical == "always":
+        return dict.fromkeys(HIERARCHICAL_OPS, ((0, None),))
+    return None
 
 
 def choice_model(layout: HostLayout, config: TopoConfig, cluster, device_type: str = "cpu"):
@@ -364,11 +381,9 @@ def hierarchical_thresholds(layout: HostLayout, config: TopoConfig, *, cluster=N
     is NCCL's best algorithm and hierarchical must beat it by 1.15x; for "cpu" it is the
     alpha-beta model's best schedule.
     """
-    if (config.hierarchical == "never" or not config.use_topo_aware_collectives
-            or layout.host_count < 2):
-        return {}
-    if config.hierarchical == "always":
-        return dict.fromkeys(HIERARCHICAL_OPS, ((0, None),))
+    fixed = configured_ranges(config, layout.host_count)
+    if fixed is not None:
+        return fixed
     if _on_gpus(cluster):
         return _cost_model_thresholds(cluster, layout.group_size, config,
                                       device_type)

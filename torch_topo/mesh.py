@@ -143,7 +143,8 @@ def plan_for_world(mesh_shape, mesh_dim_names, *, topology=None, traffic=None,
         doc = cpu_ranks_doc(world, cfg)
         # Its groups across hosts report the side the backend's size rule takes for them.
         return Plan.build(doc, mesh, traffic, contiguous=True, backend=BackendChoices(doc, cfg))
-    return Plan.build(cluster, mesh, traffic, nccl_hints=cfg.nccl_hints)
+    return Plan.build(cluster, mesh, traffic, nccl_hints=cfg.nccl_hints,
+                      backend=BackendChoices.of(cluster, 1, cfg, cluster))
 
 
 def _check_mesh(mesh_shape, mesh_dim_names) -> dict[str, int]:
