@@ -19,7 +19,8 @@ import json
 from torch_topo import _C, size_ranges
 from torch_topo.cluster import _assemble, _Pins
 from torch_topo.config import TopoConfig
-from torch_topo.plan import _cluster_text, predicted_choices, prefers_hierarchical
+from torch_topo.hierarchical_choice import predicted_choices, prefers_hierarchical
+from torch_topo.plan import _cluster_text
 from torch_topo.size_ranges import SizeRanges
 
 __all__ = ["BackendChoices"]

@@ -34,8 +34,8 @@ from torch_topo.cluster import (
     wait_all,
 )
 from torch_topo.config import TopoConfig
+from torch_topo.hierarchical_choice import predicted_choices, prefers_hierarchical
 from torch_topo.nccl_hints import nccl_version_code
-from torch_topo.plan import predicted_choices, prefers_hierarchical
 from torch_topo.size_ranges import SizeRanges
 
 __all__ = [

@@ -17,15 +17,14 @@ from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from torch_topo import _C, size_ranges
+from torch_topo import _C
 from torch_topo.config import TopoConfig
+from torch_topo.hierarchical_choice import predicted_choices
 from torch_topo.probe import live_probe
-from torch_topo.size_ranges import SizeRanges
 from torch_topo.topology import file_named, load_topology
 from torch_topo.validation import is_int_in
 
-__all__ = ["CHOICE_SIZES", "MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "predicted_choices",
-           "resolve_cluster", "check_hosts", "check_hosts_per_domain", "check_traffic_bytes",
+__all__ = ["MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "resolve_cluster", "check_hosts", "check_hosts_per_domain", "check_traffic_bytes",
            "completed_source", "network_pins", "SIZE_CLASSES", "with_nvlink_domains"]
 
 MAX_RANKS: int = _C.MAX_RANKS
@@ -51,48 +50,6 @@ _NCCL_ALGO = {
     ("reduce_scatter", "ring"): "reducescatter:ring",
     ("broadcast", "ring"): "broadcast:ring",
 }
-
-
-CHOICE_SIZES = (64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30)
-"""Message sizes whose predicted flat and hierarchical times `predicted_choices` prints."""
-
-
-def _us(seconds: float) -> str:
-    return f"{seconds * 1e6:.1f} us" if seconds != float("inf") else "n/a"
-
-
-def predicted_choices(model, groups: list[list[int]], ops=("all_reduce", "all_gather",
-                      "reduce_scatter", "broadcast"), sizes=CHOICE_SIZES,
-                      thresholds: Mapping[str, SizeRanges] | None = None) -> list[str]:
-    """One line per op: at each size both sides' predicted time and the side taken, from a
-    `_C.PlannerCluster` (what `plan --explain` prints for a mesh dimension across hosts and
-    TORCH_TOPO_DEBUG for a "topo" group's hierarchy). `groups` run at once, as a dimension's
-    groups do, sharing the links they cross. The side taken is the one `prefers_hierarchical`
-    names, or with `thresholds` ({op: size ranges}, `hierarchy.hierarchical_thresholds`)
-    hierarchical inside an op's ranges."""
-    lines = []
-    for op in ops:
-        cells = []
-        for nbytes in sizes:
-            both = model.compare_hierarchical(op, nbytes, groups)
-            flat, hier = both["flat"], both["hierarchical"]
-            if thresholds is not None:
-                hierarchical = size_ranges.contains(thresholds.get(op, ()), nbytes)
-            else:
-                hierarchical = prefers_hierarchical(both)
-            taken = "hierarchical" if hierarchical else "flat"
-            how = flat["algorithm"] + (f"/{flat['protocol']}" if flat["protocol"] else "")
-            cells.append(f"{size_ranges.size_text(nbytes)}: flat {how} {_us(flat['seconds'])}, "
-                         f"hierarchical {_us(hier['seconds'])} -> {taken}")
-        lines.append(f"{op} " + "; ".join(cells))
-    return lines
-
-
-def prefers_hierarchical(both: Mapping[str, Any]) -> bool:
-    """Whether a `compare_hierarchical` result puts hierarchical ahead: applicable, and faster
-    than flat by the result's margin."""
-    hier = both["hierarchical"]
-    return hier["applicable"] and hier["seconds"] * both["margin"] < both["flat"]["seconds"]
 
 
 

@@ -45,8 +45,8 @@ def _backend_side(path, op: str, nbytes: int, groups) -> dict:
 def _backend_lines(path, op: str, group) -> list[str]:
     """TORCH_TOPO_DEBUG's predicted times of the group (the backend's size rule), each size with
     the side the rule's thresholds take."""
+    from torch_topo.hierarchical_choice import CHOICE_SIZES
     from torch_topo.hierarchy import HostLayout, _rule_model
-    from torch_topo.plan import CHOICE_SIZES
 
     cluster, config, thresholds, _ = _backend_view(path)
     layout = HostLayout.from_hostnames([cluster.hostnames[cluster.host_of(r)] for r in group])
@@ -140,8 +140,9 @@ def test_cpu_ranks_are_priced_at_the_latency_the_backend_gives_gloo(env, tmp_pat
     # numbers must be its numbers.
     from torch_topo.cluster import Cluster
     from torch_topo.config import TopoConfig
+    from torch_topo.hierarchical_choice import predicted_choices
     from torch_topo.hierarchy import _planner, gloo_latency_us
-    from torch_topo.plan import Plan, predicted_choices
+    from torch_topo.plan import Plan
 
     monkeypatch.delenv("TORCH_TOPO_INTER_HOST_LATENCY_US", raising=False)
     if env is not None:

@@ -14,7 +14,8 @@ from planner_support import DGX1, in_ranges
 
 from torch_topo import _C
 from torch_topo.cli import main
-from torch_topo.plan import CHOICE_SIZES, SIZE_CLASSES
+from torch_topo.hierarchical_choice import CHOICE_SIZES
+from torch_topo.plan import SIZE_CLASSES
 
 _CELL = re.compile(r"(\d+) (KiB|MiB|GiB): flat [^;]* -> (\w+)")
 

@@ -23,7 +23,7 @@ from torch_topo.bench.nccl_tests import (
     parse_published,
 )
 from torch_topo.bench.published_systems import _NCCL1801
-from torch_topo.plan import predicted_choices
+from torch_topo.hierarchical_choice import predicted_choices
 
 BY_FILE = {s.results: s for s in SYSTEMS}
 
