@@ -205,16 +205,26 @@ def build_levels(store, group_rank: int, layout: HostLayout, *, device_type: str
     uniform = layout.uniform
     tag = f"{_KEY_PREFIX}/{device_type}"
 
-    def inner(name: str, rank: int, size: int):
-        return _make_inner(device_type, dist.PrefixStore(f"{tag}/{name}", store), rank, size,
-                           timeout)
+    def inner(name: str, what: str, rank: int, size: int):
+        try:
+            return _make_inner(device_type, dist.PrefixStore(f"{tag}/{name}", store), rank, size,
+                               timeout)
+        except RuntimeError as e:
+            # Gloo reports the socket, not the level, and a peer that failed first shows here as
+            # a connection it closed or never made: say which level and where to look.
+            raise type(e)(
+                f"torch_topo: building the {device_type} level '{name}' of the group's hierarchy "
+                f"({what}, {size} ranks; this rank is {rank} there) failed: {e}. A peer that "
+                "closed its connection, refused it or never arrived has usually failed first: "
+                "see the other ranks' errors") from e
 
-    intra = inner(f"intra{h}", local, layout.host_size(h))
+    intra = inner(f"intra{h}", f"the ranks of host {layout.host_names[h]}", local,
+                  layout.host_size(h))
     rail = leaders = None
     if uniform:
-        rail = inner(f"rail{local}", h, layout.host_count)
+        rail = inner(f"rail{local}", f"local rank {local} of every host", h, layout.host_count)
     elif local == 0:
-        leaders = inner("leaders", h, layout.host_count)
+        leaders = inner("leaders", "local rank 0 of every host", h, layout.host_count)
     return Levels(intra=intra, rail=rail, leaders=leaders, local_rank=local,
                   local_size=layout.host_size(h), host_index=h, host_count=layout.host_count,
                   uniform=uniform, host_of_rank=list(layout.host_of_rank),

@@ -310,3 +310,19 @@ def test_cpu_tensors_of_gpu_ranks_are_priced_at_gloos_latency():
     for config, latency_us in ((TopoConfig(), 50.0), (TopoConfig(inter_host_latency_us=20.0), 20.0)):
         got = hierarchical_thresholds(layout, config, cluster=cluster, device_type="cpu")
         assert got == by_hand(latency_us)
+
+
+def test_a_level_that_fails_to_form_names_itself(tmp_path):
+    """A rail peer that never arrives: Gloo's error names a store key or a socket; the one
+    raised says which level of the hierarchy failed, with which ranks, and where to look."""
+    from datetime import timedelta
+
+    store = dist.FileStore(str(tmp_path / "store"), 2)
+    layout = HostLayout.from_hostnames(["a", "b"])
+    with pytest.raises(RuntimeError) as caught:
+        build_levels(store, 0, layout, timeout=timedelta(seconds=1))
+    text = str(caught.value)
+    assert text.startswith("torch_topo: building the cpu level 'rail0' of the group's hierarchy "
+                           "(local rank 0 of every host, 2 ranks; this rank is 0 there) failed: ")
+    assert text.endswith("see the other ranks' errors")
+    assert isinstance(caught.value, type(caught.value.__cause__))  # Gloo's own type kept
