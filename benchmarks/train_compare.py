@@ -44,7 +44,7 @@ BACKENDS = ("gloo", "topo")
 WORLD = 8
 CONFIGS = [
     ("DDP dp8", 8, ["--ddp"],
-     "hierarchical all-reduce of the gradient bucket (cost model threshold)"),
+     "hierarchical all-reduce of the gradient bucket (inside the size rule's ranges)"),
     ("FSDP2 tp4 x dp2", 2, ["--fsdp", "--tp", "4"],
      "reduce-scatter as one exchange of half the bytes (Gloo: an all-reduce), all-gather in one "
      "step (Gloo: P-1), on the tp groups and the dp pairs"),
