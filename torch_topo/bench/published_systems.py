@@ -49,7 +49,7 @@ _A100 = "nvidia_smi_topo/a100_8xSXM_NV12_2numa_mlengineering_realigned.txt"
 _GB200 = "nvidia_smi_topo/PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt"
 _NCCL1801 = "nccl1801_GB200-NVL72_3partitions_12-24GPU_IB_ring-vs-tree_all_reduce_16G_summary.txt"
 _USE3A_RING = ("this cluster's forced ring falls from 345 GB/s on 2 hosts to 291 on 46 where the "
-               "model keeps 378-399 (1.26-1.30x from 16 hosts; its NVLS tree 1.13-1.21x): the "
+               "model keeps 378-399 (1.26-1.30x from 16 hosts; its NVLS tree 1.13-1.20x): the "
                "same report's send/recv pairs fall from 43 to 15 GB/s, a congested fabric; the "
                "forced tree is 0.97-0.99x, 8 channels x NCCL's 24 GB/s")
 _PCIE_STAND_IN = "nvidia_smi_topo/PARTIAL_deepep128_8xGPU_noNVLink_allSYS_10xNIC_PIX.txt"
@@ -60,7 +60,7 @@ _RTX_STAND_IN = ("a stand-in host's links (all GPU pairs across the socket link)
                  "every peer through the NICs (SHM off), 41-46 GB/s, near one GPU's PCIe link; "
                  "the model prices NCCL's default, host peers through host memory at 0.6 of "
                  "the link: 0.64-0.96x from 1 MiB")
-_GIB_STEP = ("Google's own runs through its gIB NCCL plugin: from 64 MiB 1.04-1.16x, but the time "
+_GIB_STEP = ("Google's own runs through its gIB NCCL plugin: from 64 MiB 1.04-1.24x, but the time "
              "steps up by 25-31 us at 1 MiB and 1-32 MiB is 1.24-2.45x, a protocol switch "
              "NCCL's own estimates do not make there (SkyPilot's run of the same H200 hosts, "
              "NCCL 2.26.6, has no such step and meets every goal)")
@@ -166,7 +166,7 @@ SYSTEMS: tuple[System, ...] = (
                 "out-of-place, 93 in-place, and 2-4 MiB ~230 us"),
     System(results="ncclTests309_8node_64xH100_8x400G-IB_all_reduce_perf_1M-8G.txt",
            topology=_H100, hosts=8, sm=90, nic_gbit=400, nics=8,
-           note="NCCL's defaults, its version not published: the ring from 4 GiB, 1.12-1.14x, "
+           note="NCCL's defaults, its version not published: the ring from 4 GiB, 1.12-1.13x, "
                 "the NVLS tree from 16 MiB 1.00-1.10x; 2-4 MiB tree/LL128 1.28-1.65x, 8 MiB "
                 "out-of-place a stall (1272 us, in-place 321)"),
     # DGX Spark: one GB10 (sm121) per host, one 200G QSFP link; the host file only carries the
