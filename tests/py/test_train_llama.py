@@ -37,6 +37,11 @@ CASES = [
     ("tp2_overlap", 2, "gloo", ["--tp", "2"], {}),
     ("dp2_tp2_fsdp", 4, "gloo", ["--dp", "2", "--tp", "2", "--fsdp"], {}),
     ("dp4_ddp", 4, "gloo", ["--dp", "4", "--ddp"], {}),
+    # Two played hosts of CPU ranks at 12.5 GB/s: the size rule takes two levels below 2 MiB
+    # only, so a step mixes hierarchical calls (a 1.3 MB bucket) and flat ones (7-8 MB buckets,
+    # the 8 MB broadcast) on one group.
+    ("dp4_ddp_topo_band", 4, "topo", ["--dp", "4", "--ddp", "--dim", "256", "--ffn-dim", "1024"],
+     {"TORCH_TOPO_PLAY": "hostA:0,hostA:1,hostB:0,hostB:1", "TORCH_TOPO_INTER_HOST_GBPS": "12.5"}),
     ("sp2_ulysses_topo", 2, "topo", ["--sp", "2"], {}),
     ("sp2_ring_zigzag_topo", 2, "topo", ["--sp", "2", "--ring"], {}),
     ("sp4_2d_fsdp_topo", 4, "topo", ["--sp", "4", "--ulysses", "2", "--fsdp"], {}),
