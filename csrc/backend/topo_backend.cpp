@@ -347,16 +347,18 @@ c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route
                                            t.scalar_type()));
     }
     const bool scaled = kind == c10d::ReduceOp::AVG || kind == c10d::ReduceOp::PREMUL_SUM;
-    // NCCL averages integers itself (sum, then a truncating division); a composed AVG would
-    // divide in place, which integer tensors cannot hold.
-    const bool integerAvg = kind == c10d::ReduceOp::AVG && route.nativeAvg &&
+    // Integers average as NCCL averages them (sum, then a truncating division), natively on
+    // NCCL and composed on Gloo, so a program gives the same numbers on either device.
+    const bool integerAvg = kind == c10d::ReduceOp::AVG &&
                             c10::isIntegralType(t.scalar_type(), /*includeBool=*/false);
     if (scaled && !integerAvg && !c10::isFloatingType(t.scalar_type()) &&
         !c10::isComplexType(t.scalar_type())) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", opName, ": ReduceOp.",
-                                           reduceOpName(kind),
-                                           " needs a floating-point or complex tensor: got ",
-                                           t.scalar_type()));
+      C10_THROW_ERROR(ValueError,
+                      c10::str("TopoBackend::", opName, ": ReduceOp.", reduceOpName(kind),
+                               kind == c10d::ReduceOp::AVG
+                                   ? " needs a floating-point, complex or integer tensor: got "
+                                   : " needs a floating-point or complex tensor: got ",
+                               t.scalar_type()));
     }
     // Complex numbers have no order: the fold would fail only after the exchange, with
     // ATen's "maximum not implemented for complex tensors".
@@ -378,7 +380,13 @@ c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route
   if (kind == c10d::ReduceOp::AVG) {
     const int64_t n = size_;
     *epilogue = [outputs, n] {
-      for (auto t : outputs) t.div_(n);
+      for (auto t : outputs) {
+        if (c10::isIntegralType(t.scalar_type(), /*includeBool=*/false)) {
+          t.div_(n, "trunc");
+        } else {
+          t.div_(n);
+        }
+      }
     };
   } else {
     auto* premul = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());

@@ -109,6 +109,28 @@ def allreduce_sparse(rank, size, ref):
     return bad
 
 
+def integer_avg(rank, size, ref):
+    """AVG on integer tensors as NCCL averages them: the sum, then a division truncating toward
+    zero (negative sums included). Sizes below and above the two-rank one-step cap; reference:
+    every rank's input gathered over plain Gloo, summed and divided here."""
+    bad = []
+    for dtype in INTS:
+        for numel in (5, 1 << 18):
+            x = seeded(rank, (numel,), dtype, salt=numel)
+            gathered = [torch.empty_like(x) for _ in range(size)]
+            dist.all_gather(gathered, x, group=ref)
+            want = torch.stack(gathered).sum(0).to(dtype).div_(size, rounding_mode="trunc")
+            got = x.clone()
+            dist.all_reduce(got, op=R.AVG)
+            _diff(f"all_reduce AVG {dtype} {numel}", got, want, bad)
+            parts = list(x.chunk(size)) if numel % size == 0 else None
+            if parts is not None:
+                out = torch.empty_like(parts[0])
+                dist.reduce_scatter_tensor(out, x, op=R.AVG)
+                _diff(f"reduce_scatter AVG {dtype} {numel}", out, want.chunk(size)[rank], bad)
+    return bad
+
+
 def reduce_all(rank, size, ref):
     bad = []
     for root in range(size):

@@ -32,10 +32,13 @@ def bad_inputs(rank, size, ref):
 
     f = torch.ones(4)
     i = torch.ones(4, dtype=torch.int32)
+    b = torch.ones(4, dtype=torch.bool)
     expect("TopoBackend::allreduce: ReduceOp.BAND needs an integer tensor",
            lambda: dist.all_reduce(f, op=R.BAND))
-    expect("TopoBackend::allreduce: ReduceOp.AVG needs a floating-point or complex tensor",
-           lambda: dist.all_reduce(i, op=R.AVG))
+    expect("TopoBackend::allreduce: ReduceOp.AVG needs a floating-point, complex or integer "
+           "tensor: got Bool", lambda: dist.all_reduce(b, op=R.AVG))
+    expect("TopoBackend::allreduce: ReduceOp.PREMUL_SUM needs a floating-point or complex "
+           "tensor: got Int", lambda: dist.all_reduce(i, op=dist._make_nccl_premul_sum(2.0)))
     c = torch.ones(4 * size, dtype=torch.complex64)
     expect("TopoBackend::_reduce_scatter_base: ReduceOp.MAX needs a real tensor: got ComplexFloat",
            lambda: dist.reduce_scatter_tensor(torch.empty(4, dtype=c.dtype), c, op=R.MAX))

@@ -31,7 +31,7 @@ def seeded(rank: int, shape, dtype, salt: int = 0) -> torch.Tensor:
 def dtypes_for(op: str):
     if op in ("BAND", "BOR", "BXOR"):
         return INTS
-    if op in ("AVG", "PREMUL_SUM"):
+    if op == "PREMUL_SUM":
         return FLOATS
     return FLOATS + INTS
 
@@ -44,8 +44,9 @@ def topo_op(op: str, dtype):
 
 def ref_reduce(op: str):
     """The Gloo op and the scaling that completes it (AVG, PREMUL_SUM)."""
-    if op == "AVG":
-        return R.SUM, lambda t, size: t.div_(size)
+    if op == "AVG":  # integers as NCCL averages them: a truncating division of the sum
+        return R.SUM, lambda t, size: t.div_(size, rounding_mode=None if (
+            t.is_floating_point() or t.is_complex()) else "trunc")
     if op == "PREMUL_SUM":
         return R.SUM, lambda t, size: t.mul_(PREMUL_FACTOR)
     return getattr(R, op), None

@@ -44,3 +44,13 @@ def test_sparse_all_reduce_across_played_hosts_matches_gloo(pool_factory, world,
     results = pool_factory(world, two_hosts_env(world, hierarchical)).run(collective_cases.allreduce_sparse)
     problems = [f"rank {r}: {m}" for r, bad in enumerate(results) for m in bad]
     assert not problems, "\n".join(problems)
+
+
+# Integer AVG was refused on Gloo (ValueError) though NCCL averages integers: the same program
+# failed on CPU only. Flat, the two-rank one-step exchange, and the schedules.
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("world, hierarchical", [(2, "auto"), (4, "never"), (4, "always")])
+def test_integer_avg_truncates_as_nccl_does(pool_factory, world, hierarchical):
+    results = pool_factory(world, two_hosts_env(world, hierarchical)).run(collective_cases.integer_avg)
+    problems = [f"rank {r}: {m}" for r, bad in enumerate(results) for m in bad]
+    assert not problems, "\n".join(problems[:20])
