@@ -48,8 +48,6 @@ constexpr int kMaxNvlinkLanesPerGpu = 18;
 // NVLink lanes of a GPU of a multi-node NVLink domain when its host shows no NVLink peer to
 // take the rate from (one GPU per host, as GH200 NVL32): Hopper and Blackwell GPUs have 18.
 constexpr int kDomainNvlinkLanes = 18;
-// Ring orders CostModel keeps (see ring_orders_).
-constexpr size_t kMaxCachedRingOrders = 1 << 14;
 // Hierarchical size scan of computeHierarchicalThresholds.
 constexpr int64_t kScanMinBytes = 1 << 10;
 constexpr int64_t kScanMaxBytes = int64_t{16} << 30;
@@ -208,7 +206,7 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
     : cluster_(cluster),
       options_(options),
       n_(static_cast<int>(cluster.ranks.size())),
-      nccl_shapes_(std::make_unique<NcclShapes>()) {
+      nccl_shapes_(std::make_unique<NcclShapes>(1 << 12)) {
   TOPO_CHECK(options_.chunk_bytes > 0, "CostOptions.chunk_bytes: got ", options_.chunk_bytes,
              ", expected > 0");
   const int hosts = static_cast<int>(cluster_.hosts.size());
@@ -396,23 +394,15 @@ std::vector<int> CostModel::ringOrderOf(const std::vector<int>& ranks, bool keep
   // placement relies on when it prices each grouping once.
   std::vector<int> members = ranks;
   std::sort(members.begin() + (keep_root ? 1 : 0), members.end());
-  std::pair<std::vector<int>, bool> key{members, keep_root};
-  {
-    std::lock_guard<std::mutex> lock(ring_orders_mutex_);
-    auto it = ring_orders_.find(key);
-    if (it != ring_orders_.end()) return it->second;
-  }
-  std::vector<double> sub(static_cast<size_t>(m) * m);
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < m; ++j)
-      sub[i * m + j] = i == j ? 0.0 : pairBandwidth(members[i], members[j]);
-  std::vector<int> order;
-  for (int i : findRingOrder(sub, m)) order.push_back(members[i]);
-  std::lock_guard<std::mutex> lock(ring_orders_mutex_);
-  // Placement's search prices many distinct groups once each: bound what is kept.
-  if (ring_orders_.size() >= kMaxCachedRingOrders) ring_orders_.clear();
-  ring_orders_.emplace(std::move(key), order);
-  return order;
+  return ring_orders_.get({members, keep_root}, [&] {
+    std::vector<double> sub(static_cast<size_t>(m) * m);
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < m; ++j)
+        sub[i * m + j] = i == j ? 0.0 : pairBandwidth(members[i], members[j]);
+    std::vector<int> order;
+    for (int i : findRingOrder(sub, m)) order.push_back(members[i]);
+    return order;
+  });
 }
 
 bool CostModel::usesNccl(const std::vector<std::vector<int>>& groups) const {

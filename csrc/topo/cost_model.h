@@ -5,13 +5,12 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "topo/bounded_memo.h"
 #include "topo/graph.h"
 #include "topo/size_ranges.h"
 
@@ -236,8 +235,7 @@ class CostModel {
   std::vector<char> switched_;     // per host: NVLink through NVSwitch
   // ringOrderOf's results by (members as searched, root kept): the search (a bitmask DP to 12
   // members) took most of a size scan that prices the same groups at 25 sizes.
-  mutable std::mutex ring_orders_mutex_;
-  mutable std::map<std::pair<std::vector<int>, bool>, std::vector<int>> ring_orders_;
+  mutable BoundedMemo<std::pair<std::vector<int>, bool>, std::vector<int>> ring_orders_{1 << 14};
   // NcclModel::shapeOf's results, for the same reason: every size asks for the same shapes.
   std::unique_ptr<NcclShapes> nccl_shapes_;
   friend class NcclModel;

@@ -6,8 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -115,9 +113,8 @@ class NcclModel {
 };
 
 /// CostModel's store of NcclModel::shapeOf results (see CostModel::nccl_shapes_).
-struct NcclShapes {
-  std::mutex mutex;
-  std::map<std::vector<std::vector<int>>, NcclModel::Shape> by_groups;
+struct NcclShapes : BoundedMemo<std::vector<std::vector<int>>, NcclModel::Shape> {
+  using BoundedMemo::BoundedMemo;
 };
 
 }  // namespace torch_topo::topo

@@ -84,24 +84,10 @@ bool nvlinkRingCloses(const ClusterTopology& cluster, const std::vector<int>& me
   return std::all_of(seen.begin(), seen.end(), [](char c) { return c != 0; });
 }
 
-// Shapes a CostModel keeps (NcclShapes).
-constexpr size_t kMaxKeptShapes = 1 << 12;
-
 }  // namespace
 
 NcclModel::Shape NcclModel::shapeOf(const std::vector<std::vector<int>>& groups) const {
-  NcclShapes& kept = *model_.nccl_shapes_;
-  {
-    std::lock_guard<std::mutex> lock(kept.mutex);
-    auto it = kept.by_groups.find(groups);
-    if (it != kept.by_groups.end()) return it->second;
-  }
-  const Shape s = computeShape(groups);
-  std::lock_guard<std::mutex> lock(kept.mutex);
-  // Placement's search prices many distinct group sets once each: bound what is kept.
-  if (kept.by_groups.size() >= kMaxKeptShapes) kept.by_groups.clear();
-  kept.by_groups.emplace(groups, s);
-  return s;
+  return model_.nccl_shapes_->get(groups, [&] { return computeShape(groups); });
 }
 
 NcclModel::Shape NcclModel::computeShape(const std::vector<std::vector<int>>& groups) const {
