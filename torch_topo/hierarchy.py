@@ -21,7 +21,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from torch_topo import size_ranges
+from torch_topo import _C, size_ranges
 from torch_topo.cluster import (
     ASSUMED_INTER_HOST_GBPS,
     ASSUMED_INTER_HOST_LATENCY_US,
@@ -303,7 +303,8 @@ def _rule_model(layout: HostLayout, config: TopoConfig, cluster, inter_gbps: flo
                       inter_latency_us or gloo_latency_us(cluster, config))
 
 
-_SCANNED_SIZES = tuple(1 << p for p in range(10, 35))  # 1 KiB .. 16 GiB, as the planner's scan
+_SCAN_MIN, _SCAN_MAX = _C.HIERARCHICAL_SCAN_BYTES  # the planner's scan: 1 KiB .. 16 GiB
+_SCANNED_SIZES = tuple(1 << p for p in range(_SCAN_MIN.bit_length() - 1, _SCAN_MAX.bit_length()))
 
 
 def _rule_thresholds(rule: _RuleModel) -> dict[str, SizeRanges]:
@@ -325,8 +326,6 @@ def _model_of(device_type: str) -> str:
 
 
 def _planner(cluster, config: TopoConfig, device_type: str):
-    from torch_topo import _C
-
     doc = cluster.planner_doc()
     if device_type != "cuda":  # Gloo's steps cross hosts over TCP, not NCCL's network hop
         doc["inter_host_latency_us"] = gloo_latency_us(cluster, config)

@@ -192,6 +192,8 @@ ClusterTopology clusterOfText(const std::string& text, const std::string& where)
 
 void defPlanner(py::module_& m) {
   m.attr("MAX_RANKS") = kMaxRanks;
+  m.attr("HIERARCHICAL_SCAN_BYTES") =
+      py::make_tuple(topo::kHierarchicalScanMinBytes, topo::kHierarchicalScanMaxBytes);
   m.def("planner_cluster_json",
         [](std::optional<std::string> path, std::optional<std::string> text, int hosts) {
           return valueErrors([&] {

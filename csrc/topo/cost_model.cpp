@@ -48,9 +48,6 @@ constexpr int kMaxNvlinkLanesPerGpu = 18;
 // NVLink lanes of a GPU of a multi-node NVLink domain when its host shows no NVLink peer to
 // take the rate from (one GPU per host, as GH200 NVL32): Hopper and Blackwell GPUs have 18.
 constexpr int kDomainNvlinkLanes = 18;
-// Hierarchical size scan of computeHierarchicalThresholds.
-constexpr int64_t kScanMinBytes = 1 << 10;
-constexpr int64_t kScanMaxBytes = int64_t{16} << 30;
 
 double defaultBandwidth(const PathInfo& p) {
   switch (p.cls) {
@@ -556,12 +553,12 @@ std::vector<HierarchicalThreshold> computeHierarchicalThresholds(const CostModel
                           CollectiveOp::Reduce}) {
     HierarchicalThreshold th;
     th.op = op;
-    for (int64_t bytes = kScanMinBytes; bytes <= kScanMaxBytes; bytes *= 2) {
+    for (int64_t bytes = kHierarchicalScanMinBytes; bytes <= kHierarchicalScanMaxBytes; bytes *= 2) {
       const CostEstimate hier = model.estimateCollective(op, bytes, ranks, Algorithm::Hierarchical);
       const bool wins = hier.applicable &&
                         hier.seconds * margin < model.chooseFlat(op, bytes, {ranks}).seconds;
       const bool open = !th.ranges.empty() && th.ranges.back().below < 0;
-      if (wins && !open) th.ranges.push_back({bytes == kScanMinBytes ? 0 : bytes, -1});
+      if (wins && !open) th.ranges.push_back({bytes == kHierarchicalScanMinBytes ? 0 : bytes, -1});
       if (!wins && open) th.ranges.back().below = bytes;
     }
     out.push_back(th);

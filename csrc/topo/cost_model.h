@@ -250,6 +250,11 @@ class CostModel {
   std::vector<double> smp_gbps_;               // per host: socket link, per direction
 };
 
+/// The sizes computeHierarchicalThresholds scans, in powers of two (the size rule of
+/// torch_topo.hierarchy scans the same ones, through _C.HIERARCHICAL_SCAN_BYTES).
+constexpr int64_t kHierarchicalScanMinBytes = 1 << 10;
+constexpr int64_t kHierarchicalScanMaxBytes = int64_t{16} << 30;
+
 /// Per op, the message sizes (bytes) at which the hierarchical schedule is predicted faster than
 /// the best flat algorithm (on CUDA groups by kHierarchicalMarginOverNccl), scanned in powers of
 /// two from 1 KiB to 16 GiB: each scanned size s that wins stands for [s, 2s), the first for

@@ -127,7 +127,7 @@ inline int expectRangesFollowTheScan(const CostModel& model, const std::vector<i
   int bands = 0;
   for (const HierarchicalThreshold& t : computeHierarchicalThresholds(model, ranks)) {
     std::vector<bool> wins;
-    for (int64_t s = 1 << 10; s <= int64_t{16} << 30; s *= 2) {
+    for (int64_t s = kHierarchicalScanMinBytes; s <= kHierarchicalScanMaxBytes; s *= 2) {
       const CostEstimate hier = model.estimateCollective(t.op, s, ranks, Algorithm::Hierarchical);
       const bool won = hier.applicable &&
                        hier.seconds * margin < model.chooseFlat(t.op, s, {ranks}).seconds;
