@@ -24,8 +24,9 @@ from torch_topo.probe import live_probe
 from torch_topo.topology import file_named, load_topology
 from torch_topo.validation import is_int_in
 
-__all__ = ["MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "resolve_cluster", "check_hosts", "check_hosts_per_domain", "check_traffic_bytes",
-           "completed_source", "network_pins", "SIZE_CLASSES", "with_nvlink_domains"]
+__all__ = ["MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "resolve_cluster",
+           "check_hosts", "check_hosts_per_domain", "check_traffic_bytes", "completed_source",
+           "network_pins", "SIZE_CLASSES", "with_nvlink_domains"]
 
 MAX_RANKS: int = _C.MAX_RANKS
 """Most ranks (hosts x ranks per host) the planner takes: its memory grows with the square of

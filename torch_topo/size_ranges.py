@@ -30,24 +30,21 @@ def from_scan(sizes: Sequence[int], wins: Callable[[int], bool]) -> SizeRanges:
     return tuple((lo, hi) for lo, hi in out)
 
 
-def every_size(ranges: SizeRanges) -> bool:
-    return tuple(ranges) == ((0, None),)
-
-
 def describe(ranges: Iterable[tuple[int, int | None]]) -> str:
     """"never", "every size" or the ranges ("[64 KiB, 16 MiB)", "from 1 MiB")."""
     ranges = tuple(ranges)
     if not ranges:
         return "never"
-    if every_size(ranges):
+    if ranges == ((0, None),):
         return "every size"
     return ", ".join(f"from {size_text(lo)}" if hi is None
                      else f"[{size_text(lo)}, {size_text(hi)})" for lo, hi in ranges)
 
 
-def size_text(nbytes: int) -> str:
-    """Bytes in the largest binary unit that divides them: "64 KiB", "1536 B"."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+def size_text(nbytes: int, short: bool = False) -> str:
+    """Bytes in the largest binary unit that divides them: "64 KiB", "1536 B"; `short` as
+    nccl-tests tables print sizes: "64K", "1536"."""
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
         if nbytes >= 1 << shift and nbytes % (1 << shift) == 0:
-            return f"{nbytes >> shift} {unit}"
-    return f"{nbytes} B"
+            return f"{nbytes >> shift}{unit}" if short else f"{nbytes >> shift} {unit}iB"
+    return str(nbytes) if short else f"{nbytes} B"

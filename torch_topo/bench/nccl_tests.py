@@ -19,6 +19,7 @@ from pathlib import Path
 
 from torch_topo.bench.nccl_tests_output import Published, read_table
 from torch_topo.bench.published_systems import SYSTEMS, System
+from torch_topo.size_ranges import size_text
 
 __all__ = ["BUSBW_GOAL", "Published", "Row", "SYSTEMS", "System", "TIME_GOAL", "cluster_doc",
            "compare", "format_table", "goal_misses", "parse_published", "size_label",
@@ -202,10 +203,7 @@ def goal_misses(rows: list[Row]) -> list[Row]:
 
 def size_label(n: int) -> str:
     """Bytes as the tables print them: 16M, 4K, 8 (whole units only)."""
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return str(n)
+    return size_text(n, short=True)
 
 
 def format_table(rows: list[Row], note: str = "") -> str:

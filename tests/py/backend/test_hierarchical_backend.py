@@ -93,6 +93,8 @@ def _band_worker(rank, hosts, tmp, _full):
     takes the two-level schedule below some size only (fewer slow steps on small messages, an
     extra pass over the bytes on large ones), and the group runs each all_reduce on the side
     its ranges give. Then ranges with a gap set by hand: sizes in the gap run flat."""
+    from planner_support import in_ranges
+
     import torch_topo  # noqa: F401  (registers "topo")
     from torch_topo.hierarchy import HostLayout, backend_thresholds, hierarchical_thresholds
 
@@ -118,8 +120,8 @@ def _band_worker(rank, hosts, tmp, _full):
             dist.all_reduce(x)
             check.same(f"{case} all_reduce {numel}", x, want)
             op, nbytes, taken = backend.last_decisions()[-1]
-            inside = any(lo <= nbytes and (hi is None or nbytes < hi) for lo, hi in want_ranges)
-            sides[case].append([nbytes, taken, "hierarchical" if inside else "flat"])
+            sides[case].append([nbytes, taken,
+                                "hierarchical" if in_ranges(want_ranges, nbytes) else "flat"])
     dist.barrier()
     dist.destroy_process_group()
     return {"checked": check.checked, "failures": check.failures, "sides": sides}
