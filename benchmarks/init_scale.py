@@ -48,6 +48,7 @@ SWITCH_INTERVAL_S = 0.2
 # Starting the processes and connecting hundreds of clients each takes minutes on a loaded
 # 2-core machine; it is not part of what is measured.
 SETUP_TIMEOUT_S = 1200.0
+MAX_PRICED_RANKS = 16384  # _C.MAX_RANKS, the planner's largest cluster
 
 
 class CountingStore:
@@ -255,6 +256,39 @@ def planner_rows(max_gpus: int) -> list[dict]:
             if row["gpus"] >= 1024]
 
 
+def pricing_rows(sizes: list[int]) -> list[dict]:
+    """One rank's pricing of a group's flat/hierarchical sizes (what every rank of a GPU group
+    runs at creation, after the exchange): the cost model built from the assembled cluster, as
+    the backend does, beside the same model built through the cluster's JSON, the route until
+    2026-12-07. Both must give the same ranges."""
+    import torch_topo
+    from torch_topo import _C, hierarchy
+    from torch_topo.config import TopoConfig
+
+    host = torch_topo.load_topology(str(A100)).to_json()
+    config = TopoConfig()
+    rows = []
+    for world in sizes:
+        records = [_C.RankRecord(r, f"node{r // GPUS_PER_HOST:04d}", r % GPUS_PER_HOST,
+                                 r % GPUS_PER_HOST, host_json=host) for r in range(world)]
+        built = torch_topo.Cluster(_C.assemble_cluster(records), 0)
+        layout = hierarchy.HostLayout.from_cluster(built)
+        start = time.perf_counter()
+        native = hierarchy.hierarchical_thresholds(layout, config, cluster=built,
+                                                   device_type="cuda")
+        native_s = time.perf_counter() - start
+        start = time.perf_counter()
+        planner = _C.PlannerCluster(json.dumps(built.planner_doc()), config.pipeline_chunk_bytes,
+                                    "auto", hierarchy.nccl_version_code())
+        through_json = hierarchy.planner_ranges(planner, list(range(world)))
+        json_s = time.perf_counter() - start
+        if through_json != native:
+            raise SystemExit(f"pricing at {world} ranks: {native} != {through_json} (JSON)")
+        rows.append({"world": world, "hosts": layout.host_count, "native_s": native_s,
+                     "json_s": json_s})
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="64,256,1024", help="world sizes, ascending")
@@ -296,6 +330,13 @@ def main() -> None:
               f"{exponent(a['ops_mean'], b['ops_mean'], a['world'], b['world']):>9.2f} "
               f"{exponent(a['total'], b['total'], a['world'], b['world']):>7.2f} "
               f"{exponent(a['wall_s'], b['wall_s'], a['world'], b['world']):>7.2f}")
+    priced = pricing_rows(sorted({*sizes, MAX_PRICED_RANKS}))
+    print("\n# pricing the group's sizes per rank (hierarchy.hierarchical_thresholds, uniform "
+          "A100, cuda): from the assembled cluster, and through its JSON as before, seconds")
+    print(f"{'ranks':>6} {'hosts':>5} {'assembled':>10} {'JSON':>8} {'ratio':>7}")
+    for p in priced:
+        print(f"{p['world']:>6} {p['hosts']:>5} {p['native_s']:>10.3f} {p['json_s']:>8.3f} "
+              f"{p['json_s'] / p['native_s']:>6.1f}x")
     planned = [] if args.no_planner else planner_rows(max(sizes))
     if planned:
         print("\n# planning time at 1024 GPUs and above (benchmarks/planner_quality.py), seconds")
@@ -304,8 +345,8 @@ def main() -> None:
     if args.json:
         for r in results:
             r.pop("ops_per_rank")
-        pathlib.Path(args.json).write_text(json.dumps({"exchange": results, "planner": planned},
-                                                      indent=1))
+        pathlib.Path(args.json).write_text(json.dumps({"exchange": results, "pricing": priced,
+                                                       "planner": planned}, indent=1))
     last = [r for r in results if r["world"] == max(sizes) and r["cluster"] == "uniform A100"][0]
     print(f"init_scale: {last['world']} ranks, {last['read_mean'] / 1e3:.1f} KB read per rank, "
           f"{last['wall_s']:.1f} s")

@@ -112,7 +112,8 @@ class Cluster:
 
     def __init__(self, native: _C.ClusterTopology, rank: int,
                  configured_inter_host_gbps: float = 0.0) -> None:
-        self._native = native
+        self.native = native
+        """The assembled `_C.ClusterTopology` (`hierarchy.cluster_planner` prices it as is)."""
         self.rank = rank
         """The group rank this process holds."""
         self.hosts: list[Topology] = [Topology(h) for h in native.hosts]

@@ -24,10 +24,10 @@ from torch_topo import _C
 from torch_topo.backend_choice import BackendChoices
 from torch_topo.cluster import PLAY_SETTING, play_entries, world_cluster
 from torch_topo.config import TopoConfig
-from torch_topo.hierarchy import gloo_latency_us
+from torch_topo.hierarchy import cluster_planner, gloo_latency_us
 from torch_topo.nccl_hints import nccl_version_code, register_plan_hints
 from torch_topo.numa import apply_numa_binding, init_report
-from torch_topo.plan import Plan, resolve_cluster
+from torch_topo.plan import MAX_RANKS, Plan, resolve_cluster
 from torch_topo.probe import resolve_pinned_file
 from torch_topo.validation import is_int_in
 
@@ -75,7 +75,10 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
         live = world_cluster(config)
         if live is None or any(p.local_gpu < 0 for p in live.placements):
             return None
-        return resolve_cluster(live.planner_doc(), 1, chunk, nccl_version=nccl_version_code())
+        if live.world_size > MAX_RANKS:
+            raise ValueError(f"the world has {live.world_size} ranks, expected at most "
+                             f"{MAX_RANKS} (the most ranks the planner takes)")
+        return cluster_planner(live, chunk, nccl_version=nccl_version_code())
     is_path = isinstance(source, (str, os.PathLike)) and not str(source).lstrip().startswith("{")
     if is_path and config.play:
         placements = played_placements(config.play, world_size)

@@ -116,12 +116,18 @@ size_t checkedIndex(const char* method, const char* arg, int64_t value, size_t c
   return static_cast<size_t>(value);
 }
 
+int checkedNcclVersion(int64_t nccl_version) {
+  TOPO_CHECK(nccl_version >= 0 && nccl_version < 1000000, "PlannerCluster: nccl_version: got ",
+             nccl_version, ", expected 0 or a version code such as 22809 (2.28.9)");
+  return static_cast<int>(nccl_version);
+}
+
 /// A cluster with a cost model built once; the Python Plan keeps one per topology.
 class PlannerCluster {
  public:
-  PlannerCluster(const std::string& cluster_json, int64_t chunk_bytes, topo::ModelKind kind,
+  PlannerCluster(ClusterTopology cluster, int64_t chunk_bytes, topo::ModelKind kind,
                  int nccl_version)
-      : cluster_(topo::clusterFromJson(cluster_json, "<cluster json>")),
+      : cluster_(std::move(cluster)),
         model_(cluster_, topo::CostOptions{chunk_bytes, true, kind, nccl_version}) {}
 
   const ClusterTopology& cluster() const { return cluster_; }
@@ -149,10 +155,12 @@ class PlannerCluster {
   topo::CostModel model_;
 };
 
-/// Most ranks a cluster may have. The cost model keeps per-pair tables, so memory and time grow
-/// with the square of the ranks: 4096 ranks plan in about 3 s and 0.5 GB, 8000 took 12 s and
-/// 2.7 GB, and 800000 (--hosts 100000) ran out of memory.
-constexpr int kMaxRanks = 4096;
+/// Most ranks a cluster may have. Memory grows with the ranks and their host graphs (the cost
+/// model's per-pair table, which made it grow with their square, is gone since 2026-12-07):
+/// beyond what importing torch takes, 4096 DGX-1 ranks plan in about 0.8 s and 0.1 GB, 16384
+/// in 2.9 s and 0.4 GB, 16384 on Azure NDv5 hosts (larger graphs) in 7.5 s and 1.1 GB; 4096
+/// took 3 s and 0.5 GB with the table.
+constexpr int kMaxRanks = 16384;
 
 /// A loaded topology as a cluster with rank placements: a one-host topology is repeated
 /// `hosts` times; missing ranks run host-major, rank r of a host on GPU r (one CPU rank on a
@@ -255,11 +263,9 @@ Args:
       .def(py::init([](const std::string& json, int64_t chunk_bytes, const std::string& model,
                        int64_t nccl_version) {
              return valueErrors([&] {
-               TOPO_CHECK(nccl_version >= 0 && nccl_version < 1000000,
-                          "PlannerCluster: nccl_version: got ", nccl_version,
-                          ", expected 0 or a version code such as 22809 (2.28.9)");
-               return new PlannerCluster(json, chunk_bytes, topo::parseModelKind(model),
-                                         static_cast<int>(nccl_version));
+               return new PlannerCluster(topo::clusterFromJson(json, "<cluster json>"),
+                                         chunk_bytes, topo::parseModelKind(model),
+                                         checkedNcclVersion(nccl_version));
              });
            }),
            py::arg("cluster_json"), py::arg("chunk_bytes") = int64_t{4} << 20,
@@ -271,6 +277,31 @@ Args:
     Gloo side otherwise), "alpha_beta" or "nccl".
   nccl_version: NCCL's version code (major x 10000 + minor x 100 + patch) whose tuning the
     model follows where releases differ; 0 for the newest it knows.)")
+      .def_static("of_cluster",
+                  [](ClusterTopology cluster, double inter_host_bandwidth_gbps,
+                     double inter_host_latency_us, int64_t chunk_bytes, const std::string& model,
+                     int64_t nccl_version) {
+                    return valueErrors([&] {
+                      cluster.inter_host_bandwidth_gbps = inter_host_bandwidth_gbps;
+                      cluster.inter_host_latency_us = inter_host_latency_us;
+                      return new PlannerCluster(std::move(cluster), chunk_bytes,
+                                                topo::parseModelKind(model),
+                                                checkedNcclVersion(nccl_version));
+                    });
+                  },
+                  py::arg("cluster"), py::arg("inter_host_bandwidth_gbps"),
+                  py::arg("inter_host_latency_us"), py::arg("chunk_bytes") = int64_t{4} << 20,
+                  py::arg("model") = "auto", py::arg("nccl_version") = 0,
+                  py::return_value_policy::take_ownership,
+                  R"(The PlannerCluster of an assembled ClusterTopology (what a group's exchange
+holds) with its network figures replaced, without a JSON round trip (at 4096 ranks that took
+about 2 s of each rank's group creation).
+
+Args:
+  cluster: the ClusterTopology.
+  inter_host_bandwidth_gbps: GB/s per direction for every host's network, 0 for its NICs.
+  inter_host_latency_us: one-way us between hosts, 0 for NCCL's network hop.
+  chunk_bytes, model, nccl_version: as for the constructor.)")
       .def_property_readonly("world_size", [](const PlannerCluster& c) { return c.model().rankCount(); })
       .def("rank_host", [](const PlannerCluster& c, int64_t r) { return c.rank("rank_host", "rank", r).host; },
            py::arg("rank"), "Host index of a rank.\n\nArgs:\n  rank: global rank.")

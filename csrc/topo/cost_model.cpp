@@ -284,35 +284,6 @@ CostModel::CostModel(const ClusterTopology& cluster, CostOptions options)
       nvlink_injection_gbps_[r] = kDomainNvlinkLanes * nvlinkLaneGBps(host.gpus[p.local_gpu].sm);
     if (pcie_max > 0) pcie_injection_gbps_[r] = pcie_max;
   }
-  bandwidth_.assign(static_cast<size_t>(n_) * n_, kLocalGBps);
-  latency_.assign(static_cast<size_t>(n_) * n_, 0.0);
-  for (int a = 0; a < n_; ++a) {
-    const RankPlacement& pa = cluster_.ranks[a];
-    for (int b = 0; b < n_; ++b) {
-      if (a == b) continue;
-      const RankPlacement& pb = cluster_.ranks[b];
-      double bw, lat;
-      if (nvlinkDomainPair(a, b)) {
-        // Through the domain's NVSwitch trays: each GPU's NVLink bundle, one switch hop more.
-        bw = std::min(nvlink_injection_gbps_[a], nvlink_injection_gbps_[b]);
-        lat = kNvlinkLatencyUs + kNvlinkHopLatencyUs;
-      } else if (pa.host != pb.host) {
-        bw = std::min({nic_share_gbps_[a], nic_share_gbps_[b], host_uplink_gbps_[pa.host],
-                       host_uplink_gbps_[pb.host]});
-        lat = cluster_.inter_host_latency_us > 0 ? cluster_.inter_host_latency_us : kNetLatencyUs;
-        if (rail_[a] != rail_[b]) lat += kCrossRailLatencyUs;
-      } else if (pa.local_gpu < 0 || pb.local_gpu < 0) {
-        bw = kCpuLocalGBps;
-        lat = kCpuLocalLatencyUs;
-      } else {
-        const PathInfo& path = cluster_.hosts[pa.host].path(pa.local_gpu, pb.local_gpu);
-        bw = path.bandwidth_gbps > 0 ? path.bandwidth_gbps : defaultBandwidth(path);
-        lat = path.latency_us > 0 ? path.latency_us : defaultLatency(path);
-      }
-      bandwidth_[a * n_ + b] = bw;
-      latency_[a * n_ + b] = lat;
-    }
-  }
 }
 
 void CostModel::assignNodes() {
@@ -369,8 +340,32 @@ void CostModel::describeNetwork() {
   network_source_ = os.str();
 }
 
-double CostModel::pairBandwidth(int a, int b) const { return bandwidth_.at(a * n_ + b); }
-double CostModel::pairLatency(int a, int b) const { return latency_.at(a * n_ + b); }
+CostModel::PairPath CostModel::pairPath(int a, int b) const {
+  TOPO_CHECK(a >= 0 && a < n_ && b >= 0 && b < n_, "CostModel: pair (", a, ", ", b,
+             "): expected ranks 0..", n_ - 1);
+  if (a == b) return {kLocalGBps, 0.0};
+  const RankPlacement& pa = cluster_.ranks[a];
+  const RankPlacement& pb = cluster_.ranks[b];
+  if (nvlinkDomainPair(a, b)) {
+    // Through the domain's NVSwitch trays: each GPU's NVLink bundle, one switch hop more.
+    return {std::min(nvlink_injection_gbps_[a], nvlink_injection_gbps_[b]),
+            kNvlinkLatencyUs + kNvlinkHopLatencyUs};
+  }
+  if (pa.host != pb.host) {
+    double lat = cluster_.inter_host_latency_us > 0 ? cluster_.inter_host_latency_us : kNetLatencyUs;
+    if (rail_[a] != rail_[b]) lat += kCrossRailLatencyUs;
+    return {std::min({nic_share_gbps_[a], nic_share_gbps_[b], host_uplink_gbps_[pa.host],
+                      host_uplink_gbps_[pb.host]}),
+            lat};
+  }
+  if (pa.local_gpu < 0 || pb.local_gpu < 0) return {kCpuLocalGBps, kCpuLocalLatencyUs};
+  const PathInfo& path = cluster_.hosts[pa.host].path(pa.local_gpu, pb.local_gpu);
+  return {path.bandwidth_gbps > 0 ? path.bandwidth_gbps : defaultBandwidth(path),
+          path.latency_us > 0 ? path.latency_us : defaultLatency(path)};
+}
+
+double CostModel::pairBandwidth(int a, int b) const { return pairPath(a, b).gbps; }
+double CostModel::pairLatency(int a, int b) const { return pairPath(a, b).latency_us; }
 int CostModel::railOf(int rank) const { return rail_.at(rank); }
 
 void CostModel::checkRanks(const std::vector<int>& ranks) const {

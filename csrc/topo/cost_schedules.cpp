@@ -42,7 +42,7 @@ double CostModel::phaseTime(const Phase& phase) const {
 
 double CostModel::phaseLoadSeconds(const Phase& phase, double* alpha_us) const {
   // Load per resource; the phase lasts as long as its most loaded resource needs.
-  std::unordered_map<int64_t, double> path_load;
+  std::unordered_map<int64_t, double> path_load;  // by src x n + dst
   std::map<int, double> nic_tx, nic_rx, up_tx, up_rx;
   std::unordered_map<int, double> nv_tx, nv_rx, pci_tx, pci_rx;
   std::map<std::tuple<int, int, int>, double> smp_load;  // (host, from NUMA, to NUMA)
@@ -79,7 +79,8 @@ double CostModel::phaseLoadSeconds(const Phase& phase, double* alpha_us) const {
   }
   double worst = 0.0;
   for (const auto& [key, bytes] : path_load) {
-    worst = std::max(worst, bytes / bandwidth_[key]);
+    worst = std::max(worst, bytes / pairBandwidth(static_cast<int>(key / n_),
+                                                  static_cast<int>(key % n_)));
   }
   for (const auto* load : {&nic_tx, &nic_rx}) {
     for (const auto& [nic, bytes] : *load) worst = std::max(worst, bytes / nic_gbps_[nic]);

@@ -84,9 +84,9 @@ CASES = [
     (["doctor", str(DGX1), "--mesh", "tp"], {}, "--mesh: got 'tp', expected NAME=SIZE"),
     # Checked before the source is read, so without FILE too (the live probe has no GPU here).
     (["doctor", "--nvlink-domain-hosts", "0"], {},
-     "--nvlink-domain-hosts: got 0, expected an int >= 1 and <= 4096 (hosts per NVLink domain)"),
+     "--nvlink-domain-hosts: got 0, expected an int >= 1 and <= 16384 (hosts per NVLink domain)"),
     (["plan", "--mesh", "tp=2", "--nvlink-domain-hosts", "0"], {},
-     "--nvlink-domain-hosts: got 0, expected an int >= 1 and <= 4096 (hosts per NVLink domain)"),
+     "--nvlink-domain-hosts: got 0, expected an int >= 1 and <= 16384 (hosts per NVLink domain)"),
     (["doctor", str(DGX1), "--hosts", "2", "--nvlink-domain-hosts", "x"], {},
      "argument --nvlink-domain-hosts: invalid int value: 'x'"),
     (["plan", str(DGX1), "--mesh", "tp=2", "--nvlink-domain-hosts", "1.5"], {},

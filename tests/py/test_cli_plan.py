@@ -181,11 +181,11 @@ def test_plan_shows_the_nccl_hints_it_would_apply(capsys, monkeypatch):
 @pytest.mark.parametrize("verb", ["plan", "doctor"])
 @pytest.mark.parametrize("argv,fragment", [
     (["--mesh", "dp=4,tp=4294967298"],
-     "--mesh: dimension 'tp': size got 4294967298, expected an int >= 1 and <= 4096"),
-    (["--mesh", "dp=8", "--hosts", "99999999999"], "--hosts: got 99999999999, expected >= 1 and <= 4096"),
-    (["--mesh", "dp=8", "--hosts", "100000"], "--hosts: got 100000, expected >= 1 and <= 4096"),
-    # 8 GPUs a host: 513 hosts pass the bound on hosts but not the one on ranks.
-    (["--mesh", "dp=8", "--hosts", "513"], "--hosts: got 513 hosts x 8 ranks of"),
+     "--mesh: dimension 'tp': size got 4294967298, expected an int >= 1 and <= 16384"),
+    (["--mesh", "dp=8", "--hosts", "99999999999"], "--hosts: got 99999999999, expected >= 1 and <= 16384"),
+    (["--mesh", "dp=8", "--hosts", "100000"], "--hosts: got 100000, expected >= 1 and <= 16384"),
+    # 8 GPUs a host: 2049 hosts pass the bound on hosts but not the one on ranks.
+    (["--mesh", "dp=8", "--hosts", "2049"], "--hosts: got 2049 hosts x 8 ranks of"),
 ])
 def test_huge_sizes_are_refused_by_name(verb, argv, fragment, capsys):
     assert main([verb, str(DGX1)] + argv) == 2
@@ -195,14 +195,14 @@ def test_huge_sizes_are_refused_by_name(verb, argv, fragment, capsys):
 
 def test_rank_bound_is_exact():
     # MAX_RANKS ranks load; one host more does not (8 GPUs a host).
-    assert MAX_RANKS == 4096
-    assert len(json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=512))["ranks"]) == 4096
-    with pytest.raises(ValueError, match="expected at most 4096 ranks in all"):
-        _C.planner_cluster_json(path=str(DGX1), hosts=513)
+    assert MAX_RANKS == 16384
+    assert len(json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2048))["ranks"]) == 16384
+    with pytest.raises(ValueError, match="expected at most 16384 ranks in all"):
+        _C.planner_cluster_json(path=str(DGX1), hosts=2049)
     with pytest.raises(ValueError, match=r"^mesh: dimension 'tp': size got 4294967298"):
         plan(DGX1, {"dp": 4, "tp": 2**32 + 2})
-    with pytest.raises(ValueError, match=r"^hosts: got 10000, expected >= 1 and <= 4096"):
-        plan(DGX1, {"dp": 8}, hosts=10000)
+    with pytest.raises(ValueError, match=r"^hosts: got 20000, expected >= 1 and <= 16384"):
+        plan(DGX1, {"dp": 8}, hosts=20000)
 
 
 def test_attention_bytes_past_int64_are_refused(capsys):
@@ -461,7 +461,7 @@ def test_doctor_nvlink_domain_hosts_keeps_the_per_host_checks(capsys, monkeypatc
 
 
 @pytest.mark.parametrize("verb", ["plan", "doctor"])
-@pytest.mark.parametrize("value", ["0", "-3", "4097"])
+@pytest.mark.parametrize("value", ["0", "-3", "16385"])
 def test_nvlink_domain_hosts_refuses_bad_sizes(verb, value, capsys):
     argv = [verb, str(GB200_TRAY), "--hosts", "4", "--mesh", "dp=16",
             "--nvlink-domain-hosts", value]

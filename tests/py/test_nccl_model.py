@@ -374,26 +374,27 @@ def test_held_out_nccl_defaults_beyond_two_hosts(run, ring_from):
             assert r.algorithm == "nvls_tree" and 0.9 <= r.busbw_ratio <= 1.2, r
 
 
-def test_the_backend_prices_with_the_nccl_torch_runs(monkeypatch):
+def test_the_backend_prices_with_the_nccl_torch_runs(monkeypatch, tmp_path):
     # hierarchy._planner (the backend's thresholds) follows torch.cuda.nccl.version(): on the
     # #309 hosts NCCL 2.26 leaves its tree for the NVLS tree at 2 MiB, while 2.28.9's slower NVLS
     # tree hop (20.9 us, was 14) keeps the tree there.
     import torch
 
     from torch_topo import hierarchy
+    from torch_topo.cluster import Cluster
     from torch_topo.config import TopoConfig
     from torch_topo.nccl_hints import nccl_version_code
 
     system = BY_FILE[_NCCL_TESTS_309["4 VMs"]]
     doc = cluster_doc(system.topology, hosts=4, sm=90, nic_gbit=400, nics=8)
-
-    class Cluster:
-        def planner_doc(self):
-            return doc
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(doc))
+    # The network pin as a group configured with it carries it.
+    cluster = Cluster(_C.load_cluster_file(str(path)), 0, doc["inter_host_bandwidth_gbps"])
 
     def pick(version):
         monkeypatch.setattr(torch.cuda.nccl, "version", lambda: version)
-        planner = hierarchy._planner(Cluster(), TopoConfig(pipeline_chunk_bytes=4 << 20), "cuda")
+        planner = hierarchy._planner(cluster, TopoConfig(pipeline_chunk_bytes=4 << 20), "cuda")
         return planner.compare_hierarchical("all_reduce", 2 << 20, [list(range(32))])["flat"]
 
     assert pick((2, 26, 2))["algorithm"] == "nvls_tree"

@@ -283,7 +283,7 @@ def test_pinned_bandwidth_wins_over_a_reused_clusters():
     assert _documented_rule(names, "broadcast", 50.0, 1.0) is None
 
 
-def test_cpu_tensors_of_gpu_ranks_are_priced_at_gloos_latency():
+def test_cpu_tensors_of_gpu_ranks_are_priced_at_gloos_latency(tmp_path):
     """CPU collectives of ranks placed on GPUs take the cost model over the exchanged cluster,
     whose latency is NCCL's network hop (2.7 us) unless pinned; Gloo's steps cross hosts over
     TCP, so they are priced at the pinned latency, else at least 50 us, as the size rule and the
@@ -291,13 +291,15 @@ def test_cpu_tensors_of_gpu_ranks_are_priced_at_gloos_latency():
     with that latency."""
     import json
     from pathlib import Path
-    from types import SimpleNamespace
+
+    from torch_topo.cluster import Cluster
 
     p4d = Path(__file__).resolve().parents[2] / "data" / "nccl_topo_xml" / \
         "aws_p4d.24xlarge_8xA100_topo.xml"
-    doc = json.loads(_C.planner_cluster_json(path=str(p4d), hosts=2))
-    cluster = SimpleNamespace(planner_doc=lambda: dict(doc), inter_host_latency_us=2.7,
-                              placements=[SimpleNamespace(local_gpu=r % 8) for r in range(16)])
+    doc = {**json.loads(_C.planner_cluster_json(path=str(p4d), hosts=2)),
+           "inter_host_latency_us": 2.7}
+    (tmp_path / "cluster.json").write_text(json.dumps(doc))
+    cluster = Cluster(_C.load_cluster_file(str(tmp_path / "cluster.json")), 0)
     layout = HostLayout.from_hostnames(["a"] * 8 + ["b"] * 8)
 
     def by_hand(latency_us):
