@@ -9,7 +9,13 @@ from torch_topo import _quiet_start  # noqa: F401  (first: before torch starts l
 import torch  # noqa: F401  (loads libtorch before the extension)
 
 from torch_topo import _extension  # noqa: F401  (checks the build record, then loads _C)
-from torch_topo._C import TopoError, TopoMismatchError, TopoParseError, TopoUnavailableError
+from torch_topo._C import (
+    TopoArgumentError,
+    TopoError,
+    TopoMismatchError,
+    TopoParseError,
+    TopoUnavailableError,
+)
 from torch_topo.backend import BACKEND_NAME, register
 from torch_topo.cluster import Cluster, exchange_cluster
 from torch_topo.config import TopoConfig
@@ -43,6 +49,7 @@ __all__ = [
     "PinnedTopologyWarning",
     "Plan",
     "SequenceParallelAttention",
+    "TopoArgumentError",
     "TopoConfig",
     "TopoError",
     "TopoMismatchError",

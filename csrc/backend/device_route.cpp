@@ -8,6 +8,8 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 
+#include "backend/argument_error.h"
+
 namespace torch_topo::backend {
 
 DeviceRoute::DeviceRoute(c10::DeviceType type, c10::intrusive_ptr<c10d::Backend> inner)
@@ -56,10 +58,9 @@ void checkListShapes(const char* op, const DeviceRoute& route, const char* listN
   if (!route.glooDtypesOnly) return;
   for (size_t i = 0; i < list.size(); ++i) {
     if (list[i].sizes() != like.sizes()) {
-      C10_THROW_ERROR(ValueError,
-                      c10::str("TopoBackend::", op, ": ", listName, " ", i, " has shape ",
-                               list[i].sizes(), ", expected the ", likeName, "'s shape ",
-                               like.sizes(), " (Gloo's list form takes equal shapes only)"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": ", listName, " ", i, " has shape ",
+                                   list[i].sizes(), ", expected the ", likeName, "'s shape ",
+                                   like.sizes(), " (Gloo's list form takes equal shapes only)"));
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include "backend/argument_error.h"
 #include "backend/caller_mode.h"
 
 namespace torch_topo::backend {
@@ -30,9 +31,9 @@ void foldPair(at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
     case c10d::ReduceOp::BOR: at::bitwise_or_out(out, a, b); return;
     case c10d::ReduceOp::BXOR: at::bitwise_xor_out(out, a, b); return;
     default:
-      C10_THROW_ERROR(ValueError, c10::str("gloo_exchanges: ReduceOp ",
-                                           static_cast<int>(op), " has no local fold; AVG and "
-                                           "PREMUL_SUM arrive here as SUM"));
+      TOPO_ARGUMENT_ERROR(c10::str("gloo_exchanges: ReduceOp ", static_cast<int>(op),
+                                   " has no local fold; AVG and "
+                                   "PREMUL_SUM arrive here as SUM"));
   }
 }
 
@@ -261,8 +262,8 @@ c10::intrusive_ptr<c10d::Work> peerAllGather(c10d::Backend& backend, at::Tensor 
   if (!peerApplies(backend, output, input)) return {};
   const int ranks = backend.getSize();
   const int me = backend.getRank();
-  TORCH_CHECK_VALUE(output.numel() == input.numel() * ranks, "peerAllGather: output has ",
-                    output.numel(), " elements, expected ", input.numel(), " x ", ranks);
+  TOPO_CHECK_ARGUMENT(output.numel() == input.numel() * ranks, "peerAllGather: output has ",
+                      output.numel(), " elements, expected ", input.numel(), " x ", ranks);
   const auto blocks = output.view({ranks, -1});
   const auto mine = input.view({-1});
   const bool inPlace = blocks.select(0, me).data_ptr() == mine.data_ptr();
@@ -290,8 +291,8 @@ c10::intrusive_ptr<c10d::Work> peerReduceScatter(c10d::Backend& backend, at::Ten
   if (!peerApplies(backend, output, input) || overlaps(output, input)) return {};
   const int ranks = backend.getSize();
   const int me = backend.getRank();
-  TORCH_CHECK_VALUE(input.numel() == output.numel() * ranks, "peerReduceScatter: input has ",
-                    input.numel(), " elements, expected ", output.numel(), " x ", ranks);
+  TOPO_CHECK_ARGUMENT(input.numel() == output.numel() * ranks, "peerReduceScatter: input has ",
+                      input.numel(), " elements, expected ", output.numel(), " x ", ranks);
   const auto sendBlocks = input.view({ranks, -1});
   // Row `me` stays unused.
   at::Tensor received =
@@ -340,9 +341,8 @@ c10::intrusive_ptr<c10d::Work> oneStepReduceScatter(c10d::Backend& backend, at::
                                                     std::chrono::milliseconds timeout) {
   if (!isGloo(backend) || !isDense(input)) return {};
   const int64_t ranks = backend.getSize();
-  TORCH_CHECK_VALUE(input.numel() == output.numel() * ranks,
-                    "oneStepReduceScatter: input has ", input.numel(), " elements, expected ",
-                    output.numel(), " x ", ranks);
+  TOPO_CHECK_ARGUMENT(input.numel() == output.numel() * ranks, "oneStepReduceScatter: input has ",
+                      input.numel(), " elements, expected ", output.numel(), " x ", ranks);
   at::Tensor send = input.contiguous().view({ranks, -1});
   at::Tensor received = at::empty_like(send);
   std::vector<int64_t> even;  // no split sizes: equal blocks
@@ -384,8 +384,8 @@ c10::intrusive_ptr<c10d::Work> oneStepAllGather(c10d::Backend& backend, at::Tens
                                                 std::chrono::milliseconds timeout) {
   if (!isGloo(backend) || !isDense(input) || !output.is_contiguous()) return {};
   const int64_t ranks = backend.getSize();
-  TORCH_CHECK_VALUE(output.numel() == input.numel() * ranks, "oneStepAllGather: output has ",
-                    output.numel(), " elements, expected ", input.numel(), " x ", ranks);
+  TOPO_CHECK_ARGUMENT(output.numel() == input.numel() * ranks, "oneStepAllGather: output has ",
+                      output.numel(), " elements, expected ", input.numel(), " x ", ranks);
   // Block j of the send buffer goes to rank j: every block is this rank's input.
   at::Tensor send = input.reshape({1, -1}).expand({ranks, input.numel()}).contiguous();
   at::Tensor received = onWire(output.view({ranks, -1}));

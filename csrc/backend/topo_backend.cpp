@@ -12,6 +12,7 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include "backend/argument_error.h"
 #include "backend/caller_mode.h"
 
 namespace torch_topo::backend {
@@ -51,18 +52,20 @@ TopoBackend::TopoBackend(
       debug_(options_->debug),
       plain_(options_->plain) {
   if (inner.empty() && lazy_.empty()) {
-    C10_THROW_ERROR(ValueError, "TopoBackend: no inner backend given, expected at least one "
-                                "device type (e.g. {\"cpu\": gloo})");
+    TOPO_ARGUMENT_ERROR(
+        "TopoBackend: no inner backend given, expected at least one "
+        "device type (e.g. {\"cpu\": gloo})");
   }
   for (auto& [type, backend] : inner) addRoute(type, backend);
   for (auto& [type, factory] : lazy_) {
     if (!factory) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend: lazy inner backend for ", type,
-                                           " has no factory"));
+      TOPO_ARGUMENT_ERROR(
+          c10::str("TopoBackend: lazy inner backend for ", type, " has no factory"));
     }
     if (routes_.count(type)) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend: ", type, " given both as an inner "
-                                           "backend and as a lazy one, expected one of them"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend: ", type,
+                                   " given both as an inner "
+                                   "backend and as a lazy one, expected one of them"));
     }
     lazyTypes_.push_back(type);
   }
@@ -71,13 +74,12 @@ TopoBackend::TopoBackend(
 
 void TopoBackend::addRoute(c10::DeviceType type, const c10::intrusive_ptr<c10d::Backend>& backend) {
   if (!backend) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend: inner backend for ", type, " is None"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend: inner backend for ", type, " is None"));
   }
   if (backend->getSize() != size_ || backend->getRank() != rank_) {
-    C10_THROW_ERROR(ValueError,
-                    c10::str("TopoBackend: inner backend for ", type, " has rank ",
-                             backend->getRank(), " of ", backend->getSize(), ", expected rank ",
-                             rank_, " of ", size_));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend: inner backend for ", type, " has rank ",
+                                 backend->getRank(), " of ", backend->getSize(), ", expected rank ",
+                                 rank_, " of ", size_));
   }
   std::lock_guard<std::mutex> lock(routesMutex_);
   routes_.emplace(type, std::make_unique<DeviceRoute>(type, backend));
@@ -102,56 +104,54 @@ TopoBackend::~TopoBackend() = default;
 
 DeviceRoute& TopoBackend::routeFor(const char* op, const std::vector<at::Tensor>& tensors) {
   if (tensors.empty()) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": got no tensors"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": got no tensors"));
   }
   const auto type = tensors.front().device().type();
   for (const auto& t : tensors) {
     if (!t.defined()) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": got an undefined tensor"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": got an undefined tensor"));
     }
     if (t.device().type() != type) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": tensors on ",
-                                           tensors.front().device(), " and ", t.device(),
-                                           ", expected one device type per call"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": tensors on ", tensors.front().device(),
+                                   " and ", t.device(), ", expected one device type per call"));
     }
   }
   checkLive(op);
   auto it = routes_.find(type);
   if (it == routes_.end()) {
     if (DeviceRoute* built = buildLazyRoute(type)) return *built;
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": no inner backend for device ",
-                                         type, " in this group; the creator builds one per "
-                                         "available device type"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": no inner backend for device ", type,
+                                 " in this group; the creator builds one per "
+                                 "available device type"));
   }
   return *it->second;
 }
 
 void TopoBackend::checkLive(const char* op) const {
   if (shutDown_) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": the group was shut down "
-                                         "(destroy_process_group); create a new group"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op,
+                                 ": the group was shut down "
+                                 "(destroy_process_group); create a new group"));
   }
 }
 
 void TopoBackend::checkRank(const char* op, const char* what, int64_t rank) const {
   if (rank < 0 || rank >= size_) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": ", what, " out of range: got ",
-                                         rank, ", expected 0 <= ", what, " < ", size_));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": ", what, " out of range: got ", rank,
+                                 ", expected 0 <= ", what, " < ", size_));
   }
 }
 
 void TopoBackend::checkBlocks(const char* op, const char* wholeName, const at::Tensor& whole,
                               const at::Tensor& block) const {
   if (whole.numel() != block.numel() * size_) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": ", wholeName, " has ",
-                                         whole.numel(), " elements, expected ",
-                                         block.numel(), " x group size ", size_, " = ",
-                                         block.numel() * size_));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": ", wholeName, " has ", whole.numel(),
+                                 " elements, expected ", block.numel(), " x group size ", size_,
+                                 " = ", block.numel() * size_));
   }
   if (whole.scalar_type() != block.scalar_type()) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": input dtype ",
-                                         whole.scalar_type(), " and output dtype ",
-                                         block.scalar_type(), " differ"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": input dtype ", whole.scalar_type(),
+                                 " and output dtype ", block.scalar_type(), " differ"));
   }
 }
 
@@ -160,11 +160,11 @@ void TopoBackend::checkCoalescedDtypes(const char* op, const DeviceRoute& route,
   if (route.mixedDtypeCoalescing) return;
   for (const auto& t : tensors) {
     if (t.scalar_type() != tensors.front().scalar_type()) {
-      C10_THROW_ERROR(ValueError,
-                      c10::str("TopoBackend::", op, ": tensors of dtypes ",
-                               tensors.front().scalar_type(), " and ", t.scalar_type(), " on ",
-                               route.inner->getBackendName(), ", which coalesces one dtype "
-                               "only; issue one call per dtype"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": tensors of dtypes ",
+                                   tensors.front().scalar_type(), " and ", t.scalar_type(), " on ",
+                                   route.inner->getBackendName(),
+                                   ", which coalesces one dtype "
+                                   "only; issue one call per dtype"));
     }
   }
 }
@@ -255,10 +255,12 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::launch(
     if (route.streamed && epilogue) {
       // The epilogue would run when the op is queued, before NCCL's grouped launch at
       // endCoalescing, and on no stream that the block's end work orders.
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": this form needs a local step "
-                                           "after the collective, which a coalesced block on ",
-                                           route.type, " cannot order; issue it outside the "
-                                           "block"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op,
+                                   ": this form needs a local step "
+                                   "after the collective, which a coalesced block on ",
+                                   route.type,
+                                   " cannot order; issue it outside the "
+                                   "block"));
     }
     joinCoalesced(route, inputs);
   }
@@ -433,17 +435,18 @@ c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
   }
   std::sort(types.begin(), types.end());
   if (types.empty()) {
-    C10_THROW_ERROR(ValueError, "TopoBackend::split: every inner backend of the group is lazy; "
-                                "split needs one given eagerly to split from");
+    TOPO_ARGUMENT_ERROR(
+        "TopoBackend::split: every inner backend of the group is lazy; "
+        "split needs one given eagerly to split from");
   }
   std::unordered_map<c10::DeviceType, c10::intrusive_ptr<c10d::Backend>> children;
   bool member = true;
   for (auto type : types) {
     auto& route = routes_.at(type);
     if (!route->inner->supportsSplitting()) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::split: inner backend ",
-                                           route->inner->getBackendName(), " for ", type,
-                                           " cannot split; use new_group instead"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::split: inner backend ",
+                                   route->inner->getBackendName(), " for ", type,
+                                   " cannot split; use new_group instead"));
     }
 #if TORCH_TOPO_TORCH_AT_LEAST(2, 14)
     auto innerOpts = route->inner->getBackendOptions()->clone();

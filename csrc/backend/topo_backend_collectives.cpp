@@ -5,6 +5,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "backend/argument_error.h"
 #include "backend/gloo_exchanges.h"
 #include "backend/schedules/hierarchical.h"
 
@@ -110,22 +111,21 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ReduceScatterOptions& opts) {
   if (inputs.size() != outputs.size()) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::reduce_scatter: ", inputs.size(),
-                                         " input lists for ", outputs.size(),
-                                         " outputs, expected one list per output"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::reduce_scatter: ", inputs.size(),
+                                 " input lists for ", outputs.size(),
+                                 " outputs, expected one list per output"));
   }
   std::vector<at::Tensor> flat;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (static_cast<int>(inputs[i].size()) != size_) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::reduce_scatter: input list holds ",
-                                           inputs[i].size(),
-                                           " tensors, expected one per rank (", size_, ")"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::reduce_scatter: input list holds ",
+                                   inputs[i].size(), " tensors, expected one per rank (", size_,
+                                   ")"));
     }
     for (const auto& t : inputs[i]) {
       if (t.numel() != outputs[i].numel()) {
-        C10_THROW_ERROR(ValueError,
-                        c10::str("TopoBackend::reduce_scatter: input has ", t.numel(),
-                                 " elements, expected the output's ", outputs[i].numel()));
+        TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::reduce_scatter: input has ", t.numel(),
+                                     " elements, expected the output's ", outputs[i].numel()));
       }
       flat.push_back(t);
     }
@@ -182,9 +182,8 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::ReduceScatterOptions& opts) {
   if (inputs.size() != outputs.size()) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::reduce_scatter_tensor_coalesced: ",
-                                         inputs.size(), " inputs for ", outputs.size(),
-                                         " outputs, expected as many"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::reduce_scatter_tensor_coalesced: ", inputs.size(),
+                                 " inputs for ", outputs.size(), " outputs, expected as many"));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     checkBlocks("reduce_scatter_tensor_coalesced", "input", inputs[i], outputs[i]);

@@ -8,6 +8,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "backend/argument_error.h"
 #include "backend/gloo_exchanges.h"
 #include "backend/schedules/hierarchical.h"
 
@@ -20,23 +21,20 @@ std::vector<at::Tensor> checkGatherLists(const char* op,
                                          const std::vector<std::vector<at::Tensor>>& lists,
                                          const std::vector<at::Tensor>& inputs, int size) {
   if (lists.size() != inputs.size()) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": ", lists.size(),
-                                         " output lists for ", inputs.size(),
-                                         " inputs, expected one list per input"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": ", lists.size(), " output lists for ",
+                                 inputs.size(), " inputs, expected one list per input"));
   }
   std::vector<at::Tensor> flat;
   for (size_t i = 0; i < lists.size(); ++i) {
     if (static_cast<int>(lists[i].size()) != size) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": output list holds ",
-                                           lists[i].size(), " tensors, expected one per rank (",
-                                           size, ")"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": output list holds ", lists[i].size(),
+                                   " tensors, expected one per rank (", size, ")"));
     }
     for (const auto& t : lists[i]) {
       if (t.numel() != inputs[i].numel() || t.scalar_type() != inputs[i].scalar_type()) {
-        C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", op, ": output tensor of ",
-                                             t.numel(), " ", t.scalar_type(),
-                                             " elements, expected the input's ",
-                                             inputs[i].numel(), " ", inputs[i].scalar_type()));
+        TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", op, ": output tensor of ", t.numel(), " ",
+                                     t.scalar_type(), " elements, expected the input's ",
+                                     inputs[i].numel(), " ", inputs[i].scalar_type()));
       }
       flat.push_back(t);
     }
@@ -49,24 +47,23 @@ std::vector<at::Tensor> checkCoalescedGatherLists(
     const std::vector<std::vector<at::Tensor>>& lists, const std::vector<at::Tensor>& inputs,
     int size) {
   if (static_cast<int>(lists.size()) != size) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::allgather_coalesced: ", lists.size(),
-                                         " output lists, expected one per rank (", size, ")"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::allgather_coalesced: ", lists.size(),
+                                 " output lists, expected one per rank (", size, ")"));
   }
   std::vector<at::Tensor> flat;
   for (const auto& list : lists) {
     if (list.size() != inputs.size()) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::allgather_coalesced: an output list holds ",
-                                           list.size(), " tensors for ", inputs.size(),
-                                           " inputs, expected one per input"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::allgather_coalesced: an output list holds ",
+                                   list.size(), " tensors for ", inputs.size(),
+                                   " inputs, expected one per input"));
     }
     for (size_t i = 0; i < list.size(); ++i) {
       if (list[i].numel() != inputs[i].numel() ||
           list[i].scalar_type() != inputs[i].scalar_type()) {
-        C10_THROW_ERROR(ValueError, c10::str("TopoBackend::allgather_coalesced: output ", i,
-                                             " has ", list[i].numel(), " ",
-                                             list[i].scalar_type(), " elements, expected input ",
-                                             i, "'s ", inputs[i].numel(), " ",
-                                             inputs[i].scalar_type()));
+        TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::allgather_coalesced: output ", i, " has ",
+                                     list[i].numel(), " ", list[i].scalar_type(),
+                                     " elements, expected input ", i, "'s ", inputs[i].numel(), " ",
+                                     inputs[i].scalar_type()));
       }
       flat.push_back(list[i]);
     }
@@ -79,29 +76,27 @@ void checkSplits(const char* which, const std::vector<int64_t>& splits, const at
   const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
   if (splits.empty()) {
     if (rows % size != 0) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall_base: ", which, " dim 0 is ",
-                                           rows, ", expected a multiple of the group size ", size,
-                                           " when no split sizes are given"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::alltoall_base: ", which, " dim 0 is ", rows,
+                                   ", expected a multiple of the group size ", size,
+                                   " when no split sizes are given"));
     }
     return;
   }
   if (static_cast<int>(splits.size()) != size) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall_base: ", splits.size(), " ",
-                                         which, " split sizes, expected one per rank (", size,
-                                         ")"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::alltoall_base: ", splits.size(), " ", which,
+                                 " split sizes, expected one per rank (", size, ")"));
   }
   int64_t total = 0;
   for (auto s : splits) {
     if (s < 0) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall_base: ", which,
-                                           " split size ", s, " is negative"));
+      TOPO_ARGUMENT_ERROR(
+          c10::str("TopoBackend::alltoall_base: ", which, " split size ", s, " is negative"));
     }
     total += s;
   }
   if (total != rows) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall_base: ", which,
-                                         " split sizes sum to ", total, ", expected dim 0 = ",
-                                         rows));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::alltoall_base: ", which, " split sizes sum to ",
+                                 total, ", expected dim 0 = ", rows));
   }
 }
 
@@ -151,9 +146,8 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
   if (inputs.size() != outputs.size()) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::allgather_into_tensor_coalesced: ",
-                                         inputs.size(), " inputs for ", outputs.size(),
-                                         " outputs, expected as many"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::allgather_into_tensor_coalesced: ", inputs.size(),
+                                 " inputs for ", outputs.size(), " outputs, expected as many"));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     checkBlocks("allgather_into_tensor_coalesced", "output", outputs[i], inputs[i]);
@@ -187,8 +181,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::gather_single(at::Tensor& output, at
   if (rank_ == opts.rootRank) {
     checkBlocks("gather_single", "output", output, input);
     if (!output.is_contiguous()) {
-      C10_THROW_ERROR(ValueError, "TopoBackend::gather_single: output is not contiguous, "
-                                  "expected one contiguous buffer of group size x input elements");
+      TOPO_ARGUMENT_ERROR(
+          "TopoBackend::gather_single: output is not contiguous, "
+          "expected one contiguous buffer of group size x input elements");
     }
     // Rank r's block, shaped like the input; narrow rather than split: empty inputs work too.
     const int64_t n = input.numel();
@@ -244,18 +239,16 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::alltoall(std::vector<at::Tensor>& ou
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::AllToAllOptions& opts) {
   if (static_cast<int>(outputs.size()) != size_ || static_cast<int>(inputs.size()) != size_) {
-    C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall: ", inputs.size(), " inputs and ",
-                                         outputs.size(), " outputs, expected one per rank (",
-                                         size_, ")"));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::alltoall: ", inputs.size(), " inputs and ",
+                                 outputs.size(), " outputs, expected one per rank (", size_, ")"));
   }
   const auto dtype = inputs.front().scalar_type();
   bool even = true;
   for (int r = 0; r < size_; ++r) {
     if (inputs[r].scalar_type() != dtype || outputs[r].scalar_type() != dtype) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::alltoall: tensors of rank ", r, " are ",
-                                           inputs[r].scalar_type(), " in and ",
-                                           outputs[r].scalar_type(), " out, expected ", dtype,
-                                           " throughout"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::alltoall: tensors of rank ", r, " are ",
+                                   inputs[r].scalar_type(), " in and ", outputs[r].scalar_type(),
+                                   " out, expected ", dtype, " throughout"));
     }
     even = even && inputs[r].numel() == inputs[0].numel() &&
            outputs[r].numel() == inputs[0].numel();

@@ -6,6 +6,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "backend/argument_error.h"
+
 namespace torch_topo::backend {
 
 // Point-to-point works pass through only on stream devices: Gloo's send/recv works have no
@@ -89,8 +91,9 @@ void TopoBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAl
 
 void TopoBackend::startCoalescing() {
   if (coalescing_) {
-    C10_THROW_ERROR(ValueError, "TopoBackend::startCoalescing: already coalescing; call "
-                                "endCoalescing() first");
+    TOPO_ARGUMENT_ERROR(
+        "TopoBackend::startCoalescing: already coalescing; call "
+        "endCoalescing() first");
   }
   coalescing_ = true;
   coalesced_.clear();
@@ -115,7 +118,7 @@ void TopoBackend::joinCoalesced(DeviceRoute& route, const std::vector<at::Tensor
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::endCoalescing() {
   if (!coalescing_) {
-    C10_THROW_ERROR(ValueError, "TopoBackend::endCoalescing: startCoalescing() was not called");
+    TOPO_ARGUMENT_ERROR("TopoBackend::endCoalescing: startCoalescing() was not called");
   }
   coalescing_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> works = std::move(coalesced_);

@@ -8,6 +8,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "backend/argument_error.h"
+
 namespace torch_topo::backend {
 
 namespace {
@@ -40,9 +42,8 @@ c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route
     const bool bitwise = kind == c10d::ReduceOp::BAND || kind == c10d::ReduceOp::BOR ||
                          kind == c10d::ReduceOp::BXOR;
     if (bitwise && !integral) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", opName, ": ReduceOp.",
-                                           reduceOpName(kind), " needs an integer tensor: got ",
-                                           t.scalar_type()));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", opName, ": ReduceOp.", reduceOpName(kind),
+                                   " needs an integer tensor: got ", t.scalar_type()));
     }
     const bool scaled = kind == c10d::ReduceOp::AVG || kind == c10d::ReduceOp::PREMUL_SUM;
     // Integers average as NCCL averages them (sum, then a truncating division), natively on
@@ -51,24 +52,22 @@ c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route
                             c10::isIntegralType(t.scalar_type(), /*includeBool=*/false);
     if (scaled && !integerAvg && !c10::isFloatingType(t.scalar_type()) &&
         !c10::isComplexType(t.scalar_type())) {
-      C10_THROW_ERROR(ValueError,
-                      c10::str("TopoBackend::", opName, ": ReduceOp.", reduceOpName(kind),
-                               kind == c10d::ReduceOp::AVG
-                                   ? " needs a floating-point, complex or integer tensor: got "
-                                   : " needs a floating-point or complex tensor: got ",
-                               t.scalar_type()));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", opName, ": ReduceOp.", reduceOpName(kind),
+                                   kind == c10d::ReduceOp::AVG
+                                       ? " needs a floating-point, complex or integer tensor: got "
+                                       : " needs a floating-point or complex tensor: got ",
+                                   t.scalar_type()));
     }
     // Complex numbers have no order: the fold would fail only after the exchange, with
     // ATen's "maximum not implemented for complex tensors".
     if ((kind == c10d::ReduceOp::MIN || kind == c10d::ReduceOp::MAX) &&
         c10::isComplexType(t.scalar_type())) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", opName, ": ReduceOp.",
-                                           reduceOpName(kind), " needs a real tensor: got ",
-                                           t.scalar_type()));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", opName, ": ReduceOp.", reduceOpName(kind),
+                                   " needs a real tensor: got ", t.scalar_type()));
     }
     if (kind == c10d::ReduceOp::UNUSED) {
-      C10_THROW_ERROR(ValueError,
-                      c10::str("TopoBackend::", opName, ": ReduceOp.UNUSED is not a reduction"));
+      TOPO_ARGUMENT_ERROR(
+          c10::str("TopoBackend::", opName, ": ReduceOp.UNUSED is not a reduction"));
     }
   }
   if ((kind != c10d::ReduceOp::AVG && kind != c10d::ReduceOp::PREMUL_SUM) || route.nativeAvg) {
@@ -89,9 +88,9 @@ c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route
   } else {
     auto* premul = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
     if (premul == nullptr) {
-      C10_THROW_ERROR(ValueError, c10::str("TopoBackend::", opName,
-                                           ": ReduceOp.PREMUL_SUM without a factor; build it "
-                                           "with torch.distributed._make_nccl_premul_sum"));
+      TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", opName,
+                                   ": ReduceOp.PREMUL_SUM without a factor; build it "
+                                   "with torch.distributed._make_nccl_premul_sum"));
     }
     at::Tensor factor = premul->tensor_factor;
     const double scalar = premul->double_factor;

@@ -12,13 +12,14 @@
 
 #include <c10/util/Exception.h>
 
+#include "backend/argument_error.h"
+
 namespace torch_topo::backend {
 
 DeviceRoute& TopoBackend::routeToConfigure(c10::DeviceType type, const char* setter) {
   auto it = routes_.find(type);
   if (it == routes_.end()) {
-    C10_THROW_ERROR(ValueError,
-                    c10::str("TopoBackend::", setter, ": no inner backend for ", type));
+    TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", setter, ": no inner backend for ", type));
   }
   return *it->second;
 }

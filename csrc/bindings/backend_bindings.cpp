@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/utils/pybind.h>
 
+#include "backend/argument_error.h"
 #include "backend/topo_backend.h"
 #include "bindings/bindings.h"
 #include "bindings/gil_releasing_holder.h"
@@ -53,11 +54,30 @@ c10::DeviceType parseDeviceType(const std::string& name) {
   }
 }
 
+/// torch_topo._C.TopoArgumentError (ValueError and RuntimeError) for backend::ArgumentError,
+/// wherever pybind11 translates it: the translator list is shared with torch's own module, so
+/// this covers the ProcessGroup methods torch binds, which is where the backend's checks fail.
+void defArgumentError(py::module_& m) {
+  py::tuple bases = py::make_tuple(py::handle(PyExc_ValueError), py::handle(PyExc_RuntimeError));
+  static PyObject* type = makeException(
+      m, "TopoArgumentError", bases.ptr(),
+      "A collective called with bad arguments: a ValueError, and a RuntimeError as Gloo and "
+      "NCCL raise for the same calls.");
+  py::register_exception_translator([](std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const backend::ArgumentError& e) {
+      PyErr_SetString(type, e.what_without_backtrace());
+    }
+  });
+}
+
 }  // namespace
 
 void defBackend(py::module_& m) {
   // The base Python type c10d.Backend must be registered before we derive from it.
   py::module_::import("torch.distributed");
+  defArgumentError(m);
 
   auto cls = py::class_<TopoBackend, c10d::Backend, GilReleasingHolder<TopoBackend>>(
       m, "TopoBackend", R"(The c10d backend "topo" of one process group.

@@ -29,6 +29,10 @@ void defOps(py::module_& m);
 /// Communication/compute overlap ops.
 void defOverlap(py::module_& m);
 
+/// A Python exception class torch_topo._C.`name` deriving from `bases` (a class or a tuple of
+/// classes), added to `m`; the module's attribute keeps it alive with the interpreter.
+PyObject* makeException(py::module_& m, const char* name, PyObject* bases, const char* doc);
+
 /// The schedules' Levels from the arguments Python hands over (set_levels, _ScheduleLevels);
 /// ValueError for a chunk size that is not positive.
 backend::Levels makeLevels(c10::intrusive_ptr<c10d::Backend> intra,

@@ -25,14 +25,6 @@ PyObject* g_parse_error = nullptr;
 PyObject* g_unavailable_error = nullptr;
 PyObject* g_mismatch_error = nullptr;
 
-PyObject* makeException(py::module_& m, const char* name, PyObject* bases, const char* doc) {
-  std::string qualified = std::string("torch_topo._C.") + name;
-  PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
-  if (cls == nullptr) throw py::error_already_set();
-  m.add_object(name, py::handle(cls));
-  return cls;
-}
-
 void registerExceptions(py::module_& m) {
   g_topo_error = makeException(m, "TopoError", PyExc_RuntimeError,
                                "Base of every error of the torch-topo core (a RuntimeError).");
@@ -271,6 +263,14 @@ void defNvlinkCompletion(py::module_& m) {
 }
 
 }  // namespace
+
+PyObject* makeException(py::module_& m, const char* name, PyObject* bases, const char* doc) {
+  std::string qualified = std::string("torch_topo._C.") + name;
+  PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
+  if (cls == nullptr) throw py::error_already_set();
+  m.add_object(name, py::handle(cls));
+  return cls;
+}
 
 void defTopo(py::module_& m) {
   registerExceptions(m);

@@ -4,6 +4,7 @@
 #include <ATen/ops/empty.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include "backend/argument_error.h"
 #include "backend/schedules/hierarchical.h"
 #include "backend/schedules/hierarchical_common.h"
 
@@ -84,12 +85,13 @@ ScheduleBuffers allGatherRows(const Levels& levels, const hier::Layout& lay, at:
 
 void checkGather(const at::Tensor& out, const at::Tensor& input, int64_t group_size,
                  const char* what) {
-  TORCH_CHECK_VALUE(out.scalar_type() == input.scalar_type() && out.device() == input.device(),
-                    kWhere, ": ", what, " is ", out.scalar_type(), " on ", out.device(),
-                    ", expected ", input.scalar_type(), " on ", input.device(), " like the input");
-  TORCH_CHECK_VALUE(out.numel() == group_size * input.numel(), kWhere, ": ", what, " has ",
-                    out.numel(), " elements, expected group size ", group_size, " x ",
-                    input.numel());
+  TOPO_CHECK_ARGUMENT(out.scalar_type() == input.scalar_type() && out.device() == input.device(),
+                      kWhere, ": ", what, " is ", out.scalar_type(), " on ", out.device(),
+                      ", expected ", input.scalar_type(), " on ", input.device(),
+                      " like the input");
+  TOPO_CHECK_ARGUMENT(out.numel() == group_size * input.numel(), kWhere, ": ", what, " has ",
+                      out.numel(), " elements, expected group size ", group_size, " x ",
+                      input.numel());
 }
 
 }  // namespace
@@ -116,8 +118,8 @@ ScheduleBuffers hierarchicalAllGatherList(const Levels& levels, std::vector<at::
                                           const at::Tensor& input,
                                           std::chrono::milliseconds timeout) {
   const hier::Layout lay = hier::describeLevels(levels, kWhere);
-  TORCH_CHECK_VALUE(static_cast<int64_t>(outputs.size()) == lay.group_size, kWhere, ": got ",
-                    outputs.size(), " output tensors, expected group size ", lay.group_size);
+  TOPO_CHECK_ARGUMENT(static_cast<int64_t>(outputs.size()) == lay.group_size, kWhere, ": got ",
+                      outputs.size(), " output tensors, expected group size ", lay.group_size);
   for (const auto& out : outputs) {
     checkGather(out, input, 1, "an output tensor");
   }

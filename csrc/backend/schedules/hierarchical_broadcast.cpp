@@ -4,6 +4,7 @@
 #include <ATen/ops/empty.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include "backend/argument_error.h"
 #include "backend/schedules/hierarchical.h"
 #include "backend/schedules/hierarchical_common.h"
 
@@ -12,8 +13,8 @@ namespace torch_topo::backend {
 ScheduleBuffers hierarchicalBroadcast(const Levels& levels, at::Tensor& tensor, int64_t root,
                                       std::chrono::milliseconds timeout) {
   const hier::Layout lay = hier::describeLevels(levels, "hierarchicalBroadcast");
-  TORCH_CHECK_VALUE(root >= 0 && root < lay.group_size, "hierarchicalBroadcast: root ", root,
-                    " outside the group's ranks 0..", lay.group_size - 1);
+  TOPO_CHECK_ARGUMENT(root >= 0 && root < lay.group_size, "hierarchicalBroadcast: root ", root,
+                      " outside the group's ranks 0..", lay.group_size - 1);
   const int64_t root_host = levels.host_of_rank[root];
   const int64_t root_local = levels.local_of_rank[root];
   const bool on_root_host = levels.host_index == root_host;

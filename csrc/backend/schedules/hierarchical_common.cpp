@@ -9,6 +9,7 @@
 #include <ATen/ops/empty.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include "backend/argument_error.h"
 #include "backend/gloo_exchanges.h"
 
 namespace torch_topo::backend::hier {
@@ -22,9 +23,10 @@ at::Tensor reducibleOnWire(const at::Tensor& t, const c10d::ReduceOp& op, const 
                      : op.op_ == c10d::ReduceOp::MIN   ? "MIN"
                      : op.op_ == c10d::ReduceOp::MAX   ? "MAX"
                                                        : "other than SUM";
-  TORCH_CHECK_VALUE(!t.is_complex() || op.op_ == c10d::ReduceOp::SUM, step,
-                    ": got a complex tensor with ReduceOp.", name, ", expected SUM, AVG or "
-                    "PREMUL_SUM (a level group reduces complex values as their real view)");
+  TOPO_CHECK_ARGUMENT(!t.is_complex() || op.op_ == c10d::ReduceOp::SUM, step,
+                      ": got a complex tensor with ReduceOp.", name,
+                      ", expected SUM, AVG or "
+                      "PREMUL_SUM (a level group reduces complex values as their real view)");
   return onWire(t);
 }
 
@@ -33,46 +35,46 @@ at::Tensor reducibleOnWire(const at::Tensor& t, const c10d::ReduceOp& op, const 
 Layout describeLevels(const Levels& levels, const char* where) {
   Layout lay;
   lay.group_size = static_cast<int64_t>(levels.host_of_rank.size());
-  TORCH_CHECK_VALUE(lay.group_size > 0 &&
-                        levels.local_of_rank.size() == levels.host_of_rank.size(),
-                    where, ": levels: got host_of_rank of ", levels.host_of_rank.size(),
-                    " and local_of_rank of ", levels.local_of_rank.size(),
-                    " entries, expected one per group rank");
-  TORCH_CHECK_VALUE(levels.intra, where, ": levels: no intra-host group");
+  TOPO_CHECK_ARGUMENT(
+      lay.group_size > 0 && levels.local_of_rank.size() == levels.host_of_rank.size(), where,
+      ": levels: got host_of_rank of ", levels.host_of_rank.size(), " and local_of_rank of ",
+      levels.local_of_rank.size(), " entries, expected one per group rank");
+  TOPO_CHECK_ARGUMENT(levels.intra, where, ": levels: no intra-host group");
   lay.hosts = levels.host_count;
-  TORCH_CHECK_VALUE(lay.hosts >= 1 && levels.host_index >= 0 && levels.host_index < lay.hosts,
-                    where, ": levels: host_index ", levels.host_index, " outside 0..",
-                    lay.hosts - 1);
+  TOPO_CHECK_ARGUMENT(lay.hosts >= 1 && levels.host_index >= 0 && levels.host_index < lay.hosts,
+                      where, ": levels: host_index ", levels.host_index, " outside 0..",
+                      lay.hosts - 1);
   std::vector<int64_t> per_host(lay.hosts, 0);
   lay.rank = -1;
   for (int64_t r = 0; r < lay.group_size; ++r) {
     const int h = levels.host_of_rank[r];
-    TORCH_CHECK_VALUE(h >= 0 && h < lay.hosts, where, ": levels: host_of_rank[", r, "] is ", h,
-                      ", expected 0..", lay.hosts - 1);
+    TOPO_CHECK_ARGUMENT(h >= 0 && h < lay.hosts, where, ": levels: host_of_rank[", r, "] is ", h,
+                        ", expected 0..", lay.hosts - 1);
     ++per_host[h];
     if (h == levels.host_index && levels.local_of_rank[r] == levels.local_rank) {
       lay.rank = r;
     }
   }
-  TORCH_CHECK_VALUE(lay.rank >= 0, where, ": levels: no group rank has host ", levels.host_index,
-                    " and local rank ", levels.local_rank);
+  TOPO_CHECK_ARGUMENT(lay.rank >= 0, where, ": levels: no group rank has host ", levels.host_index,
+                      " and local rank ", levels.local_rank);
   lay.local_size = per_host[levels.host_index];
   lay.max_local = *std::max_element(per_host.begin(), per_host.end());
-  TORCH_CHECK_VALUE(levels.local_size == lay.local_size && levels.intra->getSize() == lay.local_size,
-                    where, ": levels: local_size ", levels.local_size, " and intra group of ",
-                    levels.intra->getSize(), " ranks, expected ", lay.local_size,
-                    " (ranks of host ", levels.host_index, " in host_of_rank)");
+  TOPO_CHECK_ARGUMENT(
+      levels.local_size == lay.local_size && levels.intra->getSize() == lay.local_size, where,
+      ": levels: local_size ", levels.local_size, " and intra group of ", levels.intra->getSize(),
+      " ranks, expected ", lay.local_size, " (ranks of host ", levels.host_index,
+      " in host_of_rank)");
   lay.uniform = levels.uniform;
   if (lay.uniform) {
-    TORCH_CHECK_VALUE(std::all_of(per_host.begin(), per_host.end(),
-                                  [&](int64_t n) { return n == lay.local_size; }),
-                      where, ": levels: uniform is set but hosts hold different rank counts");
-    TORCH_CHECK_VALUE(levels.rail && levels.rail->getSize() == lay.hosts, where,
-                      ": levels: uniform hosts need a rail group of ", lay.hosts, " ranks");
+    TOPO_CHECK_ARGUMENT(std::all_of(per_host.begin(), per_host.end(),
+                                    [&](int64_t n) { return n == lay.local_size; }),
+                        where, ": levels: uniform is set but hosts hold different rank counts");
+    TOPO_CHECK_ARGUMENT(levels.rail && levels.rail->getSize() == lay.hosts, where,
+                        ": levels: uniform hosts need a rail group of ", lay.hosts, " ranks");
   } else if (levels.local_rank == 0) {
-    TORCH_CHECK_VALUE(levels.leaders && levels.leaders->getSize() == lay.hosts, where,
-                      ": levels: uneven hosts need a leaders group of ", lay.hosts,
-                      " ranks on local rank 0");
+    TOPO_CHECK_ARGUMENT(levels.leaders && levels.leaders->getSize() == lay.hosts, where,
+                        ": levels: uneven hosts need a leaders group of ", lay.hosts,
+                        " ranks on local rank 0");
   }
   return lay;
 }
@@ -117,12 +119,12 @@ void scaleReduced(at::Tensor& tensor, const c10d::ReduceOp& op, int64_t group_si
     }
   } else if (op.op_ == c10d::ReduceOp::PREMUL_SUM) {
     const auto* supplement = dynamic_cast<const c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
-    TORCH_CHECK_VALUE(supplement, "PREMUL_SUM: the op carries no factor; build it with "
-                                  "torch.distributed._make_nccl_premul_sum");
-    TORCH_CHECK_VALUE(at::isFloatingType(tensor.scalar_type()) ||
-                          at::isComplexType(tensor.scalar_type()),
-                      "PREMUL_SUM: got dtype ", tensor.scalar_type(),
-                      ", expected a floating-point tensor");
+    TOPO_CHECK_ARGUMENT(supplement,
+                        "PREMUL_SUM: the op carries no factor; build it with "
+                        "torch.distributed._make_nccl_premul_sum");
+    TOPO_CHECK_ARGUMENT(
+        at::isFloatingType(tensor.scalar_type()) || at::isComplexType(tensor.scalar_type()),
+        "PREMUL_SUM: got dtype ", tensor.scalar_type(), ", expected a floating-point tensor");
     if (supplement->tensor_factor.defined()) {
       tensor.mul_(supplement->tensor_factor.to(tensor.device()).reshape({}));
     } else {

@@ -5,6 +5,7 @@
 #include <ATen/ops/zeros.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include "backend/argument_error.h"
 #include "backend/schedules/hierarchical.h"
 #include "backend/schedules/hierarchical_common.h"
 
@@ -93,12 +94,12 @@ ScheduleBuffers reduceScatterRows(const Levels& levels, const hier::Layout& lay,
 
 void checkScatter(const at::Tensor& output, const at::Tensor& in, int64_t blocks,
                   const char* what) {
-  TORCH_CHECK_VALUE(in.scalar_type() == output.scalar_type() && in.device() == output.device(),
-                    kWhere, ": ", what, " is ", in.scalar_type(), " on ", in.device(),
-                    ", expected ", output.scalar_type(), " on ", output.device(),
-                    " like the output");
-  TORCH_CHECK_VALUE(in.numel() == blocks * output.numel(), kWhere, ": ", what, " has ",
-                    in.numel(), " elements, expected ", blocks, " x ", output.numel());
+  TOPO_CHECK_ARGUMENT(in.scalar_type() == output.scalar_type() && in.device() == output.device(),
+                      kWhere, ": ", what, " is ", in.scalar_type(), " on ", in.device(),
+                      ", expected ", output.scalar_type(), " on ", output.device(),
+                      " like the output");
+  TOPO_CHECK_ARGUMENT(in.numel() == blocks * output.numel(), kWhere, ": ", what, " has ",
+                      in.numel(), " elements, expected ", blocks, " x ", output.numel());
 }
 
 }  // namespace
@@ -120,8 +121,8 @@ ScheduleBuffers hierarchicalReduceScatterList(const Levels& levels, at::Tensor& 
                                               const c10d::ReduceOp& op,
                                               std::chrono::milliseconds timeout) {
   const hier::Layout lay = hier::describeLevels(levels, kWhere);
-  TORCH_CHECK_VALUE(static_cast<int64_t>(inputs.size()) == lay.group_size, kWhere, ": got ",
-                    inputs.size(), " input tensors, expected group size ", lay.group_size);
+  TOPO_CHECK_ARGUMENT(static_cast<int64_t>(inputs.size()) == lay.group_size, kWhere, ": got ",
+                      inputs.size(), " input tensors, expected group size ", lay.group_size);
   at::Tensor in2d = at::empty({lay.group_size, output.numel()},
                               output.options().memory_format(at::MemoryFormat::Contiguous));
   for (int64_t r = 0; r < lay.group_size; ++r) {

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Calls that must fail, run on every rank of a RankPool (an empty list passes): bad inputs
-raise a ValueError naming the problem, and a wait that times out or a future that cannot
-complete behaves as on the plain Gloo group over the same ranks.
+raise a TopoArgumentError naming the problem (a ValueError, and a RuntimeError as Gloo raises for
+the same calls), and a wait that times out or a future that cannot complete behaves as on the
+plain Gloo group over the same ranks.
 """
 
 from __future__ import annotations
@@ -14,27 +15,37 @@ from gloo_reference import R, _diff
 
 
 def bad_inputs(rank, size, ref):
-    """Each call must raise ValueError naming the problem; returns the misses."""
+    """Each call must raise TopoArgumentError (ValueError and RuntimeError) naming the problem,
+    without C++ frames; where plain Gloo refuses the same call, it must raise a RuntimeError
+    there (the type that code written against Gloo catches). Returns the misses."""
     bad = []
     backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    gloo = ref._get_backend(torch.device("cpu"))
 
-    def expect(fragment, fn):
+    def raised(fn):
         try:
             fn()
-        except ValueError as e:
-            if fragment not in str(e):
-                bad.append(f"{fragment!r} not in {e}")
-            return
         except Exception as e:  # noqa: BLE001
-            bad.append(f"{fragment!r}: got {type(e).__name__}: {e}")
-            return
-        bad.append(f"{fragment!r}: no error")
+            return e
+        return None
+
+    def expect(fragment, fn, on_gloo=None):
+        e = raised(fn)
+        if e is None:
+            bad.append(f"{fragment!r}: no error")
+        elif not (type(e).__name__ == "TopoArgumentError" and isinstance(e, ValueError)
+                  and isinstance(e, RuntimeError)):
+            bad.append(f"{fragment!r}: got {type(e).__mro__}: {e}")
+        elif fragment not in str(e) or "Exception raised from" in str(e):
+            bad.append(f"{fragment!r} not in {e}, or C++ frames in it")
+        if on_gloo is not None and not isinstance(raised(on_gloo), RuntimeError):
+            bad.append(f"{fragment!r}: plain Gloo did not raise a RuntimeError")
 
     f = torch.ones(4)
     i = torch.ones(4, dtype=torch.int32)
     b = torch.ones(4, dtype=torch.bool)
     expect("TopoBackend::allreduce: ReduceOp.BAND needs an integer tensor",
-           lambda: dist.all_reduce(f, op=R.BAND))
+           lambda: dist.all_reduce(f, op=R.BAND), lambda: dist.all_reduce(f, op=R.BAND, group=ref))
     expect("TopoBackend::allreduce: ReduceOp.AVG needs a floating-point, complex or integer "
            "tensor: got Bool", lambda: dist.all_reduce(b, op=R.AVG))
     expect("TopoBackend::allreduce: ReduceOp.PREMUL_SUM needs a floating-point or complex "
@@ -47,7 +58,8 @@ def bad_inputs(rank, size, ref):
                                        op=R.MIN))
     opts = dist.BroadcastOptions()
     opts.rootRank = size
-    expect("TopoBackend::broadcast: root rank out of range", lambda: backend.broadcast([f], opts))
+    expect("TopoBackend::broadcast: root rank out of range", lambda: backend.broadcast([f], opts),
+           lambda: gloo.broadcast([f], opts))
     ropts = dist.ReduceOptions()
     ropts.rootRank = -1
     expect("TopoBackend::reduce: root rank out of range", lambda: backend.reduce([f], ropts))
@@ -60,7 +72,10 @@ def bad_inputs(rank, size, ref):
            lambda: backend.allgather([[torch.empty(4)] * (size + 1)], [f]))
     expect("TopoBackend::alltoall_base: input split sizes sum to",
            lambda: backend.alltoall_base(torch.empty(size), torch.empty(size), [1] * size,
-                                         [2] * size, dist.AllToAllOptions()))
+                                         [2] * size, dist.AllToAllOptions()),
+           # Gloo of torch 2.11 checks the splits when its work runs: wait for it.
+           lambda: gloo.alltoall_base(torch.empty(size), torch.empty(size), [1] * size,
+                                      [2] * size, dist.AllToAllOptions()).wait())
     expect("TopoBackend::send: destination rank out of range",
            lambda: backend.send([f], size, 0))
     expect("TopoBackend::recv: source rank out of range", lambda: backend.recv([f], -2, 0))

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Bad input and failure handling of "topo": clear ValueErrors naming the problem, config
-errors, and a dead or stalled rank turning into an error within the configured timeout."""
+"""Bad input and failure handling of "topo": clear errors naming the problem (TopoArgumentError:
+ValueError and RuntimeError), config errors, and a dead or stalled rank turning into an error
+within the configured timeout."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ SLACK_S = 6.0  # process scheduling on a loaded 2-core machine
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("world", [2, 3])
-def test_bad_inputs_raise_value_error(pool_factory, world):
+def test_bad_inputs_raise_argument_errors(pool_factory, world):
     results = pool_factory(world).run(error_cases.bad_inputs)
     problems = [f"rank {r}: {m}" for r, bad in enumerate(results) for m in bad]
     assert not problems, "\n".join(problems)
