@@ -14,7 +14,6 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from types import SimpleNamespace
 from typing import Any
 
 from torch_topo import _C
@@ -30,8 +29,8 @@ __all__ = ["MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "resolve_cl
 
 MAX_RANKS: int = _C.MAX_RANKS
 """Most ranks (hosts x ranks per host) the planner takes: its time and memory grow with the
-ranks and their host graphs (16384 ranks on 8-GPU hosts: 3-8 s and 0.4-1.1 GB on top of what
-importing torch takes; csrc/bindings/planner_bindings.cpp)."""
+ranks and their host graphs (16384 ranks on 8-GPU hosts: about 2 s and 0.03-0.12 GB on top of
+what importing torch takes; csrc/bindings/planner_bindings.cpp)."""
 
 SIZE_CLASSES: dict[str, int] = {"small": 64 << 10, "medium": 4 << 20, "large": 256 << 20}
 """Message sizes `Plan.algorithms` reports a choice for, besides each dimension's step bytes."""
@@ -195,34 +194,42 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
         if hosts != 1:
             raise ValueError("hosts: a PlannerCluster already fixes its hosts; expected hosts=1")
         return obj
-    text = _cluster_text(obj, hosts)
+    # Built from the completed cluster itself: its JSON took about 3.5 s to write and read back
+    # at 16384 ranks, on every rank that plans a mesh on a pinned file.
+    cluster = _completed(_C.complete_cluster, obj, hosts)
     if gloo_latency:
-        pins.update(_gloo_latency(json.loads(text), pinned))
-    if pins:
-        text = json.dumps({**json.loads(text), **pins})
-    return _C.PlannerCluster(_drop_empty_nic_paths(text), chunk_bytes, model, nccl_version)
+        pins.update(_gloo_latency(cluster, pinned))
+    return _C.PlannerCluster.of_cluster(
+        cluster, pins.get("inter_host_bandwidth_gbps", cluster.inter_host_bandwidth_gbps),
+        pins.get("inter_host_latency_us", cluster.inter_host_latency_us), chunk_bytes, model,
+        nccl_version)
 
 
-def _gloo_latency(doc: dict, pinned: TopoConfig) -> dict[str, float]:
-    """The latency pin of `resolve_cluster(gloo_latency=True)` for cluster document `doc`."""
+def _gloo_latency(cluster, pinned: TopoConfig) -> dict[str, float]:
+    """The latency pin of `resolve_cluster(gloo_latency=True)` for a `_C.ClusterTopology`."""
     # hierarchy imports this module.
     from torch_topo.hierarchy import gloo_latency_us
 
-    if all(rank["local_gpu"] >= 0 for rank in doc["ranks"]):
+    if all(rank.local_gpu >= 0 for rank in cluster.ranks):
         return {}
-    network = SimpleNamespace(inter_host_latency_us=doc.get("inter_host_latency_us", 0.0))
-    return {"inter_host_latency_us": gloo_latency_us(network, pinned)}
+    return {"inter_host_latency_us": gloo_latency_us(cluster, pinned)}
 
 
 def _cluster_text(obj: Any, hosts: int) -> str:
     """Cluster JSON of a file path, `Topology`, `Cluster` or torch-topo JSON, a one-host
     topology repeated `hosts` times."""
+    return _completed(_C.planner_cluster_json, obj, hosts)
+
+
+def _completed(complete, obj: Any, hosts: int):
+    """`complete` (`_C.planner_cluster_json` or `_C.complete_cluster`) of a file path,
+    `Topology`, `Cluster` or torch-topo JSON, a one-host topology repeated `hosts` times."""
     if _is_path(obj):
         path = os.fspath(obj)
         if not os.path.exists(path):
             raise ValueError(f"topology: {path}: no such file")
         with file_named("topology"):  # a directory or an unreadable file, as a missing one
-            return _C.planner_cluster_json(path=path, hosts=hosts)
+            return complete(path=path, hosts=hosts)
     if hasattr(obj, "planner_doc"):  # a `Cluster` (exchange_cluster, world_cluster)
         obj = obj.planner_doc()
     elif hasattr(obj, "to_json"):
@@ -232,7 +239,7 @@ def _cluster_text(obj: Any, hosts: int) -> str:
     if not isinstance(obj, str):
         raise ValueError(f"topology: got {type(obj).__name__}, expected a file path, a Topology, "
                          "a Cluster or torch-topo JSON")
-    return _C.planner_cluster_json(text=_drop_empty_nic_paths(obj), hosts=hosts)
+    return complete(text=_drop_empty_nic_paths(obj), hosts=hosts)
 
 
 def check_hosts_per_domain(hosts_per_domain: int, option: str = "hosts_per_domain") -> int:

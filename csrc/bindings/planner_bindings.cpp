@@ -155,17 +155,17 @@ class PlannerCluster {
   topo::CostModel model_;
 };
 
-/// Most ranks a cluster may have. Memory grows with the ranks and their host graphs (the cost
-/// model's per-pair table, which made it grow with their square, is gone since 2026-12-07):
-/// beyond what importing torch takes, 4096 DGX-1 ranks plan in about 0.8 s and 0.1 GB, 16384
-/// in 2.9 s and 0.4 GB, 16384 on Azure NDv5 hosts (larger graphs) in 7.5 s and 1.1 GB; 4096
-/// took 3 s and 0.5 GB with the table.
+/// Most ranks a cluster may have. Time and memory grow with the ranks and their host graphs:
+/// beyond what importing torch takes, `plan` on 16384 ranks takes about 1.6 s and 0.03 GB on
+/// DGX-1 hosts, 1.9 s and 0.12 GB on Azure NDv5 hosts (larger graphs). Until 2026-12-07 the
+/// cost model kept an n x n pair table and was built through the cluster's JSON: 4096 ranks
+/// took 3 s and 0.5 GB.
 constexpr int kMaxRanks = 16384;
 
 /// A loaded topology as a cluster with rank placements: a one-host topology is repeated
 /// `hosts` times; missing ranks run host-major, rank r of a host on GPU r (one CPU rank on a
 /// host without GPUs).
-std::string completeCluster(ClusterTopology c, int hosts, const std::string& where) {
+ClusterTopology completeCluster(ClusterTopology c, int hosts, const std::string& where) {
   TOPO_CHECK(hosts >= 1 && hosts <= kMaxRanks, "--hosts: got ", hosts, ", expected >= 1 and <= ",
              kMaxRanks);
   if (hosts > 1) {
@@ -186,7 +186,7 @@ std::string completeCluster(ClusterTopology c, int hosts, const std::string& whe
   }
   TOPO_CHECK(c.ranks.size() <= static_cast<size_t>(kMaxRanks), where, ": ", c.ranks.size(), " ranks, expected at most ",
              kMaxRanks);
-  return topo::clusterToJson(c);
+  return c;
 }
 
 ClusterTopology clusterOfText(const std::string& text, const std::string& where) {
@@ -194,6 +194,15 @@ ClusterTopology clusterOfText(const std::string& text, const std::string& where)
   ClusterTopology c;
   c.hosts.push_back(topo::loadTopologyText(text, where));
   return c;
+}
+
+/// completeCluster of a file or of text, exactly one of them given.
+ClusterTopology completeSource(const char* function, const std::optional<std::string>& path,
+                               const std::optional<std::string>& text, int hosts) {
+  TOPO_CHECK(path.has_value() != text.has_value(), function,
+             ": expected exactly one of path and text");
+  ClusterTopology c = path ? topo::loadClusterFile(*path) : clusterOfText(*text, "<topology>");
+  return completeCluster(std::move(c), hosts, path ? *path : "<topology>");
 }
 
 }  // namespace
@@ -205,10 +214,7 @@ void defPlanner(py::module_& m) {
   m.def("planner_cluster_json",
         [](std::optional<std::string> path, std::optional<std::string> text, int hosts) {
           return valueErrors([&] {
-            TOPO_CHECK(path.has_value() != text.has_value(),
-                       "planner_cluster_json: expected exactly one of path and text");
-            ClusterTopology c = path ? topo::loadClusterFile(*path) : clusterOfText(*text, "<topology>");
-            return completeCluster(std::move(c), hosts, path ? *path : "<topology>");
+            return topo::clusterToJson(completeSource("planner_cluster_json", path, text, hosts));
           });
         },
         py::arg("path") = py::none(), py::arg("text") = py::none(), py::arg("hosts") = 1,
@@ -218,6 +224,16 @@ Args:
   path: any host topology file (nvidia-smi text, NCCL XML, torch-topo JSON) or a cluster JSON.
   text: the same content as a string (e.g. Topology.to_json()); give path or text.
   hosts: copies of a one-host topology; ranks run host-major, rank r of a host on GPU r.)");
+  m.def("complete_cluster",
+        [](std::optional<std::string> path, std::optional<std::string> text, int hosts) {
+          return valueErrors([&] { return completeSource("complete_cluster", path, text, hosts); });
+        },
+        py::arg("path") = py::none(), py::arg("text") = py::none(), py::arg("hosts") = 1,
+        py::call_guard<py::gil_scoped_release>(),
+        R"(The ClusterTopology planner_cluster_json describes, without writing it out: what
+PlannerCluster.of_cluster takes (16384 ranks: the JSON took about 3.5 s to write and read).
+
+Args: as for planner_cluster_json.)");
 
   m.def("find_ring_order",
         [](const std::vector<std::vector<double>>& bandwidth) {

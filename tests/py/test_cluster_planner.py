@@ -12,7 +12,7 @@ import json
 import math
 
 import pytest
-from planner_support import DATA, DGX1
+from planner_support import DATA, DGX1, topology_files
 
 import torch_topo
 from torch_topo import _C
@@ -25,6 +25,7 @@ DGX2 = DATA / "hwloc" / "hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml"
 RTX4090 = DATA / "nvidia_smi_topo" / "chlcBlog_8xRTX4090_2xEPYC7542-NPS4_allSYS_4xNIC.txt"
 P5 = DATA / "nccl_topo_xml" / "aws_p5.48xlarge_8xH100_topo_2026pr.xml"
 _CPU_HOST = json.dumps({"schema": "torch-topo/1", "kind": "host", "hostname": "cpu", "gpus": []})
+CPU_ONLY = DATA / "hwloc" / "hwloc_nvidia_DGX-GB10.xml"  # its hwloc lists no GPU
 
 
 def _cluster(hosts: list, ranks_per_host: int, gbps: float = 0.0, latency_us: float = 0.0,
@@ -126,3 +127,39 @@ def test_device_mesh_plans_on_the_live_cluster_natively(monkeypatch):
     with pytest.raises(ValueError, match=r"^the world has 16 ranks, expected at most 8 \(the most "
                                          r"ranks the planner takes\)$"):
         mesh._world_cluster(TopoConfig(), 16)
+
+
+def _json_route(path, hosts: int, pins: dict) -> _C.PlannerCluster:
+    """resolve_cluster's construction until 2026-12-07: the completed cluster's JSON with the
+    pins written into it, read back."""
+    doc = {**json.loads(_C.planner_cluster_json(path=str(path), hosts=hosts)), **pins}
+    for host in doc["hosts"]:  # the writer's empty list for hosts without GPU-NIC paths
+        if host.get("gpu_nic_paths") == [] and host.get("gpus"):
+            del host["gpu_nic_paths"]
+    return _C.PlannerCluster(json.dumps(doc), 4 << 20, "auto", 0)
+
+
+@pytest.mark.parametrize("path", topology_files(16) + [CPU_ONLY], ids=lambda p: p.name)
+def test_resolve_cluster_builds_what_its_json_described(path):
+    # Every host file the readers load (2 to 16 GPUs, and one without GPUs), on one and on
+    # three hosts, with and without network pins.
+    from torch_topo.plan import resolve_cluster
+
+    for hosts, pins in ((1, {}), (3, {}), (3, {"inter_host_bandwidth_gbps": 5.0,
+                                               "inter_host_latency_us": 30.0})):
+        got = resolve_cluster(path, hosts, inter_host_gbps=pins.get("inter_host_bandwidth_gbps"),
+                              inter_host_latency_us=pins.get("inter_host_latency_us"))
+        want = _json_route(path, hosts, pins)
+        n = want.world_size
+        assert got.world_size == n
+        for a in range(n):
+            for b in range(0, n, 3):
+                assert got.bandwidth(a, b) == want.bandwidth(a, b), (hosts, a, b)
+        world = list(range(n))
+        assert _same(got.hierarchical_thresholds(world), want.hierarchical_thresholds(world))
+        for op in ("all_reduce", "all_gather", "all_to_all"):
+            assert _same(got.compare_hierarchical(op, 1 << 20, [world]),
+                         want.compare_hierarchical(op, 1 << 20, [world])), (hosts, op)
+        if n % 2 == 0 and n > 2:
+            mesh = [("dp", n // 2), ("tp", 2)]
+            assert _same(got.plan_mesh(mesh), want.plan_mesh(mesh)), hosts
