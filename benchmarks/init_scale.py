@@ -9,8 +9,10 @@ tests/data (a uniform cluster of one file, and a mixed one alternating two files
 size it prints the bytes and store operations each rank sends and reads (mean, and the most
 any rank did: group rank 0 reads every placement), the store's total and the wall time, the
 growth exponent between sizes, and what the exchange of f8f051a (every rank reads every rank's
-whole record) would read per rank, computed from the record size; then planning time at 1024
-GPUs and above from benchmarks/planner_quality.py. No GPU is used.
+whole record) would read per rank, computed from the record size; then one rank's pricing of a
+group's flat/hierarchical sizes at each size and at 16384 ranks, built from the assembled
+cluster beside the JSON route it replaced; then planning time at 1024 GPUs and above from
+benchmarks/planner_quality.py. No GPU is used.
 
 Usage: python benchmarks/init_scale.py [--sizes 64,256,1024] [--processes 4] [--switch-interval 0.2]
        [--no-planner] [--json FILE]
