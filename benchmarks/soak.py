@@ -29,7 +29,7 @@ import torch.multiprocessing as mp
 import torch_topo  # noqa: F401  (registers the "topo" backend)
 from torch_topo.cli import OneLineErrorParser
 from torch_topo.cli._options import int_at_least, output_file_problem, positive_number
-from torch_topo.plan import MAX_RANKS
+from torch_topo.validation import MAX_LOCAL_PROCESSES
 
 R = dist.ReduceOp
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32, torch.int64]
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--backend", default="topo", choices=["topo", "gloo"])
     parser.add_argument("--local-procs", default=8,
-                        type=int_at_least(1, MAX_RANKS, " (each a process, started at once)"),
+                        type=int_at_least(1, MAX_LOCAL_PROCESSES, " (each a process, started at once)"),
                         help="processes to start when not launched as ranks (default 8)")
     parser.add_argument("--timeout-s", type=positive_number, default=120.0)
     parser.add_argument("--json", default=None, help="write the result object here (rank 0)")

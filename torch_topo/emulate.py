@@ -31,7 +31,7 @@ from torch_topo.emulation.launcher import (
     place_ranks,
 )
 from torch_topo.emulation.shaping import LinkSpec
-from torch_topo.plan import MAX_RANKS
+from torch_topo.validation import MAX_LOCAL_PROCESSES
 
 __all__ = ["main", "build_parser"]
 
@@ -110,11 +110,11 @@ def _validate(args: argparse.Namespace) -> tuple[LinkSpec | None, list[str]]:
         raise ValueError(f"--nodes: got {args.nodes}, expected 1..{_MAX_NODES}")
     if args.procs_per_node < 1:
         raise ValueError(f"--procs-per-node: got {args.procs_per_node}, expected >= 1")
-    if args.nodes * args.procs_per_node > MAX_RANKS:
+    if args.nodes * args.procs_per_node > MAX_LOCAL_PROCESSES:
         # A typo such as 10000 started that many processes before anything could fail.
         raise ValueError(f"--procs-per-node: got {args.procs_per_node} x --nodes {args.nodes} = "
                          f"{args.nodes * args.procs_per_node} ranks, expected at most "
-                         f"{MAX_RANKS} (the most ranks the planner takes)")
+                         f"{MAX_LOCAL_PROCESSES} (processes started at once on this machine)")
     if args.master_port is not None and not 1 <= args.master_port <= 65535:
         raise ValueError(f"--master-port: got {args.master_port}, expected 1..65535")
     # NaN passed both comparisons: the run then never timed out and never waited its grace.

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+MAX_LOCAL_PROCESSES = 4096
+"""Most processes this package's launchers (emulate, bench --procs, the soak benchmark) start
+at once on one machine: a typo such as 10000 started that many before anything could fail."""
+
 
 def is_int_in(value: object, low: int, high: int | None = None) -> bool:
     """True when `value` is an int with low <= value (<= high when given). A bool is refused

@@ -116,6 +116,14 @@ size_t checkedIndex(const char* method, const char* arg, int64_t value, size_t c
   return static_cast<size_t>(value);
 }
 
+/// A network figure of PlannerCluster.of_cluster: 0 (the cluster's NICs or the model's default)
+/// or a finite positive number up to 1e6, as the cluster JSON reader takes it.
+double checkedNetworkFigure(const char* name, double value) {
+  TOPO_CHECK(std::isfinite(value) && value >= 0 && value <= 1e6, "PlannerCluster.of_cluster: ",
+             name, ": got ", value, ", expected 0 or a finite number up to 1e6");
+  return value;
+}
+
 int checkedNcclVersion(int64_t nccl_version) {
   TOPO_CHECK(nccl_version >= 0 && nccl_version < 1000000, "PlannerCluster: nccl_version: got ",
              nccl_version, ", expected 0 or a version code such as 22809 (2.28.9)");
@@ -279,9 +287,11 @@ Args:
       .def(py::init([](const std::string& json, int64_t chunk_bytes, const std::string& model,
                        int64_t nccl_version) {
              return valueErrors([&] {
+               // Checked in this order whatever the compiler's order of arguments.
+               const int version = checkedNcclVersion(nccl_version);
+               const topo::ModelKind kind = topo::parseModelKind(model);
                return new PlannerCluster(topo::clusterFromJson(json, "<cluster json>"),
-                                         chunk_bytes, topo::parseModelKind(model),
-                                         checkedNcclVersion(nccl_version));
+                                         chunk_bytes, kind, version);
              });
            }),
            py::arg("cluster_json"), py::arg("chunk_bytes") = int64_t{4} << 20,
@@ -298,11 +308,13 @@ Args:
                      double inter_host_latency_us, int64_t chunk_bytes, const std::string& model,
                      int64_t nccl_version) {
                     return valueErrors([&] {
-                      cluster.inter_host_bandwidth_gbps = inter_host_bandwidth_gbps;
-                      cluster.inter_host_latency_us = inter_host_latency_us;
-                      return new PlannerCluster(std::move(cluster), chunk_bytes,
-                                                topo::parseModelKind(model),
-                                                checkedNcclVersion(nccl_version));
+                      const int version = checkedNcclVersion(nccl_version);
+                      const topo::ModelKind kind = topo::parseModelKind(model);
+                      cluster.inter_host_bandwidth_gbps = checkedNetworkFigure(
+                          "inter_host_bandwidth_gbps", inter_host_bandwidth_gbps);
+                      cluster.inter_host_latency_us =
+                          checkedNetworkFigure("inter_host_latency_us", inter_host_latency_us);
+                      return new PlannerCluster(std::move(cluster), chunk_bytes, kind, version);
                     });
                   },
                   py::arg("cluster"), py::arg("inter_host_bandwidth_gbps"),
@@ -388,7 +400,7 @@ Args:
            },
            py::arg("rank"), "NIC index (rail) of a rank.\n\nArgs:\n  rank: global rank.")
       .def("bandwidth", [](const PlannerCluster& c, int64_t a, int64_t b) {
-             // Checked here: the model's table is flat, so (0, n + 3) read another pair's value.
+             // Checked here, so that the error names this method and argument.
              c.rank("bandwidth", "a", a);
              c.rank("bandwidth", "b", b);
              return c.model().pairBandwidth(static_cast<int>(a), static_cast<int>(b));

@@ -163,3 +163,15 @@ def test_resolve_cluster_builds_what_its_json_described(path):
         if n % 2 == 0 and n > 2:
             mesh = [("dp", n // 2), ("tp", 2)]
             assert _same(got.plan_mesh(mesh), want.plan_mesh(mesh)), hosts
+
+
+@pytest.mark.parametrize("field, value", [("inter_host_bandwidth_gbps", -3.0),
+                                          ("inter_host_bandwidth_gbps", math.inf),
+                                          ("inter_host_latency_us", math.nan),
+                                          ("inter_host_latency_us", 1e9)])
+def test_bad_network_figures_are_refused_by_name(field, value):
+    # The JSON route's reader refused them; of_cluster priced inf as given and fell back to the
+    # NICs for negative and NaN figures.
+    figures = {"inter_host_bandwidth_gbps": 0.0, "inter_host_latency_us": 0.0, field: value}
+    with pytest.raises(ValueError, match=rf"^PlannerCluster.of_cluster: {field}: got "):
+        _C.PlannerCluster.of_cluster(_cluster([H100] * 2, 8).native, **figures)

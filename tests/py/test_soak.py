@@ -47,7 +47,7 @@ def test_short_soak_on_local_processes(tmp_path):
     (["--count", "0"], "argument --count: got 0, expected >= 1"),
     (["--local-procs", "-1"], "argument --local-procs: got -1, expected >= 1"),
     # Started as many processes as asked, until the machine gave out.
-    (["--local-procs", "100000"], "argument --local-procs: got 100000, expected at most 16384 "
+    (["--local-procs", "100000"], "argument --local-procs: got 100000, expected at most 4096 "
                                   "(each a process, started at once)"),
     (["--count", "many"], "argument --count: got 'many', expected an integer"),
     (["--timeout-s", "0"], "argument --timeout-s: got 0, expected > 0"),

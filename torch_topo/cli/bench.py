@@ -31,8 +31,8 @@ from torch_topo.cli._bench_published import add_published_options, published_mod
 from torch_topo.cli._options import int_at_least
 from torch_topo.cluster import play_entries
 from torch_topo.config import TopoConfig
-from torch_topo.plan import MAX_RANKS
 from torch_topo.topology import read_topology
+from torch_topo.validation import MAX_LOCAL_PROCESSES
 
 __all__ = ["add_parser", "run"]
 
@@ -139,9 +139,9 @@ def run(args) -> int:
     if args.min_bytes > args.max_bytes:  # SweepConfig would name its fields, not the options
         raise ValueError(f"--min-bytes/--max-bytes: got {args.min_bytes}/{args.max_bytes}, "
                          "expected --min-bytes <= --max-bytes")
-    if args.procs is not None and args.procs > MAX_RANKS:  # each one a process, started at once
-        raise ValueError(f"--procs: got {args.procs}, expected at most {MAX_RANKS} (the most "
-                         "ranks the planner takes)")
+    if args.procs is not None and args.procs > MAX_LOCAL_PROCESSES:
+        raise ValueError(f"--procs: got {args.procs}, expected at most {MAX_LOCAL_PROCESSES} "
+                         "(processes started at once on this machine)")
     if args.topology:
         read_topology(args.topology, "--topology")  # a bad file fails here, before any rank starts
     play = TopoConfig.from_env().play
