@@ -29,8 +29,8 @@ __all__ = ["MAX_RANKS", "Plan", "plan", "assignments", "parse_mesh", "resolve_cl
 
 MAX_RANKS: int = _C.MAX_RANKS
 """Most ranks (hosts x ranks per host) the planner takes: its time and memory grow with the
-ranks and their host graphs (16384 ranks on 8-GPU hosts: about 2 s and 0.03-0.12 GB on top of
-what importing torch takes; csrc/bindings/planner_bindings.cpp)."""
+ranks and their host graphs (16384 ranks on 8-GPU hosts: about 0.5 s and 0.03-0.12 GB on top
+of what importing torch takes; csrc/bindings/planner_bindings.cpp)."""
 
 SIZE_CLASSES: dict[str, int] = {"small": 64 << 10, "medium": 4 << 20, "large": 256 << 20}
 """Message sizes `Plan.algorithms` reports a choice for, besides each dimension's step bytes."""

@@ -164,10 +164,10 @@ class PlannerCluster {
 };
 
 /// Most ranks a cluster may have. Time and memory grow with the ranks and their host graphs:
-/// beyond what importing torch takes, `plan` on 16384 ranks takes about 1.6 s and 0.03 GB on
-/// DGX-1 hosts, 1.9 s and 0.12 GB on Azure NDv5 hosts (larger graphs). Until 2026-12-07 the
-/// cost model kept an n x n pair table and was built through the cluster's JSON: 4096 ranks
-/// took 3 s and 0.5 GB.
+/// beyond what importing torch takes, `plan` on 16384 ranks takes about 0.5 s and 0.03 GB on
+/// DGX-1 hosts, 0.6 s and 0.12 GB on Azure NDv5 hosts (larger graphs). Until 2026-12-07 the
+/// cost model kept an n x n pair table and was built through the cluster's JSON: 4096 NDv5
+/// ranks took 2.4 s and 0.54 GB (docs/backend.md).
 constexpr int kMaxRanks = 16384;
 
 /// A loaded topology as a cluster with rank placements: a one-host topology is repeated
