@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 #include <c10/util/Exception.h>
 #include <c10/util/StringUtil.h>

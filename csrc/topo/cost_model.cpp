@@ -365,7 +365,6 @@ CostModel::PairPath CostModel::pairPath(int a, int b) const {
 }
 
 double CostModel::pairBandwidth(int a, int b) const { return pairPath(a, b).gbps; }
-double CostModel::pairLatency(int a, int b) const { return pairPath(a, b).latency_us; }
 int CostModel::railOf(int rank) const { return rail_.at(rank); }
 
 void CostModel::checkRanks(const std::vector<int>& ranks) const {

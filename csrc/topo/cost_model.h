@@ -110,9 +110,8 @@ class CostModel {
   ~CostModel();
 
   int rankCount() const { return static_cast<int>(cluster_.ranks.size()); }
-  /// Bandwidth (GB/s per direction) and latency (us) of the path between two ranks.
+  /// Bandwidth (GB/s per direction) of the path between two ranks.
   double pairBandwidth(int a, int b) const;
-  double pairLatency(int a, int b) const;
   /// NIC index of a rank's rail (the first of its NICs on its host), 0 without NICs.
   int railOf(int rank) const;
   /// Every NIC a rank's cross-host traffic spreads over (cluster-wide indices): its nearest

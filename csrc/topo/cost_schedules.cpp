@@ -42,17 +42,21 @@ double CostModel::phaseTime(const Phase& phase) const {
 
 double CostModel::phaseLoadSeconds(const Phase& phase, double* alpha_us) const {
   // Load per resource; the phase lasts as long as its most loaded resource needs.
-  std::unordered_map<int64_t, double> path_load;  // by src x n + dst
+  // Per directed pair (src x n + dst): bytes carried, and the path's bandwidth.
+  std::unordered_map<int64_t, std::pair<double, double>> path_load;
   std::map<int, double> nic_tx, nic_rx, up_tx, up_rx;
   std::unordered_map<int, double> nv_tx, nv_rx, pci_tx, pci_rx;
   std::map<std::tuple<int, int, int>, double> smp_load;  // (host, from NUMA, to NUMA)
   double alpha = 0.0;
   for (const Transfer& t : phase.transfers) {
     if (t.bytes <= 0 || t.src == t.dst) continue;
-    alpha = std::max(alpha, pairLatency(t.src, t.dst));
+    const PairPath path = pairPath(t.src, t.dst);
+    alpha = std::max(alpha, path.latency_us);
     const RankPlacement& ps = cluster_.ranks[t.src];
     const RankPlacement& pd = cluster_.ranks[t.dst];
-    path_load[static_cast<int64_t>(t.src) * n_ + t.dst] += t.bytes;
+    auto& [carried, gbps] = path_load[static_cast<int64_t>(t.src) * n_ + t.dst];
+    carried += t.bytes;
+    gbps = path.gbps;
     if (nvlinkDomainPair(t.src, t.dst)) {
       nv_tx[t.src] += t.bytes;
       nv_rx[t.dst] += t.bytes;
@@ -78,10 +82,7 @@ double CostModel::phaseLoadSeconds(const Phase& phase, double* alpha_us) const {
     }
   }
   double worst = 0.0;
-  for (const auto& [key, bytes] : path_load) {
-    worst = std::max(worst, bytes / pairBandwidth(static_cast<int>(key / n_),
-                                                  static_cast<int>(key % n_)));
-  }
+  for (const auto& [key, load] : path_load) worst = std::max(worst, load.first / load.second);
   for (const auto* load : {&nic_tx, &nic_rx}) {
     for (const auto& [nic, bytes] : *load) worst = std::max(worst, bytes / nic_gbps_[nic]);
   }

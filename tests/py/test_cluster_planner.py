@@ -132,11 +132,10 @@ def test_device_mesh_plans_on_the_live_cluster_natively(monkeypatch):
 def _json_route(path, hosts: int, pins: dict) -> _C.PlannerCluster:
     """resolve_cluster's construction until 2026-12-07: the completed cluster's JSON with the
     pins written into it, read back."""
+    from torch_topo.plan import _drop_empty_nic_paths
+
     doc = {**json.loads(_C.planner_cluster_json(path=str(path), hosts=hosts)), **pins}
-    for host in doc["hosts"]:  # the writer's empty list for hosts without GPU-NIC paths
-        if host.get("gpu_nic_paths") == [] and host.get("gpus"):
-            del host["gpu_nic_paths"]
-    return _C.PlannerCluster(json.dumps(doc), 4 << 20, "auto", 0)
+    return _C.PlannerCluster(_drop_empty_nic_paths(json.dumps(doc)), 4 << 20, "auto", 0)
 
 
 @pytest.mark.parametrize("path", topology_files(16) + [CPU_ONLY], ids=lambda p: p.name)
