@@ -262,7 +262,8 @@ def pricing_rows(sizes: list[int]) -> list[dict]:
     """One rank's pricing of a group's flat/hierarchical sizes (what every rank of a GPU group
     runs at creation, after the exchange): the cost model built from the assembled cluster, as
     the backend does, beside the same model built through the cluster's JSON, the route until
-    2026-12-07. Both must give the same ranges."""
+    2026-12-07 (which also kept an n x n pair table, not in this column). Both must give the
+    same ranges."""
     import torch_topo
     from torch_topo import _C, hierarchy
     from torch_topo.config import TopoConfig
