@@ -18,8 +18,8 @@ import json
 from datetime import timedelta
 
 from torch_topo import _C
-from torch_topo.cluster import decided_by_root, get_many, wait_all
 from torch_topo.config import ENV_VARS, TopoConfig
+from torch_topo.store_rounds import decided_by_root, get_many, wait_all
 
 __all__ = ["SHARED_FIELDS", "agree_on_settings"]
 

@@ -25,18 +25,20 @@ from torch_topo import _C, size_ranges
 from torch_topo.cluster import (
     ASSUMED_INTER_HOST_GBPS,
     ASSUMED_INTER_HOST_LATENCY_US,
-    decided_by_root,
     exchange_cluster,
-    get_many,
     parse_play,
-    publish_failure,
-    raise_if_reported,
-    wait_all,
 )
 from torch_topo.config import TopoConfig
 from torch_topo.hierarchical_choice import predicted_choices, prefers_hierarchical
 from torch_topo.nccl_hints import nccl_version_code
 from torch_topo.size_ranges import SizeRanges
+from torch_topo.store_rounds import (
+    decided_by_root,
+    get_many,
+    publish_failure,
+    raise_if_reported,
+    wait_all,
+)
 
 __all__ = [
     "HIERARCHICAL_OPS",
@@ -334,7 +336,7 @@ def cluster_planner(cluster, chunk_bytes: int, model: str = "auto", nccl_version
     replaces the cluster's latency where given."""
     return _C.PlannerCluster.of_cluster(
         cluster.native, cluster.configured_inter_host_gbps,
-        inter_host_latency_us or cluster.inter_host_latency_us or ASSUMED_INTER_HOST_LATENCY_US,
+        inter_host_latency_us or cluster.planner_latency_us,
         chunk_bytes, model, nccl_version)
 
 
