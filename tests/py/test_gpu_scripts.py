@@ -50,7 +50,7 @@ REHEARSAL_OPS = os.path.join(ROOT, "benchmarks", "rehearsal_ops_gpu.py")
 
 @pytest.mark.timeout(240)
 def test_rehearsal_benchmark_tables_over_gloo(tmp_path):
-    # The GPU benchmark's launches and table with Gloo ranks: both modes measured per size.
+    # The GPU benchmark's launches and table with Gloo ranks: every mode measured per size.
     out = tmp_path / "rows.json"
     env = dict(os.environ, PYTHONPATH=ROOT)
     proc = subprocess.run([sys.executable, REHEARSAL, "--allow-cpu", "--worlds", "2", "--ops",
@@ -62,7 +62,7 @@ def test_rehearsal_benchmark_tables_over_gloo(tmp_path):
     assert [(r["world"], r["collective"], r["bytes"]) for r in rows] == [
         (2, "all_reduce", 4096), (2, "all_reduce", 16384)]
     for r in rows:
-        for mode in ("never", "always"):
+        for mode in ("never", "auto", "always"):
             assert r[f"topo_{mode}_us"] > 0
             assert r[f"ratio_{mode}"] == pytest.approx(r["inner_us"] / r[f"topo_{mode}_us"])
     assert "# all_reduce, world 2 (2 played hosts), one GPU: gloo vs topo" in proc.stdout
