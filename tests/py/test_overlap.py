@@ -8,6 +8,7 @@ that results equal the unchunked op's."""
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import traceback
 
@@ -378,6 +379,11 @@ def task_shapes_differ(gloo) -> list[str]:
                                       chunks=1),
         lambda: all_gather_matmul(torch.randn(2, K + 7 + rank), torch.randn(N, K + 7 + rank),
                                   chunks=1),
+        # Equal shapes, other chunk counts: blocks of other sizes aborted Gloo too.
+        lambda: matmul_reduce_scatter(torch.randn(world * 19, K), torch.randn(N, K),
+                                      chunks=1 + rank),
+        lambda: all_gather_matmul(torch.randn(6, K), torch.randn(N, K),
+                                  chunks=None if rank else 2, check_inputs=True),
     ]
     return _value_errors(cases)
 
@@ -426,6 +432,12 @@ def test_shapes_that_differ_across_ranks_fail_on_every_rank(pool):
         assert "every rank must hold the same dtype, rows and out_features" in messages[0]
         assert "all_gather_matmul: tensor shapes or dtypes differ across ranks" in messages[1]
         assert "in_features" in messages[1]
+        assert re.search(r"^matmul_reduce_scatter: settings differ across ranks: rank \d has "
+                         r"chunks=\d, rank \d has chunks=\d; every rank must give the same "
+                         r"chunks$", messages[2]), messages[2]
+        # 0: chunks=None, the op's own choice
+        assert messages[3].startswith("all_gather_matmul: settings differ across ranks: ")
+        assert "chunks=2" in messages[3] and "chunks=0" in messages[3], messages[3]
 
 
 def test_timing_records_every_chunk_in_order(pool):

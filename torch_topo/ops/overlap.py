@@ -29,7 +29,7 @@ import torch.distributed as dist
 
 from torch_topo import _C
 from torch_topo.config import parse_bool
-from torch_topo.ops.utils import check_same_shape, check_tensors
+from torch_topo.ops.utils import CheckInputs, check_same_shape, check_tensors
 from torch_topo.validation import is_int_in
 
 __all__ = [
@@ -323,11 +323,6 @@ def _run(op: str, x: torch.Tensor, weight: torch.Tensor, group, chunks: int | No
     """Runs the C++ all_gather_matmul (`gather_first`) or matmul_reduce_scatter, with the
     calibrated chunk count when `chunks` is None, recording its timing under the label `op`
     when a recorder is active."""
-    for name, value in (("chunks", chunks), ("max_inflight", max_inflight)):
-        # The C++ op checks the range; a float or an int past int64 reached it as a pybind11
-        # "incompatible function arguments" TypeError.
-        if value is not None and not is_int_in(value, 1, 2**63 - 1):
-            raise ValueError(f"{op}: {name}: got {value!r}, expected an int >= 1")
     if chunks is None:
         chunks = _choose_chunks(op, x, weight, group, max_inflight, gather_first, keep_gathered)
     recording = bool(_state.recorders)
@@ -416,19 +411,38 @@ def _flat_rows(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(x.shape[:-1].numel(), x.shape[-1])
 
 
+def _check_counts(name: str, chunks: object, max_inflight: object) -> None:
+    for arg, value in (("chunks", chunks), ("max_inflight", max_inflight)):
+        # The C++ op checks the range; a float or an int past int64 reached it as a pybind11
+        # "incompatible function arguments" TypeError.
+        if value is not None and not is_int_in(value, 1, 2**63 - 1):
+            raise ValueError(f"{name}: {arg}: got {value!r}, expected an int >= 1")
+
+
 def _agree(name: str, group, x: torch.Tensor, weight: torch.Tensor, exchanged: torch.Tensor,
-           rule: str, group_size: int | None) -> None:
-    """Every rank checks its shapes, and the ranks agree on `exchanged` (the block the
-    collective moves) and the weight's dtype, so that bad input on one rank raises on all
-    (check_same_shape) rather than leaving the others in the collective."""
+           rule: str, group_size: int | None, chunks: object, max_inflight: object,
+           check_inputs: CheckInputs) -> None:
+    """Every rank checks its shapes and counts, and the ranks agree on `exchanged` (the block
+    the collective moves), the weight's dtype and `chunks` (other counts of equal blocks aborted
+    Gloo), so that bad input on one rank raises on all (check_same_shape) rather than leaving
+    the others in the collective."""
     weight_dtype = torch.empty(0, dtype=weight.dtype, device=weight.device)
-    check_same_shape(name, group, {"exchanged": exchanged, "weight": weight_dtype}, rule=rule,
-                     validate=lambda: _check_shapes(name, x, weight, group_size))
+
+    def validate():
+        _check_counts(name, chunks, max_inflight)
+        _check_shapes(name, x, weight, group_size)
+
+    # 0: the op chooses (a calibration every rank decides alike); -1: refused by validate.
+    chunk_setting = 0 if chunks is None else chunks if is_int_in(chunks, 1, 2**63 - 1) else -1
+    check_same_shape(name, group, {"exchanged": exchanged, "weight": weight_dtype},
+                     check_inputs, rule=rule, validate=validate,
+                     settings={"chunks": chunk_setting})
 
 
 def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
                           group: dist.ProcessGroup | None = None, chunks: int | None = None,
-                          *, max_inflight: int = 2) -> torch.Tensor:
+                          *, max_inflight: int = 2, check_inputs: CheckInputs = "once"
+                          ) -> torch.Tensor:
     """Row-parallel linear with a sequence-parallel output:
     reduce_scatter over dim 0 of `x @ weight.T`, summed over `group`.
 
@@ -441,6 +455,9 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
             None calibrates once per shape and group (see the module docstring), and the
             backward pass, the other op on other shapes, calibrates its own.
         max_inflight: collectives in flight at once (bounds the chunk buffers alive).
+        check_inputs: verify with one small all_gather (and a host sync) that every rank's
+            exchanged block, weight dtype and chunks agree: "once" per group and shapes, True
+            on every call, False never (torch_topo.ops.utils.check_same_shape).
 
     Returns:
         [D0 / P, ..., N]: rank r's rows of the sum over ranks.
@@ -453,7 +470,7 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
     product = torch.empty((), dtype=x.dtype, device=x.device).expand(
         x.shape[:-1].numel() if x.dim() else 0, weight.shape[0] if weight.dim() else 0)
     _agree("matmul_reduce_scatter", group, x, weight, product,
-           "the same dtype, rows and out_features", size)
+           "the same dtype, rows and out_features", size, chunks, max_inflight, check_inputs)
     flat = _flat_rows(x)
     out = MatmulReduceScatterFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(x.shape[0] // size, *x.shape[1:-1], weight.shape[0])
@@ -461,14 +478,15 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
 
 def all_gather_matmul(x: torch.Tensor, weight: torch.Tensor,
                       group: dist.ProcessGroup | None = None, chunks: int | None = None, *,
-                      max_inflight: int = 2) -> torch.Tensor:
+                      max_inflight: int = 2, check_inputs: CheckInputs = "once"
+                      ) -> torch.Tensor:
     """Column-parallel linear on a sequence-parallel input: all_gather over dim 0 of `x`, then
     `@ weight.T`.
 
     Args:
         x: [D0_local, ..., K], this rank's rows.
         weight: [N_local, K], this rank's rows of the full weight (nn.Linear layout).
-        group, chunks, max_inflight: as `matmul_reduce_scatter`.
+        group, chunks, max_inflight, check_inputs: as `matmul_reduce_scatter`.
 
     Returns:
         [P * D0_local, ..., N_local], rows in rank order.
@@ -476,7 +494,7 @@ def all_gather_matmul(x: torch.Tensor, weight: torch.Tensor,
     check_tensors("all_gather_matmul", x=x, weight=weight)
     group = _resolve_group(group)
     _agree("all_gather_matmul", group, x, weight, x, "the same dtype, rows and in_features",
-           None)
+           None, chunks, max_inflight, check_inputs)
     flat = _flat_rows(x)
     out = AllGatherMatmulFunction.apply(flat, weight, group, chunks, max_inflight)
     return out.view(group.size() * x.shape[0], *x.shape[1:-1], weight.shape[0])

@@ -209,8 +209,10 @@ def ring_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=None
             raise ValueError(f"ring_attention: q has shape {tuple(q.shape)}: expected a local "
                              "sequence length and head_dim >= 1")
 
+    # Ranks masking or balancing differently exchange the same sizes and return wrong numbers.
     check_same_shape("ring_attention", group, {"q": q, "k": k, "v": v}, check_inputs,
-                     validate=validate)
+                     validate=validate,
+                     settings={"causal": int(causal), "zigzag": int(balance == "zigzag")})
     scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
     out, lse = RingAttentionFunction.apply(q, k, v, group, causal, scale, balance)
     return (out, lse) if return_lse else out

@@ -119,7 +119,9 @@ def ulysses_all_to_all(x: torch.Tensor, scatter_dim: int, gather_dim: int, group
                              f"cannot be split over a group of {world}, expected a multiple "
                              f"of {world}")
 
-    check_same_shape("ulysses_all_to_all", group, {"x": x}, check_inputs, validate=validate)
+    # Other dims on one rank exchange the same sizes and scramble the blocks.
+    check_same_shape("ulysses_all_to_all", group, {"x": x}, check_inputs, validate=validate,
+                     settings={"scatter_dim": s, "gather_dim": g})
     return UlyssesExchangeFunction.apply(group, s, g, (False,), x)[0]
 
 
@@ -181,7 +183,7 @@ def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=N
         check_floating("ulysses_attention", q)
 
     check_same_shape("ulysses_attention", group, {"q": q, "k": k, "v": v}, check_inputs,
-                     validate=validate)
+                     validate=validate, settings={"causal": int(causal)})
     replicate = (False, k.shape[2] < world, k.shape[2] < world)
     qg, kg, vg = UlyssesExchangeFunction.apply(group, 2, 1, replicate, q, k, v)
     out = (attn_fn or sdpa_attention)(qg, kg, vg, causal=causal, softmax_scale=softmax_scale)

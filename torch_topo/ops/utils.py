@@ -143,9 +143,11 @@ def check_floating(where: str, q: torch.Tensor) -> None:
 def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
                      check_inputs: CheckInputs = "once",
                      rule: str = "the same dtype, local sequence length and head counts",
-                     validate: Callable[[], None] | None = None) -> None:
+                     validate: Callable[[], None] | None = None,
+                     settings: dict[str, int] | None = None) -> None:
     """Raises ValueError on every rank when the ranks of `group` hold tensors of different
-    shapes or dtypes, or when `validate` (the op's own checks, raising ValueError) refuses the
+    shapes or dtypes, give different `settings` (the op's arguments that every rank must give
+    alike, as ints), or when `validate` (the op's own checks, raising ValueError) refuses the
     input of any rank.
 
     Equal-split exchanges with mismatched sizes (a dtype changes the bytes too) abort Gloo
@@ -160,14 +162,19 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
     default ("once") it runs the first time a group sees these shapes at this op and is skipped
     for shapes the group already agreed on. A mismatch is caught when every rank holds shapes
     new to the group; a rank that alone changes to a shape the group agreed on earlier, or to
-    a new one while the others repeat an old one, is not (True checks every call)."""
+    a new one while the others repeat an old one, is not (True checks every call). Nor is a
+    rank whose input `validate` alone refuses in agreed shapes (for what it reads beyond the
+    records: devices, an overlap op's in_features): it raises by itself, and the others go on
+    into the op's collective, which fails or waits out the timeout once that rank has stopped,
+    and pairs with its next call if it goes on."""
     refused = None
     if validate is not None:
         try:
             validate()
         except ValueError as e:
             refused = e
-    agreed, key = _compare(where, group, tensors, check_inputs, rule, refused is not None)
+    agreed, key = _compare(where, group, tensors, check_inputs, rule, refused is not None,
+                           settings or {})
     if refused is not None:
         raise refused
     if key is not None:
@@ -177,7 +184,8 @@ def check_same_shape(where: str, group, tensors: dict[str, torch.Tensor],
 
 
 def _compare(where: str, group, tensors: dict[str, torch.Tensor], check_inputs: CheckInputs,
-             rule: str, refused: bool) -> tuple[OrderedDict | None, tuple | None]:
+             rule: str, refused: bool, settings: dict[str, int]
+             ) -> tuple[OrderedDict | None, tuple | None]:
     """check_same_shape's comparison: (the group's agreed shapes, the key to add there once
     every rank accepted its input), the key None when nothing was compared. Raises when the
     records differ or another rank's input was refused."""
@@ -192,6 +200,7 @@ def _compare(where: str, group, tensors: dict[str, torch.Tensor], check_inputs: 
     records = []
     for t in tensors.values():
         records += [zlib.crc32(str(t.dtype).encode()), t.dim(), *t.shape]
+    records += settings.values()
     if len(records) >= _META_LEN:  # the last slot is the refused flag
         raise ValueError(f"{where}: too many dims to check ({len(records)}, max "
                          f"{_META_LEN - 1})")
@@ -207,12 +216,19 @@ def _compare(where: str, group, tensors: dict[str, torch.Tensor], check_inputs: 
     gathered = [torch.empty_like(meta) for _ in range(world)]
     dist.all_gather(gathered, meta, group=group)
     rows = [g.tolist() for g in gathered]
+    split = len(records) - len(settings)
     for other, row in enumerate(rows):
-        if row[:-1] != rows[rank][:-1]:
+        if row[:split] != rows[rank][:split]:
             raise ValueError(
                 f"{where}: tensor shapes or dtypes differ across ranks: rank {rank} has "
-                f"{_describe(tensors, rows[rank])}, rank {other} has {_describe(tensors, row)}; "
-                f"every rank must hold {rule}")
+                f"{_describe(tensors, settings, rows[rank])}, rank {other} has "
+                f"{_describe(tensors, settings, row)}; every rank must hold {rule}")
+        if row[split:-1] != rows[rank][split:-1]:
+            raise ValueError(
+                f"{where}: settings differ across ranks: rank {rank} has "
+                f"{_describe({}, settings, rows[rank][split:])}, rank {other} has "
+                f"{_describe({}, settings, row[split:])}; every rank must give the same "
+                f"{', '.join(settings)}")
     others = [r for r, row in enumerate(rows) if row[-1] == 1 and r != rank]
     if others and not refused:
         raise ValueError(f"{where}: the input of rank(s) {others} of the group was refused "
@@ -221,12 +237,13 @@ def _compare(where: str, group, tensors: dict[str, torch.Tensor], check_inputs: 
     return agreed, key
 
 
-def _describe(tensors, row) -> str:
+def _describe(tensors, settings, row) -> str:
     parts, i = [], 0
     for name in tensors:
         dtype, ndim = _DTYPE_NAMES.get(row[i], "unknown dtype"), row[i + 1]
         parts.append(f"{name} {dtype} {row[i + 2:i + 2 + ndim]}")
         i += 2 + ndim
+    parts += [f"{name}={value}" for name, value in zip(settings, row[i:], strict=False)]
     return ", ".join(parts)
 
 

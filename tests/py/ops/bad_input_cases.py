@@ -62,6 +62,15 @@ _BAD = {
     "ulysses_seq_differs": _seq_differs("ulysses_attention"),
     "ring_seq_differs": _seq_differs("ring_attention"),
     "ulysses_dtype_differs": _dtype_differs("ulysses_attention"),
+    # Settings that differ across ranks exchange the same sizes: the numbers came back wrong.
+    "ring_causal_differs": lambda r, w: torch_topo.ring_attention(
+        *qkv(s=4), causal=r == w - 1),
+    "ring_balance_differs": lambda r, w: torch_topo.ring_attention(
+        *qkv(s=4), balance="zigzag" if r == w - 1 else "none"),
+    "ulysses_causal_differs": lambda r, w: torch_topo.ulysses_attention(
+        *qkv(h=w, hk=w), causal=r == w - 1),
+    "a2a_dims_differ": lambda r, w: torch_topo.ulysses_all_to_all(
+        torch.zeros(w, w, 2), 1 if r == w - 1 else 0, 2),
     "ring_dtype_differs": _dtype_differs("ring_attention"),
     # Integer tensors reached the kernels only after the first exchange (the ring's transfers
     # were left posted); an empty sequence killed the ring's CPU flash kernel with SIGFPE.

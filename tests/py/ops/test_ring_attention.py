@@ -82,6 +82,10 @@ def test_zigzag_positions_shard_unshard(world):
     ("ring_dtype_differs", r"ring_attention: tensor shapes or dtypes differ across ranks: "
                            r"rank \d has q float(32|64) "),
     ("ring_balance", r"balance='diagonal', expected one of"),
+    ("ring_causal_differs", r"^ring_attention: settings differ across ranks: rank \d has "
+                            r"causal=[01], zigzag=0, rank \d has causal=[01], zigzag=0; every "
+                            r"rank must give the same causal, zigzag$"),
+    ("ring_balance_differs", r"^ring_attention: settings differ across ranks: .*zigzag=1"),
     ("ring_kv_length", r"ring_attention: k has local sequence length 6, expected 4 like q"),
     ("ring_zigzag_odd", r"needs an even local length"),
     ("ring_int_dtype", r"ring_attention: q, k and v have dtype torch.int64, expected a "

@@ -93,6 +93,11 @@ def test_all_to_all_exchange_and_gradient(world, scatter_dim, gather_dim, shape)
      r"shapes or dtypes differ across ranks: rank \d has q float32 \[1, \d, "),
     ("ulysses_dtype_differs", r"shapes or dtypes differ across ranks: rank \d has q float(32|64) "
                               r"\[1, 4, .*rank \d has q float(32|64) \[1, 4, "),
+    ("ulysses_causal_differs", r"^ulysses_attention: settings differ across ranks: rank \d "
+                               r"has causal=[01], rank \d has causal=[01]; every rank must give "
+                               r"the same causal$"),
+    ("a2a_dims_differ", r"^ulysses_all_to_all: settings differ across ranks: .*scatter_dim=1, "
+                        r"gather_dim=2"),
     ("a2a_not_divisible", r"ulysses_all_to_all: x: size \d of scatter_dim 0 cannot be split "
                           r"over a group of \d, expected a multiple of \d"),
     ("ulysses_int_dtype", r"ulysses_attention: q, k and v have dtype torch.int64, expected a "
