@@ -15,7 +15,6 @@ NCCL hints the creator gives its own (`torch_topo.split`).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 from datetime import timedelta
@@ -25,7 +24,7 @@ import torch.distributed as dist
 
 from torch_topo import _C
 from torch_topo.config import TopoConfig
-from torch_topo.group_settings import agree_on_settings
+from torch_topo.group_settings import agree_on_settings, refuse_settings
 from torch_topo.hierarchy import attach_hierarchy
 from torch_topo.nccl_hints import connect_with_hints
 from torch_topo.numa import bind_at_init
@@ -135,17 +134,26 @@ def build_inner_backends(store, rank: int, size: int, timeout: timedelta, group_
     return inner
 
 
-def _create_backend(dist_opts, pg_options):
+def _own_config(pg_options, dist_opts) -> TopoConfig:
     config = resolve_config(pg_options)
     timeout = config.timeout if config.timeout is not None else dist_opts.timeout
     # The cluster exchange and the levels wait as long as the group's collectives would.
     try:
-        config = dataclasses.replace(config, timeout_s=timeout.total_seconds())
+        return config.with_fields(timeout_s=timeout.total_seconds())
     except ValueError as exc:  # only init_process_group's / new_group's timeout can get here
         raise ValueError(f"topo backend: the process group's timeout: {exc} (set by "
                          "init_process_group or new_group(timeout=...))") from None
+
+
+def _create_backend(dist_opts, pg_options):
     store = dist_opts.store
     rank, size = dist_opts.group_rank, dist_opts.group_size
+    try:
+        config = _own_config(pg_options, dist_opts)
+    except ValueError as exc:
+        refuse_settings(store, rank, exc)
+        raise
+    timeout = config.timeout
     group_name = str(getattr(dist_opts, "group_id", ""))
     ranks = list(dist_opts.global_ranks_in_group) or list(range(size))
     if not dist.is_initialized():  # the world group: bind before inner backends start threads

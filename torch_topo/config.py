@@ -106,7 +106,7 @@ def _rebuild(cls, given: dict) -> _RecordsGivenFields:
 class TopoConfig(_RecordsGivenFields):
     """Options of the "topo" backend. Every field has an environment variable (`ENV_VARS`);
     the fields given to the constructor win over it (`explicit_fields`). Frozen, so that no
-    field escapes the constructor's checks: derive a changed one with `dataclasses.replace`."""
+    field escapes the constructor's checks: derive a changed one with `with_fields`."""
 
     timeout_s: float | None = None
     """Per-collective timeout in seconds; None keeps the process group's timeout."""
@@ -210,6 +210,12 @@ class TopoConfig(_RecordsGivenFields):
     def explicit_fields(self) -> frozenset[str]:
         """The fields given to the constructor (`dataclasses.replace` gives all of them)."""
         return self._given
+
+    def with_fields(self, **changes) -> TopoConfig:
+        """This config with `changes` given too; the fields it was not given stay so (unlike
+        `dataclasses.replace`, which gives every field, so that `topology_file=None` came to
+        mean "no pinned file" and hid NCCL_TOPO_FILE from the backend's probe)."""
+        return type(self)(**{**{name: getattr(self, name) for name in self._given}, **changes})
 
     @property
     def timeout(self) -> timedelta | None:

@@ -19,9 +19,15 @@ from datetime import timedelta
 
 from torch_topo import _C
 from torch_topo.config import ENV_VARS, TopoConfig
-from torch_topo.store_rounds import decided_by_root, get_many, wait_all
+from torch_topo.store_rounds import (
+    decided_by_root,
+    get_many,
+    publish_failure,
+    raise_if_reported,
+    wait_all,
+)
 
-__all__ = ["SHARED_FIELDS", "agree_on_settings"]
+__all__ = ["SHARED_FIELDS", "agree_on_settings", "refuse_settings"]
 
 SHARED_FIELDS = ("use_topo_aware_collectives", "hierarchical", "pipeline_chunk_bytes",
                  "inter_host_gbps", "inter_host_latency_us", "nccl_hints")
@@ -83,7 +89,7 @@ def agree_on_settings(store, group_rank: int, group_size: int, config: TopoConfi
         wait_all(store, keys, timeout, 0, "settings")
         ours = _defaults_digest()
         for r, raw in enumerate(get_many(store, keys)):
-            digest, theirs = _decode(raw)
+            digest, theirs = _decode(raise_if_reported(raw, f"raised on group rank {r}"))
             if digest != ours:
                 raise _C.TopoMismatchError(
                     f"topo backend: group rank {r} runs a torch-topo whose default settings "
@@ -94,3 +100,11 @@ def agree_on_settings(store, group_rank: int, group_size: int, config: TopoConfi
         return b"same"
 
     decided_by_root(store, _VERDICT_KEY, group_rank, timeout, "the settings check", compare)
+
+
+def refuse_settings(store, group_rank: int, exc: Exception) -> None:
+    """Publishes the error of a rank that could not read its own settings (a bad TORCH_TOPO_*
+    value in its node's environment) in their place, so that every rank raises it at once:
+    the others waited out the group's timeout (30 minutes by default) for its settings, then
+    blamed a crashed rank."""
+    publish_failure(store, group_rank, f"{_KEY_PREFIX}{group_rank}", _VERDICT_KEY, exc)

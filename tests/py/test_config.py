@@ -77,6 +77,12 @@ def test_explicit_fields_are_the_given_ones():
         "debug", "play"}
     assert dataclasses.replace(cfg, debug=True).explicit_fields == {f.name for f in
                                                                      dataclasses.fields(cfg)}
+    # with_fields adds to the given ones only (the backend's timeout must not pin the rest).
+    changed = cfg.with_fields(debug=True, timeout_s=5.0)
+    assert changed.explicit_fields == {"debug", "hierarchical", "timeout_s"}
+    assert (changed.debug, changed.hierarchical, changed.timeout_s) == (True, "auto", 5.0)
+    with pytest.raises(ValueError, match="timeout_s"):
+        cfg.with_fields(timeout_s=-1.0)
     assert {f.name for f in dataclasses.fields(TopoConfig)} == set(ENV_VARS)
 
 

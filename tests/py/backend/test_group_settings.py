@@ -106,3 +106,30 @@ def test_a_release_with_other_defaults_is_told_apart(tmp_path, monkeypatch):
             "topo backend: group rank 2 runs a torch-topo whose default settings differ from "
             "group rank 0's (digest "), result
         assert "expected the same torch-topo on every rank of a group" in result["error"]
+
+
+@pytest.mark.timeout(120)
+def test_a_bad_setting_on_one_rank_fails_every_rank_at_once(tmp_path, monkeypatch):
+    # The bad rank raised before publishing its settings; the others waited out the group's
+    # timeout for them and raised a TimeoutError blaming a crashed rank.
+    monkeypatch.delenv("TORCH_TOPO_HIERARCHICAL", raising=False)
+    env = [{}, {}, {"TORCH_TOPO_HIERARCHICAL": "sometimes"}]
+    results = _run(tmp_path, env)
+    for rank, result in enumerate(results):
+        assert result["type"] == "ValueError", result
+        assert "TORCH_TOPO_HIERARCHICAL" in result["error"] and "'sometimes'" in result["error"]
+        assert ("(raised on group rank 2" in result["error"]) == (rank != 2), result
+
+
+@pytest.mark.timeout(120)
+def test_nccl_topo_file_pins_the_backend_topology(tmp_path, monkeypatch):
+    # NCCL's own variable pins the topology as TORCH_TOPO_FILE does: the backend rebuilt its
+    # config with every field given, topology_file=None among them ("no pinned file"), so it
+    # probed the live host and took a play of GPU 9 on an 8-GPU file without a word.
+    dgx1 = Path(__file__).resolve().parents[2] / "data" / "nvidia_smi_topo" / \
+        "dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt"
+    monkeypatch.delenv("TORCH_TOPO_FILE", raising=False)
+    env = [{"NCCL_TOPO_FILE": str(dgx1), "TORCH_TOPO_PLAY": "a:0,a:1,b:9"}] * WORLD
+    for result in _run(tmp_path, env):
+        assert result["type"] == "ValueError", result
+        assert "GPU 9 on 'b'" in result["error"] and "has 8 GPUs, expected 0..7" in result["error"]
