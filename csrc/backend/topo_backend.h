@@ -212,8 +212,10 @@ class TopoBackend : public c10d::Backend {
   // ---- schedules (used by the schedules helper and Python) ----
   /// Stores the hierarchical levels of one device type.
   void setLevels(c10::DeviceType type, Levels levels);
+  /// The c10d op names with a hierarchical schedule: the keys setHierarchicalThresholds takes.
+  static const std::vector<std::string>& hierarchicalOps();
   /// Per-op minimum payload (bytes) from which the hierarchical schedule is used; an op that
-  /// is absent always runs flat.
+  /// is absent always runs flat, a name not in hierarchicalOps() is an ArgumentError.
   void setHierarchicalThresholds(c10::DeviceType type,
                                  std::map<std::string, std::vector<topo::SizeRange>> sizes);
   /// Largest all-reduce (bytes) a two-rank group across hosts runs as one exchange.

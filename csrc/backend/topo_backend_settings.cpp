@@ -4,6 +4,7 @@
 // hosts are known, and the flat/hierarchical decisions they led to.
 #include "backend/topo_backend.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include <c10/util/Exception.h>
+#include <c10/util/StringUtil.h>
 
 #include "backend/argument_error.h"
 
@@ -30,8 +32,25 @@ void TopoBackend::setLevels(c10::DeviceType type, Levels levels) {
   route.levels = std::move(levels);
 }
 
+const std::vector<std::string>& TopoBackend::hierarchicalOps() {
+  // The ops whose collective() call passes a schedule (topo_backend_collectives.cpp,
+  // topo_backend_gather.cpp, topo_backend_reduce.cpp).
+  static const std::vector<std::string> ops{
+      "allreduce", "allgather", "_allgather_base", "reduce_scatter", "_reduce_scatter_base",
+      "broadcast", "reduce"};
+  return ops;
+}
+
 void TopoBackend::setHierarchicalThresholds(c10::DeviceType type,
                                             std::map<std::string, std::vector<topo::SizeRange>> sizes) {
+  const auto& known = hierarchicalOps();
+  for (const auto& entry : sizes) {
+    // A misspelt or nccl-tests-style name ("all_reduce") was kept and never looked up: the op
+    // stayed flat without a word.
+    TOPO_CHECK_ARGUMENT(std::find(known.begin(), known.end(), entry.first) != known.end(),
+                        "set_hierarchical_thresholds: op '", entry.first,
+                        "' has no hierarchical schedule; expected one of ", c10::Join(", ", known));
+  }
   DeviceRoute& route = routeToConfigure(type, "set_hierarchical_thresholds");
   std::lock_guard<std::mutex> lock(decisionsMutex_);
   route.hierarchicalSizes = std::move(sizes);

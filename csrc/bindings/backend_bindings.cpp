@@ -85,6 +85,7 @@ void defBackend(py::module_& m) {
 Routes each op on the tensors' device type to a flat inner backend (Gloo for CPU, NCCL for
 CUDA) and composes what the inner backend lacks (AVG, PREMUL_SUM on Gloo). Built by the
 creator registered by ``import torch_topo``; see docs/backend.md.)");
+  cls.attr("HIERARCHICAL_OPS") = py::tuple(py::cast(TopoBackend::hierarchicalOps()));
 
   py::class_<TopoBackend::Options, c10d::Backend::Options, c10::intrusive_ptr<TopoBackend::Options>>(
       cls, "Options", "Options of TopoBackend: the base c10d options (timeout, group name).")
@@ -111,8 +112,8 @@ creator registered by ``import torch_topo``; see docs/backend.md.)");
             return GilReleasingHolder<TopoBackend>(c10::make_intrusive<TopoBackend>(
                 store, rank, size, std::move(options), std::move(table), std::move(factories)));
           }),
-          py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("options"),
-          py::arg("inner"), py::arg("lazy") = std::map<std::string, TopoBackend::InnerFactory>{},
+          py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("options"), py::arg("inner"),
+          py::arg("lazy") = std::map<std::string, TopoBackend::InnerFactory>{},
           R"(Args:
     store (torch.distributed.Store): the creator's prefixed store.
     rank (int): this rank in the group.
@@ -159,9 +160,11 @@ Args:
 
 Args:
     device_type (str): "cpu" or "cuda".
-    sizes (dict[str, list[tuple[int, int | None]]]): op name (e.g. "allreduce") to the payload
-        ranges in bytes, each (from, below) with below None for no upper end, e.g.
-        {"allreduce": [(0, None)]} for every size; an op that is absent always runs flat.)")
+    sizes (dict[str, list[tuple[int, int | None]]]): c10d op name (one of
+        TopoBackend.HIERARCHICAL_OPS, e.g. "allreduce") to the payload ranges in bytes (input
+        bytes: one rank's share for the all-gathers), each (from, below) with below None for
+        no upper end, e.g. {"allreduce": [(0, None)]} for every size; an op that is absent
+        always runs flat; another name is a ValueError.)")
       .def(
           "set_one_step_all_reduce_max_bytes",
           [](TopoBackend& self, const std::string& deviceType, int64_t maxBytes) {

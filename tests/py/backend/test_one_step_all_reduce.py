@@ -98,3 +98,13 @@ def test_setters_name_themselves_for_a_device_without_an_inner_backend(tmp_path)
         with pytest.raises(ValueError, match=rf"allreduce: range \({bad[0]}, {bad[1]}\) is empty "
                                              "or negative"):
             backend.set_hierarchical_thresholds("cpu", {"allreduce": [(0, 2), bad]})
+    # An op name without a schedule (nccl-tests' spelling, a typo) was kept and never looked up.
+    for name in ("all_reduce", "alreduce", "allreduce_coalesced"):
+        with pytest.raises(ValueError, match=rf"^set_hierarchical_thresholds: op '{name}' has no "
+                                             r"hierarchical schedule; expected one of allreduce, "):
+            backend.set_hierarchical_thresholds("cpu", {name: [(0, None)]})
+    # The names the Python side sets are the ones the backend takes.
+    from torch_topo.hierarchy import _BACKEND_OPS
+
+    assert sorted(n for names in _BACKEND_OPS.values() for n in names) == sorted(
+        _C.TopoBackend.HIERARCHICAL_OPS)
