@@ -177,10 +177,20 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::gather_single(at::Tensor& output, at
   checkRank("gather_single", "root rank", opts.rootRank);
   std::vector<at::Tensor> inputs{input};
   std::vector<at::Tensor> outputs;
-  std::vector<std::vector<at::Tensor>> lists;
   if (rank_ == opts.rootRank) {
     checkBlocks("gather_single", "output", output, input);
-    if (!output.is_contiguous()) {
+    outputs.push_back(output);
+  }
+  std::vector<at::Tensor> routed(inputs);
+  routed.insert(routed.end(), outputs.begin(), outputs.end());
+  auto& route = routeFor("gather_single", routed);
+  // A strided root output gathers into a contiguous copy, as scatter's outputs do: refused on
+  // the root alone, it left the other ranks' sends waiting out the group's timeout.
+  std::vector<at::Tensor> dense = outputs;
+  Epilogue copyBack = stageContiguous(route, dense);
+  std::vector<std::vector<at::Tensor>> lists;
+  if (!dense.empty()) {
+    if (!dense[0].is_contiguous()) {  // a stream route stages nothing
       TOPO_ARGUMENT_ERROR(
           "TopoBackend::gather_single: output is not contiguous, "
           "expected one contiguous buffer of group size x input elements");
@@ -189,15 +199,12 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::gather_single(at::Tensor& output, at
     const int64_t n = input.numel();
     lists.emplace_back();
     for (int r = 0; r < size_; ++r) {
-      lists.back().push_back(output.view({-1}).narrow(0, r * n, n).view(input.sizes()));
+      lists.back().push_back(dense[0].view({-1}).narrow(0, r * n, n).view(input.sizes()));
     }
-    outputs.push_back(output);
   }
-  std::vector<at::Tensor> routed(inputs);
-  routed.insert(routed.end(), outputs.begin(), outputs.end());
-  auto& route = routeFor("gather_single", routed);
   return launch(route, c10d::OpType::GATHER, "gather_single", outputs, inputs,
-                [&] { return Issued{route.inner->gather(lists, inputs, opts), {}}; });
+                [&] { return Issued{route.inner->gather(lists, inputs, opts), {}}; },
+                std::move(copyBack));
 }
 #endif
 
