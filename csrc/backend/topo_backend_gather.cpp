@@ -202,9 +202,9 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::gather_single(at::Tensor& output, at
       lists.back().push_back(dense[0].view({-1}).narrow(0, r * n, n).view(input.sizes()));
     }
   }
-  return launch(route, c10d::OpType::GATHER, "gather_single", outputs, inputs,
-                [&] { return Issued{route.inner->gather(lists, inputs, opts), {}}; },
-                std::move(copyBack));
+  return launch(
+      route, c10d::OpType::GATHER, "gather_single", outputs, inputs,
+      [&] { return Issued{route.inner->gather(lists, inputs, opts), {}}; }, std::move(copyBack));
 }
 #endif
 
