@@ -173,15 +173,28 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
                    "JSON (\"schema\": \"torch-topo/1\")");
 }
 
-HostTopology loadTopologyFile(const std::string& path) {
-  return loadTopologyText(readFile(path), path);
+namespace {
+
+// An empty format marks a live probe (doctor checks a file's hosts, not the probe's), so a
+// hand-written JSON that records no source or format is named after its file.
+HostTopology fileHost(const std::string& text, const std::string& path) {
+  HostTopology h = loadTopologyText(text, path);
+  if (h.format.empty()) {
+    h.format = toString(TopologyFormat::TopoJson);
+    if (h.source.empty()) h.source = path;
+  }
+  return h;
 }
+
+}  // namespace
+
+HostTopology loadTopologyFile(const std::string& path) { return fileHost(readFile(path), path); }
 
 ClusterTopology loadClusterFile(const std::string& path) {
   std::string text = readFile(path);
   if (topologyJsonKind(text) == "cluster") return clusterFromJson(text, path);
   ClusterTopology cluster;
-  cluster.hosts.push_back(loadTopologyText(text, path));
+  cluster.hosts.push_back(fileHost(text, path));
   return cluster;
 }
 

@@ -356,3 +356,24 @@ def test_hwloc_pcie_rates_survive_nccl_xml():
     assert [back.path(0, j) for j in range(3)] == [sl390.path(0, j) for j in range(3)]
     assert back.bandwidth(0, 1) == pytest.approx(3.0, rel=1e-9)
     assert sl390.bandwidth(0, 1) == pytest.approx(3.0, rel=1e-9)
+
+
+def test_a_json_without_source_or_format_is_named_after_its_file(tmp_path):
+    # Hand-written JSON may leave both out; loaded from a file it came back with the live
+    # probe's marks (no source, no format), so doctor took it for the probe and checked nothing.
+    import json
+
+    from torch_topo.doctor import diagnose
+
+    doc = json.loads(load_topology(os.path.join(
+        DATA, "nvidia_smi_topo", "dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt")).to_json())
+    del doc["source"], doc["format"]
+    path = tmp_path / "hand.json"
+    path.write_text(json.dumps(doc))
+    topo = load_topology(str(path))
+    assert (topo.source, topo.format) == (str(path), "torch-topo-json")
+    by_object = [(f.code, f.severity) for f in diagnose(topo)]
+    assert by_object == [(f.code, f.severity) for f in diagnose(str(path))]
+    assert by_object  # the file's findings (an EDR NIC of assumed speed among them)
+    # Text is no file: Topology.from_json keeps what it records.
+    assert Topology.from_json(json.dumps(doc)).format == ""
