@@ -4,7 +4,9 @@ stderr that names the problem (no usage block, no traceback, nothing on stdout).
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
 import json
 import os
 import re
@@ -34,6 +36,13 @@ def env(monkeypatch, tmp_path):
     report = tmp_path / "shown.json"
     report.write_text(json.dumps({"schema": "torch-topo-show/1", "gpu_count": 0}))
     (tmp_path / "cluster.json").write_text(_C.planner_cluster_json(path=str(DGX1), hosts=2))
+    # The verbs' own --json summaries, as a user would save them by mistake.
+    for name, argv in (("probed", ["probe", "--json"]),
+                       ("converted", ["convert", str(DGX1), "--to", "json", "--json"])):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(argv) == 0
+        (tmp_path / f"{name}.json").write_text(out.getvalue())
     return monkeypatch, tmp_path
 
 
@@ -54,6 +63,10 @@ CASES = [
     # An endless device stops at the size limit (was: MemoryError after exhausting memory).
     (["show", "/dev/zero"], {}, "bytes, expected at most"),
     (["show", "{tmp}/shown.json"], {}, "this is the report of `python -m torch_topo show --json`"),
+    # The probe's and convert's summaries had no schema: "field schema: got '', expected".
+    (["show", "{tmp}/probed.json"], {}, "this is the report of `python -m torch_topo probe --json`"),
+    (["plan", "{tmp}/converted.json", "--mesh", "tp=2"], {},
+     "this is the report of `python -m torch_topo convert --json`"),
     (["show"], {"TORCH_TOPO_FILE": "{tmp}/shown.json"}, "not a topology"),
     # A cluster file names the verbs that read one (plan and doctor do: below).
     (["show", "{tmp}/cluster.json"], {}, "plan, doctor and torch_topo.plan read cluster files"),

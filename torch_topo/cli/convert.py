@@ -23,7 +23,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--to", required=True, choices=TARGETS, help="output format")
     p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
     p.add_argument("--json", action="store_true",
-                   help="print a JSON summary (input, from, to, output, gpu_count, warnings; "
+                   help="print a JSON summary (schema, input, from, to, output, gpu_count, "
+                        "warnings; "
                         "the converted text as `content` when no -o is given)")
     p.set_defaults(run=run)
 
@@ -37,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_output(args.output, text)
     if args.json:
-        summary = {"input": args.file, "from": topo.format or None, "to": args.to,
-                   "output": args.output, "gpu_count": topo.gpu_count, "warnings": topo.warnings}
+        summary = {"schema": "torch-topo-convert/1", "input": args.file,
+                   "from": topo.format or None, "to": args.to, "output": args.output,
+                   "gpu_count": topo.gpu_count, "warnings": topo.warnings}
         if not args.output:
             summary["content"] = text
         print(json.dumps(summary, indent=2))

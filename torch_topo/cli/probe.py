@@ -23,7 +23,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the torch-topo JSON here instead of stdout")
     p.add_argument("--json", action="store_true",
-                   help="print a JSON summary (source, output, gpu_count, nic_count, warnings; the "
+                   help="print a JSON summary (schema, source, output, gpu_count, nic_count, "
+                        "warnings; the "
                         "topology as `content` when no -o is given)")
     p.set_defaults(run=run)
 
@@ -38,8 +39,10 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_output(args.output, text)
     if args.json:
-        summary = {"source": topo.source, "output": args.output, "gpu_count": topo.gpu_count,
-                   "nic_count": len(topo.nics), "warnings": topo.warnings}
+        # The schema lets a loader name this report if it is given as a topology.
+        summary = {"schema": "torch-topo-probe/1", "source": topo.source, "output": args.output,
+                   "gpu_count": topo.gpu_count, "nic_count": len(topo.nics),
+                   "warnings": topo.warnings}
         if not args.output:
             summary["content"] = json.loads(text)
         print(json.dumps(summary, indent=2))
