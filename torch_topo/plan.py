@@ -180,6 +180,9 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
     check_hosts(hosts)
     if not is_int_in(chunk_bytes, 1):  # 1.5 was pybind11's "incompatible constructor arguments"
         raise ValueError(f"chunk_bytes: got {chunk_bytes!r}, expected an int >= 1")
+    if not is_int_in(nccl_version, 0, 999999):  # "2.26.2" and None were pybind11's too
+        raise ValueError(f"resolve_cluster: nccl_version: got {nccl_version!r}, expected 0 (the "
+                         "newest the model knows) or a version code such as 22602 (2.26.2)")
     # Refuses non-finite, non-positive and out-of-range values, as the backend's config does.
     pinned = TopoConfig(inter_host_gbps=inter_host_gbps,
                         inter_host_latency_us=inter_host_latency_us)

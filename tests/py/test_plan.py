@@ -5,6 +5,7 @@ DGX-1 hybrid cube-mesh, relabelled GPUs, multi-host rails and cost, and bad mesh
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from planner_support import (
@@ -19,7 +20,7 @@ from planner_support import (
 import torch_topo
 from torch_topo import _C
 from torch_topo.doctor import diagnose
-from torch_topo.plan import Plan, parse_mesh
+from torch_topo.plan import Plan, parse_mesh, resolve_cluster
 
 FILES = topology_files()
 
@@ -268,6 +269,11 @@ def test_plan_arguments_of_the_wrong_type():
     # "hosts: got 1.0" and "8" was a TypeError of `<`.
     with pytest.raises(ValueError, match=r"^chunk_bytes: got 1.5, expected an int >= 1"):
         Plan.build(DGX1, {"dp": 8}, chunk_bytes=1.5)
+    # The CLI's spelling, None and a float reached pybind11 ("incompatible function arguments").
+    for bad in ("2.26.2", None, 2.5, -1, True):
+        with pytest.raises(ValueError, match=rf"^resolve_cluster: nccl_version: got "
+                                             rf"{re.escape(repr(bad))}, expected 0 \(the newest"):
+            resolve_cluster(DGX1, nccl_version=bad)
     config = torch_topo.TopoConfig(topology_file=str(DGX1))
     for bad in (8.0, "8", True):
         with pytest.raises(ValueError, match=rf"^world_size: got {bad!r}, expected a multiple of "
