@@ -200,7 +200,13 @@ def test_show_and_plan_say_where_nvlink_came_from(env, capsys):
     text = capsys.readouterr().out
     assert "NVLink: inferred (" + NO_NVLINK_WARNING in text and "tp: " in text
     assert main(["plan", str(NEBIUS), "--mesh", "dp=2,tp=4", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["nvlink"].startswith("NVLink: none")
+    planned = json.loads(capsys.readouterr().out)
+    assert planned["nvlink"].startswith("NVLink: none")
+    # The bare origin, as show's (plan's JSON had only the line).
+    assert planned["nvlink_origin"] == "none"
+    assert main(["plan", str(NEBIUS), "--nvlink", "complete", "--mesh", "dp=2,tp=4",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["nvlink_origin"] == "inferred"
 
 
 @pytest.mark.parametrize("path, likely", [(NEBIUS, "probably"), (NDV4, "possibly"),

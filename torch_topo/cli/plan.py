@@ -240,6 +240,8 @@ def run(args) -> int:
                 "ratio": naive.cost() / planned.cost() if planned.cost() > 0 else 1.0,
             }
         out["nvlink"] = nvlink_note
+        # The bare origin, as show --json gives it (None for a cluster).
+        out["nvlink_origin"] = topo.nvlink_origin if topo is not None else None
         out["reader_warnings"] = warnings
         print(json.dumps(out, indent=2))
         return 0
