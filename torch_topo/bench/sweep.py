@@ -29,6 +29,9 @@ __all__ = ["COLLECTIVES", "DTYPES", "SweepConfig", "alternating", "parse_bytes",
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 DTYPES = ("float32", "float64", "bfloat16", "float16")
 _REDUCING = ("all_reduce", "reduce_scatter")
+# nccl-tests prints these ops' count per rank (its paramcount: one rank's send or receive),
+# the others' whole buffer.
+_COUNTED_PER_RANK = ("all_gather", "reduce_scatter", "all_to_all")
 # torch 2.14 renames the flat forms (the old names warn); older releases have only the old ones.
 _ALL_GATHER = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)
 _REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)
@@ -189,7 +192,8 @@ def sweep_collectives(config: SweepConfig, *, topo, inner, ctl, inner_name: str,
             t_topo, t_inner = _measure(fn, topo, inner, ctl, _iters_for(nbytes), config.reps, sync)
             real = count * torch.empty((), dtype=dtype).element_size()
             records.append({
-                "collective": name, "size": real, "count": count, "type": config.dtype,
+                "collective": name, "size": real,
+                "count": count // n if name in _COUNTED_PER_RANK else count, "type": config.dtype,
                 "redop": "sum" if name in _REDUCING else "none", "ranks": n, "inner": inner_name,
                 "topo_time_us": t_topo * 1e6, "inner_time_us": t_inner * 1e6,
                 "topo_algbw_GBps": real / t_topo / 1e9, "inner_algbw_GBps": real / t_inner / 1e9,
