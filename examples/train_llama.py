@@ -253,6 +253,12 @@ class Trainer:
         full = build_model(cfg, SEED)
         self.dp_rank = mesh.get_local_rank(0)
         sp_groups = (mesh.get_group("sp"), mesh.get_group("cp")) if args.sp > 1 else None
+        rows = args.batch * args.seq_len // args.sp // args.tp
+        if args.tp > 1 and args.chunks is not None and args.chunks > rows:
+            # Found by the first overlap op of the first step, as each rank's traceback.
+            raise ValueError(f"--chunks: got {args.chunks}, expected <= {rows}, the token rows "
+                             "each tp rank's overlap ops split (--batch x --seq-len / --sp / "
+                             "--tp)")
         if args.tp > 1:
             model = TensorParallelLlama(full, mesh.get_group("tp"), args.chunks, sp_groups)
             self.shards = args.tp

@@ -207,3 +207,20 @@ def test_one_chunk_reports_nothing_to_hide(capsys, monkeypatch):
     for chunks, calibrated in ((None, [1, 4]), (4, [])):
         line = _report_of(chunks, calibrated, capsys, monkeypatch)
         assert line.endswith("comm 30.0 ms, hidden fraction -1.00"), line
+
+
+@pytest.mark.timeout(180)
+def test_chunks_above_a_tp_ranks_rows_is_refused_before_any_step(tmp_path):
+    # Refused by the first overlap op of the first step: a traceback on every rank.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TOPO_", "NCCL_TOPO"))}
+    env.update(PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
+    res = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                          "--nproc-per-node", "2", EXAMPLE, "--tp", "2", "--chunks", "1000",
+                          "--backend", "gloo", "--device", "cpu", "--no-checkpoint"],
+                         capture_output=True, text=True, env=env, timeout=170, cwd=ROOT)
+    assert res.returncode != 0
+    # 4 sequences x 64 tokens over 2 tp ranks; each rank says so in one line
+    line = ("train_llama.py: error: --chunks: got 1000, expected <= 128, the token rows each tp "
+            "rank's overlap ops split (--batch x --seq-len / --sp / --tp)")
+    assert res.stderr.count(line) == 2, res.stderr[-3000:]
+    assert "train_llama.py\", line" not in res.stderr, res.stderr[-3000:]  # torchrun's own only
