@@ -304,6 +304,8 @@ def test_bad_input_exits_2(argv, message, capsys):
     ("", "--plot: '{tmp}/' is a folder"),
     # Matplotlib refused it after the sweep, with a message that named no option.
     ("busbw.txt", "--plot: cannot write a 'txt' file '{tmp}/busbw.txt'; expected one of"),
+    # Written as '{tmp}/busbw.png', not the name given.
+    ("busbw", "--plot: '{tmp}/busbw' names no file type; expected a name ending in one of"),
 ])
 def test_bad_plot_path_exits_2_before_the_sweep(where, message, tmp_path, monkeypatch, capsys):
     # It failed after the sweep (minutes on GPUs), and the tables were never printed.

@@ -112,7 +112,10 @@ def _check_plot_path(path: str) -> None:
                          "(pip install matplotlib)") from None
     kinds = FigureCanvasBase.get_supported_filetypes()
     kind = os.path.splitext(path)[1][1:].lower()
-    if kind and kind not in kinds:
+    if not kind:  # matplotlib wrote it as png under another name (with ".png" added)
+        raise ValueError(f"--plot: {path!r} names no file type; expected a name ending in one "
+                         f"of {', '.join(sorted(kinds))}, e.g. busbw.png")
+    if kind not in kinds:
         raise ValueError(f"--plot: cannot write a {kind!r} file {path!r}; expected one of "
                          f"{', '.join(sorted(kinds))}, e.g. busbw.png")
 
