@@ -56,10 +56,15 @@ CASES = [
      "error: FILE: cannot open '{tmp}/missing.xml', expected a readable topology file"),
     # The OS's own words for reading a directory (was: "unknown topology format" at 1:1).
     (["show", "{tmp}"], {}, f"error: FILE: cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
-    # Named as a missing file is ("topology: PATH: no such file"; was: no name at all).
+    # Named FILE, as show names it (was: the Python API's argument, "topology: ...").
     (["plan", "{tmp}", "--mesh", "tp=2"], {},
-     f"error: topology: cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
-    (["doctor", "{tmp}"], {}, f"error: topology: cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
+     f"error: FILE: cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
+    (["doctor", "{tmp}"], {}, f"error: FILE: cannot read '{{tmp}}': {os.strerror(errno.EISDIR)}"),
+    (["plan", "{tmp}/missing.xml", "--mesh", "tp=2"], {},
+     "error: FILE: {tmp}/missing.xml: no such file"),
+    (["plan", str(DGX1), "--mesh", "dp=4,tp=4"], {}, "error: --mesh: product of sizes"),
+    (["plan", str(DGX1), "--mesh", "dp=4,tp=2", "--traffic", "tp=1e9"], {},
+     "error: --traffic: "),
     # An endless device stops at the size limit (was: MemoryError after exhausting memory).
     (["show", "/dev/zero"], {}, "bytes, expected at most"),
     (["show", "{tmp}/shown.json"], {}, "this is the report of `python -m torch_topo show --json`"),

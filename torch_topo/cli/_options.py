@@ -5,8 +5,10 @@ module out of the verb list)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 
+from torch_topo import _C
 from torch_topo.nccl_hints import version_code
 from torch_topo.plan import check_hosts_per_domain
 
@@ -102,3 +104,21 @@ def write_output(path: str, text: str) -> None:
             f.write(text)
     except OSError as exc:
         raise ValueError(f"-o: cannot write {path!r}: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def options_named(names: dict[str, str]):
+    """The Python API names its arguments in its errors (`topology: ...`, `mesh: ...`), a verb
+    its options and FILE: a ValueError in the block that starts with a key of `names` and ": "
+    starts with its option instead. A TopoParseError, whose `path:line:col:` names the file,
+    passes as it is."""
+    try:
+        yield
+    except _C.TopoParseError:
+        raise
+    except ValueError as e:
+        text = str(e)
+        for api, option in names.items():
+            if text.startswith(f"{api}: "):
+                raise ValueError(option + text[len(api):]) from None
+        raise

@@ -17,6 +17,7 @@ from torch_topo.cli._options import (
     add_nvlink_domain_hosts,
     nvlink_domain_hosts,
     nvlink_mode,
+    options_named,
 )
 from torch_topo.config import TopoConfig
 from torch_topo.doctor import diagnose, live_probe_findings
@@ -43,6 +44,15 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    # The planner's errors name its arguments; the verb's name FILE and the options.
+    names = {"mesh": "--mesh", "traffic": "--traffic"}
+    if args.file is not None:
+        names["topology"] = "FILE"
+    with options_named(names):
+        return _run(args)
+
+
+def _run(args) -> int:
     check_hosts(args.hosts, "--hosts")
     domain_hosts = nvlink_domain_hosts(args)
     if args.kv_heads is not None and args.kv_heads < 1:

@@ -21,6 +21,7 @@ from torch_topo.cli._options import (
     add_nvlink_domain_hosts,
     nvlink_domain_hosts,
     nvlink_mode,
+    options_named,
     parse_nccl_version,
 )
 from torch_topo.config import TopoConfig
@@ -182,6 +183,15 @@ def _require_equal_hosts(cluster, named: str) -> None:
 
 
 def run(args) -> int:
+    # The planner's errors name its arguments; the verb's name FILE and the options.
+    names = {"mesh": "--mesh", "traffic": "--traffic"}
+    if args.file is not None:
+        names["topology"] = "FILE"
+    with options_named(names):
+        return _run(args)
+
+
+def _run(args) -> int:
     check_hosts(args.hosts, "--hosts")
     domain_hosts = nvlink_domain_hosts(args)
     nccl_version = parse_nccl_version(args.nccl_version)
