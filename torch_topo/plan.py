@@ -77,11 +77,11 @@ def parse_mesh(text: str, option: str = "--mesh") -> dict[str, int]:
     """ "dp=4,tp=2" -> {"dp": 4, "tp": 2} (outermost first); ValueError names `option`."""
     out: dict[str, int] = {}
     for name, size in assignments(text, option, "NAME=SIZE (e.g. dp=4,tp=2)"):
-        try:
-            value = int(size)
-        except ValueError:
-            raise ValueError(f"{option}: {name}: got {size!r}, expected an integer") from None
-        out[name] = _check_dim_size(option, name, value)
+        digits = size.strip()
+        # ASCII digits only: int() also read "4_2" as 42 and other scripts' digits.
+        if not (digits.isascii() and digits.isdigit()):
+            raise ValueError(f"{option}: {name}: got {size!r}, expected an integer")
+        out[name] = _check_dim_size(option, name, int(digits))
     return out
 
 

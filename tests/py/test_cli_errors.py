@@ -86,6 +86,10 @@ CASES = [
     (["probe", "-o", "{tmp}/no/such/dir.json"], {},
      f"error: -o: cannot write '{{tmp}}/no/such/dir.json': {os.strerror(errno.ENOENT)}\n"),
     (["probe", "-o", "{tmp}"], {}, f"error: -o: cannot write '{{tmp}}': {os.strerror(errno.EISDIR)}\n"),
+    # Taken as no -o: the topology went to stdout.
+    (["probe", "-o", ""], {}, "error: argument -o/--output: got '', expected a file name"),
+    (["convert", str(DGX1), "--to", "json", "-o", " "], {},
+     "error: argument -o/--output: got ' ', expected a file name"),
     (["plan", str(DGX1)], {}, "the following arguments are required: --mesh"),
     (["plan", str(DGX1), "--mesh", "dp=3,tp=2"], {}, "mesh: product of sizes dp=3 x tp=2 = 6"),
     (["plan", str(DGX1), "--mesh", "dp=4,tp=2", "--hosts", "x"], {},

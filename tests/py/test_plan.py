@@ -369,3 +369,11 @@ def test_planner_helpers_refuse_what_they_cannot_price():
 def test_plan_arguments_of_the_wrong_kind(call, error, fragment):
     with pytest.raises(error, match=fragment):
         call()
+
+
+@pytest.mark.parametrize("text", ["dp=4_2", "dp=\u0664", "dp=+4", "dp=4.0", "dp="])
+def test_mesh_sizes_are_ascii_integers(text):
+    # int() read "4_2" as 42 and Arabic-Indic digits as their values.
+    with pytest.raises(ValueError, match=r"^--mesh: dp: got .*, expected an integer$"):
+        parse_mesh(text)
+    assert parse_mesh(" dp=4 , tp=2 ") == {"dp": 4, "tp": 2}

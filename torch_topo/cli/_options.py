@@ -13,7 +13,8 @@ from torch_topo.nccl_hints import version_code
 from torch_topo.plan import check_hosts_per_domain
 
 __all__ = ["add_nvlink", "add_nvlink_domain_hosts", "int_at_least", "nvlink_domain_hosts", "nvlink_mode",
-           "output_file_problem", "parse_nccl_version", "positive_number", "write_output"]
+           "options_named", "output_file_problem", "output_name", "parse_nccl_version",
+           "positive_number", "write_output"]
 
 _NVLINK_DOMAIN_HOSTS = "--nvlink-domain-hosts"
 
@@ -56,6 +57,13 @@ def parse_nccl_version(text: str | None) -> int:
         raise ValueError(f"--nccl-version: got {text!r}, expected an NCCL 2.x release as "
                          "X.Y.Z, e.g. 2.26.2")
     return version_code(*(int(p) for p in parts))
+
+
+def output_name(text: str) -> str:
+    """An argparse type for -o: a file name (an empty one was taken as no -o: stdout)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"got {text!r}, expected a file name")
+    return text
 
 
 def positive_number(text: str) -> float:

@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from torch_topo.cli._options import write_output
+from torch_topo.cli._options import output_name, write_output
 from torch_topo.topology import read_topology
 
 __all__ = ["add_parser", "run", "TARGETS"]
@@ -21,7 +21,8 @@ def add_parser(subparsers) -> None:
                               description=__doc__)
     p.add_argument("file", metavar="FILE", help="any file `show` accepts")
     p.add_argument("--to", required=True, choices=TARGETS, help="output format")
-    p.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    p.add_argument("-o", "--output", metavar="OUT", type=output_name,
+                   help="write here instead of stdout")
     p.add_argument("--json", action="store_true",
                    help="print a JSON summary (schema, input, from, to, output, gpu_count, "
                         "warnings; "

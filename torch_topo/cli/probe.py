@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from torch_topo.cli._options import write_output
+from torch_topo.cli._options import output_name, write_output
 from torch_topo.probe import live_probe
 
 __all__ = ["add_parser", "run"]
@@ -20,7 +20,7 @@ __all__ = ["add_parser", "run"]
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("probe", help="write this host's live topology as a pinnable file",
                               description=__doc__)
-    p.add_argument("-o", "--output", metavar="FILE",
+    p.add_argument("-o", "--output", metavar="FILE", type=output_name,
                    help="write the torch-topo JSON here instead of stdout")
     p.add_argument("--json", action="store_true",
                    help="print a JSON summary (schema, source, output, gpu_count, nic_count, "
