@@ -134,6 +134,11 @@ def _traffic_map(traffic: Mapping[str, Any] | None) -> dict[str, tuple[float, st
             nbytes = float(value)
         except (TypeError, ValueError):
             raise ValueError(f"traffic: {name}: got {value!r}, expected a number of bytes") from None
+        if op:
+            try:  # the core's spelling check, named after the dimension (it named neither)
+                _C.bus_bandwidth_factor(str(op), 2)
+            except ValueError as e:
+                raise ValueError(f"traffic: {name}: {e}") from None
         out[str(name)] = (check_traffic_bytes("traffic", str(name), nbytes), str(op))
     return out
 

@@ -258,6 +258,9 @@ def test_traffic_changes_priority():
     ({"dp": 4, "tp": 2}, {"tp": -1, "dp": 1}, "expected >= 0"),
     # Priced as 1 byte before, where the mesh refuses a size True.
     ({"dp": 4, "tp": 2}, {"tp": True, "dp": 1}, "traffic: tp: got True, expected a number of bytes"),
+    # The core's "collective op: got 'bogus'" named neither the argument nor the dimension.
+    ({"dp": 4, "tp": 2}, {"tp": 1e9, "dp": (1e9, "bogus")}, "traffic: dp: collective op: got "
+                                                           "'bogus'"),
 ])
 def test_bad_meshes_name_the_option(mesh, traffic, fragment):
     with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
