@@ -87,10 +87,12 @@ class _Pins(NamedTuple):
                    config.inter_host_latency_us or reused.latency_us)
 
 
-# The records of this process's exchanges: (global ranks, records by group rank, pinned network,
-# host documents). A record is {"hostname", "local_rank", "local_device", "doc"}, "doc" indexing
-# the host documents.
-_exchanges: list[tuple[tuple[int, ...], list[dict], _Pins, list[str]]] = []
+# The records of this process's exchanges: (the world's store, global ranks, records by group
+# rank, pinned network, host documents). A record is {"hostname", "local_rank", "local_device",
+# "doc"}, "doc" indexing the host documents. The store tells worlds apart: after
+# destroy_process_group a new world (of another backend too, whose creation clears nothing
+# here) has a new store, and its global ranks are other processes.
+_exchanges: list[tuple[object, tuple[int, ...], list[dict], _Pins, list[str]]] = []
 # This process's own records by (pinned file, play spec, group size, play index).
 _own_records: dict[tuple, dict] = {}
 
@@ -411,12 +413,23 @@ def exchange_records(store, group_rank: int, group_size: int, own: dict, *,
     return _assemble(records, pins, group_rank, docs), records, docs
 
 
-def _earlier_records(global_ranks: tuple[int, ...]
+def _world_store(store):
+    """The store under `store`'s prefixes: the world's (every group's creator store wraps it)."""
+    import torch.distributed as dist
+
+    while isinstance(store, dist.PrefixStore):
+        store = store.underlying_store
+    return store
+
+
+def _earlier_records(world_store, global_ranks: tuple[int, ...]
                      ) -> tuple[list[dict], _Pins, list[str]] | None:
-    """The records of `global_ranks` from one earlier exchange that covered them all, with its
-    pinned network and host documents. Every member of this group took part in that exchange too,
-    so all members find the same one."""
-    for ranks, records, pins, docs in _exchanges:
+    """The records of `global_ranks` from one earlier exchange of this world that covered them
+    all, with its pinned network and host documents. Every member of this group took part in
+    that exchange too, so all members find the same one."""
+    for store, ranks, records, pins, docs in _exchanges:
+        if store is not world_store:
+            continue
         where = {g: i for i, g in enumerate(ranks)}
         if all(g in where for g in global_ranks):
             return [records[where[g]] for g in global_ranks], pins, docs
@@ -496,7 +509,8 @@ def exchange_cluster(
                              f"per group rank ({group_size})")
         if not dist.is_initialized():
             _exchanges.clear()  # a new world: earlier exchanges describe an old one
-        earlier = _earlier_records(ranks)
+        world_store = _world_store(store)
+        earlier = _earlier_records(world_store, ranks)
         if earlier is not None:
             records, pins, docs = earlier
             _check_same_reuse(store, group_rank, group_size, records, docs, timeout)
@@ -512,7 +526,7 @@ def exchange_cluster(
                                               timeout=timeout, inter_host_gbps=pins.gbps,
                                               inter_host_latency_us=pins.latency_us)
     if ranks is not None:
-        _exchanges.append((ranks, records, pins, docs))
+        _exchanges.append((world_store, ranks, records, pins, docs))
     return cluster
 
 
@@ -525,11 +539,12 @@ def world_cluster(config: TopoConfig | None = None) -> Cluster | None:
 
     cfg = TopoConfig.from_env() if config is None else config
     world = tuple(range(dist.get_world_size()))
-    earlier = _earlier_records(world)
+    default_store = distributed_c10d._get_default_store()
+    earlier = _earlier_records(_world_store(default_store), world)
     if earlier is not None:
         records, pins, docs = earlier
         return _assemble(records, _Pins.of(cfg, pins), dist.get_rank(), docs)
     if cfg.effective("play") and resolve_pinned_file(cfg) is None:
         return None
-    store = dist.PrefixStore("torch_topo/world/", distributed_c10d._get_default_store())
+    store = dist.PrefixStore("torch_topo/world/", default_store)
     return exchange_cluster(store, dist.get_rank(), len(world), cfg, global_ranks=world)

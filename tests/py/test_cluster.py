@@ -226,11 +226,12 @@ def test_exchange_arguments(tmp_path, args, kwargs, match):
 def _reuse_main(rank, world, store_path, out_dir, tamper):
     from torch_topo import _C, cluster
 
-    dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
-                            world_size=world)
+    # One world store under every group's prefixes, as the backend creator's stores wrap it.
+    base = dist.FileStore(store_path, world)
+    dist.init_process_group("gloo", store=base, rank=rank, world_size=world)
     cfg = TopoConfig(topology_file=P4D, play="hostA:0,hostA:1,hostB:0", timeout_s=60.0,
                      inter_host_gbps=7.0, inter_host_latency_us=30.0)
-    whole = cluster.exchange_cluster(dist.PrefixStore("world", dist.FileStore(store_path, world)),
+    whole = cluster.exchange_cluster(dist.PrefixStore("world", base),
                                      rank, world, cfg, global_ranks=range(world))
 
     def no_probe(*_args):
@@ -239,16 +240,16 @@ def _reuse_main(rank, world, store_path, out_dir, tamper):
     cluster._probe_own_record = no_probe
     cluster._own_records.clear()
     if tamper and rank == 1:  # rank 1 remembers another GPU for rank 2
-        cluster._exchanges[0][1][2]["local_device"] = 5
+        cluster._exchanges[0][2][2]["local_device"] = 5
     result = {"hosts": whole.hostnames}
     if rank in (1, 2):
-        store = dist.PrefixStore("sub", dist.FileStore(store_path, world))
+        store = dist.PrefixStore("sub", base)
         try:
             sub = cluster.exchange_cluster(store, rank - 1, 2, TopoConfig(timeout_s=60.0),
                                            global_ranks=[1, 2])
             result["sub"] = [sub.hostnames, [p.local_gpu for p in sub.placements]]
             # A later group's own network figures win over those the reused exchange pinned.
-            store = dist.PrefixStore("pinned", dist.FileStore(store_path, world))
+            store = dist.PrefixStore("pinned", base)
             pinned = cluster.exchange_cluster(store, rank - 1, 2, TopoConfig(
                 timeout_s=60.0, inter_host_gbps=0.01, inter_host_latency_us=500.0),
                 global_ranks=[1, 2])
@@ -376,3 +377,34 @@ def test_planner_sees_every_nic_of_an_exchanged_cluster(tmp_path, configured):
                                                                        ranks)
     assert got["seconds"] == pytest.approx(want["seconds"], rel=1e-12)
     assert got["algorithm"] == want["algorithm"]
+
+
+def _new_world_main(rank, world, store_path, out_dir):
+    from torch_topo import cluster
+
+    dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank,
+                            world_size=world)
+    first = cluster.world_cluster(TopoConfig(topology_file=P4D, play="hostA:0,hostA:1,hostB:0",
+                                             timeout_s=60.0))
+    result = {"first": first.hostnames}
+    dist.barrier()
+    dist.destroy_process_group()
+    if rank > 0:  # old ranks 1 and 2 form a world of two on another played host
+        dist.init_process_group("gloo", store=dist.FileStore(store_path + "2", 2),
+                                rank=rank - 1, world_size=2)
+        second = cluster.world_cluster(TopoConfig(topology_file=P4D, play="hostC:0,hostC:1",
+                                                  timeout_s=60.0))
+        result["second"] = [second.hostnames, [p.local_gpu for p in second.placements]]
+        dist.destroy_process_group()
+    Path(out_dir, f"{rank}.json").write_text(json.dumps(result))
+
+
+@pytest.mark.timeout(120)
+def test_a_new_world_does_not_reuse_the_old_worlds_records(tmp_path):
+    # A world of another backend clears nothing at its creation: its world_cluster (and so
+    # init_device_mesh) came back with the old world's records of its global ranks, the records
+    # of other processes (here: hostA's GPUs 0 and 1 for ranks on hostC).
+    start_processes(_new_world_main, args=(3, str(tmp_path / "store"), str(tmp_path)), nprocs=3)
+    results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(3)]
+    assert all(r["first"] == ["hostA", "hostB"] for r in results)
+    assert [r["second"] for r in results[1:]] == [[["hostC"], [0, 1]]] * 2
