@@ -55,16 +55,22 @@ def setup_split_child(child, global_ranks: list[int], config: TopoConfig) -> Non
 
 
 def _split_group(original, self, ranks, *args, **kwargs):
-    if not _topo_backends(self):
+    # Anything but a list of ints is torch's to refuse (int() of a list of lists was ours).
+    if not _topo_backends(self) or not (
+            isinstance(ranks, list | tuple) and all(isinstance(r, int) for r in ranks)):
         return original(self, ranks, *args, **kwargs)
     parent_globals = dist.get_process_group_ranks(self)
-    # splitGroup sorts the ranks: the child's group rank i is the i-th smallest parent rank.
-    global_ranks = [parent_globals[r] for r in sorted(int(r) for r in ranks)]
     member = self.rank() in ranks
-    hint = hint_environment(global_ranks) if member else contextlib.nullcontext()
+    # The hint depends on the set of ranks only.
+    hint = hint_environment(sorted(parent_globals[r] for r in ranks)) if member \
+        else contextlib.nullcontext()
     with hint:
         child = original(self, ranks, *args, **kwargs)
-    if child is not None:
+    if child is not None and _topo_backends(child):
+        # The child's rank order is the order its backend's split was given: torch sorted the
+        # ranks before 2.14 and no longer does, so the child says it.
+        order = _topo_backends(child)[0].split_ranks()
+        global_ranks = [parent_globals[r] for r in order]
         # As for a group new_group creates without pg_options (DeviceMesh passes none either
         # way): the environment's config, so a mesh behaves alike with and without device_id.
         setup_split_child(child, global_ranks, TopoConfig.from_env())

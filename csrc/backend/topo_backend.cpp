@@ -494,8 +494,10 @@ c10::intrusive_ptr<c10d::Backend> TopoBackend::split(
     lazy = lazy_;
   }
   auto first = children.begin()->second;
-  c10::intrusive_ptr<c10d::Backend> child = c10::make_intrusive<TopoBackend>(
+  auto topoChild = c10::make_intrusive<TopoBackend>(
       store, first->getRank(), first->getSize(), childOpts, std::move(children), std::move(lazy));
+  topoChild->splitRanks_ = ranks;
+  c10::intrusive_ptr<c10d::Backend> child = topoChild;
   lastSplitChild_ = c10::weak_intrusive_ptr<c10d::Backend>(child);
   return child;
 }

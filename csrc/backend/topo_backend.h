@@ -204,6 +204,9 @@ class TopoBackend : public c10d::Backend {
                                           const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<c10d::Backend::Options>& opts)
       override;
+  /// A split child's members as ranks of its parent, in child rank order (the order split()
+  /// was given, which torch sorted before 2.14 and no longer does); empty for other groups.
+  const std::vector<int>& splitRanks() const { return splitRanks_; }
   void eagerConnectSingleDevice(at::Device device) override;
   /// Called on ranks outside a new group when the parent was split from; a no-op because the
   /// creator never builds inner communicators by splitting (see docs/backend.md).
@@ -364,6 +367,7 @@ class TopoBackend : public c10d::Backend {
   /// which no member matches (torch 2.14 splits each backend once). The store is held so that
   /// its address names one splitGroup call; the weak pointer lets the child die with its group.
   c10::intrusive_ptr<c10d::Store> lastSplitStore_;
+  std::vector<int> splitRanks_;
   c10::weak_intrusive_ptr<c10d::Backend> lastSplitChild_{
       c10::weak_intrusive_ptr<c10d::Backend>(c10::intrusive_ptr<c10d::Backend>())};
   /// One logged choice; op names are string literals, so logging allocates nothing.

@@ -174,6 +174,9 @@ Args:
           R"(Sets the largest all-reduce (bytes) that a two-rank group across hosts runs as one
 exchange (an all-gather and a local fold) instead of the inner backend's own; larger ones
 are the inner backend's call. Default: no limit.)")
+      .def("split_ranks", &TopoBackend::splitRanks,
+           R"(A split child's members as ranks of its parent, in child rank order; [] for a group
+not made by split.)")
       .def("last_decisions", &TopoBackend::lastDecisions,
            R"(The latest flat/hierarchical choices, oldest first: list of (op, bytes, choice).)")
       .def(

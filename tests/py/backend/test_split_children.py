@@ -32,7 +32,16 @@ def _last_choice(group) -> str:
 
 def _worker(rank: int, tmp: str) -> None:
     import torch_topo  # noqa: F401  (registers "topo", wraps split_group)
+    from torch_topo import split
 
+    told = []  # the global ranks each child's hierarchy was given, in child rank order
+    attach = split.attach_hierarchy
+
+    def recording_attach(backend, store, group_rank, group_size, global_ranks, config):
+        told.append(list(global_ranks))
+        return attach(backend, store, group_rank, group_size, global_ranks, config)
+
+    split.attach_hierarchy = recording_attach
     size = len(HOSTS)
     store = dist.FileStore(os.path.join(tmp, "store"), size)
     dist.init_process_group("topo", store=store, rank=rank, world_size=size,
@@ -43,6 +52,9 @@ def _worker(rank: int, tmp: str) -> None:
         "all": [0, 1, 2, 3],  # 2 hosts x 2
         "across": [0, 2] if rank in (0, 2) else [1, 3],  # 2 hosts x 1
         "within": [0, 1] if rank in (0, 1) else [2, 3],  # one host: flat
+        # Child rank i is parent rank ranks[i] from torch 2.14 (sorted before): the hierarchy
+        # was told the sorted order, so its hosts were other ranks'.
+        "unsorted": [1, 0, 3, 2],
     }
     for name, ranks in cases.items():
         child = world.split_group(ranks, timeout=timedelta(seconds=60),
@@ -54,6 +66,7 @@ def _worker(rank: int, tmp: str) -> None:
             "type": type(child._get_backend(torch.device("cpu"))).__name__,
             "correct": torch.equal(x, sum(_value(r) for r in ranks)),
             "choice": _last_choice(child),
+            "told_me_at_my_rank": told[-1][child.rank()] == rank,
         }
         if sibling is not None:
             y = _value(rank)
@@ -72,12 +85,14 @@ def test_split_children_get_levels_like_new_group(tmp_path, monkeypatch):
     start_processes(_worker, args=(str(tmp_path),), nprocs=len(HOSTS))
     for rank in range(len(HOSTS)):
         got = json.loads((tmp_path / f"{rank}.json").read_text())
-        for name in ("all", "across", "within"):
+        for name in ("all", "across", "within", "unsorted"):
             assert got[name]["type"] == "TopoBackend", (rank, name, got)
             assert got[name]["correct"], (rank, name, got)
+            assert got[name]["told_me_at_my_rank"], (rank, name, got)
         assert got["all"]["choice"] == got["all"]["new_group_choice"] == "hierarchical", got
         assert got["across"]["choice"] == "hierarchical", got
         assert got["within"]["choice"] == "flat", got
+        assert got["unsorted"]["choice"] == "hierarchical", got
 
 
 class _Group:
