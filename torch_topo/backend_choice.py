@@ -20,7 +20,7 @@ from torch_topo import _C, size_ranges
 from torch_topo.cluster import _assemble, _Pins
 from torch_topo.config import TopoConfig
 from torch_topo.hierarchical_choice import predicted_choices, prefers_hierarchical
-from torch_topo.plan import _cluster_text
+from torch_topo.plan import cluster_text
 from torch_topo.size_ranges import SizeRanges
 
 __all__ = ["BackendChoices"]
@@ -63,7 +63,7 @@ class BackendChoices:
         if isinstance(topology_or_cluster, _C.PlannerCluster) or all(
                 resolved.rank_gpu(r) >= 0 for r in range(resolved.world_size)):
             return cls(None, config, resolved)
-        return cls(json.loads(_cluster_text(topology_or_cluster, hosts)), config, resolved)
+        return cls(json.loads(cluster_text(topology_or_cluster, hosts)), config, resolved)
 
     def group(self, ranks: list[int]) -> tuple[dict[str, SizeRanges], object, list[int]] | None:
         """(size ranges, choice model, the group's ranks in that model) the backend gives the

@@ -20,14 +20,13 @@ import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 
-from torch_topo import _C
 from torch_topo.backend_choice import BackendChoices
 from torch_topo.cluster import PLAY_SETTING, play_entries, world_cluster
 from torch_topo.config import TopoConfig
 from torch_topo.hierarchy import cluster_planner, gloo_latency_us
 from torch_topo.nccl_hints import nccl_version_code, register_plan_hints
 from torch_topo.numa import apply_numa_binding, init_report
-from torch_topo.plan import MAX_RANKS, Plan, resolve_cluster
+from torch_topo.plan import MAX_RANKS, Plan, cluster_text, resolve_cluster
 from torch_topo.probe import resolve_pinned_file
 from torch_topo.validation import is_int_in
 
@@ -42,16 +41,19 @@ def played_placements(text: str, world_size: int) -> list[tuple[str, int]] | Non
     return None if len(entries) == 1 and world_size > 1 else entries
 
 
-def _played_cluster(path: str, placements: list[tuple[str, int]], config: TopoConfig):
-    """Cluster JSON of copies of `path`, one per played host name, ranks where they play."""
+def _played_cluster(source, placements: list[tuple[str, int]], config: TopoConfig):
+    """Cluster of copies of the one-host `source` (a path, `Topology` or torch-topo JSON), one
+    per played host name, ranks where they play."""
     names = list(dict.fromkeys(h for h, _ in placements))
-    doc = json.loads(_C.planner_cluster_json(path=path, hosts=len(names)))
+    doc = json.loads(cluster_text(source, len(names)))
     gpus = len(doc["hosts"][0]["gpus"])
+    where = os.fspath(source) if isinstance(source, str | os.PathLike) and \
+        not str(source).lstrip().startswith("{") else "the topology given"
     ranks = []
     for rank, (host, gpu) in enumerate(placements):
         if not 0 <= gpu < max(gpus, 1):
             raise ValueError(f"{PLAY_SETTING}: rank {rank}: GPU {gpu}, expected 0..{gpus - 1} "
-                             f"(GPUs of {path})")
+                             f"(GPUs of {where})")
         ranks.append({"host": names.index(host), "local_gpu": gpu if gpus else -1,
                       "local_rank": sum(1 for h, _ in placements[:rank] if h == host)})
     for i, name in enumerate(names):
@@ -79,14 +81,13 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
             raise ValueError(f"the world has {live.world_size} ranks, expected at most "
                              f"{MAX_RANKS} (the most ranks the planner takes)")
         return cluster_planner(live, chunk, nccl_version=nccl_version_code())
-    is_path = isinstance(source, (str, os.PathLike)) and not str(source).lstrip().startswith("{")
-    if is_path and config.play:
+    if config.play:
         placements = played_placements(config.play, world_size)
         if placements is None:  # each rank knows only its own: gather them
             gathered = [None] * world_size
             dist.all_gather_object(gathered, play_entries(config.play, 1)[0])
             placements = [tuple(p) for p in gathered]
-        return _played_cluster(os.fspath(source), placements, config)
+        return _played_cluster(source, placements, config)
     # The pinned file gets the NVLink a cloud's NCCL XML leaves out (NCCL adds it at run time).
     nvlink = "complete" if topology is None else "file"
     one_host = resolve_cluster(source, 1, chunk, nvlink=nvlink)
@@ -99,9 +100,8 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
         return resolve_cluster(source, world_size // per_host, chunk, nvlink=nvlink,
                                inter_host_gbps=config.inter_host_gbps,
                                nccl_version=nccl_version_code())
-    if world_size < per_host and is_path:
-        return _played_cluster(os.fspath(source), [("host0", r) for r in range(world_size)],
-                               config)
+    if world_size < per_host:
+        return _played_cluster(source, [("host0", r) for r in range(world_size)], config)
     raise ValueError(f"world size {world_size} does not fill whole hosts of {per_host} GPUs; "
                      "set TopoConfig.play (TORCH_TOPO_PLAY) to say where ranks run")
 

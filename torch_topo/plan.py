@@ -223,7 +223,7 @@ def _gloo_latency(cluster, pinned: TopoConfig) -> dict[str, float]:
     return {"inter_host_latency_us": gloo_latency_us(cluster, pinned)}
 
 
-def _cluster_text(obj: Any, hosts: int) -> str:
+def cluster_text(obj: Any, hosts: int) -> str:
     """Cluster JSON of a file path, `Topology`, `Cluster` or torch-topo JSON, a one-host
     topology repeated `hosts` times."""
     return _completed(_C.planner_cluster_json, obj, hosts)
@@ -269,7 +269,7 @@ def with_nvlink_domains(topology_or_cluster: Any, hosts: int, hosts_per_domain: 
     ValueError naming `option`."""
     check_hosts(hosts)
     check_hosts_per_domain(hosts_per_domain, option)
-    doc = json.loads(_cluster_text(topology_or_cluster, hosts))
+    doc = json.loads(cluster_text(topology_or_cluster, hosts))
     for h, host in enumerate(doc["hosts"]):
         for gpu in host["gpus"]:
             gpu["nvlink_domain"] = f"hosts-per-domain-{hosts_per_domain}/{h // hosts_per_domain}"

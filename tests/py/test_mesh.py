@@ -145,6 +145,27 @@ def test_pinned_file_wins_over_the_live_cluster(monkeypatch):
     assert cluster.world_size == 8
 
 
+@pytest.mark.parametrize("play", [None, "a:0,a:3,b:1,b:2"])
+def test_a_topology_object_or_text_plans_as_its_file_does(monkeypatch, play):
+    # Play and a world smaller than one host were honoured for a path only: a Topology or its
+    # JSON failed with "does not fill whole hosts; set TopoConfig.play", play set or not.
+    import torch_topo.mesh as mesh
+    from torch_topo import load_topology
+
+    monkeypatch.setattr(mesh, "world_cluster", lambda _config: pytest.fail("live consulted"))
+    config = TopoConfig(play=play)
+
+    def described(source):
+        c = mesh._world_cluster(config, 4, topology=source)
+        return ([(c.rank_host(r), c.rank_gpu(r)) for r in range(4)],
+                [[c.bandwidth(a, b) for b in range(4)] for a in range(4)])
+
+    want = described(str(DGX1))
+    assert want[0] == ([(0, 0), (0, 3), (1, 1), (1, 2)] if play else [(0, r) for r in range(4)])
+    topology = load_topology(str(DGX1))
+    assert described(topology) == described(topology.to_json()) == want
+
+
 def test_pinned_host_without_gpus_places_no_rank(tmp_path, monkeypatch):
     # What the emulator pins on every node: a host of CPUs and a NIC. Planned on, it was
     # copied once per rank, so 4 ranks on 2 nodes were 4 hosts (the mesh explained as spanning
