@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -124,7 +125,11 @@ def _validate(args: argparse.Namespace) -> tuple[LinkSpec | None, list[str]]:
         raise ValueError(f"--timeout-s: got {args.timeout_s}, expected a number > 0")
     if args.topology is not None and not os.path.isfile(args.topology):
         raise ValueError(f"--topology: {args.topology!r} is not a file")
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.command and args.command[0] != "--":
+        # An option's stray second word ("--inter-delay 1 ms") became the command, "--" and all.
+        raise ValueError(f"got {args.command[0]!r} before --, expected every option before -- "
+                         "and the COMMAND after it")
+    command = args.command[1:]
     if not command:
         raise ValueError("no COMMAND given; usage: python -m torch_topo.emulate ... -- COMMAND")
     if args.one_gpu is not None:
@@ -160,12 +165,15 @@ def _start_relay(net: netns.ClusterNetwork) -> subprocess.Popen:
         cmd += ["--port", port]
     relay = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True,
                              preexec_fn=die_with_parent)
-    # The first line is "relay ready" once every port socket is bound.
-    ready = relay.stdout.readline().strip() if relay.stdout else ""
+    # The first line is "relay ready" once every port socket is bound; a relay that hangs
+    # before it would hang the run.
+    ready = ""
+    if relay.stdout and select.select([relay.stdout], [], [], _RELAY_START_S)[0]:
+        ready = relay.stdout.readline().strip()
     if ready != "relay ready":
         relay.kill()
         raise netns.EmulationUnavailable(f"torch_topo.emulate: switch relay did not start "
-                                         f"(exit {relay.wait()})")
+                                         f"within {_RELAY_START_S:g} s (exit {relay.wait()})")
     return relay
 
 
@@ -310,6 +318,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"torch_topo.emulate: got {exc}, stopping the ranks", file=sys.stderr)
             return 128 + exc.signum
         except netns.EmulationUnavailable as exc:
+            if signals.got:  # the set-up command the signal reached failed with it
+                print(f"torch_topo.emulate: got {signal.Signals(signals.got[0]).name} during "
+                      "set-up, stopping", file=sys.stderr)
+                return 128 + signals.got[0]
             print(exc, file=sys.stderr)
             return 2
         except (ValueError, RuntimeError) as exc:  # bad options, unreadable --topology file

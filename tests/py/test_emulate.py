@@ -297,6 +297,30 @@ def test_refuses_without_root(monkeypatch, capsys):
     assert "needs root" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("tool, package", [("hostname", "hostname"), ("sysctl", "procps")])
+def test_refuses_without_a_tool_it_runs(monkeypatch, capsys, tool, package):
+    # Without hostname every rank failed with "hostname: not found" (exit 127), as if the
+    # user's program had; without sysctl the set-up failed with no hint.
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 0)
+    real_which = netns.shutil.which
+    monkeypatch.setattr(netns.shutil, "which", lambda name: None if name == tool else
+                        real_which(name))
+    assert emulate.main(["--nodes", "2", "--procs-per-node", "1", "--", "true"]) == 2
+    assert f"`{tool}` not found; install {package}" in capsys.readouterr().err
+
+
+def test_a_signal_that_fails_a_set_up_command_exits_as_the_signal(monkeypatch, capsys):
+    # The set-up command the terminal's SIGINT also reached failed with it: exit 2 and that
+    # command's error, where a Ctrl-C exits 130.
+    def interrupted_setup(args, check):
+        os.kill(os.getpid(), signal.SIGINT)
+        raise netns.EmulationUnavailable("ip link add ...: -2")
+
+    monkeypatch.setattr(emulate, "run_emulated", interrupted_setup)
+    assert emulate.main(["--nodes", "2", "--procs-per-node", "1", "--", "true"]) == 130
+    assert "got SIGINT during set-up, stopping" in capsys.readouterr().err
+
+
 def test_refuses_when_namespaces_unavailable(monkeypatch, capsys):
     monkeypatch.setattr(netns.os, "geteuid", lambda: 0)
     real_run = subprocess.run
@@ -338,6 +362,12 @@ def test_refuses_when_namespaces_unavailable(monkeypatch, capsys):
     (["--nodes", "1", "--procs-per-node", "10000", "--", "true"],
      "--procs-per-node: got 10000 x --nodes 1 = 10000 ranks, expected at most 4096 (processes "
      "started at once on this machine)"),
+    # An unquoted "1 ms": "ms -- echo hi" became every rank's command (exit 127).
+    (["--nodes", "2", "--procs-per-node", "1", "--inter-delay", "1", "ms", "--", "echo", "hi"],
+     "got 'ms' before --, expected every option before -- and the COMMAND after it"),
+    # Accepted, then refused by every rank's TORCH_TOPO_INTER_HOST_LATENCY_US.
+    (["--nodes", "2", "--procs-per-node", "1", "--inter-delay", "0.0000001", "--", "true"],
+     "--inter-delay: got '0.0000001', expected 0 or at least 1ps"),
 ])
 def test_bad_options_exit_2(argv, fragment, capsys):
     assert emulate.main(argv) == 2

@@ -61,10 +61,12 @@ def check_available() -> None:
             "torch_topo.emulate: needs root (network namespaces, veth and tc); "
             "run it as root or inside a container with CAP_NET_ADMIN and CAP_SYS_ADMIN"
         )
-    for tool in ("ip", "tc", "unshare"):
+    # hostname names each node inside its namespace, sysctl tunes the switch's forwarding.
+    for tool, package in (("ip", "iproute2"), ("tc", "iproute2"), ("unshare", "util-linux"),
+                          ("hostname", "hostname"), ("sysctl", "procps")):
         if shutil.which(tool) is None:
             raise EmulationUnavailable(
-                f"torch_topo.emulate: `{tool}` not found; install iproute2 and util-linux"
+                f"torch_topo.emulate: `{tool}` not found; install {package}"
             )
 
 

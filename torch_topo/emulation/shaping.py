@@ -8,7 +8,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from torch_topo.config import MAX_LINK_LATENCY_US, MIN_LINK_GBPS
+from torch_topo.config import MAX_LINK_LATENCY_US, MIN_LINK_GBPS, MIN_LINK_LATENCY_US
 
 __all__ = ["LinkSpec", "parse_rate_bps", "parse_delay_us", "tbf_command"]
 
@@ -69,6 +69,9 @@ def parse_delay_us(text: str, option: str = "--inter-delay") -> float:
     if delay > MAX_LINK_LATENCY_US:
         raise ValueError(f"{option}: got {text!r}, expected at most 1s (the largest latency "
                          "torch-topo's cost model takes)")
+    if 0 < delay < MIN_LINK_LATENCY_US:  # 0 leaves the variable unset; this broke every rank
+        raise ValueError(f"{option}: got {text!r}, expected 0 or at least 1ps (the smallest "
+                         "latency torch-topo's cost model takes)")
     return delay
 
 
