@@ -86,3 +86,24 @@ def test_ctrl_c_while_torch_imports_exits_130_quietly(tmp_path):
     proc.send_signal(signal.SIGINT)
     err = "".join(seen) + proc.communicate(timeout=150)[1]
     _assert_quiet_stop(proc, err, tmp_path)
+
+
+def test_a_ctrl_c_swallowed_while_loading_ends_the_command_once_loaded(monkeypatch):
+    # The handler's SystemExit raised inside an import that catches broad exceptions (numpy's
+    # docstring set-up) was lost, and the command ran on to its end (or its --timeout-s).
+    from torch_topo import _quiet_start
+
+    monkeypatch.setattr(_quiet_start, "_active", True)
+    monkeypatch.setattr(_quiet_start, "_got", [])
+    saved = signal.getsignal(signal.SIGINT)
+    try:
+        _quiet_start.done()  # nothing came: loading ends quietly
+        with pytest.raises(SystemExit) as stopped:
+            _quiet_start._exit_quietly(signal.SIGINT, None)
+        assert stopped.value.code == 130
+        with pytest.raises(SystemExit) as again:  # swallowed by the import: done() ends it
+            _quiet_start.done()
+        assert again.value.code == 130
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, saved)
