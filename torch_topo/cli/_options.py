@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 
 from torch_topo import _C
@@ -13,7 +14,7 @@ from torch_topo.nccl_hints import version_code
 from torch_topo.plan import check_hosts_per_domain
 
 __all__ = ["add_nvlink", "add_nvlink_domain_hosts", "int_at_least", "nvlink_domain_hosts", "nvlink_mode",
-           "options_named", "output_file_problem", "output_name", "parse_nccl_version",
+           "named_as_options", "output_file_problem", "output_name", "parse_nccl_version",
            "positive_number", "write_output"]
 
 _NVLINK_DOMAIN_HOSTS = "--nvlink-domain-hosts"
@@ -114,8 +115,21 @@ def write_output(path: str, text: str) -> None:
         raise ValueError(f"-o: cannot write {path!r}: {exc.strerror or exc}") from None
 
 
+def named_as_options(run):
+    """A verb's `run(args)` (FILE optional, --mesh, --traffic) whose planner errors name the
+    verb's FILE and options instead of the Python API's arguments."""
+    @functools.wraps(run)
+    def named(args) -> int:
+        names = {"mesh": "--mesh", "traffic": "--traffic"}
+        if args.file is not None:
+            names["topology"] = "FILE"
+        with _options_named(names):
+            return run(args)
+    return named
+
+
 @contextlib.contextmanager
-def options_named(names: dict[str, str]):
+def _options_named(names: dict[str, str]):
     """The Python API names its arguments in its errors (`topology: ...`, `mesh: ...`), a verb
     its options and FILE: a ValueError in the block that starts with a key of `names` and ": "
     starts with its option instead. A TopoParseError, whose `path:line:col:` names the file,

@@ -15,9 +15,9 @@ import json
 from torch_topo.cli._options import (
     add_nvlink,
     add_nvlink_domain_hosts,
+    named_as_options,
     nvlink_domain_hosts,
     nvlink_mode,
-    options_named,
 )
 from torch_topo.config import TopoConfig
 from torch_topo.doctor import diagnose, live_probe_findings
@@ -43,16 +43,8 @@ def add_parser(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+@named_as_options
 def run(args) -> int:
-    # The planner's errors name its arguments; the verb's name FILE and the options.
-    names = {"mesh": "--mesh", "traffic": "--traffic"}
-    if args.file is not None:
-        names["topology"] = "FILE"
-    with options_named(names):
-        return _run(args)
-
-
-def _run(args) -> int:
     check_hosts(args.hosts, "--hosts")
     domain_hosts = nvlink_domain_hosts(args)
     if args.kv_heads is not None and args.kv_heads < 1:

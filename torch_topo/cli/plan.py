@@ -19,9 +19,9 @@ from torch_topo.backend_choice import BackendChoices
 from torch_topo.cli._options import (
     add_nvlink,
     add_nvlink_domain_hosts,
+    named_as_options,
     nvlink_domain_hosts,
     nvlink_mode,
-    options_named,
     parse_nccl_version,
 )
 from torch_topo.config import TopoConfig
@@ -182,16 +182,8 @@ def _require_equal_hosts(cluster, named: str) -> None:
                          "the checks that need no mesh on this one)")
 
 
+@named_as_options
 def run(args) -> int:
-    # The planner's errors name its arguments; the verb's name FILE and the options.
-    names = {"mesh": "--mesh", "traffic": "--traffic"}
-    if args.file is not None:
-        names["topology"] = "FILE"
-    with options_named(names):
-        return _run(args)
-
-
-def _run(args) -> int:
     check_hosts(args.hosts, "--hosts")
     domain_hosts = nvlink_domain_hosts(args)
     nccl_version = parse_nccl_version(args.nccl_version)
