@@ -526,6 +526,8 @@ def exchange_cluster(
                                               timeout=timeout, inter_host_gbps=pins.gbps,
                                               inter_host_latency_us=pins.latency_us)
     if ranks is not None:
+        # Only one world lives at a time: an older one's records (and its store) can go.
+        _exchanges[:] = [e for e in _exchanges if e[0] is world_store]
         _exchanges.append((world_store, ranks, records, pins, docs))
     return cluster
 
