@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import socket
+import uuid
 import zlib
 from dataclasses import dataclass
 from datetime import timedelta
@@ -87,12 +88,14 @@ class _Pins(NamedTuple):
                    config.inter_host_latency_us or reused.latency_us)
 
 
-# The records of this process's exchanges: (the world's store, global ranks, records by group
+# The records of this process's exchanges: (the world's token, global ranks, records by group
 # rank, pinned network, host documents). A record is {"hostname", "local_rank", "local_device",
-# "doc"}, "doc" indexing the host documents. The store tells worlds apart: after
+# "doc"}, "doc" indexing the host documents. The token tells worlds apart: after
 # destroy_process_group a new world (of another backend too, whose creation clears nothing
-# here) has a new store, and its global ranks are other processes.
-_exchanges: list[tuple[object, tuple[int, ...], list[dict], _Pins, list[str]]] = []
+# here) has a new store, so a new token, and its global ranks are other processes. Holding the
+# store itself kept rank 0's TCPStore server, and its port, alive after the world was gone.
+_exchanges: list[tuple[bytes, tuple[int, ...], list[dict], _Pins, list[str]]] = []
+_WORLD_KEY = "torch_topo/world"
 # This process's own records by (pinned file, play spec, group size, play index).
 _own_records: dict[tuple, dict] = {}
 
@@ -413,22 +416,23 @@ def exchange_records(store, group_rank: int, group_size: int, own: dict, *,
     return _assemble(records, pins, group_rank, docs), records, docs
 
 
-def _world_store(store):
-    """The store under `store`'s prefixes: the world's (every group's creator store wraps it)."""
+def _world_token(store) -> bytes:
+    """The token of the world whose store is under `store`'s prefixes (every group's creator
+    store wraps it): the first process to ask sets it, every later one reads it."""
     import torch.distributed as dist
 
     while isinstance(store, dist.PrefixStore):
         store = store.underlying_store
-    return store
+    return store.compare_set(_WORLD_KEY, "", uuid.uuid4().hex)
 
 
-def _earlier_records(world_store, global_ranks: tuple[int, ...]
+def _earlier_records(world: bytes, global_ranks: tuple[int, ...]
                      ) -> tuple[list[dict], _Pins, list[str]] | None:
     """The records of `global_ranks` from one earlier exchange of this world that covered them
     all, with its pinned network and host documents. Every member of this group took part in
     that exchange too, so all members find the same one."""
-    for store, ranks, records, pins, docs in _exchanges:
-        if store is not world_store:
+    for token, ranks, records, pins, docs in _exchanges:
+        if token != world:
             continue
         where = {g: i for i, g in enumerate(ranks)}
         if all(g in where for g in global_ranks):
@@ -509,8 +513,8 @@ def exchange_cluster(
                              f"per group rank ({group_size})")
         if not dist.is_initialized():
             _exchanges.clear()  # a new world: earlier exchanges describe an old one
-        world_store = _world_store(store)
-        earlier = _earlier_records(world_store, ranks)
+        world = _world_token(store)
+        earlier = _earlier_records(world, ranks)
         if earlier is not None:
             records, pins, docs = earlier
             _check_same_reuse(store, group_rank, group_size, records, docs, timeout)
@@ -526,9 +530,9 @@ def exchange_cluster(
                                               timeout=timeout, inter_host_gbps=pins.gbps,
                                               inter_host_latency_us=pins.latency_us)
     if ranks is not None:
-        # Only one world lives at a time: an older one's records (and its store) can go.
-        _exchanges[:] = [e for e in _exchanges if e[0] is world_store]
-        _exchanges.append((world_store, ranks, records, pins, docs))
+        # Only one world lives at a time: an older one's records can go.
+        _exchanges[:] = [e for e in _exchanges if e[0] == world]
+        _exchanges.append((world, ranks, records, pins, docs))
     return cluster
 
 
@@ -542,7 +546,7 @@ def world_cluster(config: TopoConfig | None = None) -> Cluster | None:
     cfg = TopoConfig.from_env() if config is None else config
     world = tuple(range(dist.get_world_size()))
     default_store = distributed_c10d._get_default_store()
-    earlier = _earlier_records(_world_store(default_store), world)
+    earlier = _earlier_records(_world_token(default_store), world)
     if earlier is not None:
         records, pins, docs = earlier
         return _assemble(records, _Pins.of(cfg, pins), dist.get_rank(), docs)

@@ -408,3 +408,31 @@ def test_a_new_world_does_not_reuse_the_old_worlds_records(tmp_path):
     results = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(3)]
     assert all(r["first"] == ["hostA", "hostB"] for r in results)
     assert [r["second"] for r in results[1:]] == [[["hostC"], [0, 1]]] * 2
+
+
+def _port_main(rank, port, out_dir):
+    import gc
+
+    import torch_topo  # noqa: F401  (registers "topo")
+
+    dist.init_process_group("topo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    dist.destroy_process_group()
+    gc.collect()
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            result = "free"
+        except OSError as exc:
+            result = str(exc)
+    Path(out_dir, "port.json").write_text(json.dumps(result))
+
+
+@pytest.mark.timeout(60)
+def test_the_world_store_is_not_kept_after_the_world(tmp_path):
+    # The kept exchanges held the world's store, so rank 0's TCPStore server went on listening
+    # on the master port after destroy_process_group (EADDRINUSE for whatever came next).
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start_processes(_port_main, args=(port, str(tmp_path)), nprocs=1)
+    assert json.loads((tmp_path / "port.json").read_text()) == "free"
