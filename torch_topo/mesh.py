@@ -45,10 +45,15 @@ def _played_cluster(source, placements: list[tuple[str, int]], config: TopoConfi
     """Cluster of copies of the one-host `source` (a path, `Topology` or torch-topo JSON), one
     per played host name, ranks where they play."""
     names = list(dict.fromkeys(h for h, _ in placements))
-    doc = json.loads(cluster_text(source, len(names)))
-    gpus = len(doc["hosts"][0]["gpus"])
     where = os.fspath(source) if isinstance(source, str | os.PathLike) and \
         not str(source).lstrip().startswith("{") else "the topology given"
+    hosts = len(json.loads(cluster_text(source, 1))["hosts"])
+    if hosts != 1:  # copying it was refused as a CLI option: "--hosts: got 2 for ..."
+        raise ValueError(f"{PLAY_SETTING}: plays copies of one host, but {where} describes "
+                         f"{hosts} hosts; expected one host's topology, or no play to plan on "
+                         "the cluster as it is")
+    doc = json.loads(cluster_text(source, len(names)))
+    gpus = len(doc["hosts"][0]["gpus"])
     ranks = []
     for rank, (host, gpu) in enumerate(placements):
         if not 0 <= gpu < max(gpus, 1):
@@ -100,7 +105,7 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
         return resolve_cluster(source, world_size // per_host, chunk, nvlink=nvlink,
                                inter_host_gbps=config.inter_host_gbps,
                                nccl_version=nccl_version_code())
-    if world_size < per_host:
+    if world_size < per_host and one_host.host_count == 1:
         return _played_cluster(source, [("host0", r) for r in range(world_size)], config)
     raise ValueError(f"world size {world_size} does not fill whole hosts of {per_host} GPUs; "
                      "set TopoConfig.play (TORCH_TOPO_PLAY) to say where ranks run")

@@ -166,6 +166,23 @@ def test_a_topology_object_or_text_plans_as_its_file_does(monkeypatch, play):
     assert described(topology) == described(topology.to_json()) == want
 
 
+def test_a_cluster_topology_is_neither_played_nor_cut(monkeypatch):
+    # Play and a world smaller than one host copy one host: a cluster given instead was cut to
+    # its first host (world 2 or 3 of 2 x 3 GPUs planned there) or refused in another option's
+    # words ("--hosts: got 2 for <topology>", "TORCH_TOPO_PLAY: rank 3: GPU 3").
+    import torch_topo.mesh as mesh
+    from torch_topo.plan import cluster_text
+
+    monkeypatch.setattr(mesh, "world_cluster", lambda _config: pytest.fail("live consulted"))
+    two_hosts = json.loads(cluster_text(str(DGX1), 2))
+    with pytest.raises(ValueError, match=r"^world size 12 does not fill whole hosts of 16 GPUs"):
+        mesh._world_cluster(TopoConfig(), 12, topology=two_hosts)
+    with pytest.raises(ValueError, match=r"plays copies of one host, but the topology given "
+                                         r"describes 2 hosts"):
+        mesh._world_cluster(TopoConfig(play="a:0,b:0,c:0,d:0"), 4, topology=two_hosts)
+    assert mesh._world_cluster(TopoConfig(), 16, topology=two_hosts).host_count == 2
+
+
 def test_pinned_host_without_gpus_places_no_rank(tmp_path, monkeypatch):
     # What the emulator pins on every node: a host of CPUs and a NIC. Planned on, it was
     # copied once per rank, so 4 ranks on 2 nodes were 4 hosts (the mesh explained as spanning
