@@ -127,7 +127,8 @@ def _validate(args: argparse.Namespace) -> tuple[LinkSpec | None, list[str]]:
         raise ValueError(f"--topology: {args.topology!r} is not a file")
     if args.command and args.command[0] != "--":
         # An option's stray second word ("--inter-delay 1 ms") became the command, "--" and all.
-        raise ValueError(f"got {args.command[0]!r} before --, expected every option before -- "
+        where = "before --" if "--" in args.command else "with no -- before it"
+        raise ValueError(f"got {args.command[0]!r} {where}, expected every option before -- "
                          "and the COMMAND after it")
     command = args.command[1:]
     if not command:

@@ -365,6 +365,8 @@ def test_refuses_when_namespaces_unavailable(monkeypatch, capsys):
     # An unquoted "1 ms": "ms -- echo hi" became every rank's command (exit 127).
     (["--nodes", "2", "--procs-per-node", "1", "--inter-delay", "1", "ms", "--", "echo", "hi"],
      "got 'ms' before --, expected every option before -- and the COMMAND after it"),
+    (["--nodes", "2", "--procs-per-node", "1", "echo", "hi"],
+     "got 'echo' with no -- before it, expected every option before -- and the COMMAND"),
     # Accepted, then refused by every rank's TORCH_TOPO_INTER_HOST_LATENCY_US.
     (["--nodes", "2", "--procs-per-node", "1", "--inter-delay", "0.0000001", "--", "true"],
      "--inter-delay: got '0.0000001', expected 0 or at least 1ps"),
