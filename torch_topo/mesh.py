@@ -47,13 +47,14 @@ def _played_cluster(source, placements: list[tuple[str, int]], config: TopoConfi
     names = list(dict.fromkeys(h for h, _ in placements))
     where = os.fspath(source) if isinstance(source, str | os.PathLike) and \
         not str(source).lstrip().startswith("{") else "the topology given"
-    hosts = len(json.loads(cluster_text(source, 1))["hosts"])
-    if hosts != 1:  # copying it was refused as a CLI option: "--hosts: got 2 for ..."
+    doc = json.loads(cluster_text(source, 1))
+    if len(doc["hosts"]) != 1:  # copying it was refused as a CLI option: "--hosts: got 2 for"
         raise ValueError(f"{PLAY_SETTING}: plays copies of one host, but {where} describes "
-                         f"{hosts} hosts; expected one host's topology, or no play to plan on "
-                         "the cluster as it is")
-    doc = json.loads(cluster_text(source, len(names)))
-    gpus = len(doc["hosts"][0]["gpus"])
+                         f"{len(doc['hosts'])} hosts; expected one host's topology, or no play "
+                         "to plan on the cluster as it is")
+    host = doc["hosts"][0]
+    doc["hosts"] = [{**host, "hostname": name} for name in names]
+    gpus = len(host["gpus"])
     ranks = []
     for rank, (host, gpu) in enumerate(placements):
         if not 0 <= gpu < max(gpus, 1):
@@ -61,8 +62,6 @@ def _played_cluster(source, placements: list[tuple[str, int]], config: TopoConfi
                              f"(GPUs of {where})")
         ranks.append({"host": names.index(host), "local_gpu": gpu if gpus else -1,
                       "local_rank": sum(1 for h, _ in placements[:rank] if h == host)})
-    for i, name in enumerate(names):
-        doc["hosts"][i]["hostname"] = name
     doc["ranks"] = ranks
     # Ranks of a host without GPUs are Gloo's: its steps between hosts at the latency the
     # backend gives them (GPU ranks keep NCCL's, as NCCL picks its algorithms by it).

@@ -66,10 +66,11 @@ def _split_group(original, self, ranks, *args, **kwargs):
         else contextlib.nullcontext()
     with hint:
         child = original(self, ranks, *args, **kwargs)
-    if child is not None and _topo_backends(child):
+    backends = _topo_backends(child) if child is not None else []
+    if backends:
         # The child's rank order is the order its backend's split was given: torch sorted the
         # ranks before 2.14 and no longer does, so the child says it.
-        order = _topo_backends(child)[0].split_ranks()
+        order = backends[0].split_ranks()
         global_ranks = [parent_globals[r] for r in order]
         # As for a group new_group creates without pg_options (DeviceMesh passes none either
         # way): the environment's config, so a mesh behaves alike with and without device_id.

@@ -25,8 +25,7 @@ def add_parser(subparsers) -> None:
                    help="write here instead of stdout")
     p.add_argument("--json", action="store_true",
                    help="print a JSON summary (schema, input, from, to, output, gpu_count, "
-                        "warnings; "
-                        "the converted text as `content` when no -o is given)")
+                        "warnings; the converted text as `content` when no -o is given)")
     p.set_defaults(run=run)
 
 

@@ -24,8 +24,7 @@ def add_parser(subparsers) -> None:
                    help="write the torch-topo JSON here instead of stdout")
     p.add_argument("--json", action="store_true",
                    help="print a JSON summary (schema, source, output, gpu_count, nic_count, "
-                        "warnings; the "
-                        "topology as `content` when no -o is given)")
+                        "warnings; the topology as `content` when no -o is given)")
     p.set_defaults(run=run)
 
 
