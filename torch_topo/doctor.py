@@ -13,9 +13,10 @@ from typing import Literal
 from torch_topo import _C
 from torch_topo.backend_choice import BackendChoices
 from torch_topo.config import TopoConfig
-from torch_topo.plan import Plan, resolve_cluster, with_nvlink_domains
+from torch_topo.plan import Plan, mesh_items, resolve_cluster, with_nvlink_domains
 from torch_topo.probe import live_probe, pinned_differences, probe_failed
 from torch_topo.topology import Topology, load_topology
+from torch_topo.validation import is_int_in
 
 __all__ = ["Finding", "diagnose", "live_probe_findings", "rank_counts", "reader_warnings"]
 
@@ -363,7 +364,7 @@ def _kv_findings(mesh: dict[str, int], kv_heads: int | None) -> list[Finding]:
     return []
 
 
-def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
+def diagnose(topology, mesh: dict[str, int] | str | None = None, *, hosts: int = 1,
              kv_heads: int | None = None, pinned_path: str | None = None,
              environ=None, live=None, inter_host_gbps: float | None = None,
              inter_host_latency_us: float | None = None,
@@ -391,6 +392,10 @@ def diagnose(topology, mesh: dict[str, int] | None = None, *, hosts: int = 1,
     the host.
     """
     env = os.environ if environ is None else environ
+    # The forms plan() takes ("dp=4,tp=2" too); the checks below read a {name: size}.
+    mesh = dict(mesh_items(mesh)) if mesh is not None else None
+    if kv_heads is not None and not is_int_in(kv_heads, 1):
+        raise ValueError(f"kv_heads: got {kv_heads!r}, expected an int >= 1")
     name = os.fspath(topology) if isinstance(topology, (str, os.PathLike)) else None
     pinned = None
     if pinned_path is not None:

@@ -100,6 +100,11 @@ def _world_cluster(config: TopoConfig, world_size: int, topology=None):
         # copies of it made every rank a host of its own: 8 ranks on 2 nodes planned as 8 hosts.
         return None
     per_host = one_host.world_size
+    if one_host.host_count > 1 and world_size != per_host:
+        # A cluster document fixes every rank's place; neither copies nor play apply to it.
+        raise ValueError(f"world size {world_size}: the cluster given holds {per_host} ranks on "
+                         f"{one_host.host_count} hosts, expected a world of exactly that size "
+                         "(a cluster document is planned on as it is)")
     if world_size % per_host == 0:
         return resolve_cluster(source, world_size // per_host, chunk, nvlink=nvlink,
                                inter_host_gbps=config.inter_host_gbps,

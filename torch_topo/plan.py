@@ -85,7 +85,8 @@ def parse_mesh(text: str, option: str = "--mesh") -> dict[str, int]:
     return out
 
 
-def _mesh_items(mesh: Mapping[str, int] | Sequence[tuple[str, int]] | str) -> list[tuple[str, int]]:
+def mesh_items(mesh: Mapping[str, int] | Sequence[tuple[str, int]] | str) -> list[tuple[str, int]]:
+    """Each form `plan` takes for a mesh as [(name, size)], checked; ValueError names `mesh`."""
     if isinstance(mesh, str):
         return list(parse_mesh(mesh, "mesh").items())
     if not isinstance(mesh, Mapping | Sequence):  # None or 8 failed as "not iterable"
@@ -94,8 +95,11 @@ def _mesh_items(mesh: Mapping[str, int] | Sequence[tuple[str, int]] | str) -> li
     items = list(mesh.items()) if isinstance(mesh, Mapping) else [
         tuple(i) if isinstance(i, Sequence) else (i,) for i in mesh]
     for item in items:
-        if len(item) != 2 or not isinstance(item[0], str):
-            raise ValueError(f"mesh: got {item!r}, expected (name, size) with an int size")
+        if len(item) != 2:
+            raise ValueError(f"mesh: got {item!r}, expected (name, size)")
+        if not isinstance(item[0], str) or not item[0]:
+            raise ValueError(f"mesh: got the name {item[0]!r} in {item!r}, expected a non-empty "
+                             "string such as 'tp'")
     return [(n, _check_dim_size("mesh", n, s)) for n, s in items]
 
 
@@ -185,9 +189,11 @@ def resolve_cluster(topology_or_cluster: Any, hosts: int = 1, chunk_bytes: int =
     check_hosts(hosts)
     if not is_int_in(chunk_bytes, 1):  # 1.5 was pybind11's "incompatible constructor arguments"
         raise ValueError(f"chunk_bytes: got {chunk_bytes!r}, expected an int >= 1")
-    if not is_int_in(nccl_version, 0, 999999):  # "2.26.2" and None were pybind11's too
+    # "2.26.2" and None were pybind11's errors; 1 or 990000 name no release the model follows.
+    if not (is_int_in(nccl_version, 0, 0) or is_int_in(nccl_version, 20000, 29999)):
         raise ValueError(f"resolve_cluster: nccl_version: got {nccl_version!r}, expected 0 (the "
-                         "newest the model knows) or a version code such as 22602 (2.26.2)")
+                         "newest the model knows) or an NCCL 2.x version code such as 22602 "
+                         "(2.26.2)")
     # Refuses non-finite, non-positive and out-of-range values, as the backend's config does.
     pinned = TopoConfig(inter_host_gbps=inter_host_gbps,
                         inter_host_latency_us=inter_host_latency_us)
@@ -389,7 +395,7 @@ class Plan:
         cluster = resolve_cluster(topology_or_cluster, hosts, chunk_bytes,
                                   inter_host_gbps=inter_host_gbps,
                                   inter_host_latency_us=inter_host_latency_us)
-        raw = cluster.plan_mesh(_mesh_items(mesh), _traffic_map(traffic), contiguous)
+        raw = cluster.plan_mesh(mesh_items(mesh), _traffic_map(traffic), contiguous)
         return cls(cluster, raw, "contiguous" if contiguous else "planned", nccl_hints, backend)
 
     @classmethod
@@ -569,5 +575,16 @@ def plan(topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
             Defaults: tp heaviest, then sp/cp, ep, dp, pp.
         hosts: copies of a one-host topology (ranks host-major).
         nccl_hints: compute an NCCL_ALGO hint per dimension.
+
+    As the `plan` verb: each group is priced on the side the "topo" backend takes for it
+    (`BackendChoices`), over the network and switches the environment's `TopoConfig` gives
+    (TORCH_TOPO_INTER_HOST_GBPS, TORCH_TOPO_HIERARCHICAL, ...), with Gloo's latency between
+    hosts where a rank has no GPU.
     """
-    return Plan.build(topology_or_cluster, mesh, traffic, hosts=hosts, nccl_hints=nccl_hints)
+    from torch_topo.backend_choice import BackendChoices  # it imports this module
+
+    config = TopoConfig.from_env()
+    network = network_pins(config)
+    resolved = resolve_cluster(topology_or_cluster, hosts, gloo_latency=True, **network)
+    backend = BackendChoices.of(topology_or_cluster, hosts, config, resolved)
+    return Plan.build(resolved, mesh, traffic, nccl_hints=nccl_hints, backend=backend)

@@ -271,6 +271,8 @@ def load_topology(path: str | os.PathLike, *, nvlink: str = "file",
     if live is not None and not isinstance(live, Topology):
         raise ValueError(f"load_topology: live: got {type(live).__name__}, expected a Topology "
                          "(torch_topo.probe()) or None")
+    if not isinstance(path, (str, os.PathLike)):  # os.fspath's TypeError named no argument
+        raise ValueError(f"load_topology: path: got {type(path).__name__}, expected a file path")
     return read_topology(path, "load_topology: path", nvlink=nvlink, live=live)
 
 

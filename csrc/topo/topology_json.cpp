@@ -353,9 +353,12 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   const json& numa = array(obj, "numa_nodes", where);
   for (size_t i = 0; i < numa.size(); ++i) {
     std::string w = where + ".numa_nodes[" + std::to_string(i) + "]";
-    int id = static_cast<int>(integer(numa[i], "id", w, -1, -1, 4095));
+    // An entry stands for one node, so unlike a device's numa_node its id has no "unknown".
+    if (find(numa[i], "id", w) == nullptr)
+      fail(numa[i], w + ".id", "missing, expected the NUMA node's id (0 to 4095)");
+    int id = static_cast<int>(integer(numa[i], "id", w, -1, 0, 4095));
     for (const NumaNode& seen : h.numa_nodes) {
-      if (id >= 0 && seen.id == id)
+      if (seen.id == id)
         fail(at(numa[i], "id"), w + ".id",
              "got " + std::to_string(id) + " twice, expected one entry per NUMA node");
     }
@@ -459,6 +462,11 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
         h.gpu_paths.push_back(p);
       }
     }
+    // The estimate's note names only the rates; the classes are this guess, and the planner
+    // treats such a host as one with no fast pair.
+    if (h.gpus.size() > 1)
+      h.warnings.push_back(
+          "no gpu_paths and no graph: every GPU pair taken as SYS (across the CPU sockets)");
     estimated = true;
   }
   if (!nic_present) h.gpu_nic_paths.assign(h.gpus.size() * h.nics.size(), PathInfo{});

@@ -4,6 +4,7 @@
 #include "topo/topology_json.h"
 
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -128,6 +129,14 @@ TEST(TopologyJsonTest, HandWrittenShorthand) {
   EXPECT_EQ(h.gpus[1].index, 1);
   EXPECT_EQ(h.path(0, 1).nvlinks, 18);
   EXPECT_DOUBLE_EQ(h.path(0, 1).bandwidth_gbps, 18 * 20.6);
+  // Without gpu_paths or a graph the pairs are a guess, and the warnings say which.
+  HostTopology bare = hostFromJson(
+      R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{"sm": 90}, {"sm": 90}]})", "h.json");
+  EXPECT_EQ(bare.path(0, 1).cls, PathClass::SYS);
+  EXPECT_NE(std::find(bare.warnings.begin(), bare.warnings.end(),
+                      "no gpu_paths and no graph: every GPU pair taken as SYS (across the CPU "
+                      "sockets)"),
+            bare.warnings.end());
 }
 
 // A cell that states its numbers keeps them where other cells are class strings; only the
@@ -214,6 +223,7 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
       {"numa_nodes[1].id",
        [](nlohmann::json& d) { d["numa_nodes"][1]["id"] = d["numa_nodes"][0]["id"]; }},
       {"numa_nodes[0].cpus", [](nlohmann::json& d) { d["numa_nodes"][0]["cpus"] = "0-"; }},
+      {"numa_nodes[1].id", [](nlohmann::json& d) { d["numa_nodes"][1]["id"] = -1; }},
       {"gpus[0].cpu_affinity", [](nlohmann::json& d) { d["gpus"][0]["cpu_affinity"] = "x"; }},
       {"gpu_paths[0][1]", [](nlohmann::json& d) { d["gpu_paths"][0][1]["cls"] = "X"; }},
       {"gpu_paths[1][1]", [](nlohmann::json& d) { d["gpu_paths"][1][1]["cls"] = "PIX"; }},
@@ -262,6 +272,12 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
               0u)
         << c.field << ": " << what;
   }
+  nlohmann::json no_id = base;
+  no_id["numa_nodes"][1].erase("id");
+  EXPECT_NE(jsonError(no_id.dump()).find(
+                "field (root).numa_nodes[1].id: missing, expected the NUMA node's id"),
+            std::string::npos)
+      << jsonError(no_id.dump());
   // A number past the signed 64-bit range is quoted as written, not as the wrapped value.
   nlohmann::json doc = base;
   doc["gpus"][0]["sm"] = 18446744073709551615ull;

@@ -422,3 +422,18 @@ def test_kv_heads_below_ulysses_says_how_they_replicate(kv_heads, severity, says
                 if f.code.startswith("kv-")]
     assert (found.code, found.severity) == ("kv-heads-below-ulysses", severity)
     assert found.message == f"kv_heads={kv_heads} < Ulysses degree sp=4: {says}"
+
+
+@pytest.mark.parametrize("kv_heads", [0, -1, "2", 2.0, True])
+def test_diagnose_refuses_kv_heads_that_are_no_count(kv_heads):
+    # 0 divided by zero, -1 warned of "-4x" replication, "2" failed inside a comparison.
+    with pytest.raises(ValueError, match=rf"^kv_heads: got {kv_heads!r}, expected an int >= 1$"):
+        diagnose(SXM, {"dp": 2, "sp": 4}, kv_heads=kv_heads, environ={})
+
+
+def test_diagnose_takes_the_mesh_forms_plan_takes():
+    as_dict = diagnose(SXM, {"dp": 2, "sp": 4}, kv_heads=2, environ={})
+    assert diagnose(SXM, "dp=2,sp=4", kv_heads=2, environ={}) == as_dict
+    assert diagnose(SXM, [("dp", 2), ("sp", 4)], kv_heads=2, environ={}) == as_dict
+    with pytest.raises(ValueError, match="mesh: got the name 1 in"):
+        diagnose(SXM, {1: 8}, environ={})

@@ -49,6 +49,29 @@ def test_plan_json(capsys):
     assert out["compare"]["ratio"] == pytest.approx(out["compare"]["naive"]["total_cost"] / out["total_cost"])
 
 
+@pytest.mark.parametrize("gpus", [True, False])
+def test_python_plan_prices_as_the_verb(tmp_path, capsys, monkeypatch, gpus):
+    # A slow network between two DGX-1 makes the two-level schedule cheaper at some sizes: the
+    # verb and plan() must both price the side the backend's ranges (GPU ranks) or size rule
+    # (CPU ranks) take, not the cheaper one at every size.
+    for var in ("TORCH_TOPO_HIERARCHICAL", "TORCH_TOPO_INTER_HOST_GBPS",
+                "TORCH_TOPO_INTER_HOST_LATENCY_US"):
+        monkeypatch.delenv(var, raising=False)
+    doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
+    doc["inter_host_bandwidth_gbps"], doc["inter_host_latency_us"] = 3.0, 20.0
+    if not gpus:
+        for rank in doc["ranks"]:
+            rank["local_gpu"] = -1
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(doc))
+    assert main(["plan", str(path), "--mesh", "dp=8,tp=2", "--json"]) == 0
+    verb = json.loads(capsys.readouterr().out)
+    p = plan(str(path), {"dp": 8, "tp": 2}, nccl_hints=True)
+    assert {d: p.cost(d) for d in ("dp", "tp")} == verb["cost"]
+    assert p.algorithms == verb["algorithms"]
+    assert p.nccl_hints == verb["nccl_hints"]
+
+
 def test_plan_sequence_groups(capsys):
     assert main(["plan", str(DGX1), "--hosts", "2", "--mesh", "cp=2,sp=8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -81,6 +104,8 @@ def test_plan_text(capsys):
      "--attention: an empty item in"),
     (["--mesh", "sp=8", "--attention", "heads=8,heads=4,kv_heads=2,head_dim=64,seq_len=64"],
      "--attention: 'heads' appears twice"),
+    (["--mesh", "dp=4,tp=2", "--attention", "heads=8,kv_heads=2,head_dim=64,seq_len=64"],
+     "--mesh: got {'dp': 4, 'tp': 2}, expected an 'sp' dimension for the sequence split"),
     (["--mesh", "dp=8", "--nccl-version", "2.26"], "--nccl-version: got '2.26'"),
     (["--mesh", "dp=8", "--nccl-version", "3.0.1"], "--nccl-version: got '3.0.1'"),
     (["--mesh", "dp=8", "--nccl-version", "2.x.1"], "--nccl-version: got '2.x.1'"),

@@ -18,7 +18,7 @@ from torch_topo import emulate
 from torch_topo.config import TopoConfig
 from torch_topo.emulation import netns
 from torch_topo.emulation.launcher import place_ranks
-from torch_topo.emulation.shaping import parse_delay_us, parse_rate_bps
+from torch_topo.emulation.shaping import LinkSpec, parse_delay_us, parse_rate_bps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER = os.path.join(ROOT, "tests", "py", "emulated_worker.py")
@@ -210,6 +210,26 @@ def test_link_is_shaped(capfd):
     # veth moves 8 MiB in a few milliseconds.
     assert result["seconds"] >= 0.95 * mbytes * (1 << 20) * 8 / rate_bps
     assert result["rtt_ms"] >= 2 * delay_s * 1e3 * 0.95
+
+
+@needs_root
+@pytest.mark.timeout(60)
+def test_every_node_knows_the_others_statically():
+    # Without these entries ARP would still resolve, through the delayed switch: slower, and
+    # no collective test would notice.
+    links_before = _host_links()
+    net = netns.ClusterNetwork(nodes=3, link=LinkSpec.parse("1gbit", "1ms"))
+    try:
+        net.create()
+        for i in range(3):
+            out = subprocess.run(["ip", "-n", net.node_ns(i), "neigh", "show", "dev", net.ifname],
+                                 capture_output=True, text=True, check=True).stdout
+            entries = {(words[0], words[2]) for words in map(str.split, out.splitlines())
+                       if words[1] == "lladdr" and "PERMANENT" in words}
+            assert entries == {(net.address(j), netns._node_mac(j)) for j in range(3) if j != i}
+    finally:
+        assert net.destroy() == []
+    _assert_clean(os.getpid(), links_before)
 
 
 @needs_root

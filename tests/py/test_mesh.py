@@ -263,6 +263,21 @@ def test_played_hosts_without_gpus_are_priced_at_gloo_latency(tmp_path, monkeypa
                                                       pytest.approx(want["seconds"], rel=1e-12))
 
 
+@pytest.mark.parametrize("world", [2, 8, 32])
+def test_cluster_document_needs_its_own_world_size(tmp_path, world):
+    # Two hosts of 8 GPUs: a world of 2 was told the hosts held 16 GPUs each and to set play,
+    # which then refused the document.
+    import torch_topo.mesh as mesh
+    from torch_topo import _C
+
+    path = tmp_path / "cluster.json"
+    path.write_text(_C.planner_cluster_json(path=str(DGX1), hosts=2))
+    with pytest.raises(ValueError, match=rf"^world size {world}: the cluster given holds 16 ranks "
+                                         r"on 2 hosts, expected a world of exactly that size"):
+        mesh._world_cluster(TopoConfig(), world, str(path))
+    assert mesh._world_cluster(TopoConfig(), 16, str(path)).world_size == 16
+
+
 @pytest.mark.parametrize("args, kwargs, fragment", [
     # Checked before any collective, so no process group is needed. Before: 1.5 was planned as
     # 1 (int()), a repeated name folded two dimensions into one mesh dimension without a word,

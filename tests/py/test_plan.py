@@ -273,7 +273,8 @@ def test_plan_arguments_of_the_wrong_type():
     with pytest.raises(ValueError, match=r"^chunk_bytes: got 1.5, expected an int >= 1"):
         Plan.build(DGX1, {"dp": 8}, chunk_bytes=1.5)
     # The CLI's spelling, None and a float reached pybind11 ("incompatible function arguments").
-    for bad in ("2.26.2", None, 2.5, -1, True):
+    # 1, 990000 and 30000 name no NCCL 2.x release: the model followed its newest for them.
+    for bad in ("2.26.2", None, 2.5, -1, True, False, 1, 19999, 30000, 990000):
         with pytest.raises(ValueError, match=rf"^resolve_cluster: nccl_version: got "
                                              rf"{re.escape(repr(bad))}, expected 0 \(the newest"):
             resolve_cluster(DGX1, nccl_version=bad)
@@ -368,6 +369,12 @@ def test_planner_helpers_refuse_what_they_cannot_price():
      r"Plan.from_config: config: got NoneType, expected a torch_topo.TopoConfig"),
     (lambda: torch_topo.load_topology(DGX1, nvlink="complete", live="host.json"), ValueError,
      r"load_topology: live: got str, expected a Topology"),
+    (lambda: torch_topo.load_topology(None), ValueError,
+     r"^load_topology: path: got NoneType, expected a file path$"),
+    (lambda: torch_topo.plan(DGX1, {1: 8}), ValueError,
+     r"^mesh: got the name 1 in \(1, 8\), expected a non-empty string"),
+    (lambda: torch_topo.plan(DGX1, {"": 8}), ValueError,
+     r"^mesh: got the name '' in \('', 8\), expected a non-empty string"),
 ])
 def test_plan_arguments_of_the_wrong_kind(call, error, fragment):
     with pytest.raises(error, match=fragment):

@@ -196,6 +196,21 @@ def test_cluster_of_another_world_size_is_refused(world):
     assert [c.valid for c in sequence_parallel_candidates(cfg, 16, cluster)] == [True] * 3
 
 
+def test_world_size_defaults_to_the_cluster_given():
+    # Without a process group: the cluster's rank count, not "Default process group has not
+    # been initialized".
+    import torch.distributed as dist
+
+    assert not dist.is_initialized()
+    cluster = resolve_cluster(str(DGX1), 2)
+    cfg = UlyssesConfig(sequence_parallel_size=4, attention=AttentionShape(
+        heads=32, kv_heads=8, head_dim=128, seq_len=8192))
+    assert sequence_parallel_candidates(cfg, cluster=cluster) == \
+        sequence_parallel_candidates(cfg, 16, cluster)
+    assert resolve_sequence_parallel_degrees(cfg, cluster=cluster) == \
+        resolve_sequence_parallel_degrees(cfg, 16, cluster)
+
+
 def test_open_split_needs_the_shape():
     with pytest.raises(ValueError, match="UlyssesConfig.attention: not set"):
         resolve_sequence_parallel_degrees(UlyssesConfig(sequence_parallel_size=4), 8,

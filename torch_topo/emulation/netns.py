@@ -34,11 +34,12 @@ class EmulationUnavailable(RuntimeError):
     """The emulator cannot run here (not root, no `ip`/`tc`, namespaces refused)."""
 
 
-def _setup_command(cmd: list[str]) -> subprocess.CompletedProcess:
+def _setup_command(cmd: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
     # In a session of its own: Ctrl-C at a terminal signals the whole foreground process group,
     # and a setup command killed by it turned the interrupted run into a setup failure (exit 2)
     # where the emulator itself records the signal and exits 130 once the command is done.
-    return subprocess.run(cmd, capture_output=True, text=True, start_new_session=True)
+    return subprocess.run(cmd, input=stdin, capture_output=True, text=True,
+                          start_new_session=True)
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -190,11 +191,17 @@ class ClusterNetwork:
             # Uplink (node -> switch) and downlink (switch -> node) each at the line rate.
             _run_in(ns, tbf_command(_NODE_IFNAME, self.link, downlink=False))
             _run_in(self.switch_ns, tbf_command(port, self.link, downlink=True))
-            for j in range(self.nodes):
-                if j != i:
-                    # Static neighbours: no ARP round trips through the delayed switch.
-                    _ip("-n", ns, "neigh", "replace", self.address(j), "lladdr", _node_mac(j),
-                        "dev", _NODE_IFNAME, "nud", "permanent")
+            # Static neighbours: no ARP round trips through the delayed switch. One ip process
+            # per node reads them all, as one per pair made set-up quadratic in processes.
+            neighbours = "".join(
+                f"neigh replace {self.address(j)} lladdr {_node_mac(j)} dev {_NODE_IFNAME} "
+                "nud permanent\n" for j in range(self.nodes) if j != i)
+            if neighbours:
+                proc = _setup_command(["ip", "-n", ns, "-batch", "-"], stdin=neighbours)
+                if proc.returncode != 0:
+                    raise EmulationUnavailable(
+                        f"ip -n {ns} -batch (static neighbours): "
+                        f"{proc.stderr.strip() or proc.returncode}")
             etc = os.path.join(_ETC_NETNS, ns)
             os.makedirs(etc, exist_ok=True)
             with open(os.path.join(etc, "hosts"), "w") as f:

@@ -126,10 +126,13 @@ def _check_config(where: str, config: object) -> None:
                          "torch_topo.UlyssesConfig")
 
 
-def _world_size(where: str, world_size: object) -> int:
-    """torch.distributed's world size for None; 0, -2 or 4.0 passed the divisibility check and
-    came back as degrees of a world that cannot be."""
+def _world_size(where: str, world_size: object, cluster=None) -> int:
+    """For None the rank count of `cluster` where it is a PlannerCluster (no process group
+    needed), else torch.distributed's; 0, -2 or 4.0 passed the divisibility check and came back
+    as degrees of a world that cannot be."""
     if world_size is None:
+        if isinstance(cluster, _C.PlannerCluster):
+            return cluster.world_size
         return dist.get_world_size()
     if not is_int_in(world_size, 1):
         raise ValueError(f"{where}: world_size: got {world_size!r}, expected None or an int >= 1")
@@ -170,7 +173,7 @@ def sequence_parallel_candidates(config: UlyssesConfig, world_size: int | None =
             (e.g. {"dp": 2, "sp": 4, "tp": 2}); default {"dp": world / sp, "sp": sp}.
     """
     _check_config("sequence_parallel_candidates", config)
-    world = _world_size("sequence_parallel_candidates", world_size)
+    world = _world_size("sequence_parallel_candidates", world_size, cluster)
     sp = config.sequence_parallel_size
     _check_divides_world(sp, world)
     if config.attention is None:
@@ -213,7 +216,7 @@ def resolve_sequence_parallel_degrees(config: UlyssesConfig, world_size: int | N
     (`sequence_parallel_candidates`, same arguments); ValueError when no split fits the shape.
     """
     _check_config("resolve_sequence_parallel_degrees", config)
-    world = _world_size("resolve_sequence_parallel_degrees", world_size)
+    world = _world_size("resolve_sequence_parallel_degrees", world_size, cluster)
     sp = config.sequence_parallel_size
     _check_divides_world(sp, world)
     if config.ring_degree is not None:

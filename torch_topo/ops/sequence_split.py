@@ -222,9 +222,10 @@ def sequence_split_candidates(cluster, mesh: Mapping[str, int], shape: Attention
 
     sp = mesh.get("sp")
     if not isinstance(sp, int) or sp < 1 or "cp" in mesh or "ring" in mesh:
-        raise ValueError(f"sequence split: mesh {dict(mesh)}: expected an 'sp' dimension (the "
-                         "ranks sharing one sequence, Ulysses x ring) and no 'cp' or 'ring' (the "
-                         "split makes it)")
+        # Starts with "mesh: " so that the plan verb names its --mesh.
+        raise ValueError(f"mesh: got {dict(mesh)}, expected an 'sp' dimension for the sequence "
+                         "split (the ranks sharing one sequence, Ulysses x ring) and no 'cp' or "
+                         "'ring' (the split makes it)")
     out = []
     for ulysses in (u for u in range(1, sp + 1) if sp % u == 0):
         ring = sp // ulysses
