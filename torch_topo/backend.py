@@ -15,6 +15,7 @@ NCCL hints the creator gives its own (`torch_topo.split`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from datetime import timedelta
@@ -209,9 +210,50 @@ def _guard_split_source() -> None:
     c10d._get_split_source = guarded
 
 
+def _is_topo_group(group) -> bool:
+    try:
+        return dist.get_backend(group) == BACKEND_NAME
+    except (RuntimeError, ValueError):  # destroyed, or not a group this rank knows
+        return False
+
+
+def _guard_coalescing_manager() -> None:
+    # torch's `_coalescing_manager` (2.11-2.15) does nothing when its block raises (an op of
+    # batch_isend_irecv refused on every rank): the group stays in `_world.pg_coalesce_state`,
+    # so every later all_reduce, all_gather_into_tensor and reduce_scatter_tensor on it is
+    # queued there and returns without running, and the backend stays in its block. Gloo never
+    # takes that path (it does not coalesce); topo, which coalesces for NCCL, does. For a topo
+    # group the guard drops that state and ends the backend's block, then re-raises.
+    # batch_isend_irecv looks the manager up by its module-global name.
+    c10d = dist.distributed_c10d
+    original = getattr(c10d, "_coalescing_manager", None)
+    if original is None or getattr(original, "_torch_topo_guard", False):
+        return
+
+    @contextlib.contextmanager
+    def guarded(group=None, device=None, async_ops=False):
+        group = group or c10d._get_default_group()
+        try:
+            with original(group, device, async_ops) as cm:
+                yield cm
+        except BaseException:
+            if _is_topo_group(group):
+                c10d._world.pg_coalesce_state.pop(group, None)
+                if device is not None:
+                    # The ops issued before the failure stay in flight, as unbatched ones would.
+                    with contextlib.suppress(ValueError):  # the block had ended already
+                        group._end_coalescing(device)
+            raise
+
+    functools.update_wrapper(guarded, original)
+    guarded._torch_topo_guard = True
+    c10d._coalescing_manager = guarded
+
+
 def register() -> None:
     """Registers "topo" once (importing torch_topo calls this)."""
     _guard_split_source()
+    _guard_coalescing_manager()
     guard_split_group()
     if BACKEND_NAME.upper() in dist.Backend._plugins:
         return

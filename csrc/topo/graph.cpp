@@ -43,10 +43,10 @@ bool parsePathClass(const std::string& text, PathClass* cls, int* nvlinks) {
     for (size_t i = 2; i < text.size(); ++i) {
       if (!std::isdigit(static_cast<unsigned char>(text[i]))) return false;
     }
-    if (text.size() > 5) return false;  // more than 999 bonded links is not a real device
+    if (text.size() > 5) return false;  // keeps the number small enough to parse
     *cls = PathClass::NV;
     *nvlinks = static_cast<int>(parseInteger(std::string_view(text).substr(2)).value);
-    return *nvlinks > 0;
+    return *nvlinks > 0 && *nvlinks <= kMaxNvlinkLanes;
   }
   static const struct {
     const char* name;

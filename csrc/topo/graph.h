@@ -32,8 +32,13 @@ enum class PathClass : int { X = 0, NV, PIX, PXB, PHB, NODE, SYS, NET };
 const char* toString(NodeKind kind);
 const char* toString(LinkKind kind);
 const char* toString(PathClass cls);
+/// Most NVLink lanes one pair of devices may bond: GB200 gives a GPU 18 in all, and NCCL's
+/// topology files never list more per <nvlink>.
+constexpr int kMaxNvlinkLanes = 64;
+
 /// Parses "X", "NV", "NV12" (class NV), "PIX", ... "SOC" (old name of SYS). Returns false when
-/// the text is not a path class; `nvlinks` receives the NV# lane count (0 otherwise).
+/// the text is not a path class or an NV# above kMaxNvlinkLanes; `nvlinks` receives the NV#
+/// lane count (0 otherwise).
 bool parsePathClass(const std::string& text, PathClass* cls, int* nvlinks);
 
 /// One device of a host graph.

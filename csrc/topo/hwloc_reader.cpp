@@ -421,6 +421,10 @@ void HwlocXmlReader::readNvlinkMatrix(const XmlElement* dist) {
       if (node < 0) {
         host_.warnings.push_back(path_ + ": NVLinkBandwidth object " + token +
                                  " is not a GPU, NVSwitch or package of this file; ignored");
+      } else if (std::find(nodes.begin(), nodes.end(), node) != nodes.end()) {
+        // Its rows would overwrite the first one's: another object's links lost without a word.
+        fail(idx, "NVLinkBandwidth object " + token + " appears twice in <indexes>, expected "
+                  "each object once");
       }
       nodes.push_back(node);
     }
@@ -431,7 +435,7 @@ void HwlocXmlReader::readNvlinkMatrix(const XmlElement* dist) {
     for (const std::string& token : splitWords(vals->GetText() ? vals->GetText() : "")) {
       ParsedNumber<double> v = parseDouble(token);
       if (!v || v.value < 0.0 || v.value > 1e12) {
-        fail(vals, "bad NVLinkBandwidth value: got '" + token + "', expected MB/s >= 0");
+        fail(vals, "bad NVLinkBandwidth value: got '" + token + "', expected MB/s in [0, 1e12]");
       }
       values.push_back(v.value);
     }

@@ -23,7 +23,6 @@ namespace {
 using Attrs = std::vector<std::pair<std::string, std::string>>;
 
 constexpr int kMaxIndex = 4095;         // dev, numaid, rank: above any real host
-constexpr int kMaxNvlinkCount = 64;     // per <nvlink>; GB200 NVL72 has 18 per GPU
 constexpr long kMaxC2cLinkMBps = 1000000;  // per C2C link; Grace's are ~45000
 constexpr double kMaxNetMbps = 1e7;     // 10 Tbit/s per port
 constexpr double kMaxNetLatencyUs = 1e6;  // a second: beyond it no plugin reports a real network
@@ -327,14 +326,16 @@ class NcclXmlReader {
               fail(nv, std::string("<c2c> has no ") + attr + " attribute, expected one");
             }
           }
-          c2c_.push_back({node, static_cast<int>(intAttr(nv, "count", 0, 1, kMaxNvlinkCount)),
+          c2c_.push_back({node, static_cast<int>(intAttr(nv, "count", 0, 1, kMaxNvlinkLanes)),
                           intAttr(nv, "bw", 0, 0, kMaxC2cLinkMBps)});
           continue;
         }
         if (child != "nvlink") {
           fail(nv, "<gpu> child <" + child + ">: expected <nvlink> or <c2c>");
         }
-        int count = static_cast<int>(intAttr(nv, "count", 1, 1, kMaxNvlinkCount));
+        // Required, as in NCCL's reader: a default of one lane took an NV18 pair for NV14.
+        if (xmlAttr(nv, "count").empty()) fail(nv, "<nvlink> has no count attribute, expected one");
+        int count = static_cast<int>(intAttr(nv, "count", 0, 1, kMaxNvlinkLanes));
         pending_.push_back(
             {node, busId(nv, "target"), count, xmlAttr(nv, "tclass") == kNvlinkCpuClass});
       }

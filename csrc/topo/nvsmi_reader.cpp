@@ -159,7 +159,7 @@ class NvsmiParser {
         fail(li, pos,
              "row " + columns_[row].name + ", column " + columns_[c].name + ": got " +
                  excerpt(s, pos) +
-                 ", expected a path class (X, NV#, PIX, PXB, PHB, NODE, SYS, SOC)" +
+                 ", expected a path class (X, NV1 to NV64, PIX, PXB, PHB, NODE, SYS, SOC)" +
                  (isP2pStatusAt(s, pos) ? std::string("; this is `nvidia-smi topo -p2p` output "
                                                       "(peer-access status, not paths): save "
                                                       "`nvidia-smi topo -m` instead")
@@ -192,7 +192,7 @@ class NvsmiParser {
       if (skipBlanks(s, pos) < start)
         fail(li, last_cell,
              "row " + columns_[row].name + ", column " + columns_.back().name + ": got " +
-                 excerpt(s, last_cell) + ", expected a path class (X, NV#, PIX, PXB, PHB, " +
+                 excerpt(s, last_cell) + ", expected a path class (X, NV1 to NV64, PIX, PXB, PHB, " +
                  "NODE, SYS, SOC) followed by a tab; " + excerpt(s, skipBlanks(s, pos)) +
                  " is glued to it");
       while (start != std::string::npos) {

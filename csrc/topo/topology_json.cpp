@@ -257,7 +257,7 @@ class Reader {
     if (!parsePathClass(cls, &p.cls, &lanes))
       fail(at(cell, "cls"), where + ".cls",
            "got '" + cls + "', expected X, NV, PIX, PXB, PHB, NODE, SYS or NET");
-    p.nvlinks = static_cast<int>(integer(cell, "nvlinks", where, lanes, 0, 4096));
+    p.nvlinks = static_cast<int>(integer(cell, "nvlinks", where, lanes, 0, kMaxNvlinkLanes));
     // NV without a lane would be priced as an NVLink of no bandwidth by some stages and as PCIe
     // by others; lanes on another class would be counted into NVLink cliques.
     if ((p.cls == PathClass::NV) != (p.nvlinks > 0)) {
@@ -537,8 +537,16 @@ ClusterTopology clusterFromJson(const std::string& text, const std::string& path
   Reader r(path, text);
   ClusterTopology c;
   const json& hosts = r.array(doc, "hosts", "(root)");
-  for (size_t i = 0; i < hosts.size(); ++i)
-    c.hosts.push_back(r.host(hosts[i], "hosts[" + std::to_string(i) + "]"));
+  // Else an empty cluster reached the planner, and some callers indexed its first host.
+  if (hosts.empty()) r.fail(r.at(doc, "hosts"), "hosts", "got none, expected at least one host");
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const std::string w = "hosts[" + std::to_string(i) + "]";
+    // A whole document pasted as a host read as a host without GPUs, and the error fell on
+    // the first rank placed on it.
+    const std::string kind = r.str(hosts[i], "kind", w, "host");
+    if (kind != "host") r.fail(r.at(hosts[i], "kind"), w + ".kind", "got '" + kind + "', expected 'host' or none");
+    c.hosts.push_back(r.host(hosts[i], w));
+  }
   const json& ranks = r.array(doc, "ranks", "(root)");
   // Rank index holding each GPU of each host: two ranks on one GPU is a misconfigured launch,
   // refused here as live assembly (assembleCluster) refuses it.

@@ -21,6 +21,10 @@ TEST(PathClassTest, ParsesEveryNvidiaSmiSpelling) {
   EXPECT_FALSE(parsePathClass("NV", &cls, &lanes) && lanes > 0);
   EXPECT_FALSE(parsePathClass("NVx", &cls, &lanes));
   EXPECT_FALSE(parsePathClass("NV99999999", &cls, &lanes));
+  // No device bonds more lanes: NV255 was priced at 5100 GB/s.
+  EXPECT_TRUE(parsePathClass("NV64", &cls, &lanes));
+  EXPECT_FALSE(parsePathClass("NV65", &cls, &lanes));
+  EXPECT_FALSE(parsePathClass("NV255", &cls, &lanes));
   EXPECT_FALSE(parsePathClass("", &cls, &lanes));
   EXPECT_STREQ(toString(PathClass::PXB), "PXB");
 }

@@ -183,6 +183,21 @@ TEST(HwlocReaderTest, BadNumbersAreParseErrorsAtTheirObject) {
             "h200.xml:20:8: bad NUMANode os_index: got '+0', expected 0..4095");
 }
 
+// A repeated object in the NVLink matrix took the second's rows for the first's: GPU 1 lost
+// every NVLink (NV6 to all peers read as PCIe) without a warning.
+TEST(HwlocReaderTest, NvlinkMatrixObjectGivenTwiceIsRefused) {
+  std::string text = slurp(dataPath("hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml"));
+  const size_t at = text.find("OSDev:803 ");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 9, "OSDev:802");
+  const size_t line = 1 + std::count(text.begin(), text.begin() + at, '\n');
+  const std::string what = parseErrorOf(text);
+  EXPECT_EQ(what.rfind("h200.xml:" + std::to_string(line) + ":", 0), 0u) << what;
+  EXPECT_NE(what.find("NVLinkBandwidth object OSDev:802 appears twice in <indexes>"),
+            std::string::npos)
+      << what;
+}
+
 // Two GPUs under one bus id were read as one device seen twice (an X path between GPU 0 and 1);
 // the error now points at the second device's object.
 TEST(HwlocReaderTest, DuplicateGpuBusIdIsAParseErrorAtTheSecondDevice) {

@@ -200,6 +200,24 @@ TEST(NcclXmlTest, C2cOfAGraceGpuLinksItToItsCpu) {
   }
 }
 
+// NCCL's reader requires an <nvlink>'s count; a default of one lane read a pair as slower.
+TEST(NcclXmlTest, NvlinkNeedsItsCount) {
+  std::string text = readText(
+      dataPath("nccl_topo_xml/PARTIAL_ncclTests256_H200-HGX_baremetal_topo_dump_numa0.xml"));
+  const size_t nvlink = text.find("<nvlink ");
+  ASSERT_NE(nvlink, std::string::npos);
+  const size_t count = text.find(" count=\"", nvlink);
+  text.erase(count, text.find('"', count + 8) + 1 - count);
+  try {
+    readNcclXml(text, "t.xml");
+    ADD_FAILURE() << "an <nvlink> without count was accepted";
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("<nvlink> has no count attribute, expected one"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The p5 file's <net> elements with the latency aws-ofi-nccl reports there (`value`).
 std::string p5WithNetLatency(const std::string& value, int* nets) {
   std::string text = readText(dataPath("nccl_topo_xml/aws_p5.48xlarge_8xH100_topo_2026pr.xml"));

@@ -184,8 +184,11 @@ TEST(NvsmiReaderTest, PeerAccessMatrixIsNamedInTheError) {
 
 TEST(NvsmiReaderTest, ErrorsNameLineColumnAndExpectation) {
   EXPECT_EQ(parseError("        GPU0    GPU1\nGPU0     X      NVx\n"),
-            "t.txt:2:17: row GPU0, column GPU1: got 'NVx', expected a path class (X, NV#, PIX, "
-            "PXB, PHB, NODE, SYS, SOC)");
+            "t.txt:2:17: row GPU0, column GPU1: got 'NVx', expected a path class (X, NV1 to NV64, "
+            "PIX, PXB, PHB, NODE, SYS, SOC)");
+  EXPECT_EQ(parseError("        GPU0    GPU1\nGPU0     X      NV99\n"),
+            "t.txt:2:17: row GPU0, column GPU1: got 'NV99', expected a path class (X, NV1 to NV64, "
+            "PIX, PXB, PHB, NODE, SYS, SOC)");
   EXPECT_NE(parseError("GPU0 GPU1\nGPU0 X X\n")
                 .find("t.txt:2:8: row GPU0, column GPU1: got 'X', "
                       "expected X exactly on the diagonal"),
@@ -200,8 +203,8 @@ TEST(NvsmiReaderTest, ErrorsNameLineColumnAndExpectation) {
             std::string::npos);
   // Text glued to the last path cell in the tab layout: the message quotes the whole cell.
   EXPECT_EQ(parseError("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV1X\t0-1\n"),
-            "t.txt:2:10: row GPU0, column GPU1: got 'NV1X', expected a path class (X, NV#, "
-            "PIX, PXB, PHB, NODE, SYS, SOC) followed by a tab; 'X' is glued to it");
+            "t.txt:2:10: row GPU0, column GPU1: got 'NV1X', expected a path class (X, NV1 to "
+            "NV64, PIX, PXB, PHB, NODE, SYS, SOC) followed by a tab; 'X' is glued to it");
   EXPECT_NE(parseError("hello world\n").find("t.txt:1:1: header"), std::string::npos);
   EXPECT_NE(parseError("").find("empty file"), std::string::npos);
 }

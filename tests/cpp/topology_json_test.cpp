@@ -118,6 +118,25 @@ TEST(TopologyJsonTest, ClusterRoundTrip) {
               std::string::npos)
         << e.what();
   }
+  // No hosts (doctor indexed the first), and a whole document given as a host (the error fell
+  // on the first rank placed on it).
+  auto clusterError = [](const nlohmann::json& d) -> std::string {
+    try {
+      clusterFromJson(d.dump(), "c.json");
+    } catch (const ParseError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  nlohmann::json empty = {{"schema", "torch-topo/1"}, {"kind", "cluster"}};
+  EXPECT_NE(clusterError(empty).find("field hosts: got none, expected at least one host"),
+            std::string::npos)
+      << clusterError(empty);
+  nlohmann::json nested = nlohmann::json::parse(text);
+  nested["hosts"][0]["kind"] = "cluster";
+  EXPECT_NE(clusterError(nested).find("field hosts[0].kind: got 'cluster', expected 'host' or none"),
+            std::string::npos)
+      << clusterError(nested);
 }
 
 TEST(TopologyJsonTest, HandWrittenShorthand) {
@@ -190,6 +209,9 @@ TEST(TopologyJsonTest, ErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(jsonError("{\n  \"schema\": ,\n}").find("h.json:2:13: malformed JSON"),
             std::string::npos);
+  // A number no double holds: a parse error at the number, not a bare out_of_range.
+  EXPECT_EQ(jsonError("{\"schema\": \"torch-topo/1\",\n \"kind\": \"host\", \"x\": 1e400}"),
+            "h.json:2:23: malformed JSON: number overflow parsing '1e400'");
   EXPECT_NE(jsonError(R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{}],
                           "gpu_paths": [["X", "X"]]})")
                 .find("expected an array of 1 cells"),

@@ -163,3 +163,39 @@ def p2p_future_refused(rank, size, ref):
         w.wait()
     _diff("topo batch_isend_irecv", t, torch.zeros(3), bad)
     return bad
+
+
+def refused_batch_leaves_the_group_usable(rank, size, ref):
+    """A batch_isend_irecv whose op is refused on every rank raises there, as on Gloo, and the
+    group's later collectives and batches still run: torch's coalescing manager left the group
+    in its coalescing state, so all_reduce, all_gather_into_tensor and reduce_scatter_tensor
+    returned their inputs untouched without an error (Gloo does not coalesce). Reference: the
+    same collectives on the plain Gloo group."""
+    bad = []
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    strided = torch.zeros(4, 2)[:, 0]  # not contiguous: refused by the inner backend
+    try:
+        dist.batch_isend_irecv([dist.P2POp(dist.isend, strided, nxt),
+                                dist.P2POp(dist.irecv, torch.zeros(4), prv)])
+        bad.append("a non-contiguous send in batch_isend_irecv was not refused")
+    except (RuntimeError, ValueError):
+        pass
+    got = {}
+    for label, group in (("gloo", ref), ("topo", dist.group.WORLD)):
+        x = torch.arange(3.0) + rank
+        dist.all_reduce(x, group=group)
+        gathered = torch.zeros(2 * size)
+        dist.all_gather_into_tensor(gathered, torch.full((2,), float(rank)), group=group)
+        scattered = torch.zeros(1)
+        dist.reduce_scatter_tensor(scattered, torch.arange(float(size)) + rank, group=group)
+        got[label] = (x, gathered, scattered)
+    for name, g, t in zip(("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor"),
+                          got["gloo"], got["topo"], strict=True):
+        _diff(f"{name} after the refused batch", t, g, bad)
+    if size > 1:
+        received = torch.zeros(3)
+        for w in dist.batch_isend_irecv([dist.P2POp(dist.isend, torch.full((3,), float(rank)), nxt),
+                                         dist.P2POp(dist.irecv, received, prv)]):
+            w.wait()
+        _diff("the next batch_isend_irecv", received, torch.full((3,), float(prv)), bad)
+    return bad

@@ -30,7 +30,9 @@ def test_bad_inputs_raise_argument_errors(pool_factory, world):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("case", [error_cases.wait_timeout_then_wait,
-                                  error_cases.p2p_future_refused], ids=lambda c: c.__name__)
+                                  error_cases.p2p_future_refused,
+                                  error_cases.refused_batch_leaves_the_group_usable],
+                         ids=lambda c: c.__name__)
 @pytest.mark.parametrize("world", [2, 3])
 def test_work_edges_match_gloo(pool_factory, world, case):
     results = pool_factory(world).run(case)
