@@ -133,9 +133,16 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
   // not UTF-8 far from the file; refuse them here, where the line is known.
   if (const size_t bad = invalidUtf8At(text); bad != std::string::npos) {
     const auto [line, col] = lineColumn(text, bad);
+    // Windows PowerShell 5.1's `>` writes UTF-16 with a byte order mark.
+    const bool utf16 = bad == 0 && text.size() >= 2 &&
+                       ((text[0] == '\xff' && text[1] == '\xfe') ||
+                        (text[0] == '\xfe' && text[1] == '\xff'));
     // ParseError writes the byte as \xNN.
-    throw ParseError(path, line, col, "byte " + text.substr(bad, 1) + " is not UTF-8, expected "
-                     "UTF-8 text");
+    throw ParseError(path, line, col,
+                     "byte " + text.substr(bad, 1) + " is not UTF-8, expected UTF-8 text" +
+                         (utf16 ? std::string("; the file is UTF-16 (its byte order mark): save "
+                                              "it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8")
+                                : std::string()));
   }
   switch (sniffTopologyFormat(text)) {
     case TopologyFormat::NvidiaSmi:

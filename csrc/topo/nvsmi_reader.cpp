@@ -306,7 +306,15 @@ class NvsmiParser {
     if (endsCut(li)) {
       warnMaybeCut(li, "NIC Legend line " + s.substr(pos, n), "'" + s.substr(b, e - b) + "'");
     }
-    legend_[s.substr(pos, n)] = s.substr(b, e - b);
+    // A second line for one column, or one name for two NICs, leaves no way to tell which the
+    // file meant (NCCL's XML reader refuses a name twice too).
+    const std::string column = s.substr(pos, n), name = s.substr(b, e - b);
+    if (legend_.count(column)) fail(li, pos, "NIC Legend: " + column + " appears twice");
+    for (const auto& [other, entry] : legend_) {
+      if (entry.name == name)
+        fail(li, b, "NIC Legend: " + column + " and " + other + " are both named '" + name + "'");
+    }
+    legend_[column] = {name, li};
   }
 
   HostTopology build() {
@@ -338,8 +346,21 @@ class NvsmiParser {
     for (size_t c : nic_cols) {
       Nic nic;
       auto it = legend_.find(columns_[c].name);
-      nic.name = it == legend_.end() ? columns_[c].name : it->second;
+      nic.name = it == legend_.end() ? columns_[c].name : it->second.name;
+      // Some NICs named and this one not: a legend cut short or edited, and a NIC whose name
+      // (mlx5_3) rails and NCCL_IB_HCA need.
+      if (it == legend_.end() && !legend_.empty())
+        host.warnings.push_back(path_ + ": " + columns_[c].name +
+                                " has no line in the NIC Legend; named " + columns_[c].name);
       host.nics.push_back(nic);
+    }
+    for (const auto& [column, entry] : legend_) {
+      const bool listed = std::any_of(nic_cols.begin(), nic_cols.end(),
+                                      [&](size_t c) { return columns_[c].name == column; });
+      if (!listed)
+        host.warnings.push_back(path_ + ":" + std::to_string(entry.line + 1) +
+                                ": NIC Legend names " + column +
+                                ", which the matrix has no column for; ignored");
     }
     assignNuma(&host);
 
@@ -456,7 +477,11 @@ class NvsmiParser {
   std::vector<std::string> cpu_affinity_;
   std::vector<int> numa_;
   std::vector<int> gpu_numa_id_;
-  std::map<std::string, std::string> legend_;
+  struct LegendEntry {
+    std::string name;
+    size_t line;
+  };
+  std::map<std::string, LegendEntry> legend_;  // NIC column -> its name in the NIC Legend
   bool legend_classes_ = false;  // the legend defines path classes
   bool legend_nvlink_ = false;   // ... NV# among them
 };

@@ -55,6 +55,35 @@ TEST(NvsmiReaderTest, NicLegendNamesNicColumns) {
   EXPECT_EQ(h.gpus[0].numa_node, 0);  // NUMA Affinity 0-1: first id
 }
 
+// A legend that names a NIC twice, gives two NICs one name, misses a NIC or names one the
+// matrix lacks was read without a word (the later line won; NICs kept "NIC3").
+TEST(NvsmiReaderTest, NicLegendThatDisagreesWithTheMatrixIsNamed) {
+  const std::string file = testing::dataPath(
+      "nvidia_smi_topo/ncclTests331_leonardo_4xA100-64GB_NV4mesh_4xNIC.txt");
+  const std::string good = readText(file);
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  EXPECT_EQ(parseError(edited("  NIC1: mlx5_1\n", "  NIC1: mlx5_1\n  NIC1: mlx5_9\n")),
+            "t.txt:25:3: NIC Legend: NIC1 appears twice");
+  EXPECT_EQ(parseError(edited("  NIC2: mlx5_2", "  NIC2: mlx5_1")),
+            "t.txt:25:9: NIC Legend: NIC2 and NIC1 are both named 'mlx5_1'");
+  auto warnings = [](const std::string& text) {
+    std::string all;
+    for (const std::string& w : readNvidiaSmi(text, "t.txt").warnings) all += w + "\n";
+    return all;
+  };
+  EXPECT_EQ(warnings(good).find("NIC"), std::string::npos) << warnings(good);
+  EXPECT_NE(warnings(edited("  NIC3: mlx5_3\n", "")).find(
+                "t.txt: NIC3 has no line in the NIC Legend; named NIC3"),
+            std::string::npos);
+  EXPECT_NE(warnings(edited("  NIC3: mlx5_3\n", "  NIC3: mlx5_3\n  NIC9: mlx5_9\n")).find(
+                "t.txt:27: NIC Legend names NIC9, which the matrix has no column for; ignored"),
+            std::string::npos);
+}
+
 TEST(NvsmiReaderTest, GpuNumaIdColumnOfGb200) {
   HostTopology h = readData("PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt");
   ASSERT_EQ(h.gpuCount(), 4);

@@ -207,3 +207,13 @@ def test_bytes_that_are_not_utf8_are_refused_at_their_line(verb, tmp_path, capsy
     # Well-formed multi-byte UTF-8 in a name still loads and serialises.
     path.write_bytes(raw.replace(b'name="mlx5_4"', 'name="mlx5_é4"'.encode()))
     assert "mlx5_é4" in load_topology(str(path)).to_json()
+
+
+def test_utf16_file_is_named_as_such(tmp_path, capsys):
+    # Windows PowerShell 5.1 saves `nvidia-smi topo -m > file` as UTF-16 with a byte order mark.
+    path = tmp_path / "topo.txt"
+    path.write_bytes(open(DGX1).read().encode("utf-16"))
+    assert main(["show", str(path)]) == 2
+    assert (f"{path}:1:1: byte \\xff is not UTF-8, expected UTF-8 text; the file is UTF-16 (its "
+            "byte order mark): save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8") in \
+        capsys.readouterr().err
