@@ -423,8 +423,8 @@ void HwlocXmlReader::readNvlinkMatrix(const XmlElement* dist) {
                                  " is not a GPU, NVSwitch or package of this file; ignored");
       } else if (std::find(nodes.begin(), nodes.end(), node) != nodes.end()) {
         // Its rows would overwrite the first one's: another object's links lost without a word.
-        fail(idx, "NVLinkBandwidth object " + token + " appears twice in <indexes>, expected "
-                  "each object once");
+        fail(idx, "NVLinkBandwidth object " + token +
+                      " appears twice in <indexes>, expected each object once");
       }
       nodes.push_back(node);
     }

@@ -16,8 +16,9 @@ nlohmann::json parseJson(const std::string& text, const std::string& path) {
     throw ParseError(path, line, col, "malformed JSON: " + what.substr(what.find(' ') + 1));
   } catch (const nlohmann::json::out_of_range& e) {
     // A number past a double's range (1e400, 400 digits) comes with its text but no position:
-    // the first place that text occurs stands for it.
-    const std::string what = e.what();  // "[json.exception.out_of_range.406] number overflow parsing '1e400'"
+    // the first place that text occurs stands for it. what(): "[json.exception.out_of_range.406]
+    // number overflow parsing '1e400'".
+    const std::string what = e.what();
     const size_t open = what.find('\''), close = what.rfind('\'');
     size_t at = open != std::string::npos && close > open
                     ? text.find(what.substr(open + 1, close - open - 1))

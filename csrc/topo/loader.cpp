@@ -134,9 +134,9 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
   if (const size_t bad = invalidUtf8At(text); bad != std::string::npos) {
     const auto [line, col] = lineColumn(text, bad);
     // Windows PowerShell 5.1's `>` writes UTF-16 with a byte order mark.
-    const bool utf16 = bad == 0 && text.size() >= 2 &&
-                       ((text[0] == '\xff' && text[1] == '\xfe') ||
-                        (text[0] == '\xfe' && text[1] == '\xff'));
+    const bool utf16 =
+        bad == 0 && text.size() >= 2 &&
+        ((text[0] == '\xff' && text[1] == '\xfe') || (text[0] == '\xfe' && text[1] == '\xff'));
     // ParseError writes the byte as \xNN.
     throw ParseError(path, line, col,
                      "byte " + text.substr(bad, 1) + " is not UTF-8, expected UTF-8 text" +

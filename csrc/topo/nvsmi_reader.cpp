@@ -192,7 +192,8 @@ class NvsmiParser {
       if (skipBlanks(s, pos) < start)
         fail(li, last_cell,
              "row " + columns_[row].name + ", column " + columns_.back().name + ": got " +
-                 excerpt(s, last_cell) + ", expected a path class (X, NV1 to NV64, PIX, PXB, PHB, " +
+                 excerpt(s, last_cell) +
+                 ", expected a path class (X, NV1 to NV64, PIX, PXB, PHB, " +
                  "NODE, SYS, SOC) followed by a tab; " + excerpt(s, skipBlanks(s, pos)) +
                  " is glued to it");
       while (start != std::string::npos) {

@@ -544,7 +544,8 @@ ClusterTopology clusterFromJson(const std::string& text, const std::string& path
     // A whole document pasted as a host read as a host without GPUs, and the error fell on
     // the first rank placed on it.
     const std::string kind = r.str(hosts[i], "kind", w, "host");
-    if (kind != "host") r.fail(r.at(hosts[i], "kind"), w + ".kind", "got '" + kind + "', expected 'host' or none");
+    if (kind != "host")
+      r.fail(r.at(hosts[i], "kind"), w + ".kind", "got '" + kind + "', expected 'host' or none");
     c.hosts.push_back(r.host(hosts[i], w));
   }
   const json& ranks = r.array(doc, "ranks", "(root)");

@@ -58,8 +58,8 @@ TEST(NvsmiReaderTest, NicLegendNamesNicColumns) {
 // A legend that names a NIC twice, gives two NICs one name, misses a NIC or names one the
 // matrix lacks was read without a word (the later line won; NICs kept "NIC3").
 TEST(NvsmiReaderTest, NicLegendThatDisagreesWithTheMatrixIsNamed) {
-  const std::string file = testing::dataPath(
-      "nvidia_smi_topo/ncclTests331_leonardo_4xA100-64GB_NV4mesh_4xNIC.txt");
+  const std::string file =
+      testing::dataPath("nvidia_smi_topo/ncclTests331_leonardo_4xA100-64GB_NV4mesh_4xNIC.txt");
   const std::string good = readText(file);
   auto edited = [&](const std::string& from, const std::string& to) {
     std::string text = good;
@@ -76,12 +76,13 @@ TEST(NvsmiReaderTest, NicLegendThatDisagreesWithTheMatrixIsNamed) {
     return all;
   };
   EXPECT_EQ(warnings(good).find("NIC"), std::string::npos) << warnings(good);
-  EXPECT_NE(warnings(edited("  NIC3: mlx5_3\n", "")).find(
-                "t.txt: NIC3 has no line in the NIC Legend; named NIC3"),
+  EXPECT_NE(warnings(edited("  NIC3: mlx5_3\n", ""))
+                .find("t.txt: NIC3 has no line in the NIC Legend; named NIC3"),
             std::string::npos);
-  EXPECT_NE(warnings(edited("  NIC3: mlx5_3\n", "  NIC3: mlx5_3\n  NIC9: mlx5_9\n")).find(
-                "t.txt:27: NIC Legend names NIC9, which the matrix has no column for; ignored"),
-            std::string::npos);
+  EXPECT_NE(
+      warnings(edited("  NIC3: mlx5_3\n", "  NIC3: mlx5_3\n  NIC9: mlx5_9\n"))
+          .find("t.txt:27: NIC Legend names NIC9, which the matrix has no column for; ignored"),
+      std::string::npos);
 }
 
 TEST(NvsmiReaderTest, GpuNumaIdColumnOfGb200) {

@@ -134,8 +134,9 @@ TEST(TopologyJsonTest, ClusterRoundTrip) {
       << clusterError(empty);
   nlohmann::json nested = nlohmann::json::parse(text);
   nested["hosts"][0]["kind"] = "cluster";
-  EXPECT_NE(clusterError(nested).find("field hosts[0].kind: got 'cluster', expected 'host' or none"),
-            std::string::npos)
+  EXPECT_NE(
+      clusterError(nested).find("field hosts[0].kind: got 'cluster', expected 'host' or none"),
+      std::string::npos)
       << clusterError(nested);
 }
 
@@ -296,8 +297,8 @@ TEST(TopologyJsonTest, InconsistentHandEditsAreRefused) {
   }
   nlohmann::json no_id = base;
   no_id["numa_nodes"][1].erase("id");
-  EXPECT_NE(jsonError(no_id.dump()).find(
-                "field (root).numa_nodes[1].id: missing, expected the NUMA node's id"),
+  EXPECT_NE(jsonError(no_id.dump())
+                .find("field (root).numa_nodes[1].id: missing, expected the NUMA node's id"),
             std::string::npos)
       << jsonError(no_id.dump());
   // A number past the signed 64-bit range is quoted as written, not as the wrapped value.
