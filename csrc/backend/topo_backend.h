@@ -260,6 +260,12 @@ class TopoBackend : public c10d::Backend {
     return tensors.size() == 1 && tensors.front().layout() == at::kStrided ? std::move(hier)
                                                                            : nullptr;
   }
+  /// `hier` unless `t` is complex and `op` PRODUCT (the only other op torch lets through with
+  /// complex tensors, on reduce-scatter): a level reduce moves the real view, whose fold is the
+  /// complex one only for sums, while the flat route folds complex values itself.
+  static HierFn foldable(const at::Tensor& t, const c10d::ReduceOp& op, HierFn hier) {
+    return t.is_complex() && op.op_ == c10d::ReduceOp::PRODUCT ? nullptr : std::move(hier);
+  }
   using Epilogue = std::function<void()>;
   /// What one op issued: the inner work still in flight (null when the steps already
   /// completed or were only enqueued) and temporaries to keep alive.

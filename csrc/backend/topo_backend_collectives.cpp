@@ -138,21 +138,24 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter(
   c10d::ReduceScatterOptions inner = opts;
   inner.reduceOp = prepareReduce("reduce_scatter", route, opts.reduceOp, outputs, outputs,
                                  &epilogue);
-  return collective(route, c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, flat,
-                    [&](c10d::Backend& b) {
-                      if (outputs.size() == 1 && !plain_) {
-                        if (auto w = oneStepReduceScatter(b, outputs[0], inputs[0],
-                                                          inner.reduceOp, opts.timeout)) {
-                          return w;
-                        }
-                      }
-                      return b.reduce_scatter(outputs, inputs, inner);
-                    },
-                    single(outputs, [=](const Levels& lv) mutable {
-                      return hierarchicalReduceScatterList(lv, outputs[0], inputs[0],
-                                                           inner.reduceOp, opts.timeout);
-                    }),
-                    std::move(epilogue));
+  return collective(
+      route, c10d::OpType::REDUCE_SCATTER, "reduce_scatter", outputs, flat,
+      [&](c10d::Backend& b) {
+        if (outputs.size() == 1 && !plain_) {
+          if (auto w =
+                  oneStepReduceScatter(b, outputs[0], inputs[0], inner.reduceOp, opts.timeout)) {
+            return w;
+          }
+        }
+        return b.reduce_scatter(outputs, inputs, inner);
+      },
+      foldable(outputs[0], inner.reduceOp,
+               single(outputs,
+                      [=](const Levels& lv) mutable {
+                        return hierarchicalReduceScatterList(lv, outputs[0], inputs[0],
+                                                             inner.reduceOp, opts.timeout);
+                      })),
+      std::move(epilogue));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::_reduce_scatter_base(
@@ -163,19 +166,18 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::_reduce_scatter_base(
   c10d::ReduceScatterOptions inner = opts;
   inner.reduceOp =
       prepareReduce("_reduce_scatter_base", route, opts.reduceOp, {input}, {output}, &epilogue);
-  return collective(route, c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
-                    {input},
-                    [&](c10d::Backend& b) {
-                      auto w = plain_ ? nullptr
-                                      : oneStepReduceScatter(b, output, input, inner.reduceOp,
-                                                             opts.timeout);
-                      return w ? w : b._reduce_scatter_base(output, input, inner);
-                    },
-                    [=](const Levels& lv) mutable {
-                      return hierarchicalReduceScatter(lv, output, input, inner.reduceOp,
-                                                       opts.timeout);
-                    },
-                    std::move(epilogue));
+  return collective(
+      route, c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output}, {input},
+      [&](c10d::Backend& b) {
+        auto w =
+            plain_ ? nullptr : oneStepReduceScatter(b, output, input, inner.reduceOp, opts.timeout);
+        return w ? w : b._reduce_scatter_base(output, input, inner);
+      },
+      foldable(output, inner.reduceOp,
+               [=](const Levels& lv) mutable {
+                 return hierarchicalReduceScatter(lv, output, input, inner.reduceOp, opts.timeout);
+               }),
+      std::move(epilogue));
 }
 
 c10::intrusive_ptr<c10d::Work> TopoBackend::reduce_scatter_tensor_coalesced(

@@ -58,10 +58,9 @@ c10d::ReduceOp TopoBackend::prepareReduce(const char* opName, DeviceRoute& route
                                        : " needs a floating-point or complex tensor: got ",
                                    t.scalar_type()));
     }
-    // Complex numbers have no order, and their product is not the product of the real view
-    // the inner backends exchange (Gloo refuses it there with an op name left blank).
-    if ((kind == c10d::ReduceOp::MIN || kind == c10d::ReduceOp::MAX ||
-         kind == c10d::ReduceOp::PRODUCT) &&
+    // Complex numbers have no order: the fold would fail only after the exchange, with
+    // ATen's "maximum not implemented for complex tensors".
+    if ((kind == c10d::ReduceOp::MIN || kind == c10d::ReduceOp::MAX) &&
         c10::isComplexType(t.scalar_type())) {
       TOPO_ARGUMENT_ERROR(c10::str("TopoBackend::", opName, ": ReduceOp.", reduceOpName(kind),
                                    " needs a real tensor: got ", t.scalar_type()));

@@ -56,11 +56,6 @@ def bad_inputs(rank, size, ref):
     expect("TopoBackend::reduce_scatter: ReduceOp.MIN needs a real tensor: got ComplexFloat",
            lambda: dist.reduce_scatter(torch.empty(4, dtype=c.dtype), list(c.chunk(size)),
                                        op=R.MIN))
-    expect("TopoBackend::_reduce_scatter_base: ReduceOp.PRODUCT needs a real tensor: got "
-           "ComplexFloat",
-           lambda: dist.reduce_scatter_tensor(torch.empty(4, dtype=c.dtype), c, op=R.PRODUCT),
-           lambda: dist.reduce_scatter_tensor(torch.empty(4, dtype=c.dtype), c, op=R.PRODUCT,
-                                              group=ref))
     opts = dist.BroadcastOptions()
     opts.rootRank = size
     expect("TopoBackend::broadcast: root rank out of range", lambda: backend.broadcast([f], opts),
