@@ -144,6 +144,11 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
                                               "it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8")
                                 : std::string()));
   }
+  // No format has one; TinyXML-2 read it as the text's end and blamed a later line.
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    const auto [line, col] = lineColumn(text, nul);
+    throw ParseError(path, line, col, "byte \\x00 (NUL), expected text");
+  }
   switch (sniffTopologyFormat(text)) {
     case TopologyFormat::NvidiaSmi:
       return readNvidiaSmi(text, path);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -52,6 +53,21 @@ TEST(LoaderTest, UnknownFormatNamesTheAcceptedOnes) {
     for (const char* format : {"nvidia-smi", "NCCL topology XML", "hwloc XML", "torch-topo"}) {
       EXPECT_NE(what.find(format), std::string::npos) << format;
     }
+  }
+}
+
+// A NUL inside an XML attribute ended TinyXML-2's text: the error blamed a later line.
+TEST(LoaderTest, NulByteIsRefusedWhereItIs) {
+  std::string text = readText(dataPath("nccl_topo_xml/aws_p4d.24xlarge_8xA100_topo.xml"));
+  const size_t at = text.find("busid=\"") + 7;
+  text.insert(at, 1, '\0');
+  try {
+    loadTopologyText(text, "t.xml");
+    FAIL();
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.line(), 1 + std::count(text.begin(), text.begin() + at, '\n'));
+    EXPECT_NE(std::string(e.what()).find("byte \\x00 (NUL), expected text"), std::string::npos)
+        << e.what();
   }
 }
 
