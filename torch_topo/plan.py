@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -508,10 +509,17 @@ class Plan:
     def _spread(self, dim: str) -> str:
         """Where `dim`'s groups lie, read from the groups themselves: the contiguous layout
         need not follow the split the planner would choose."""
-        group = self.groups(dim)[0]
-        hosts = len({self._cluster.rank_host(r) for r in group})
-        if hosts == 1:
+        groups = self.groups(dim)
+        # Ranks per host of each group, most first: every group, since a contiguous layout on
+        # hosts its dimension does not divide mixes groups inside and across hosts.
+        shapes = [sorted(Counter(self._cluster.rank_host(r) for r in g).values(), reverse=True)
+                  for g in groups]
+        if all(len(s) == 1 for s in shapes):
             return "inside hosts"
+        if any(len(set(s)) > 1 or s != shapes[0] for s in shapes):
+            kinds = sorted({"+".join(map(str, s)) for s in shapes}, key=lambda k: (len(k), k))
+            return f"unevenly over hosts (ranks per host: {', '.join(kinds)})"
+        group, hosts = groups[0], len(shapes[0])
         # A domain is shared by all its GPUs: the first rank's pairs tell (linear in the group).
         nvlink = all(self._cluster.pair_path(group[0], b)[0] == "NV" for b in group[1:])
         where = "across hosts" if hosts == len(group) else \

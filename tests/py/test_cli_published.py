@@ -578,3 +578,44 @@ def test_outputs_saved_on_windows(tmp_path):
         out = _published_path(tmp_path / name)
         assert (out["settings"], out["sources"], out["rows"]) == \
             (plain["settings"], plain["sources"], plain["rows"])
+
+
+GB200 = DATA / "nvidia_smi_topo" / "PARTIAL_sglang11208_GB200_4xGPU_NV18_6xNIC_gpuNUMAid.txt"
+GB200_72 = NCCL_TESTS / "coreweaveNcclTests_GB200-NVL72_1rack_72GPU_18x4_all_reduce_perf_512M-8G.txt"
+A100_128 = NCCL_TESTS / "coreweaveNcclTests2022_A100_16node_128GPU_all_reduce_perf_4B-2G.txt"
+
+
+def test_rank_listing_cut_short_needs_the_runs_hosts(capsys):
+    # The output keeps one rank line, "Rank 71": it was priced as one host of one rank (every
+    # model time 0.0 us), exit 0, and --hosts 18 was refused as contradicting the rank lines.
+    gb200 = ["--topology", GB200, "--sm", "100", "--nvlink-domain-hosts", "18"]
+    err = _error(capsys, "--published", GB200_72, *gb200)
+    assert "its rank lines list fewer ranks than the run's 72 (up to rank 71: a listing cut " \
+           "short), but 1 host(s) (default) x 4 ranks per host (every GPU of --topology) make 4" \
+           in err
+    out = _published(capsys, GB200_72, GB200, "--sm", "100", "--nvlink-domain-hosts", "18",
+                     "--hosts", "18", "--nic-gbit", "400", "--nics", "4")
+    assert (out["settings"]["hosts"], out["settings"]["ranks_per_host"]) == (18, 4)
+    assert all(row["model_us"] > 0 for row in out["rows"])
+
+
+def test_rank_lines_the_table_contradicts(capsys):
+    # Five rank lines (ranks 0-4) of a 128-rank run: busbw / algbw (1.984) tells 128, not 5.
+    err = _error(capsys, "--published", A100_128, "--topology", A100)
+    assert "busbw / algbw is 1.9842 at 2147483648 bytes, which all_reduce gives at about 126 " \
+           "ranks, but the run is priced at 8: 1 host(s) (default) x 8 ranks per host" in err
+    out = _published(capsys, A100_128, A100, "--hosts", "16", "--ranks-per-host", "8",
+                     "--nic-gbit", "200", "--nics", "8")
+    assert (out["settings"]["hosts"], out["settings"]["ranks_per_host"]) == (16, 8)
+    # The same table priced as 2 hosts of 8 contradicts it too.
+    err = _error(capsys, "--published", A100_128, "--topology", A100, "--hosts", "2",
+                 "--nic-gbit", "200", "--nics", "8")
+    assert "but the run is priced at 16: 2 host(s) (--hosts)" in err
+
+
+def test_text_table_gives_no_ratio_for_a_busbw_of_zero(capsys):
+    thanos = NCCL_TESTS / "thanosNotes_1node_8xA100-SXM4-80GB_g8_all_reduce_perf_8B-4G.txt"
+    assert main(["bench", "--published", str(thanos), "--topology", str(A100)]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    eight = next(r for r in rows if r[:1] == ["8"])
+    assert eight[4:7] == ["0.00", "0.00", "-"], eight

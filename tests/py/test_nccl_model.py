@@ -129,13 +129,15 @@ def test_explained_choices_price_a_dimensions_groups_together():
     """cp=4 x tp=4 on two DGX-1: the four cp groups cross the hosts' one NIC at once. The
     'predicted' line prices them together, as the dimension's own estimate does: at the step's
     256 MiB it takes the step's algorithm at the step's time (one group alone has the NIC to
-    itself, and its line read flat where the step is hierarchical)."""
+    itself, and its line read flat where the step is hierarchical). Plan.build without a
+    backend side: the model's cheaper side at every size (plan() takes the backend's ranges,
+    flat at 256 MiB here)."""
     import re
 
     import torch_topo
 
     dgx1 = str(DATA / "nvidia_smi_topo/dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt")
-    p = torch_topo.plan(dgx1, {"cp": 4, "tp": 4}, hosts=2)
+    p = torch_topo.Plan.build(dgx1, {"cp": 4, "tp": 4}, hosts=2)
     assert len(p.groups("cp")) == 4 and p.algorithms["cp"]["step"] == "hierarchical"
     lines = p.explain().splitlines()
     (dim,) = [ln for ln in lines if ln.startswith("  cp: all_gather 256 MiB/step")]

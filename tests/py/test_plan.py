@@ -311,6 +311,18 @@ def test_explain_says_where_each_layouts_groups_lie():
     assert "inside hosts" in naive.split("dp:")[1].split("\n")[0]
 
 
+def test_explain_names_groups_that_straddle_hosts_unevenly():
+    """Contiguous tp=2 on two 3-GPU hosts: [0, 1] and [4, 5] sit inside a host and [2, 3]
+    spans both; the dp groups hold 2 ranks of one host and 1 of the other. Both were labelled
+    from the first group alone ("inside hosts", "1 per host x 2 hosts")."""
+    three = DATA / "nvidia_smi_topo" / "numaK8sNotes_3xGPU_topo-mp_PCIeOnly_SYS_NODE_2numa.txt"
+    naive = Plan.naive(three, {"dp": 3, "tp": 2}, hosts=2)
+    assert naive.groups("tp") == [[0, 1], [2, 3], [4, 5]]
+    text = naive.explain()
+    assert "unevenly over hosts (ranks per host: 2, 1+1)" in text.split("tp:")[1].split("\n")[0]
+    assert "unevenly over hosts (ranks per host: 2+1)" in text.split("dp:")[1].split("\n")[0]
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="no such file"):
         torch_topo.plan("/nonexistent/topo.txt", {"tp": 2})

@@ -217,9 +217,11 @@ def format_table(rows: list[Row], note: str = "") -> str:
     for r in rows:
         p = r.published
         mark = "!" if id(r) in misses else " "
+        # A busbw printed as 0.00 (a few bytes) gives no ratio.
+        bw_ratio = f"{r.busbw_ratio:>8.2f}" if p.busbw > 0 else f"{'-':>8}"
         out.append(f"{size_label(p.size):>7} {p.time_us:>10.1f} {r.model_us:>10.1f} "
                    f"{r.time_ratio:>8.2f} {p.busbw:>10.2f} {r.model_busbw:>11.2f} "
-                   f"{r.busbw_ratio:>8.2f}{mark} {r.algorithm}/{r.protocol}"
+                   f"{bw_ratio}{mark} {r.algorithm}/{r.protocol}"
                    + (f" (forced {p.algorithm})" if p.algorithm else "")
                    + (f" {p.op}" if several_ops else ""))
     out.append(f"   {len(misses)} of {len(rows)} rows outside the goals"

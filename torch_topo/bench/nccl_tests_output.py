@@ -466,6 +466,9 @@ class RunHeader:
     """The model's name of the NCCL_ALGO a command or environment line sets."""
     gpus_per_process: int
     """GPUs one process drove (nccl-tests -t x -g), 0 where the output does not say."""
+    ranks_cut_short: int = 0
+    """The run's rank count (its highest rank + 1) where its rank lines list fewer (a paste
+    cut short: `hosts` and `ranks_per_host` are then empty); 0 where they list every rank."""
 
 
 def _op_of(lines: list[str], path: str) -> str | None:
@@ -556,7 +559,11 @@ def read_header(lines: list[str], path: str = "<text>") -> RunHeader:
     model cannot price, a malformed rank line, uneven hosts or an NCCL_ALGO it cannot force."""
     op = _op_of(lines, path)
     per_host, gpu_names = _ranks_of(lines, path)
-    hosts, ranks_per_host = uniform_hosts(per_host, f"{path}: rank lines")
+    # "Rank 71" alone (a paste of the last line) was priced as one host of one rank.
+    listed, ranks = sum(per_host.values()), _ranks_listed(lines)
+    cut_short = ranks if listed and ranks > listed else 0
+    hosts, ranks_per_host = ((), 0) if cut_short else \
+        uniform_hosts(per_host, f"{path}: rank lines")
     version = gpus_per_process = 0
     algorithm = None
     for number, line in enumerate(lines, 1):
@@ -570,4 +577,4 @@ def read_header(lines: list[str], path: str = "<text>") -> RunHeader:
             algorithm = algorithm_from_nccl(m.group(1), f"{path}:{number}: NCCL_ALGO")
     return RunHeader(op=op, hosts=hosts, ranks_per_host=ranks_per_host, gpu_names=gpu_names,
                      nccl_version=version, algorithm=algorithm,
-                     gpus_per_process=gpus_per_process)
+                     gpus_per_process=gpus_per_process, ranks_cut_short=cut_short)

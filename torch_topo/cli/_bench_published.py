@@ -126,17 +126,22 @@ def _check_options(args) -> None:
                          "torch-topo JSON)")
 
 
-def _resolve(args, header: RunHeader, output: str) -> tuple[System, dict, dict]:
-    """The System to price, its settings and where each came from."""
-    from torch_topo import _C
-
-    where: dict[str, str] = {}
+def _op(args, header: RunHeader, output: str) -> tuple[str, str]:
+    """The run's collective and where it came from."""
     op = args.op or header.op or op_in_name(Path(output).name, f"{output}: file name")
     if op is None:
         raise ValueError(f"{output}: no 'Collective test starting: X_perf' line, X_perf "
                          "command line or X_perf in the file name names the collective; give "
                          f"--op ({', '.join(_OPS)})")
-    where["op"] = "--op" if args.op else "output" if header.op else "file name"
+    return op, "--op" if args.op else "output" if header.op else "file name"
+
+
+def _resolve(args, header: RunHeader, output: str) -> tuple[System, dict, dict]:
+    """The System to price, its settings and where each came from."""
+    from torch_topo import _C
+
+    where: dict[str, str] = {}
+    op, where["op"] = _op(args, header, output)
     rank_hosts = len(header.hosts)
     if args.hosts is not None and rank_hosts and args.hosts != rank_hosts:
         raise ValueError(f"--hosts: got {args.hosts}, but the rank lines of {output} name "
@@ -157,6 +162,13 @@ def _resolve(args, header: RunHeader, output: str) -> tuple[System, dict, dict]:
                          f"has {per_host} ranks per host")
     where["ranks_per_host"] = "--ranks-per-host" if args.ranks_per_host else \
         "rank lines" if header.ranks_per_host else "every GPU of --topology"
+    if header.ranks_cut_short and hosts * per_host != header.ranks_cut_short:
+        raise ValueError(f"{output}: its rank lines list fewer ranks than the run's "
+                         f"{header.ranks_cut_short} (up to rank {header.ranks_cut_short - 1}: a "
+                         f"listing cut short), but {hosts} host(s) ({where['hosts']}) x "
+                         f"{per_host} ranks per host ({where['ranks_per_host']}) make "
+                         f"{hosts * per_host}; give --hosts and --ranks-per-host whose product "
+                         f"is {header.ranks_cut_short}")
     sm, where["sm"] = _sm(args, header, output)
     nccl_version = parse_nccl_version(args.nccl_version) or header.nccl_version
     where["nccl_version"] = "--nccl-version" if args.nccl_version else \
@@ -258,6 +270,72 @@ def _wrong_warning(at: list[str]) -> str | None:
             "trusting them")
 
 
+# Bus bandwidth over algorithm bandwidth in nccl-tests, by the run's rank count n, for the ops
+# where it tells n (broadcast, reduce and sendrecv print the same figure twice).
+_BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+               "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n}
+# Printed with two decimals and four or more digits, the ratio is within 0.6% on every output
+# in tests/data (3% on a short partial one); 1 and 2 hosts of 8 differ by 7%.
+_BUS_FACTOR_TOLERANCE = 0.05
+
+
+def _factor_against(published: list[Published], op: str | None, n: int):
+    """(busbw / algbw of the largest size's row, that row) where it contradicts a run of `n`
+    ranks, else None (also for an op whose factor does not tell n)."""
+    factor = _BUS_FACTOR.get(op or "")
+    rows = [p for p in published if p.size > 0 and p.time_us > 0 and p.busbw > 0]
+    if factor is None or not rows or n < 1:
+        return None
+    row = max(rows, key=lambda p: p.size)  # the most digits
+    seen = row.busbw / (row.size / row.time_us / 1e3)
+    # At or above the factor's limit no rank count gives it: a table of another collective
+    # (given --op), which says nothing of the ranks.
+    if seen >= _bus_factor_limit(op) * 1.005:  # beyond rounding
+        return None
+    return (seen, row) if abs(seen - factor(n)) > _BUS_FACTOR_TOLERANCE * factor(max(n, 2)) \
+        else None
+
+
+def _bus_factor_limit(op: str) -> float:
+    return 2.0 if op == "all_reduce" else 1.0
+
+
+def _implied_ranks(op: str, seen: float) -> str:
+    limit = _bus_factor_limit(op)  # c (n - 1) / n = f  =>  n = c / (c - f)
+    return f"about {round(limit / (limit - seen))}" if seen < limit else "very many"
+
+
+def _rank_lines_checked(header: RunHeader, published: list[Published], op: str | None,
+                        output: str) -> tuple[RunHeader, str | None]:
+    """`header`, with its rank lines' hosts dropped where the table's busbw / algbw says the
+    run had other ranks than they list (a paste of the first lines: 5 of 128), so that --hosts
+    and --ranks-per-host may give the run's; and the warning that says so."""
+    listed = len(header.hosts) * header.ranks_per_host
+    found = _factor_against(published, op, listed) if listed else None
+    if found is None:
+        return header, None
+    return replace(header, hosts=(), ranks_per_host=0), (
+        f"{output}: its rank lines list {listed} rank(s), but busbw / algbw is {found[0]:.4f}, "
+        f"which {op} gives at {_implied_ranks(op, found[0])} ranks: the listing is taken as "
+        "cut short")
+
+
+def _check_rank_count(published: list[Published], op: str, settings: dict, where: dict,
+                      output: str) -> None:
+    """Refuses a rank count the table's own busbw / algbw contradicts (a run of 128 ranks whose
+    rank lines show 5 was priced as 5)."""
+    n = settings["hosts"] * settings["ranks_per_host"]
+    found = _factor_against(published, op, n)
+    if found is not None:
+        seen, row = found
+        raise ValueError(f"{output}: busbw / algbw is {seen:.4f} at {row.size} bytes, which "
+                         f"{op} gives at {_implied_ranks(op, seen)} ranks, but the run is priced "
+                         f"at {n}: {settings['hosts']} host(s) ({where['hosts']}) x "
+                         f"{settings['ranks_per_host']} ranks per host "
+                         f"({where['ranks_per_host']}); give --hosts and --ranks-per-host of "
+                         "the run")
+
+
 def run_published(args) -> int:
     _check_options(args)
     output = args.published
@@ -273,7 +351,12 @@ def run_published(args) -> int:
         lines = unlabelled(text.splitlines(), output)
         header = read_header(lines, output)
         published = read_table(lines, op=header.op or "", algorithm=None, path=output)
+    header, cut_short = _rank_lines_checked(header, published, _op(args, header, output)[0],
+                                            output)
     system, settings, where = _resolve(args, header, output)
+    _check_rank_count(published, system.op, settings, where, output)
+    if cut_short:
+        print(f"warning: {cut_short}", file=sys.stderr)
     rows = compare(system, [replace(p, op=system.op, algorithm=system.algorithm)
                             for p in published])
     misses = goal_misses(rows)
