@@ -175,7 +175,8 @@ def test_a_cluster_topology_is_neither_played_nor_cut(monkeypatch):
 
     monkeypatch.setattr(mesh, "world_cluster", lambda _config: pytest.fail("live consulted"))
     two_hosts = json.loads(cluster_text(str(DGX1), 2))
-    with pytest.raises(ValueError, match=r"^world size 12 does not fill whole hosts of 16 GPUs"):
+    with pytest.raises(ValueError, match=r"^world size 12: the cluster given holds 16 ranks on "
+                                         r"2 hosts, expected a world of exactly that size"):
         mesh._world_cluster(TopoConfig(), 12, topology=two_hosts)
     with pytest.raises(ValueError, match=r"plays copies of one host, but the topology given "
                                          r"describes 2 hosts"):
