@@ -11,9 +11,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 from torch_topo import _C
-from torch_topo.backend_choice import BackendChoices
 from torch_topo.config import TopoConfig
-from torch_topo.plan import Plan, mesh_items, resolve_cluster, with_nvlink_domains
+from torch_topo.plan import Plan, mesh_items, priced_as_the_backend, with_nvlink_domains
 from torch_topo.probe import live_probe, pinned_differences, probe_failed
 from torch_topo.topology import Topology, load_topology
 from torch_topo.validation import is_int_in
@@ -414,13 +413,14 @@ def diagnose(topology, mesh: dict[str, int] | str | None = None, *, hosts: int =
         # gives holds every host.
         source, source_hosts = with_nvlink_domains(topology, hosts, nvlink_domain_hosts,
                                                    "nvlink_domain_hosts"), 1
-    cluster = resolve_cluster(source, source_hosts, inter_host_gbps=inter_host_gbps,
-                              inter_host_latency_us=inter_host_latency_us, gloo_latency=True)
     # Groups of ranks without a GPU take the side the backend's rule picks on that network,
     # under the environment's switches (TORCH_TOPO_HIERARCHICAL=never keeps them flat).
-    backend = BackendChoices.of(source, source_hosts, TopoConfig.from_env(
-        env, inter_host_gbps=inter_host_gbps, inter_host_latency_us=inter_host_latency_us),
-        cluster)
+    cluster, backend = priced_as_the_backend(
+        source, source_hosts,
+        TopoConfig.from_env(env, inter_host_gbps=inter_host_gbps,
+                            inter_host_latency_us=inter_host_latency_us),
+        network={"inter_host_gbps": inter_host_gbps,
+                 "inter_host_latency_us": inter_host_latency_us})
     findings: list[Finding] = []
     counts = rank_counts(cluster)
     per_host = counts[0]

@@ -589,10 +589,19 @@ def plan(topology_or_cluster, mesh, traffic=None, *, hosts: int = 1,
     (TORCH_TOPO_INTER_HOST_GBPS, TORCH_TOPO_HIERARCHICAL, ...), with Gloo's latency between
     hosts where a rank has no GPU.
     """
+    resolved, backend = priced_as_the_backend(topology_or_cluster, hosts, TopoConfig.from_env())
+    return Plan.build(resolved, mesh, traffic, nccl_hints=nccl_hints, backend=backend)
+
+
+def priced_as_the_backend(topology_or_cluster, hosts: int, config: TopoConfig, *,
+                          network: dict[str, float | None] | None = None, nccl_version: int = 0):
+    """(`_C.PlannerCluster`, `BackendChoices`) of a topology as the "topo" backend would price
+    it: over `network` (`resolve_cluster`'s pins; default `network_pins(config)`) with Gloo's
+    latency between hosts where a rank has no GPU, each group on the side the backend takes
+    for it under `config`. `plan()`, the `plan` verb and `doctor` plan on these."""
     from torch_topo.backend_choice import BackendChoices  # it imports this module
 
-    config = TopoConfig.from_env()
-    network = network_pins(config)
-    resolved = resolve_cluster(topology_or_cluster, hosts, gloo_latency=True, **network)
-    backend = BackendChoices.of(topology_or_cluster, hosts, config, resolved)
-    return Plan.build(resolved, mesh, traffic, nccl_hints=nccl_hints, backend=backend)
+    network = network_pins(config) if network is None else network
+    resolved = resolve_cluster(topology_or_cluster, hosts, nccl_version=nccl_version,
+                               gloo_latency=True, **network)
+    return resolved, BackendChoices.of(topology_or_cluster, hosts, config, resolved)

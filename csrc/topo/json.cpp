@@ -7,24 +7,24 @@
 namespace torch_topo::topo {
 
 nlohmann::json parseJson(const std::string& text, const std::string& path) {
+  // what(): "[json.exception.<kind>.N] <message>"; the message follows the first space.
+  auto malformed = [&](size_t at, const std::string& what) {
+    const auto [line, col] = lineColumn(text, at);
+    return ParseError(path, line, col, "malformed JSON: " + what.substr(what.find(' ') + 1));
+  };
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    // e.byte counts from 1.
-    const auto [line, col] = lineColumn(text, e.byte > 0 ? e.byte - 1 : 0);
-    const std::string what = e.what();  // "[json.exception.parse_error.N] parse error ..."
-    throw ParseError(path, line, col, "malformed JSON: " + what.substr(what.find(' ') + 1));
+    throw malformed(e.byte > 0 ? e.byte - 1 : 0, e.what());  // e.byte counts from 1
   } catch (const nlohmann::json::out_of_range& e) {
-    // A number past a double's range (1e400, 400 digits) comes with its text but no position:
-    // the first place that text occurs stands for it. what(): "[json.exception.out_of_range.406]
-    // number overflow parsing '1e400'".
+    // A number past a double's range (1e400, 400 digits) comes with its text but no position
+    // ("number overflow parsing '1e400'"): the first place that text occurs stands for it.
     const std::string what = e.what();
     const size_t open = what.find('\''), close = what.rfind('\'');
-    size_t at = open != std::string::npos && close > open
-                    ? text.find(what.substr(open + 1, close - open - 1))
-                    : std::string::npos;
-    const auto [line, col] = lineColumn(text, at == std::string::npos ? 0 : at);
-    throw ParseError(path, line, col, "malformed JSON: " + what.substr(what.find(' ') + 1));
+    const size_t at = open != std::string::npos && close > open
+                          ? text.find(what.substr(open + 1, close - open - 1))
+                          : std::string::npos;
+    throw malformed(at == std::string::npos ? 0 : at, what);
   }
 }
 

@@ -144,14 +144,15 @@ HostTopology loadTopologyText(const std::string& text, const std::string& path) 
                                               "it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8")
                                 : std::string()));
   }
+  const TopologyFormat format = sniffTopologyFormat(text);
   // No format has one; TinyXML-2 read it as the text's end and blamed a later line. A file of
   // no known format is named as such first (a binary file holds NULs too).
   if (const size_t nul = text.find('\0');
-      nul != std::string::npos && sniffTopologyFormat(text) != TopologyFormat::Unknown) {
+      nul != std::string::npos && format != TopologyFormat::Unknown) {
     const auto [line, col] = lineColumn(text, nul);
     throw ParseError(path, line, col, "byte \\x00 (NUL), expected text");
   }
-  switch (sniffTopologyFormat(text)) {
+  switch (format) {
     case TopologyFormat::NvidiaSmi:
       return readNvidiaSmi(text, path);
     case TopologyFormat::NcclXml:

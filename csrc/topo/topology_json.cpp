@@ -353,10 +353,10 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   const json& numa = array(obj, "numa_nodes", where);
   for (size_t i = 0; i < numa.size(); ++i) {
     std::string w = where + ".numa_nodes[" + std::to_string(i) + "]";
-    // An entry stands for one node, so unlike a device's numa_node its id has no "unknown".
-    if (find(numa[i], "id", w) == nullptr)
-      fail(numa[i], w + ".id", "missing, expected the NUMA node's id (0 to 4095)");
+    // An entry stands for one node, so unlike a device's numa_node its id has no "unknown":
+    // the fallback, below the bounds, marks it missing (as a rank's host).
     int id = static_cast<int>(integer(numa[i], "id", w, -1, 0, 4095));
+    if (id < 0) fail(numa[i], w + ".id", "missing, expected the NUMA node's id (0 to 4095)");
     for (const NumaNode& seen : h.numa_nodes) {
       if (seen.id == id)
         fail(at(numa[i], "id"), w + ".id",

@@ -162,13 +162,6 @@ def _resolve(args, header: RunHeader, output: str) -> tuple[System, dict, dict]:
                          f"has {per_host} ranks per host")
     where["ranks_per_host"] = "--ranks-per-host" if args.ranks_per_host else \
         "rank lines" if header.ranks_per_host else "every GPU of --topology"
-    if header.ranks_cut_short and hosts * per_host != header.ranks_cut_short:
-        raise ValueError(f"{output}: its rank lines list fewer ranks than the run's "
-                         f"{header.ranks_cut_short} (up to rank {header.ranks_cut_short - 1}: a "
-                         f"listing cut short), but {hosts} host(s) ({where['hosts']}) x "
-                         f"{per_host} ranks per host ({where['ranks_per_host']}) make "
-                         f"{hosts * per_host}; give --hosts and --ranks-per-host whose product "
-                         f"is {header.ranks_cut_short}")
     sm, where["sm"] = _sm(args, header, output)
     nccl_version = parse_nccl_version(args.nccl_version) or header.nccl_version
     where["nccl_version"] = "--nccl-version" if args.nccl_version else \
@@ -320,20 +313,25 @@ def _rank_lines_checked(header: RunHeader, published: list[Published], op: str |
         "cut short")
 
 
-def _check_rank_count(published: list[Published], op: str, settings: dict, where: dict,
-                      output: str) -> None:
-    """Refuses a rank count the table's own busbw / algbw contradicts (a run of 128 ranks whose
-    rank lines show 5 was priced as 5)."""
+def _check_rank_count(header: RunHeader, published: list[Published], op: str, settings: dict,
+                      where: dict, output: str) -> None:
+    """Refuses a rank count the output contradicts: the highest rank of a listing cut short
+    ("Rank 71" alone was priced as 1 rank), or the table's own busbw / algbw (a run of 128
+    ranks whose rank lines show 5 was priced as 5)."""
     n = settings["hosts"] * settings["ranks_per_host"]
+    priced = (f"{settings['hosts']} host(s) ({where['hosts']}) x {settings['ranks_per_host']} "
+              f"ranks per host ({where['ranks_per_host']})")
+    if header.ranks_cut_short and n != header.ranks_cut_short:
+        raise ValueError(f"{output}: its rank lines list fewer ranks than the run's "
+                         f"{header.ranks_cut_short} (up to rank {header.ranks_cut_short - 1}: a "
+                         f"listing cut short), but {priced} make {n}; give --hosts and "
+                         f"--ranks-per-host whose product is {header.ranks_cut_short}")
     found = _factor_against(published, op, n)
     if found is not None:
         seen, row = found
         raise ValueError(f"{output}: busbw / algbw is {seen:.4f} at {row.size} bytes, which "
                          f"{op} gives at {_implied_ranks(op, seen)} ranks, but the run is priced "
-                         f"at {n}: {settings['hosts']} host(s) ({where['hosts']}) x "
-                         f"{settings['ranks_per_host']} ranks per host "
-                         f"({where['ranks_per_host']}); give --hosts and --ranks-per-host of "
-                         "the run")
+                         f"at {n}: {priced}; give --hosts and --ranks-per-host of the run")
 
 
 def run_published(args) -> int:
@@ -354,7 +352,7 @@ def run_published(args) -> int:
     header, cut_short = _rank_lines_checked(header, published, _op(args, header, output)[0],
                                             output)
     system, settings, where = _resolve(args, header, output)
-    _check_rank_count(published, system.op, settings, where, output)
+    _check_rank_count(header, published, system.op, settings, where, output)
     if cut_short:
         print(f"warning: {cut_short}", file=sys.stderr)
     rows = compare(system, [replace(p, op=system.op, algorithm=system.algorithm)

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 
-from torch_topo.backend_choice import BackendChoices
 from torch_topo.cli._options import (
     add_nvlink,
     add_nvlink_domain_hosts,
@@ -41,7 +40,7 @@ from torch_topo.plan import (
     completed_source,
     network_pins,
     parse_mesh,
-    resolve_cluster,
+    priced_as_the_backend,
     with_nvlink_domains,
 )
 from torch_topo.topology import Topology, load_topology
@@ -212,11 +211,9 @@ def run(args) -> int:
         raise ValueError("--traffic: not with --attention, expected one of them (the split "
                          "adds a cp dimension the traffic would have to name)")
     # Resolved once, so that its hosts are checked before the mesh is laid out on them.
-    resolved = resolve_cluster(source, hosts, nccl_version=nccl_version, gloo_latency=True,
-                               **network)
-    # Groups of ranks without a GPU: the side the backend's rule takes, on the same network.
-    backend = BackendChoices.of(source, hosts, config, resolved)
-    source, hosts = resolved, 1
+    source, backend = priced_as_the_backend(source, hosts, config, network=network,
+                                            nccl_version=nccl_version)
+    hosts = 1
     _require_equal_hosts(source, named)
     if args.attention is not None:
         shape = AttentionShape.parse(args.attention)
