@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "test_data.h"
 #include "topo/error.h"
 
 namespace torch_topo::topo {
@@ -151,12 +152,7 @@ TEST(HwlocReaderTest, MalformedInputNamesFileAndLine) {
 }
 
 std::string parseErrorOf(const std::string& text) {
-  try {
-    readHwlocXml(text, "h200.xml");
-  } catch (const ParseError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::parseErrorOf([&] { readHwlocXml(text, "h200.xml"); });
 }
 
 TEST(HwlocReaderTest, BadNumbersAreParseErrorsAtTheirObject) {

@@ -20,12 +20,7 @@ HostTopology readData(const std::string& name) {
 }
 
 std::string parseError(const std::string& text) {
-  try {
-    readNvidiaSmi(text, "t.txt");
-  } catch (const ParseError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::parseErrorOf([&] { readNvidiaSmi(text, "t.txt"); });
 }
 
 TEST(NvsmiReaderTest, GluedHeaderOfTheSocEra) {

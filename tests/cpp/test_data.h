@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "topo/error.h"
+
 namespace torch_topo::topo::testing {
 
 inline std::string dataPath(const std::string& rel) {
@@ -21,6 +23,18 @@ inline std::string readText(const std::string& path) {
   std::ostringstream os;
   os << in.rdbuf();
   return os.str();
+}
+
+/// The message of the ParseError `read()` throws, or "no error": what the readers' tests
+/// compare.
+template <typename Read>
+std::string parseErrorOf(Read read) {
+  try {
+    read();
+  } catch (const ParseError& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 /// Sorted paths of the regular files in tests/data/<dir>.

@@ -176,12 +176,7 @@ TEST(TopologyJsonTest, StatedNumbersBesideClassStringsStay) {
 }
 
 std::string jsonError(const std::string& text) {
-  try {
-    hostFromJson(text, "h.json");
-  } catch (const ParseError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::parseErrorOf([&] { hostFromJson(text, "h.json"); });
 }
 
 // "line:col" where `field` ("gpus[1].index") of `doc` starts in doc.dump(1), found by writing a

@@ -8,24 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "test_data.h"
 #include "topo/error.h"
 
 namespace torch_topo::topo {
 namespace {
 
-/// The message of the ParseError that `fn` throws, "" when it throws none.
-template <typename Fn>
-std::string parseError(Fn fn) {
-  try {
-    fn();
-  } catch (const ParseError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::parseErrorOf;
 
 std::string errorAt(const std::string& text) {
-  return parseError([&] { XmlDocument doc(text, "t.xml", false); });
+  return parseErrorOf([&] { XmlDocument doc(text, "t.xml", false); });
 }
 
 TEST(XmlDocumentTest, ColumnsOfSameNamedElementsOnOneLine) {
@@ -35,11 +27,11 @@ TEST(XmlDocumentTest, ColumnsOfSameNamedElementsOnOneLine) {
   forEachXmlDescendant(doc.root(), "b", [&](const XmlElement* el) { bs.push_back(el); });
   ASSERT_EQ(bs.size(), 3u);
   // Column of the name, one past its '<'; "<bb" is not "<b".
-  EXPECT_EQ(parseError([&] { doc.fail(bs[0], "first"); }), "t.xml:2:3: first");
-  EXPECT_EQ(parseError([&] { doc.fail(bs[1], "second"); }), "t.xml:2:13: second");
-  EXPECT_EQ(parseError([&] { doc.fail(bs[2], "third"); }), "t.xml:2:30: third");
-  EXPECT_EQ(parseError([&] { doc.fail(bs[2], "at <", -1); }), "t.xml:2:29: at <");
-  EXPECT_EQ(parseError([&] { doc.fail(nullptr, "no element"); }), "t.xml:1:1: no element");
+  EXPECT_EQ(parseErrorOf([&] { doc.fail(bs[0], "first"); }), "t.xml:2:3: first");
+  EXPECT_EQ(parseErrorOf([&] { doc.fail(bs[1], "second"); }), "t.xml:2:13: second");
+  EXPECT_EQ(parseErrorOf([&] { doc.fail(bs[2], "third"); }), "t.xml:2:30: third");
+  EXPECT_EQ(parseErrorOf([&] { doc.fail(bs[2], "at <", -1); }), "t.xml:2:29: at <");
+  EXPECT_EQ(parseErrorOf([&] { doc.fail(nullptr, "no element"); }), "t.xml:1:1: no element");
 }
 
 TEST(XmlDocumentTest, MalformedTextsSayWhereAndWhat) {
