@@ -533,7 +533,9 @@ class Plan:
             f"{self.layout} layout of mesh "
             + " x ".join(f"{n}={s}" for n, s in zip(self.mesh_dim_names, self.mesh_shape, strict=False))
             + f" on {self.world_size} ranks ({hosts} host(s)); "
-            + ("exhaustive" if self.exact else "greedy + local") + " intra-host search",
+            + ("exhaustive" if self.exact else "greedy + local") + " intra-host search"
+            + ("; it is the launcher's contiguous order" if self.layout == "planned"
+               and self.contiguous else ""),
             "heaviest first: " + ", ".join(self._priority),
         ]
         for d in self._dims:

@@ -439,6 +439,34 @@ class IntraSearch {
   std::vector<std::vector<std::vector<int>>> dims_;
 };
 
+/// The two measures of a whole mesh, every pair of every group included (a pair across hosts
+/// scores 0): per dimension from the heaviest, its worst pair and, negated, how many of its
+/// pairs are that bad (larger is better); and the cost model's seconds per step.
+struct MeshObjective {
+  std::vector<long> bottlenecks;
+  double seconds = 0.0;
+  /// At least as good on both measures and better on one.
+  bool dominates(const MeshObjective& o) const {
+    return bottlenecks >= o.bottlenecks && seconds <= o.seconds &&
+           (bottlenecks > o.bottlenecks || seconds < o.seconds);
+  }
+};
+
+MeshObjective objectiveOf(const ClusterTopology& cluster, const CostModel& model,
+                          const MeshPlan& plan) {
+  MeshObjective out;
+  for (int d : plan.priority) {
+    Bottleneck bn;
+    for (const auto& g : meshGroups(plan, d))
+      for (size_t a = 0; a < g.size(); ++a)
+        for (size_t b = a + 1; b < g.size(); ++b) bn.add(scorePair(cluster, g[a], g[b]));
+    out.bottlenecks.push_back(bn.worst);
+    out.bottlenecks.push_back(-bn.at_worst);
+  }
+  for (const CostEstimate& e : estimateMeshCost(model, plan)) out.seconds += e.seconds;
+  return out;
+}
+
 }  // namespace
 
 bool defaultTraffic(const std::string& name, double* bytes, std::string* op, int* rank) {
@@ -517,6 +545,18 @@ MeshPlan planMesh(const ClusterTopology& cluster, const std::vector<MeshDim>& di
   plan.mesh = layMesh(plan, by_host, arrangement);
   plan.contiguous = true;
   for (size_t m = 0; m < plan.mesh.size(); ++m) plan.contiguous &= plan.mesh[m] == static_cast<int>(m);
+  if (plan.contiguous) return plan;
+  // The split serves dimensions that divide a host. One that does not (tp=4 on 3-GPU hosts)
+  // goes wholly across hosts, where the launcher's layout keeps part of each group inside one.
+  // Across hosts, fewer pairs on the network is not always cheaper (the launcher's layout then
+  // spreads the lighter dimensions unevenly over the NICs), so the launcher's layout replaces
+  // the plan only where it is better on both measures.
+  MeshPlan launcher = plan;
+  std::iota(launcher.mesh.begin(), launcher.mesh.end(), 0);
+  if (objectiveOf(cluster, model, launcher).dominates(objectiveOf(cluster, model, plan))) {
+    launcher.contiguous = true;
+    return launcher;
+  }
   return plan;
 }
 

@@ -62,7 +62,10 @@ bool defaultTraffic(const std::string& name, double* bytes, std::string* op, int
 /// hosts share one pair matrix. Throws InvalidArgument naming the option for: no dims, sizes < 1,
 /// repeated names, product != world size, hosts with different rank counts (no mesh tiles
 /// them), unknown names without traffic, bad ops. A dimension that does not divide a host
-/// spans hosts (e.g. tp=6 on 8-GPU hosts: 2 per host x 3 hosts).
+/// spans hosts (e.g. tp=6 on 8-GPU hosts: 2 per host x 3 hosts). The launcher's layout
+/// (contiguousMesh) replaces the result where, measured over the whole cluster (pairs across
+/// hosts score 0), it is as good on both the bottlenecks and the seconds and better on one;
+/// intra_size and inter_size still give the split.
 MeshPlan planMesh(const ClusterTopology& cluster, const std::vector<MeshDim>& dims,
                   const PlanOptions& options = {});
 /// The launcher's layout: mesh position i holds rank i.

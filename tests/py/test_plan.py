@@ -141,12 +141,16 @@ def test_tp_stays_on_one_numa_node_and_doctor_flags_contiguous(tp):
 
 
 def test_numa_check_counts_a_node_per_host():
-    # tp=3 on three 8-GPU hosts: gcd(3, 8) = 1, so every planned tp group spans the three
-    # hosts (rank r sits on host r // 8); node 0 of each host is three nodes, not one.
-    doc = json.loads(_C.planner_cluster_json(path=str(DATA / "nvidia_smi_topo" / "h100_8xSXM_NV18_2socket_mlengineering.txt"), hosts=3))
-    mesh = {"dp": 8, "tp": 3}
-    assert all(len({r // 8 for r in g}) == 3 for g in torch_topo.plan(doc, mesh).groups("tp"))
-    assert "tp-crosses-numa" not in [f.code for f in diagnose(doc, mesh, environ={})]
+    # sp=3 on three 8-GPU hosts (GPUs on nodes 0, 0, 0, 1, 2, 2, -, -): gcd(3, 8) = 1, so every
+    # planned sp group holds one local GPU on each of the three hosts (rank r sits on host
+    # r // 8), and the contiguous groups [3, 4, 5] span nodes 1 and 2. Node 0 of each host is
+    # three nodes, not one: no layout with each group on one node exists.
+    doc = json.loads(_C.planner_cluster_json(path=str(
+        DATA / "nvidia_smi_topo" / "PARTIAL_sglang13973_8xH100class_NV18_9xNIC_3numa.txt"), hosts=3))
+    mesh = {"dp": 8, "sp": 3}
+    assert all(sorted(r // 8 for r in g) == [0, 1, 2] and len({r % 8 for r in g}) == 1
+               for g in torch_topo.plan(doc, mesh).groups("sp"))
+    assert "sp-crosses-numa" not in [f.code for f in diagnose(doc, mesh, environ={})]
 
 
 def test_cluster_file_counts_its_own_hosts_ranks():
@@ -289,9 +293,11 @@ def test_plan_arguments_of_the_wrong_type():
 def test_sizes_that_cannot_fit_hosts():
     with pytest.raises(ValueError, match="mesh: product"):
         torch_topo.plan(DGX1, {"tp": 16, "dp": 2}, hosts=3)
-    # tp=6 does not divide a host of 8: it spans hosts as 2 per host x 3 hosts.
+    # tp=6 does not divide a host of 8: the split spans hosts as 2 per host x 3 hosts, and the
+    # launcher's layout, with two of four groups inside a host, beats it on both measures.
     p = torch_topo.plan(DGX1, {"dp": 4, "tp": 6}, hosts=3)
     assert p.dim_info("tp")["intra_size"] == 2 and p.dim_info("tp")["inter_size"] == 3
+    assert p.contiguous and "it is the launcher's contiguous order" in p.explain()
     # Hosts of 8 and 4 ranks cannot hold one mesh.
     doc = json.loads(_C.planner_cluster_json(path=str(DGX1), hosts=2))
     doc["ranks"] = [r for r in doc["ranks"] if r["host"] == 0 or r["local_gpu"] < 4]
