@@ -3,8 +3,10 @@
 // their order survives (JSON objects are unordered, and writers reproduce source order).
 #include "topo/topology_json.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <initializer_list>
 #include <vector>
 
 #include "topo/cpulist.h"
@@ -103,6 +105,22 @@ json hostJson(const HostTopology& h) {
   return out;
 }
 
+/// Levenshtein distance, for the unknown-field hint.
+size_t editDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
 /// Typed field access that reports the field path, and the line and column of its value in
 /// `text`, on error.
 class Reader {
@@ -121,6 +139,35 @@ class Reader {
       fail(obj, where, "got " + std::string(obj.type_name()) + ", expected an object");
     auto it = obj.find(key);
     return it == obj.end() ? nullptr : &*it;
+  }
+
+  /// Refuses a key of `obj` outside `known`: this schema is ours and its writer emits no other,
+  /// so an unknown key is a misspelling whose value would otherwise be dropped unseen (a
+  /// "numa_nod" left every GPU on an unknown node).
+  void onlyKeys(const json& obj, std::initializer_list<const char*> known,
+                const std::string& where) const {
+    if (!obj.is_object()) return;  // the typed accessors name the wrong type
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      const std::string& key = it.key();
+      std::string names, closest;
+      size_t best = 3;  // suggest a key within two edits
+      for (const char* k : known) {
+        if (key == k) {
+          names.clear();
+          break;
+        }
+        names += (names.empty() ? "" : ", ") + std::string(k);
+        const size_t d = editDistance(key, k);
+        if (d < best) {
+          best = d;
+          closest = k;
+        }
+      }
+      if (names.empty()) continue;
+      fail(it.value(), where + "." + key,
+           "unknown field" + (closest.empty() ? "" : " (did you mean '" + closest + "'?)") +
+               ", expected one of " + names);
+    }
   }
 
   /// Where an error about field `key` of `obj` points: its value, else `obj`.
@@ -253,6 +300,7 @@ class Reader {
       *estimated = true;
       return p;
     }
+    onlyKeys(cell, {"cls", "nvlinks", "bandwidth_gbps", "latency_us"}, where);
     std::string cls = str(cell, "cls", where, "SYS");
     if (!parsePathClass(cls, &p.cls, &lanes))
       fail(at(cell, "cls"), where + ".cls",
@@ -307,6 +355,11 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
                                         NodeKind::Gpu,  NodeKind::Nic, NodeKind::NvSwitch};
   static const LinkKind kLinkKinds[] = {LinkKind::NvLink, LinkKind::C2C, LinkKind::Pci,
                                         LinkKind::Smp, LinkKind::Net};
+  // "schema" and "kind" belong to a host document; a cluster's host entry may keep them.
+  onlyKeys(obj,
+           {"schema", "kind", "hostname", "source", "format", "gpus", "nics", "numa_nodes", "graph",
+            "warnings", "gpu_paths", "gpu_nic_paths"},
+           where);
   HostTopology h;
   h.hostname = str(obj, "hostname", where);
   h.source = str(obj, "source", where);
@@ -314,6 +367,10 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   const json& gpus = array(obj, "gpus", where);
   for (size_t i = 0; i < gpus.size(); ++i) {
     std::string w = where + ".gpus[" + std::to_string(i) + "]";
+    onlyKeys(gpus[i],
+             {"index", "bus_id", "name", "sm", "numa_node", "cpu_affinity", "memory_numa_node",
+              "nvlink_domain"},
+             w);
     Gpu g;
     g.index = static_cast<int>(integer(gpus[i], "index", w, static_cast<long>(i), 0, 4095));
     g.bus_id = busId(gpus[i], w);
@@ -341,6 +398,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   const json& nics = array(obj, "nics", where);
   for (size_t i = 0; i < nics.size(); ++i) {
     std::string w = where + ".nics[" + std::to_string(i) + "]";
+    onlyKeys(nics[i], {"name", "bus_id", "numa_node", "speed_gbps", "latency_us", "attrs"}, w);
     Nic n;
     n.name = str(nics[i], "name", w);
     n.bus_id = busId(nics[i], w);
@@ -353,6 +411,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   const json& numa = array(obj, "numa_nodes", where);
   for (size_t i = 0; i < numa.size(); ++i) {
     std::string w = where + ".numa_nodes[" + std::to_string(i) + "]";
+    onlyKeys(numa[i], {"id", "cpus"}, w);
     // An entry stands for one node, so unlike a device's numa_node its id has no "unknown":
     // the fallback, below the bounds, marks it missing (as a rank's host).
     int id = static_cast<int>(integer(numa[i], "id", w, -1, 0, 4095));
@@ -385,9 +444,11 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   static const json kNoGraph = json::object();
   const json* graph = find(obj, "graph", where);
   const json& g = graph != nullptr ? *graph : kNoGraph;
+  onlyKeys(g, {"nodes", "links"}, where + ".graph");
   const json& nodes = array(g, "nodes", where + ".graph");
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::string w = where + ".graph.nodes[" + std::to_string(i) + "]";
+    onlyKeys(nodes[i], {"kind", "id", "name", "numa_node", "index", "attrs"}, w);
     Node n;
     n.kind = kind(nodes[i], kNodeKinds, w);
     n.id = str(nodes[i], "id", w);
@@ -401,6 +462,7 @@ HostTopology Reader::host(const json& obj, const std::string& where) const {
   for (size_t i = 0; i < links.size(); ++i) {
     std::string w = where + ".graph.links[" + std::to_string(i) + "]";
     long last = static_cast<long>(h.graph.nodes.size()) - 1;
+    onlyKeys(links[i], {"a", "b", "kind", "lanes", "bandwidth_gbps", "latency_us"}, w);
     Link l;
     l.a = static_cast<int>(integer(links[i], "a", w, -2, 0, last));
     l.b = static_cast<int>(integer(links[i], "b", w, -2, 0, last));
@@ -535,6 +597,10 @@ std::string clusterToJson(const ClusterTopology& c, int indent) {
 ClusterTopology clusterFromJson(const std::string& text, const std::string& path) {
   json doc = parseDocument(text, path, "cluster");
   Reader r(path, text);
+  r.onlyKeys(
+      doc,
+      {"schema", "kind", "hosts", "ranks", "inter_host_bandwidth_gbps", "inter_host_latency_us"},
+      "(root)");
   ClusterTopology c;
   const json& hosts = r.array(doc, "hosts", "(root)");
   // Else an empty cluster reached the planner, and some callers indexed its first host.
@@ -546,6 +612,10 @@ ClusterTopology clusterFromJson(const std::string& text, const std::string& path
     const std::string kind = r.str(hosts[i], "kind", w, "host");
     if (kind != "host")
       r.fail(r.at(hosts[i], "kind"), w + ".kind", "got '" + kind + "', expected 'host' or none");
+    const std::string schema = r.str(hosts[i], "schema", w, kTopologyJsonSchema);
+    if (schema != kTopologyJsonSchema)
+      r.fail(r.at(hosts[i], "schema"), w + ".schema",
+             "got '" + schema + "', expected '" + kTopologyJsonSchema + "' or none");
     c.hosts.push_back(r.host(hosts[i], w));
   }
   const json& ranks = r.array(doc, "ranks", "(root)");
@@ -555,6 +625,7 @@ ClusterTopology clusterFromJson(const std::string& text, const std::string& path
   for (size_t h = 0; h < c.hosts.size(); ++h) gpu_owner[h].assign(c.hosts[h].gpus.size(), -1);
   for (size_t i = 0; i < ranks.size(); ++i) {
     std::string w = "ranks[" + std::to_string(i) + "]";
+    r.onlyKeys(ranks[i], {"host", "local_gpu", "local_rank"}, w);
     RankPlacement p;
     p.host = static_cast<int>(
         r.integer(ranks[i], "host", w, -2, 0, static_cast<long>(c.hosts.size()) - 1));

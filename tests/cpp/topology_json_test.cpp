@@ -218,6 +218,15 @@ TEST(TopologyJsonTest, ErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(jsonError(R"({"schema": "torch-topo/1", "kind": "cluster"})").find("expected 'host'"),
             std::string::npos);
+  EXPECT_NE(jsonError(R"({"schema": "torch-topo/1", "kind": "host", "gpus": [{"numa_nod": 0}]})")
+                .find("field (root).gpus[0].numa_nod: unknown field (did you mean 'numa_node'?), "
+                      "expected one of index, bus_id, name, sm, numa_node, cpu_affinity, "
+                      "memory_numa_node, nvlink_domain"),
+            std::string::npos);
+  // No hint where no known key is near.
+  EXPECT_NE(jsonError(R"({"schema": "torch-topo/1", "kind": "host", "comment": "x"})")
+                .find("field (root).comment: unknown field, expected one of schema, kind, "),
+            std::string::npos);
 }
 
 // Hand edits of a real file's JSON that the readers never produce: each must be refused with
@@ -428,13 +437,27 @@ TEST(TopologyJsonTest, FieldErrorsPointAtTheValue) {
       {host, R"(["NV4", "X"])", R"(["NV2", "X"])", R"("NV4")", "(root).gpu_paths[0][1]"},
       {host, R"(["none"])", R"(["none", 7])", "7]", "(root).warnings[1]"},
       {host, R"("torch-topo/1")", R"("torch-topo/9")", R"("torch-topo/9")", "schema"},
-      {cluster, R"({"host": 0, "local_gpu": 1})", R"({"local_gpu": 0, "host": 0})",
-       R"(0, "host")", "ranks[1].local_gpu"},
+      {cluster, R"({"host": 0, "local_gpu": 1})", R"({"local_gpu": 0, "host": 0})", R"(0, "host")",
+       "ranks[1].local_gpu"},
       {cluster, R"({"host": 1, "local_gpu": 0})", R"({"local_gpu": 0})", R"({"local_gpu": 0})",
        "ranks[2].host"},
       {cluster, R"([{"sm": 80}])", R"([{"sm": -80}])", "-80", "hosts[1].gpus[0].sm"},
       {cluster, R"({"gpus": [{"sm": 80}]})", R"("b")", R"("b")", "hosts[1]"},
       {cluster, "25\n", "1e-9\n", "1e-9", "(root).inter_host_bandwidth_gbps"},
+      // Misspelt keys, at every level of both documents.
+      {host, "\"numa_node\": 0}\n  ]", "\"numa_nod\": 0}\n  ]", "0}\n  ]",
+       "(root).gpus[1].numa_nod"},
+      {host, R"("kind": "pci"})", R"("kind": "pci", "lane": 2})", "2}",
+       "(root).graph.links[0].lane"},
+      {host, R"(["NV4", "X"])", R"([{"cls": "NV", "nvlink": 4}, "X"])", "4}",
+       "(root).gpu_paths[1][0].nvlink"},
+      {host, R"("warnings")", R"("warning")", R"(["none"])", "(root).warning"},
+      {cluster, "\"inter_host_bandwidth_gbps\"", "\"inter_host_bandwith_gbps\"", "25\n",
+       "(root).inter_host_bandwith_gbps"},
+      {cluster, R"({"host": 1, "local_gpu": 0})", R"({"host": 1, "gpu": 2, "local_gpu": 0})",
+       R"(2, "local_gpu")", "ranks[2].gpu"},
+      {cluster, R"([{"sm": 80}])", R"([{"sm": 80}], "schema": "torch-topo/0")", R"("torch-topo/0")",
+       "hosts[1].schema"},
   };
   for (const auto& c : cases) {
     std::string text = c.base;
