@@ -48,7 +48,7 @@ def _played_cluster(source, placements: list[tuple[str, int]], config: TopoConfi
     where = os.fspath(source) if isinstance(source, str | os.PathLike) and \
         not str(source).lstrip().startswith("{") else "the topology given"
     doc = json.loads(cluster_text(source, 1))
-    if len(doc["hosts"]) != 1:  # copying it was refused as a CLI option: "--hosts: got 2 for"
+    if len(doc["hosts"]) != 1:  # copying was refused as "hosts: got 2 for"
         raise ValueError(f"{PLAY_SETTING}: plays copies of one host, but {where} describes "
                          f"{len(doc['hosts'])} hosts; expected one host's topology, or no play "
                          "to plan on the cluster as it is")

@@ -174,13 +174,15 @@ constexpr int kMaxRanks = 16384;
 /// `hosts` times; missing ranks run host-major, rank r of a host on GPU r (one CPU rank on a
 /// host without GPUs).
 ClusterTopology completeCluster(ClusterTopology c, int hosts, const std::string& where) {
-  TOPO_CHECK(hosts >= 1 && hosts <= kMaxRanks, "--hosts: got ", hosts, ", expected >= 1 and <= ",
-             kMaxRanks);
+  // "hosts" as the Python argument and the CLI option (--hosts) both name it.
+  TOPO_CHECK(hosts >= 1 && hosts <= kMaxRanks, "hosts: got ", hosts,
+             ", expected >= 1 and <= ", kMaxRanks);
   if (hosts > 1) {
-    TOPO_CHECK(c.hosts.size() == 1, "--hosts: got ", hosts, " for ", where, ", which already "
-               "describes ", c.hosts.size(), " hosts; expected --hosts only with a one-host file");
+    TOPO_CHECK(c.hosts.size() == 1, "hosts: got ", hosts, " for ", where,
+               ", which already describes ", c.hosts.size(),
+               " hosts; expected hosts > 1 only with a one-host file");
     const int per_host = std::max(c.hosts[0].gpuCount(), 1);
-    TOPO_CHECK(hosts <= kMaxRanks / per_host, "--hosts: got ", hosts, " hosts x ", per_host,
+    TOPO_CHECK(hosts <= kMaxRanks / per_host, "hosts: got ", hosts, " hosts x ", per_host,
                " ranks of ", where, ", expected at most ", kMaxRanks, " ranks in all");
     c.hosts.resize(hosts, c.hosts[0]);
     c.ranks.clear();

@@ -210,7 +210,7 @@ def test_plan_shows_the_nccl_hints_it_would_apply(capsys, monkeypatch):
     (["--mesh", "dp=8", "--hosts", "99999999999"], "--hosts: got 99999999999, expected >= 1 and <= 16384"),
     (["--mesh", "dp=8", "--hosts", "100000"], "--hosts: got 100000, expected >= 1 and <= 16384"),
     # 8 GPUs a host: 2049 hosts pass the bound on hosts but not the one on ranks.
-    (["--mesh", "dp=8", "--hosts", "2049"], "--hosts: got 2049 hosts x 8 ranks of"),
+    (["--mesh", "dp=8", "--hosts", "2049"], ": hosts: got 2049 hosts x 8 ranks of"),
 ])
 def test_huge_sizes_are_refused_by_name(verb, argv, fragment, capsys):
     assert main([verb, str(DGX1)] + argv) == 2
@@ -228,6 +228,10 @@ def test_rank_bound_is_exact():
         plan(DGX1, {"dp": 4, "tp": 2**32 + 2})
     with pytest.raises(ValueError, match=r"^hosts: got 20000, expected >= 1 and <= 16384"):
         plan(DGX1, {"dp": 8}, hosts=20000)
+    # The bound on ranks names the Python argument, as the one on hosts does.
+    with pytest.raises(ValueError, match=r"hosts: got 2049 hosts x 8 ranks of .*, expected at "
+                                         r"most 16384 ranks in all"):
+        plan(DGX1, {"dp": 8 * 2049}, hosts=2049)
 
 
 def test_attention_bytes_past_int64_are_refused(capsys):

@@ -169,7 +169,7 @@ def test_a_topology_object_or_text_plans_as_its_file_does(monkeypatch, play):
 def test_a_cluster_topology_is_neither_played_nor_cut(monkeypatch):
     # Play and a world smaller than one host copy one host: a cluster given instead was cut to
     # its first host (world 2 or 3 of 2 x 3 GPUs planned there) or refused in another option's
-    # words ("--hosts: got 2 for <topology>", "TORCH_TOPO_PLAY: rank 3: GPU 3").
+    # words ("hosts: got 2 for <topology>", "TORCH_TOPO_PLAY: rank 3: GPU 3").
     import torch_topo.mesh as mesh
     from torch_topo.plan import cluster_text
 
