@@ -7,16 +7,16 @@ Initialises "topo" from the launcher's environment (with `--device cuda`: device
 cuda:$LOCAL_RANK, as torch recommends), records the cluster topo believes in, then runs every
 c10d collective through the world group: each reduction for every dtype and reduce op the inner
 backend supports, gathers, scatters, even and uneven all-to-all, coalesced ops,
-batch_isend_irecv, and the overlap ops; on CUDA, with a late peer, that coalesced blocks'
-wait() and barrier() order the caller after the op (barrier() also after an op nobody waited
-for), that wait(timeout) of a hierarchical op blocks the host up to the timeout, that NCCL's
-own ops, coalesced blocks and hierarchical ones on one tensor follow each other unwaited, that
-the future of a block of CPU and CUDA ops orders its user after both, and that a dropped
-work's buffers (and the copies of strided all-to-all inputs) are not reused early.
-Each result is compared with the one
-computed locally from every rank's seeded inputs (small integers: exact in every dtype and summation order, so
-equality is exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id
-was given), on CUDA a `split_group` that leaves ranks out, and `new_group(backend=...)`
+batch_isend_irecv (and a refused one, after which the group goes on), and the overlap ops; on
+CUDA, with a late peer, that coalesced blocks' wait() and barrier() order the caller after the
+op (barrier() also after an op nobody waited for), that wait(timeout) of a hierarchical op
+blocks the host up to the timeout, that NCCL's own ops, coalesced blocks and hierarchical ones
+on one tensor follow each other unwaited, that the future of a block of CPU and CUDA ops orders
+its user after both, and that a dropped work's buffers (and the copies of strided all-to-all
+inputs) are not reused early. Each result is compared with the one computed locally from every
+rank's seeded inputs (small integers: exact in every dtype and summation order, so equality is
+exact). With `--mesh`, also a 2-D DeviceMesh (split from the world when device_id was given),
+on CUDA a `split_group` that leaves ranks out, and `new_group(backend=...)`
 subgroups. Writes <out>/rank<R>.json; the test asserts
 on it.
 """
@@ -354,6 +354,37 @@ def _mixed_block_future(c: Checks, rank: int, world: int) -> None:
     dist.barrier()
 
 
+def _refused_batch(c: Checks, rank: int, world: int) -> None:
+    """A batch_isend_irecv refused on every rank (a non-contiguous send) raises, and the group
+    goes on: on CUDA the backend's NCCL group, opened by the block, must be closed although its
+    op failed, or the next collectives queue into it and never run."""
+    strided = c.put(torch.zeros(4, 2))[:, 0]
+    try:
+        dist.batch_isend_irecv([dist.P2POp(dist.isend, strided, (rank + 1) % world),
+                                dist.P2POp(dist.irecv, c.put(torch.zeros(4)), (rank - 1) % world)])
+        c.failed.append("a non-contiguous send in batch_isend_irecv was not refused")
+    except (RuntimeError, ValueError):
+        pass
+    f32, every = torch.float32, range(world)
+    reduced = c.put(_input(rank, 90, f32))
+    dist.all_reduce(reduced)
+    c.same("all_reduce after a refused batch", reduced, sum(_input(r, 90, f32) for r in every))
+    gathered = c.put(torch.empty(world * _NUMEL, dtype=f32))
+    dist.all_gather_into_tensor(gathered, c.put(_input(rank, 91, f32)))
+    c.same("all_gather_into_tensor after a refused batch", gathered,
+           torch.cat([_input(r, 91, f32) for r in every]))
+    shard = c.put(torch.empty(_NUMEL // world, dtype=f32))
+    dist.reduce_scatter_tensor(shard, c.put(_input(rank, 92, f32)))
+    c.same("reduce_scatter_tensor after a refused batch", shard,
+           sum(_input(r, 92, f32) for r in every).chunk(world)[rank])
+    got = c.put(torch.empty(_NUMEL, dtype=f32))
+    for work in dist.batch_isend_irecv([
+            dist.P2POp(dist.isend, c.put(_input(rank, 93, f32)), (rank + 1) % world),
+            dist.P2POp(dist.irecv, got, (rank - 1) % world)]):
+        work.wait()
+    c.same("batch_isend_irecv after a refused batch", got, _input((rank - 1) % world, 93, f32))
+
+
 def _dropped_all_to_all(c: Checks, rank: int, world: int) -> None:
     """An uneven list all-to-all (topo packs it into one buffer and unpacks after) whose work
     is dropped without wait(). On CUDA the last rank is late and then allocates buffers of
@@ -572,6 +603,7 @@ def main() -> int:
         _movement(checks, rank, world, _DTYPES[args.device])
         _inference_and_grad(checks, rank, world)
         _coalesced_and_p2p(checks, rank, world)
+        _refused_batch(checks, rank, world)
         _dropped_all_to_all(checks, rank, world)
         _strided_uneven_all_to_all(checks, rank, world)
         _barrier_waits_for_peers(checks, rank, world)
