@@ -186,6 +186,10 @@ def task_bad_input(gloo) -> list[str]:
         lambda: all_gather_matmul(torch.randn(4, K), w, chunks=1, max_inflight=2**64),
         # A 0-D weight was an IndexError before any check.
         lambda: matmul_reduce_scatter(torch.randn(world * 2, K), torch.tensor(1.0)),
+        # What new_group gives the ranks it leaves out, and a mesh dimension's name.
+        lambda: matmul_reduce_scatter(torch.randn(world * 2, K), w,
+                                      group=dist.GroupMember.NON_GROUP_MEMBER),
+        lambda: all_gather_matmul(torch.randn(4, K), w, group="tp"),
     ]
     return [line.splitlines()[0] for line in _value_errors(cases)]
 
@@ -301,7 +305,10 @@ def test_bad_input_names_the_problem(pool):
                 "matmul_reduce_scatter: chunks: got 2.0, expected an int >= 1",
                 f"all_gather_matmul: max_inflight: got {2**64}, expected an int >= 1",
                 "matmul_reduce_scatter: weight: got 0-D shape [], expected 2-D [out_features, "
-                "in_features]"]
+                "in_features]",
+                "matmul_reduce_scatter: group: got -100, expected a ProcessGroup this rank "
+                "belongs to (new_group returns GroupMember.NON_GROUP_MEMBER",
+                "all_gather_matmul: group: got 'tp', expected a ProcessGroup"]
     for messages in pool.run("task_bad_input"):
         for fragment, message in zip(expected, messages, strict=True):
             assert fragment in message, (fragment, message)
@@ -415,8 +422,11 @@ def test_bad_input_on_one_rank_raises_on_every_rank(pool):
     # until the group's timeout.
     results = pool.run("task_one_rank_bad")
     for messages in results:
-        # rows and dtypes are in the compared records
+        # rows and dtypes are in the compared records; the weight's record is its dtype alone
         assert "differ across ranks" in messages[0] and "differ across ranks" in messages[3]
+        assert re.search(r"rank \d has exchanged float32 \[16, \d+\], weight float(32|64), "
+                         r"chunks=0, rank \d has exchanged float32 \[16, \d+\], weight "
+                         r"float(32|64), chunks=0; every rank", messages[3]), messages[3]
     for messages in results[:-1]:
         assert "the input of rank(s) [" in messages[1] and "refused" in messages[2], messages
     assert "in_features: got" in results[-1][1] and "in_features: got" in results[-1][2]

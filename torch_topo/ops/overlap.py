@@ -29,7 +29,7 @@ import torch.distributed as dist
 
 from torch_topo import _C
 from torch_topo.config import parse_bool
-from torch_topo.ops.utils import CheckInputs, check_same_shape, check_tensors
+from torch_topo.ops.utils import CheckInputs, check_same_shape, check_tensors, resolve_group
 from torch_topo.validation import is_int_in
 
 __all__ = [
@@ -296,14 +296,10 @@ def _measure(op: str, x: torch.Tensor, weight: torch.Tensor, group, max_inflight
     return [dict(zip(candidates, row, strict=True)) for row in table.tolist()]
 
 
-def _resolve_group(group: dist.ProcessGroup | None) -> dist.ProcessGroup:
-    if group is None:
-        if not dist.is_initialized():
-            raise ValueError("overlap ops: group is None and torch.distributed is not initialised")
-        return dist.distributed_c10d._get_default_group()
-    if not isinstance(group, dist.ProcessGroup):
-        raise ValueError(f"overlap ops: group: got {type(group).__name__}, expected a ProcessGroup")
-    return group
+def _resolve_group(where: str, group: dist.ProcessGroup | None) -> dist.ProcessGroup:
+    if group is None and not dist.is_initialized():
+        raise ValueError(f"{where}: group is None and torch.distributed is not initialised")
+    return resolve_group(where, group)
 
 
 def _call(x, weight, group, chunks: int, max_inflight: int, gather_first: bool,
@@ -426,7 +422,7 @@ def _agree(name: str, group, x: torch.Tensor, weight: torch.Tensor, exchanged: t
     the collective moves), the weight's dtype and `chunks` (other counts of equal blocks aborted
     Gloo), so that bad input on one rank raises on all (check_same_shape) rather than leaving
     the others in the collective."""
-    weight_dtype = torch.empty(0, dtype=weight.dtype, device=weight.device)
+    weight_dtype = torch.empty((), dtype=weight.dtype, device=weight.device)
 
     def validate():
         _check_counts(name, chunks, max_inflight)
@@ -463,7 +459,7 @@ def matmul_reduce_scatter(x: torch.Tensor, weight: torch.Tensor,
         [D0 / P, ..., N]: rank r's rows of the sum over ranks.
     """
     check_tensors("matmul_reduce_scatter", x=x, weight=weight)
-    group = _resolve_group(group)
+    group = _resolve_group("matmul_reduce_scatter", group)
     size = group.size()
     # Ranks that disagree on the exchanged block aborted Gloo (SIGABRT); a zero-stride view
     # carries the [rows, N] shape of x @ weight.T without allocating it.
@@ -492,7 +488,7 @@ def all_gather_matmul(x: torch.Tensor, weight: torch.Tensor,
         [P * D0_local, ..., N_local], rows in rank order.
     """
     check_tensors("all_gather_matmul", x=x, weight=weight)
-    group = _resolve_group(group)
+    group = _resolve_group("all_gather_matmul", group)
     _agree("all_gather_matmul", group, x, weight, x, "the same dtype, rows and in_features",
            None, chunks, max_inflight, check_inputs)
     flat = _flat_rows(x)

@@ -187,4 +187,10 @@ def ulysses_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, group=N
     replicate = (False, k.shape[2] < world, k.shape[2] < world)
     qg, kg, vg = UlyssesExchangeFunction.apply(group, 2, 1, replicate, q, k, v)
     out = (attn_fn or sdpa_attention)(qg, kg, vg, causal=causal, softmax_scale=softmax_scale)
+    want = (*qg.shape[:-1], vg.shape[-1])
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
+        # Else the exchange back refused it in its own words ("packScatter: size 1 of dim 1").
+        got = f"shape {list(out.shape)}" if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(f"ulysses_attention: attn_fn returned {got}, expected a tensor of "
+                         f"shape {list(want)} ([b, s, h, d]: its q's shape with v's head_dim)")
     return UlyssesExchangeFunction.apply(group, 1, 2, (False,), out)[0]

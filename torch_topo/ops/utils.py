@@ -125,6 +125,9 @@ def check_attention_options(prefix: str, causal: object, softmax_scale: object) 
 def check_dim(where: str, name: str, x: torch.Tensor, dim: object) -> int:
     """`dim` of `x` as a non-negative index; a float dim was a pybind11 TypeError and one out
     of range a bare IndexError."""
+    if x.dim() == 0:  # the range below would read [0, -1]
+        raise ValueError(f"{where}: {name}: got {dim!r}, but the tensor is 0-d (a scalar), "
+                         "expected a tensor with a dimension to index")
     if not is_int_in(dim, -x.dim(), x.dim() - 1):
         raise ValueError(f"{where}: {name}: got {dim!r}, expected an int in "
                          f"[{-x.dim()}, {x.dim() - 1}] for a tensor with {x.dim()} dims")
@@ -241,7 +244,8 @@ def _describe(tensors, settings, row) -> str:
     parts, i = [], 0
     for name in tensors:
         dtype, ndim = _DTYPE_NAMES.get(row[i], "unknown dtype"), row[i + 1]
-        parts.append(f"{name} {dtype} {row[i + 2:i + 2 + ndim]}")
+        # A 0-d record stands for a dtype alone (an overlap op's weight).
+        parts.append(f"{name} {dtype}" + (f" {row[i + 2:i + 2 + ndim]}" if ndim else ""))
         i += 2 + ndim
     parts += [f"{name}={value}" for name, value in zip(settings, row[i:], strict=False)]
     return ", ".join(parts)

@@ -96,6 +96,12 @@ _BAD = {
     "ring_scale_inf": lambda r, w: torch_topo.ring_attention(*qkv(), softmax_scale=float("inf")),
     "ring_causal_str": lambda r, w: torch_topo.ring_attention(*qkv(), causal="no"),
     "a2a_float_dim": lambda r, w: torch_topo.ulysses_all_to_all(torch.zeros(w, 2), 0.0, 1),
+    "a2a_scalar": lambda r, w: torch_topo.ulysses_all_to_all(torch.zeros(()), 1, 0),
+    # An attn_fn that drops the sequence: the exchange back refused it as packScatter's input.
+    "ulysses_attn_fn_shape": lambda r, w: torch_topo.ulysses_attention(
+        *qkv(h=w, hk=w), attn_fn=lambda q, k, v, **kw: q[:, :1]),
+    "ulysses_attn_fn_tuple": lambda r, w: torch_topo.ulysses_attention(
+        *qkv(h=w, hk=w), attn_fn=lambda q, k, v, **kw: (q, None)),
     "zigzag_positions_negative": lambda r, w: torch_topo.zigzag_positions(-2),
     "shard_dim_out_of_range": lambda r, w: torch_topo.shard_sequence(torch.zeros(1, 2 * w), 5),
     "shard_balance": lambda r, w: torch_topo.shard_sequence(torch.zeros(1, 2 * w), 1,

@@ -105,6 +105,10 @@ def test_all_to_all_exchange_and_gradient(world, scatter_dim, gather_dim, shape)
     ("ulysses_scale_nan", r"ulysses_attention: softmax_scale: got nan, expected None or a "
                           r"finite number > 0"),
     ("a2a_float_dim", r"ulysses_all_to_all: scatter_dim: got 0.0, expected an int in \[-2, 1\]"),
+    ("a2a_scalar", r"^ulysses_all_to_all: scatter_dim: got 1, but the tensor is 0-d \(a scalar\)"),
+    ("ulysses_attn_fn_shape", r"^ulysses_attention: attn_fn returned shape \[1, 1, 1, \d+\], "
+                              r"expected a tensor of shape \[1, \d+, 1, \d+\]"),
+    ("ulysses_attn_fn_tuple", r"^ulysses_attention: attn_fn returned tuple, expected a tensor"),
 ])
 def test_ulysses_bad_input(world, call, match):
     get_pool(world).run("bad_input_cases.raises", call=call, match=match)
