@@ -60,6 +60,8 @@ def assignments(text: str, option: str, form: str) -> list[tuple[str, str]]:
     --mesh, --traffic and --attention. An empty item (",,", a trailing comma), an item without
     NAME= and a name given twice are refused with a ValueError naming `option`; `form` is the
     item's shape for the message, e.g. "NAME=SIZE (e.g. dp=4,tp=2)"."""
+    if not isinstance(text, str):  # None failed as "'NoneType' object has no attribute 'split'"
+        raise ValueError(f"{option}: got {text!r}, expected a string of {form} items")
     out: list[tuple[str, str]] = []
     for item in text.split(","):
         name, sep, value = (s.strip() for s in item.partition("="))

@@ -405,3 +405,11 @@ def test_mesh_sizes_are_ascii_integers(text):
     with pytest.raises(ValueError, match=r"^--mesh: dp: got .*, expected an integer$"):
         parse_mesh(text)
     assert parse_mesh(" dp=4 , tp=2 ") == {"dp": 4, "tp": 2}
+
+
+@pytest.mark.parametrize("text", [None, 8, ["dp=8"]])
+def test_mesh_text_that_is_no_string_is_named(text):
+    # It failed as "'NoneType' object has no attribute 'split'".
+    with pytest.raises(ValueError, match=rf"^--mesh: got {re.escape(repr(text))}, expected a "
+                                         r"string of NAME=SIZE \(e.g. dp=4,tp=2\) items$"):
+        parse_mesh(text)
