@@ -264,12 +264,13 @@ class ArrangementCost {
 struct Bottleneck {
   long worst = kNoPair;
   long at_worst = 0;
-  void add(long s) {
+  void add(long s, long pairs = 1) {
+    if (pairs == 0) return;
     if (s < worst) {
       worst = s;
       at_worst = 0;
     }
-    at_worst += s == worst;
+    at_worst += s == worst ? pairs : 0;
   }
 };
 
@@ -457,9 +458,20 @@ MeshObjective objectiveOf(const ClusterTopology& cluster, const CostModel& model
   MeshObjective out;
   for (int d : plan.priority) {
     Bottleneck bn;
-    for (const auto& g : meshGroups(plan, d))
-      for (size_t a = 0; a < g.size(); ++a)
-        for (size_t b = a + 1; b < g.size(); ++b) bn.add(scorePair(cluster, g[a], g[b]));
+    // Pairs across hosts all score 0, so only those inside a host are scored one by one: a dp
+    // group over thousands of hosts costs its size, not its square.
+    for (const auto& g : meshGroups(plan, d)) {
+      std::map<int, std::vector<int>> by_host;
+      for (int r : g) by_host[cluster.ranks[r].host].push_back(r);
+      long across = static_cast<long>(g.size()) * static_cast<long>(g.size() - 1) / 2;
+      for (const auto& [host, members] : by_host) {
+        across -= static_cast<long>(members.size()) * static_cast<long>(members.size() - 1) / 2;
+        for (size_t a = 0; a < members.size(); ++a)
+          for (size_t b = a + 1; b < members.size(); ++b)
+            bn.add(scorePair(cluster, members[a], members[b]));
+      }
+      bn.add(0, across);
+    }
     out.bottlenecks.push_back(bn.worst);
     out.bottlenecks.push_back(-bn.at_worst);
   }
