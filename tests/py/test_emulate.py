@@ -163,6 +163,38 @@ def test_nodes_play_a_host_topology_file(tmp_path):
                                               "local_gpu": r % 2}
 
 
+_TOPO_INIT = (
+    "import json, os, sys, torch, torch.distributed as dist; "
+    "from torch_topo.cluster import world_cluster; from torch_topo.plan import resolve_cluster; "
+    "dist.init_process_group('topo'); t = torch.ones(1); dist.all_reduce(t); "
+    "c = world_cluster(); "
+    "rec = {'sum': t.item(), 'hosts': c.hostnames, 'gpus': [h.gpu_count for h in c.hosts], "
+    "'nics': [[n.name for n in h.nics] for h in c.hosts], "
+    "'file_ranks': resolve_cluster(os.environ['EMULATED_CLUSTER_FILE']).world_size}; "
+    "json.dump(rec, open(os.path.join(sys.argv[1], 'rank%s.json' % os.environ['RANK']), 'w')); "
+    "dist.destroy_process_group()"
+)
+
+
+@needs_root
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("source,gpus", [
+    ("nccl_topo_xml/aws_p4d.24xlarge_8xA100_topo.xml", 8),  # 4 NICs
+    ("nvidia_smi_topo/h100_8xSXM_NV18_2socket_mlengineering.txt", 8),  # no NIC listed
+])
+def test_topo_initialises_on_a_played_host_of_any_nic_count(tmp_path, source, gpus):
+    # The nodes' files kept the source's GPU-to-NIC table beside the one emulated NIC: the
+    # readers refused it, and every rank's init_process_group("topo") failed, unless the
+    # source had exactly one NIC. The cluster file must load as well (the plan verb's input).
+    rc = _run_here(["--nodes", "2", "--procs-per-node", "2", "--topology",
+                    os.path.join(ROOT, "tests", "data", source), "--inter-delay", "0",
+                    "--timeout-s", "90", "--", sys.executable, "-c", _TOPO_INIT, str(tmp_path)])
+    assert rc == 0
+    for rec in _records(tmp_path, 4):
+        assert rec == {"sum": 4.0, "hosts": ["node0", "node1"], "gpus": [gpus, gpus],
+                       "nics": [["eth0"], ["eth0"]], "file_ranks": 4}
+
+
 _MESH_PLAN = (
     "import os, sys, torch.distributed as dist; from torch_topo.mesh import plan_for_world; "
     "dist.init_process_group('gloo'); "
@@ -422,6 +454,11 @@ def test_rate_and_delay_units():
     assert parse_delay_us("250us") == 250
     assert parse_delay_us("0") == 0
     assert parse_delay_us("1s") == 1e6
+    # The bound the messages name: 1ps, which no unit could spell.
+    assert parse_delay_us("1ps") == 1e-6 and parse_delay_us("250ns") == 0.25
+    with pytest.raises(ValueError, match=r"^--inter-delay: got '0.5ps', expected 0 or at least "
+                                         r"1ps"):
+        parse_delay_us("0.5ps")
     # More passed, and every rank then failed on TORCH_TOPO_INTER_HOST_LATENCY_US, which the
     # emulator sets from it, naming no emulator option.
     with pytest.raises(ValueError, match=r"^--inter-delay: got '1001ms', expected at most 1s"):

@@ -37,11 +37,15 @@ def base_host(topology_file: str | None) -> dict:
 
 def node_host(base: dict, net: ClusterNetwork, node: int) -> dict:
     """`base` as node `node`: its host name and the emulated NIC in place of the file's NICs
-    (their speeds describe a machine this emulation is not)."""
+    (their speeds describe a machine this emulation is not). The file's GPU-to-NIC paths go
+    with its NICs: a table of another NIC count was refused by the readers (every rank's
+    init failed unless the file had exactly one NIC), and the emulated NIC's place in the
+    host is unknown."""
     host = dict(base)
     host["hostname"] = net.hostname(node)
     host["nics"] = [{"name": net.ifname, "bus_id": "", "numa_node": -1,
                      "speed_gbps": net.link.rate_bps / 1e9}]  # Gbit/s line rate
+    host.pop("gpu_nic_paths", None)
     return host
 
 
