@@ -193,10 +193,13 @@ def cpus_near_gpu(topology: Topology, gpu: int) -> set[int]:
         raise ValueError(f"cpus_near_gpu: topology: got {type(topology).__name__}, expected a "
                          "Topology (torch_topo.probe() or load_topology)")
     host = topology.native
+    where = host.source or "the topology"
+    if not host.gpus:  # the range below would read "0..-1"
+        raise ValueError(f"cpus_near_gpu: gpu: got {gpu!r}, but {where} has no GPUs")
     if not is_int_in(gpu, 0, len(host.gpus) - 1):
         raise ValueError(
             f"cpus_near_gpu: gpu: got {gpu!r}, expected 0..{len(host.gpus) - 1} "
-            f"({len(host.gpus)} GPUs in {host.source or 'the topology'})"
+            f"({len(host.gpus)} GPUs in {where})"
         )
     info = host.gpus[gpu]
     text = info.cpu_affinity

@@ -3,6 +3,7 @@
 _C._test_probe_host) up to init_process_group("topo"), pinned-file precedence, the disagreement
 warning, cpus_near_gpu, and the hwloc XML files (counts read from the files by hand)."""
 
+import json
 import logging
 import os
 import re
@@ -264,6 +265,12 @@ def test_cpus_near_gpu_and_probe_name_bad_arguments():
     with pytest.raises(ValueError, match=r"cpus_near_gpu: topology: got NoneType, expected a "
                                          r"Topology"):
         cpus_near_gpu(None, 0)
+    # A host without GPUs (this machine's probe) gave the range "0..-1".
+    no_gpus = torch_topo.Topology.from_json(json.dumps(
+        {"schema": "torch-topo/1", "kind": "host", "source": "probe:hwloc", "gpus": []}))
+    with pytest.raises(ValueError, match=r"^cpus_near_gpu: gpu: got 0, but probe:hwloc has no "
+                                         r"GPUs$"):
+        cpus_near_gpu(no_gpus, 0)
     with pytest.raises(ValueError, match=r"probe: config: got dict, expected a "
                                          r"torch_topo.TopoConfig or None"):
         torch_topo.probe({"topology_file": DGX2})

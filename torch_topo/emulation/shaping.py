@@ -17,7 +17,9 @@ _RATE_UNITS = {
     "bit": 1.0, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
     "bps": 8.0, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9, "tbps": 8e12,
 }
-_DELAY_UNITS = {"us": 1.0, "usec": 1.0, "ms": 1e3, "msec": 1e3, "s": 1e6, "sec": 1e6}
+# ns and ps as well: the smallest delay taken, 1 ps, was writable only as 0.000001us.
+_DELAY_UNITS = {"ps": 1e-6, "ns": 1e-3, "nsec": 1e-3, "us": 1.0, "usec": 1.0, "ms": 1e3,
+                "msec": 1e3, "s": 1e6, "sec": 1e6}
 _NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$")
 
 # tbf needs a bucket at least one GSO frame deep (64 KiB) or it splits every frame. The uplink
