@@ -355,14 +355,15 @@ def _mixed_block_future(c: Checks, rank: int, world: int) -> None:
 
 
 def _refused_batch(c: Checks, rank: int, world: int) -> None:
-    """A batch_isend_irecv refused on every rank (a non-contiguous send) raises, and the group
-    goes on: on CUDA the backend's NCCL group, opened by the block, must be closed although its
-    op failed, or the next collectives queue into it and never run."""
-    strided = c.put(torch.zeros(4, 2))[:, 0]
+    """A batch_isend_irecv refused on every rank at its first op (a peer outside the group; NCCL
+    only warns of a non-contiguous p2p tensor) raises, and the group goes on: the block torch
+    and the backend opened must be closed although it failed, or the next collectives queue
+    into it and never run."""
+    ring = [dist.P2POp(dist.isend, c.put(torch.zeros(4)), world),
+            dist.P2POp(dist.irecv, c.put(torch.empty(4)), (rank - 1) % world)]
     try:
-        dist.batch_isend_irecv([dist.P2POp(dist.isend, strided, (rank + 1) % world),
-                                dist.P2POp(dist.irecv, c.put(torch.zeros(4)), (rank - 1) % world)])
-        c.failed.append("a non-contiguous send in batch_isend_irecv was not refused")
+        dist.batch_isend_irecv(ring)
+        c.failed.append("a send to rank world_size in batch_isend_irecv was not refused")
     except (RuntimeError, ValueError):
         pass
     f32, every = torch.float32, range(world)
