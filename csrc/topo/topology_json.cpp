@@ -149,13 +149,13 @@ class Reader {
     if (!obj.is_object()) return;  // the typed accessors name the wrong type
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       const std::string& key = it.key();
+      if (std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; }))
+        continue;
+      // The message is built only for a refused key: every host of a cluster exchange passes
+      // here for each of its objects and path cells.
       std::string names, closest;
       size_t best = 3;  // suggest a key within two edits
       for (const char* k : known) {
-        if (key == k) {
-          names.clear();
-          break;
-        }
         names += (names.empty() ? "" : ", ") + std::string(k);
         const size_t d = editDistance(key, k);
         if (d < best) {
@@ -163,7 +163,6 @@ class Reader {
           closest = k;
         }
       }
-      if (names.empty()) continue;
       fail(it.value(), where + "." + key,
            "unknown field" + (closest.empty() ? "" : " (did you mean '" + closest + "'?)") +
                ", expected one of " + names);
@@ -608,14 +607,15 @@ ClusterTopology clusterFromJson(const std::string& text, const std::string& path
   for (size_t i = 0; i < hosts.size(); ++i) {
     const std::string w = "hosts[" + std::to_string(i) + "]";
     // A whole document pasted as a host read as a host without GPUs, and the error fell on
-    // the first rank placed on it.
-    const std::string kind = r.str(hosts[i], "kind", w, "host");
-    if (kind != "host")
-      r.fail(r.at(hosts[i], "kind"), w + ".kind", "got '" + kind + "', expected 'host' or none");
-    const std::string schema = r.str(hosts[i], "schema", w, kTopologyJsonSchema);
-    if (schema != kTopologyJsonSchema)
-      r.fail(r.at(hosts[i], "schema"), w + ".schema",
-             "got '" + schema + "', expected '" + kTopologyJsonSchema + "' or none");
+    // the first rank placed on it. A host document pasted as an entry keeps its kind and
+    // schema, which must then be a host's.
+    for (const auto& [key, want] :
+         {std::pair<const char*, const char*>{"kind", "host"}, {"schema", kTopologyJsonSchema}}) {
+      const std::string got = r.str(hosts[i], key, w, want);
+      if (got != want)
+        r.fail(r.at(hosts[i], key), w + "." + key,
+               "got '" + got + "', expected '" + want + "' or none");
+    }
     c.hosts.push_back(r.host(hosts[i], w));
   }
   const json& ranks = r.array(doc, "ranks", "(root)");
