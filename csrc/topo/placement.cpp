@@ -479,6 +479,14 @@ MeshObjective objectiveOf(const ClusterTopology& cluster, const CostModel& model
   return out;
 }
 
+/// `plan` laid out as the launcher does: mesh position i holds rank i.
+MeshPlan launcherLayout(MeshPlan plan, size_t ranks) {
+  plan.mesh.resize(ranks);
+  std::iota(plan.mesh.begin(), plan.mesh.end(), 0);
+  plan.contiguous = true;
+  return plan;
+}
+
 }  // namespace
 
 bool defaultTraffic(const std::string& name, double* bytes, std::string* op, int* rank) {
@@ -510,12 +518,9 @@ int scorePair(const ClusterTopology& cluster, int rank_a, int rank_b) {
 MeshPlan contiguousMesh(const ClusterTopology& cluster, const std::vector<MeshDim>& dims,
                         const PlanOptions& options) {
   const auto by_host = ranksByHost(cluster);
-  MeshPlan plan = resolveMesh(dims, options, static_cast<int>(cluster.ranks.size()),
-                              static_cast<int>(by_host[0].size()));
-  plan.mesh.resize(cluster.ranks.size());
-  std::iota(plan.mesh.begin(), plan.mesh.end(), 0);
-  plan.contiguous = true;
-  return plan;
+  return launcherLayout(resolveMesh(dims, options, static_cast<int>(cluster.ranks.size()),
+                                    static_cast<int>(by_host[0].size())),
+                        cluster.ranks.size());
 }
 
 MeshPlan planMesh(const ClusterTopology& cluster, const std::vector<MeshDim>& dims,
@@ -563,13 +568,10 @@ MeshPlan planMesh(const ClusterTopology& cluster, const std::vector<MeshDim>& di
   // Across hosts, fewer pairs on the network is not always cheaper (the launcher's layout then
   // spreads the lighter dimensions unevenly over the NICs), so the launcher's layout replaces
   // the plan only where it is better on both measures.
-  MeshPlan launcher = plan;
-  std::iota(launcher.mesh.begin(), launcher.mesh.end(), 0);
-  if (objectiveOf(cluster, model, launcher).dominates(objectiveOf(cluster, model, plan))) {
-    launcher.contiguous = true;
-    return launcher;
-  }
-  return plan;
+  MeshPlan launcher = launcherLayout(plan, plan.mesh.size());
+  return objectiveOf(cluster, model, launcher).dominates(objectiveOf(cluster, model, plan))
+             ? launcher
+             : plan;
 }
 
 std::vector<std::vector<int>> meshGroups(const MeshPlan& plan, int dim) {
