@@ -240,9 +240,9 @@ def _guard_coalescing_manager() -> None:
             if _is_topo_group(group):
                 c10d._world.pg_coalesce_state.pop(group, None)
                 if device is not None:
-                    # The ops issued before the failure stay in flight, as unbatched ones would.
-                    with contextlib.suppress(ValueError):  # the block had ended already
-                        group._end_coalescing(device)
+                    # The ops issued before the failure stay in flight, as unbatched ones would:
+                    # the backend holds their work, whose loss would cancel Gloo's transfers.
+                    group._get_backend(torch.device(device)).abandon_coalescing()
             raise
 
     functools.update_wrapper(guarded, original)

@@ -348,6 +348,7 @@ void TopoBackend::setSequenceNumberForGroup() { seq_ = 0; }
 uint64_t TopoBackend::getSequenceNumberForGroup() { return seq_; }
 
 void TopoBackend::shutdown() {
+  abandoned_.clear();
   for (auto& [type, route] : routes_) route->stopSchedules();
   forEachBackend([&](c10d::Backend& backend) { backend.shutdown(); });
   // Gloo's shutdown() is a no-op: its worker threads live as long as the backend, and DDP or a

@@ -173,6 +173,12 @@ class TopoBackend : public c10d::Backend {
   /// ops follow the block unwaited, and the block returns that op's work (a streamed TopoWork).
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+  /// Ends a block that failed before its end (an op refused after others were posted): its
+  /// posted ops stay in flight, as unbatched ones would, and this backend holds their work until
+  /// it reports completion or the backend shuts down. Dropping it would cancel Gloo's transfers,
+  /// and the peers' matching ops (and the group's next collective) would wait out the timeout.
+  /// A no-op outside a block.
+  void abandonCoalescing();
 
   // ---- lifecycle, sequence numbers, splitting (topo_backend.cpp) ----
   void setSequenceNumberForGroup() override;
@@ -364,6 +370,9 @@ class TopoBackend : public c10d::Backend {
   std::vector<at::Tensor> coalescedInputs_;
   /// The block holds an op on a route that does not coalesce natively (CPU).
   bool coalescedOther_ = false;
+  /// Works of abandoned blocks (abandonCoalescing); declared after routes_, so freed before
+  /// the inner backends their ops ran on.
+  std::vector<c10::intrusive_ptr<c10d::Work>> abandoned_;
   bool debug_ = false;
   bool plain_ = false;
   /// The store of the last split() and its child (null on a rank outside the child). torch

@@ -161,4 +161,14 @@ c10::intrusive_ptr<c10d::Work> TopoBackend::endCoalescing() {
                            std::move(works), nullptr);
 }
 
+void TopoBackend::abandonCoalescing() {
+  if (!coalescing_) return;
+  auto work = endCoalescing();
+  // Gloo's p2p works report completion only once waited, so those stay until shutdown.
+  abandoned_.erase(std::remove_if(abandoned_.begin(), abandoned_.end(),
+                                  [](const auto& w) { return w->isCompleted(); }),
+                   abandoned_.end());
+  abandoned_.push_back(std::move(work));
+}
+
 }  // namespace torch_topo::backend

@@ -177,6 +177,9 @@ are the inner backend's call. Default: no limit.)")
       .def("split_ranks", &TopoBackend::splitRanks,
            R"(A split child's members as ranks of its parent, in child rank order; [] for a group
 not made by split.)")
+      .def("abandon_coalescing", &TopoBackend::abandonCoalescing,
+           R"(Ends a coalesced block that raised before its end; its posted ops stay in flight,
+held by the backend until they complete or it shuts down. A no-op outside a block.)")
       .def("last_decisions", &TopoBackend::lastDecisions,
            R"(The latest flat/hierarchical choices, oldest first: list of (op, bytes, choice).)")
       .def(

@@ -355,18 +355,24 @@ def _mixed_block_future(c: Checks, rank: int, world: int) -> None:
 
 
 def _refused_batch(c: Checks, rank: int, world: int) -> None:
-    """A batch_isend_irecv refused on every rank at its first op (a peer outside the group; NCCL
-    only warns of a non-contiguous p2p tensor) raises, and the group goes on: the block torch
-    and the backend opened must be closed although it failed, or the next collectives queue
-    into it and never run."""
-    ring = [dist.P2POp(dist.isend, c.put(torch.zeros(4)), world),
-            dist.P2POp(dist.irecv, c.put(torch.empty(4)), (rank - 1) % world)]
-    try:
-        dist.batch_isend_irecv(ring)
-        c.failed.append("a send to rank world_size in batch_isend_irecv was not refused")
-    except (RuntimeError, ValueError):
-        pass
+    """A batch_isend_irecv refused on every rank (a peer outside the group; NCCL only warns of a
+    non-contiguous p2p tensor) raises, and the group goes on: the block torch and the backend
+    opened must be closed although it failed, or the next collectives queue into it and never
+    run. Refused at its first op, and at its last after a ring send and receive, which stay in
+    flight and deliver (dropped, Gloo's would cancel and the next collective wait out the
+    timeout)."""
     f32, every = torch.float32, range(world)
+    received = c.put(torch.zeros(_NUMEL, dtype=f32))
+    for ring in ([dist.P2POp(dist.isend, c.put(torch.zeros(4)), world),
+                  dist.P2POp(dist.irecv, c.put(torch.empty(4)), (rank - 1) % world)],
+                 [dist.P2POp(dist.isend, c.put(_input(rank, 94, f32)), (rank + 1) % world),
+                  dist.P2POp(dist.irecv, received, (rank - 1) % world),
+                  dist.P2POp(dist.isend, c.put(torch.zeros(4)), world)]):
+        try:
+            dist.batch_isend_irecv(ring)
+            c.failed.append("a send to rank world_size in batch_isend_irecv was not refused")
+        except (RuntimeError, ValueError):
+            pass
     reduced = c.put(_input(rank, 90, f32))
     dist.all_reduce(reduced)
     c.same("all_reduce after a refused batch", reduced, sum(_input(r, 90, f32) for r in every))
@@ -384,6 +390,15 @@ def _refused_batch(c: Checks, rank: int, world: int) -> None:
             dist.P2POp(dist.irecv, got, (rank - 1) % world)]):
         work.wait()
     c.same("batch_isend_irecv after a refused batch", got, _input((rank - 1) % world, 93, f32))
+    # Nothing is left to wait on: the stream orders the CUDA receive, and a CPU one lands in
+    # its own time.
+    want = _input((rank - 1) % world, 94, f32)
+    if c.device.type == "cuda":
+        torch.cuda.synchronize(c.device)
+    deadline = time.monotonic() + 10
+    while not torch.equal(received.cpu(), want) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    c.same("the receive posted before a refused op", received, want)
 
 
 def _dropped_all_to_all(c: Checks, rank: int, world: int) -> None:

@@ -194,3 +194,34 @@ def refused_batch_leaves_the_group_usable(rank, size, ref):
             w.wait()
         _diff("the next batch_isend_irecv", received, torch.full((3,), float(prv)), bad)
     return bad
+
+
+def batch_refused_after_posting_completes_its_ops(rank, size, ref):
+    """A batch_isend_irecv refused at its last op, after a send and a receive it had posted: the
+    posted pair stays in flight, as unbatched ops would (and as NCCL launches them at the block's
+    end), so it completes and the group's next collective runs. Over Gloo the dropped works
+    cancelled their transfers, and the next all_reduce waited out the group's timeout.
+    Reference: the plain Gloo group's all_reduce, and the peer's sent values."""
+    bad = []
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    received = torch.zeros(5)
+    try:
+        dist.batch_isend_irecv([dist.P2POp(dist.isend, torch.full((5,), float(rank)), nxt),
+                                dist.P2POp(dist.irecv, received, prv),
+                                dist.P2POp(dist.isend, torch.zeros(5), size)])
+        bad.append("a send to rank world_size in batch_isend_irecv was not refused")
+    except (RuntimeError, ValueError):
+        pass
+    got = {}
+    for label, group in (("gloo", ref), ("topo", dist.group.WORLD)):
+        x = torch.arange(4.0) * (rank + 1)
+        dist.all_reduce(x, group=group)
+        got[label] = x
+    _diff("all_reduce after the batch refused at its last op", got["topo"], got["gloo"], bad)
+    # Nothing is left to wait on: the posted receive lands in its tensor in its own time.
+    deadline = time.monotonic() + 10
+    while not torch.equal(received, torch.full((5,), float(prv))) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    _diff("the receive posted before the refused op", received, torch.full((5,), float(prv)), bad)
+    return bad
+

@@ -31,7 +31,8 @@ def test_bad_inputs_raise_argument_errors(pool_factory, world):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("case", [error_cases.wait_timeout_then_wait,
                                   error_cases.p2p_future_refused,
-                                  error_cases.refused_batch_leaves_the_group_usable],
+                                  error_cases.refused_batch_leaves_the_group_usable,
+                                  error_cases.batch_refused_after_posting_completes_its_ops],
                          ids=lambda c: c.__name__)
 @pytest.mark.parametrize("world", [2, 3])
 def test_work_edges_match_gloo(pool_factory, world, case):
