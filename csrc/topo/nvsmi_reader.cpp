@@ -6,7 +6,6 @@
 #include "topo/nvsmi_reader.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 
@@ -20,6 +19,37 @@ namespace {
 using namespace nvsmi;
 
 const char* const kAffinityColumns[] = {"CPU Affinity", "NUMA Affinity", "GPU NUMA ID"};
+
+/// Lines a paste may carry above the header: the shell prompt, a label such as "NVIDIA
+/// Topology:", a Markdown fence. About a quarter of the tables posted in public issues come so.
+constexpr size_t kMaxPreambleLines = 3;
+
+/// The lines of `body`, until `max` non-blank ones: \n, \r\n and a lone \r (files saved by old
+/// Mac editors) each end a line, as in Python's universal newlines; a CR-only file was one line,
+/// refused at its first \r.
+std::vector<std::string> splitLines(const std::string& body, size_t max) {
+  std::vector<std::string> lines;
+  size_t start = 0, filled = 0;
+  while (start < body.size() && filled < max) {
+    const size_t end = std::min(body.find_first_of("\r\n", start), body.size());
+    lines.push_back(body.substr(start, end - start));
+    if (skipBlanks(lines.back(), 0) < lines.back().size()) ++filled;
+    start = end + (body.compare(end, 2, "\r\n") == 0 ? 2 : 1);
+  }
+  return lines;
+}
+
+/// The header's index in `lines`: the first line naming GPU0 among the first non-blank ones,
+/// at most kMaxPreambleLines below the first; npos when none does.
+size_t headerLine(const std::vector<std::string>& lines) {
+  size_t seen = 0;
+  for (size_t i = 0; i < lines.size() && seen <= kMaxPreambleLines; ++i) {
+    if (skipBlanks(lines[i], 0) == lines[i].size()) continue;
+    if (lines[i].find("GPU0") != std::string::npos) return i;
+    ++seen;
+  }
+  return std::string::npos;
+}
 
 struct Cell {
   bool known = false;
@@ -39,14 +69,8 @@ class NvsmiParser {
   NvsmiParser(const std::string& text, const std::string& path) : path_(path) {
     std::string body = startsWith(text, 0, "\xEF\xBB\xBF") ? text.substr(3) : text;
     ends_mid_line_ = !body.empty() && body.back() != '\n' && body.back() != '\r';
-    // \n, \r\n and a lone \r (files saved by old Mac editors) each end a line, as in
-    // Python's universal newlines: a CR-only file was one line, refused at its first \r.
-    size_t start = 0;
-    while (start < body.size()) {
-      const size_t end = std::min(body.find_first_of("\r\n", start), body.size());
-      lines_.push_back(stripSgr(body.substr(start, end - start)));
-      start = end + (body.compare(end, 2, "\r\n") == 0 ? 2 : 1);
-    }
+    lines_ = splitLines(body, std::string::npos);
+    for (std::string& line : lines_) line = stripSgr(line);
   }
 
   HostTopology parse() {
@@ -55,12 +79,24 @@ class NvsmiParser {
     if (i == lines_.size()) {
       throw ParseError(path_, 1, 1, "empty file: expected `nvidia-smi topo -m` output");
     }
+    // Without a header below, the first line is refused as one.
+    const size_t header = headerLine(lines_);
+    if (header != std::string::npos && header != i) {
+      warnings_.push_back(path_ + ":" + std::to_string(i + 1) + ": skipped the line(s) above the "
+                          "header at line " + std::to_string(header + 1) +
+                          " (pasted with the table: a prompt, a label or a Markdown fence)");
+      i = header;
+    }
     parseHeader(i);
     for (++i; i < lines_.size(); ++i) {
       const std::string& s = lines_[i];
       size_t pos = skipBlanks(s, 0);
       if (pos == s.size()) continue;
-      if (startsWith(s, pos, "Legend") || startsWith(s, pos, "NIC Legend")) break;
+      // A closing Markdown fence ends a table pasted without its legend.
+      if (startsWith(s, pos, "Legend") || startsWith(s, pos, "NIC Legend") ||
+          startsWith(s, pos, "```")) {
+        break;
+      }
       parseRow(i);
     }
     for (; i < lines_.size(); ++i) parseLegendLine(i);
@@ -496,11 +532,7 @@ HostTopology readNvidiaSmi(const std::string& text, const std::string& path) {
 }
 
 bool looksLikeNvidiaSmi(const std::string& text) {
-  size_t pos = 0;
-  while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
-  size_t eol = text.find('\n', pos);
-  std::string first = text.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
-  return first.find("GPU0") != std::string::npos;
+  return headerLine(splitLines(text, kMaxPreambleLines + 1)) != std::string::npos;
 }
 
 }  // namespace torch_topo::topo

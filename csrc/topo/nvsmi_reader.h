@@ -27,7 +27,9 @@ HostTopology readNvidiaSmi(const std::string& text, const std::string& path);
 /// Start of the warning on a `topo -mp` matrix: NVLink, if any, is not in the file.
 extern const char* const kPcieOnlyMatrixWarning;
 
-/// True when `text` looks like `nvidia-smi topo -m` output (a header line with `GPU0`).
+/// True when `text` looks like `nvidia-smi topo -m` output: a header line with `GPU0`, the
+/// first non-blank line or at most three below it (what a paste carries above the table: a
+/// prompt, a label, a Markdown fence; readNvidiaSmi skips those with a warning).
 bool looksLikeNvidiaSmi(const std::string& text);
 
 }  // namespace torch_topo::topo

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "test_data.h"
 #include "topo/error.h"
 #include "topo/nvlink_inference.h"
@@ -205,6 +207,49 @@ TEST(NvsmiReaderTest, PeerAccessMatrixIsNamedInTheError) {
             std::string::npos)
       << what;
   EXPECT_EQ(parseError("GPU0 GPU1\nGPU0 X NVx\n").find("topo -p2p"), std::string::npos);
+}
+
+TEST(NvsmiReaderTest, LinesPastedAboveTheHeaderAreSkippedWithAWarning) {
+  // A quarter of the tables posted in public issues carry the prompt, a label or a Markdown
+  // fence above the header; the reference is the bare table.
+  const std::string table =
+      "        GPU0    GPU1    NIC0    CPU Affinity    NUMA Affinity\n"
+      "GPU0     X      NV18    PIX     0-31    0\n"
+      "GPU1    NV18     X      SYS     32-63   1\n"
+      "NIC0    PIX     SYS      X\n";
+  const std::string legend = "\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: mlx5_0\n";
+  const HostTopology bare = readNvidiaSmi(table + legend, "t.txt");
+  for (const std::string& above :
+       {std::string("NVIDIA Topology:\n"), std::string("[user@node ~]$ nvidia-smi topo -m\n"),
+        std::string("```shell\n"), std::string("$ nvidia-smi topo -m\n\nNVIDIA Topology:\n```\n")}) {
+    for (const std::string& below : {legend, std::string("```\n"), legend + "```\n"}) {
+      const std::string text = above + table + below;
+      ASSERT_TRUE(looksLikeNvidiaSmi(text)) << text;
+      const HostTopology h = readNvidiaSmi(text, "t.txt");
+      ASSERT_EQ(h.gpuCount(), bare.gpuCount()) << text;
+      auto same = [](const std::vector<PathInfo>& a, const std::vector<PathInfo>& b) {
+        return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+          return x.cls == y.cls && x.nvlinks == y.nvlinks && x.bandwidth_gbps == y.bandwidth_gbps &&
+                 x.latency_us == y.latency_us;
+        });
+      };
+      EXPECT_TRUE(same(h.gpu_paths, bare.gpu_paths)) << text;
+      EXPECT_TRUE(same(h.gpu_nic_paths, bare.gpu_nic_paths)) << text;
+      EXPECT_EQ(h.path(0, 1).nvlinks, 18) << text;
+      ASSERT_EQ(h.nics.size(), 1u) << text;
+      EXPECT_EQ(h.gpus[1].numa_node, 1) << text;
+      EXPECT_EQ(h.gpus[1].cpu_affinity, "32-63") << text;
+      const std::string header_at = std::to_string(std::count(above.begin(), above.end(), '\n') + 1);
+      EXPECT_TRUE(std::any_of(h.warnings.begin(), h.warnings.end(), [&](const std::string& w) {
+        return w.rfind("t.txt:1: skipped the line(s) above the header at line " + header_at, 0) == 0;
+      })) << text;
+    }
+  }
+  // Four lines above the header: not a paste of the table, and not read as one.
+  const std::string far = "a\nb\nc\nd\n" + table;
+  EXPECT_FALSE(looksLikeNvidiaSmi(far));
+  EXPECT_NE(parseError(far).find("t.txt:1:1: header: got 'a'"), std::string::npos);
+  EXPECT_TRUE(looksLikeNvidiaSmi("a\n\n\nb\nc\n" + table));  // blank lines do not count
 }
 
 TEST(NvsmiReaderTest, ErrorsNameLineColumnAndExpectation) {
