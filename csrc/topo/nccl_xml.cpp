@@ -110,6 +110,13 @@ class NcclXmlReader {
     resolveC2c();
     orderGpus();
     orderNics();
+    if (!repeated_bare_.empty()) {
+      std::string names;
+      for (const std::string& name : repeated_bare_) names += (names.empty() ? "" : ", ") + name;
+      host_.warnings.push_back("NICs without a PCI device listed under several <cpu> (from line " +
+                               std::to_string(first_repeat_line_) + "): " + names +
+                               "; each is one NIC, reached from every <cpu> that lists it");
+    }
     if (host_.gpus.empty()) {
       host_.warnings.push_back("no GPUs in the file (NCCL finds them at run time): no GPU paths");
     }
@@ -370,9 +377,7 @@ class NcclXmlReader {
       n.latency_us = us.value;
       n.attrs = attrsExcept(net, {"name"});
       long dev = intAttr(net, "dev", -1, 0, kMaxIndex);
-      for (const Nic& other : host_.nics) {
-        if (other.name == n.name) fail(net, "<net> name " + n.name + " appears twice");
-      }
+      if (sameBareNic(net, n, parent)) continue;
       if (bus_id.empty()) {
         // A <nic> straight under <cpu> (no PCI device): the NIC is its own graph node.
         Node node{NodeKind::Nic, n.name, "", numa, -1, {}};
@@ -382,6 +387,35 @@ class NcclXmlReader {
       nics_in_file_order_.push_back({n, static_cast<int>(dev)});
       host_.nics.push_back(n);
     }
+  }
+
+  /// NCCL dumps from some releases write a NIC without a PCI device (a socket or virtual one:
+  /// eth0, tunl0) under every <cpu>, with the same attributes: one NIC reached from each, which
+  /// then belongs to no one NUMA node. True when `n` repeats such a NIC (linked here to
+  /// `parent`); a repeated name otherwise is an error.
+  bool sameBareNic(const XmlElement* net, const Nic& n, int parent) {
+    for (auto& [first, dev] : nics_in_file_order_) {
+      if (first.name != n.name) continue;
+      const bool same = n.bus_id.empty() && first.bus_id.empty() && first.attrs == n.attrs &&
+                        first.speed_gbps == n.speed_gbps && first.latency_us == n.latency_us;
+      if (!same) {
+        fail(net, "<net> name " + n.name + " appears twice" +
+                      (n.bus_id.empty() && first.bus_id.empty()
+                           ? " with different attributes, expected one NIC per name"
+                           : ""));
+      }
+      const int node = host_.graph.findNode(NodeKind::Nic, n.name);
+      host_.graph.addLink({parent, node, LinkKind::Pci, 0, pcieGBps(0, 0), kPcieHopLatencyUs});
+      if (first.numa_node != n.numa_node) {
+        first.numa_node = -1;
+        host_.graph.nodes[node].numa_node = -1;
+      }
+      if (repeated_bare_.empty()) first_repeat_line_ = net->GetLineNum();
+      if (std::find(repeated_bare_.begin(), repeated_bare_.end(), n.name) == repeated_bare_.end())
+        repeated_bare_.push_back(n.name);
+      return true;
+    }
+    return false;
   }
 
   int cpuOf(int node) const {
@@ -524,6 +558,8 @@ class NcclXmlReader {
   std::map<int, int> devs_;
   std::map<int, Gpu> gpu_info_;
   std::vector<std::pair<Nic, int>> nics_in_file_order_;  // with the <net> dev, -1 when none
+  std::vector<std::string> repeated_bare_;  // names of sameBareNic's repeats, in file order
+  int first_repeat_line_ = 0;
   std::vector<Pending> pending_;
   std::vector<PendingC2c> c2c_;
   std::set<std::string> warned_speeds_;

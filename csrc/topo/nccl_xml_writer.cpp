@@ -128,10 +128,12 @@ class NcclXmlWriter {
       const Link& link = graph_.links[l];
       if (link.kind != LinkKind::Pci && link.kind != LinkKind::C2C) continue;
       int child = link.a == node ? link.b : (link.b == node ? link.a : -1);
-      if (child < 0 || visited_[child]) continue;
-      visited_[child] = true;
+      if (child < 0) continue;
       const Node& c = graph_.nodes[child];
       const Nic* bare = bareNic(c);
+      // A NIC without a PCI device goes under every CPU that reaches it, as the reader takes it.
+      if (visited_[child] && bare == nullptr) continue;
+      visited_[child] = true;
       if (bare != nullptr) {
         writeNets(el->InsertNewChildElement("nic"), c.id, true);
       } else {

@@ -277,6 +277,44 @@ TEST(NcclXmlTest, MalformedNetLatencyNamesItsLine) {
   }
 }
 
+TEST(NcclXmlTest, ANicWithoutPciDeviceUnderEveryCpuIsOneNicReachedFromEach) {
+  // As dumps of two-socket hosts over sockets have it (NCCL 2.27): eth0 under both <cpu>.
+  auto dump = [](const std::string& second_speed) {
+    std::string xml = "<system version=\"1\">\n";
+    for (int s = 0; s < 2; ++s) {
+      const std::string speed = s == 0 ? "10000" : second_speed;
+      xml += "  <cpu numaid=\"" + std::to_string(s) + "\" affinity=\"0000000" + (s ? "c" : "3") +
+             "\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"143\">\n" +
+             "    <pci busid=\"0000:" + (s ? "9" : "1") + "a:00.0\" class=\"0x030200\" " +
+             "link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n" +
+             "      <gpu dev=\"" + std::to_string(s) + "\" sm=\"90\" rank=\"" + std::to_string(s) +
+             "\" gdr=\"1\"/>\n    </pci>\n    <nic>\n" +
+             "      <net name=\"eth0\" dev=\"0\" latency=\"0\" speed=\"" + speed +
+             "\" port=\"0\" guid=\"0x0\" maxconn=\"65536\" gdr=\"0\"/>\n    </nic>\n  </cpu>\n";
+    }
+    return xml + "</system>\n";
+  };
+  const HostTopology h = readNcclXml(dump("10000"), "t.xml");
+  ASSERT_EQ(h.gpuCount(), 2);
+  ASSERT_EQ(h.nics.size(), 1u);
+  EXPECT_EQ(h.nics[0].name, "eth0");
+  EXPECT_EQ(h.nics[0].numa_node, -1);  // local to both sockets, to neither alone
+  for (int g = 0; g < 2; ++g) EXPECT_EQ(h.gpu_nic_paths[g].cls, PathClass::PHB) << g;
+  EXPECT_EQ(h.path(0, 1).cls, PathClass::SYS);
+  ASSERT_EQ(h.warnings.size(), 1u);
+  EXPECT_EQ(h.warnings[0],
+            "NICs without a PCI device listed under several <cpu> (from line 15): eth0; each is "
+            "one NIC, reached from every <cpu> that lists it");
+  const std::string xml = writeNcclXml(h);
+  const HostTopology again = readNcclXml(xml, "written.xml");
+  EXPECT_EQ(comparable(h), comparable(again));
+  EXPECT_EQ(writeNcclXml(again), xml);
+  EXPECT_NE(parseError(dump("25000"))
+                .find("t.xml:15:7: <net> name eth0 appears twice with different attributes"),
+            std::string::npos)
+      << parseError(dump("25000"));
+}
+
 TEST(NcclXmlTest, WriteThenReadGivesTheSameGraphForEveryFile) {
   int checked = 0;
   for (const std::string& path : dataFiles("nccl_topo_xml")) {
