@@ -84,6 +84,7 @@ class HwlocXmlReader {
   std::map<std::string, int> gp_node_;          // "Type:gp_index" -> graph node
   std::map<std::string, int> package_cpu_node_; // Package gp_index -> its first Cpu node
   std::string cpu_vendor_, arch_;
+  std::vector<std::pair<std::string, std::string>> cpu_attrs_;  // NCCL's <cpu> ones, if known
   int intel_model_ = 0;
 };
 
@@ -138,7 +139,20 @@ int HwlocXmlReader::numaOf(const XmlElement* obj, const Context& parent) const {
   if (!obj->Attribute("nodeset")) return parent.numa;
   std::set<int> nodes = bitmapAttr(obj, "nodeset");
   if (nodes.size() == 1) return *nodes.begin();
-  return -1;  // spans several NUMA nodes (Machine, Group): locality unknown at this level
+  // Memory-only nodes (DAX or persistent memory, CXL, HBM, a Grace GPU's memory) join the
+  // nodeset of the package they hang off, with its cpuset as their locality: nodes that share
+  // one cpuset are one package's, and Linux numbers the node of its CPUs first. Different cpusets
+  // (a Machine, a Group, sub-NUMA clusters): locality unknown at this level.
+  const NumaNode* first = nullptr;
+  for (const NumaNode& numa : host_.numa_nodes) {  // in id order
+    if (!nodes.count(numa.id)) continue;
+    if (first == nullptr) {
+      first = &numa;
+    } else if (numa.cpus != first->cpus) {
+      return -1;
+    }
+  }
+  return first != nullptr && !first->cpus.empty() ? first->id : -1;
 }
 
 void HwlocXmlReader::readNumaNodes(const XmlElement* root) {
@@ -176,6 +190,9 @@ void HwlocXmlReader::readNumaNodes(const XmlElement* root) {
   std::sort(host_.numa_nodes.begin(), host_.numa_nodes.end(),
             [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
   double smp = smpGBps(cpu_vendor_, arch_, intel_model_);
+  // What NCCL writes on its <cpu> elements, so that NCCL XML written from this host prices the
+  // link between sockets as read here.
+  for (const auto& [id, node] : numa_cpu_node_) host_.graph.nodes[node].attrs = cpu_attrs_;
   for (auto a = numa_cpu_node_.begin(); a != numa_cpu_node_.end(); ++a) {
     for (auto b = std::next(a); b != numa_cpu_node_.end(); ++b) {
       host_.graph.addLink({a->second, b->second, LinkKind::Smp, 0, smp, kSmpHopLatencyUs});
@@ -522,6 +539,19 @@ HostTopology HwlocXmlReader::read() {
   ParsedNumber<long long> model = parseInteger(info("CPUModelNumber"));
   if (model && model.value >= 0 && model.value < (1 << 20)) {
     intel_model_ = static_cast<int>(model.value);
+  }
+  // NCCL's names: hwloc says aarch64 and ppc64le where NCCL writes arm64 and ppc64.
+  const std::string arch = arch_ == "aarch64"   ? "arm64"
+                           : arch_ == "ppc64le" ? "ppc64"
+                                                : arch_;
+  ParsedNumber<long long> family = parseInteger(info("CPUFamilyNumber"));
+  const std::pair<const char*, std::string> cpu_attrs[] = {
+      {"arch", arch},
+      {"vendor", cpu_vendor_},
+      {"familyid", family && family.value >= 0 ? std::to_string(family.value) : ""},
+      {"modelid", intel_model_ > 0 ? std::to_string(intel_model_) : ""}};
+  for (const auto& [key, value] : cpu_attrs) {
+    if (!value.empty()) cpu_attrs_.emplace_back(key, value);
   }
   const XmlElement* machine = root->FirstChildElement("object");
   if (!machine) throw ParseError(path_, 1, 1, "hwloc topology without a Machine object");

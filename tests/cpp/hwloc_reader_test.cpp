@@ -11,6 +11,7 @@
 
 #include "test_data.h"
 #include "topo/error.h"
+#include "topo/nccl_xml.h"
 
 namespace torch_topo::topo {
 namespace {
@@ -214,6 +215,75 @@ TEST(HwlocReaderTest, DuplicateGpuBusIdIsAParseErrorAtTheSecondDevice) {
   EXPECT_EQ(what.rfind("h200.xml:" + std::to_string(line) + ":", 0), 0u) << what;
   EXPECT_NE(what.find("pci_busid " + host.gpus[1].bus_id + " appears twice"), std::string::npos)
       << what;
+}
+
+/// `text` with every `from` replaced by `to`, each of them found.
+std::string replacedEach(std::string text, const std::vector<std::pair<std::string, std::string>>& edits) {
+  for (const auto& [from, to] : edits) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+TEST(HwlocReaderTest, MemoryOnlyNodesOfAPackageLeaveItsIoOnTheNodeOfItsCpus) {
+  // A persistent-memory (DAX) or CXL node hangs off its package with the package's cpuset:
+  // the package's nodeset then names two nodes, and its GPUs were read as on no node.
+  const std::string path = dataPath("hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml");
+  const HostTopology plain = readData("hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml");
+  auto memoryOnly = [](int os, const std::string& cpuset, const std::string& nodeset) {
+    return "\n      <object type=\"NUMANode\" os_index=\"" + std::to_string(os) + "\" cpuset=\"" +
+           cpuset + "\" complete_cpuset=\"" + cpuset + "\" nodeset=\"" + nodeset +
+           "\" complete_nodeset=\"" + nodeset + "\" gp_index=\"90" + std::to_string(os) +
+           "\" local_memory=\"268435456000\"><info name=\"DAXDevice\" value=\"dax" +
+           std::to_string(os) + ".0\"/></object>";
+  };
+  const std::string node0 = "gp_index=\"294\" id=\"obj294\" local_memory=\"810234351616\"/>";
+  const std::string node1 = "gp_index=\"295\" id=\"obj295\" local_memory=\"811737923584\"/>";
+  const std::string text = replacedEach(
+      slurp(path),
+      {{"nodeset=\"0x00000003\" complete_nodeset=\"0x00000003\" allowed_nodeset=\"0x00000003\"",
+        "nodeset=\"0x0000000f\" complete_nodeset=\"0x0000000f\" allowed_nodeset=\"0x0000000f\""},
+       {"nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"3\"",
+        "nodeset=\"0x00000005\" complete_nodeset=\"0x00000005\" gp_index=\"3\""},
+       {"nodeset=\"0x00000002\" complete_nodeset=\"0x00000002\" gp_index=\"125\"",
+        "nodeset=\"0x0000000a\" complete_nodeset=\"0x0000000a\" gp_index=\"125\""},
+       {node0, node0 + memoryOnly(2, "0x00000003", "0x00000004")},
+       {node1, node1 + memoryOnly(3, "0x03000000", "0x00000008")}});
+  const HostTopology h = readHwlocXml(text, path);
+  ASSERT_EQ(h.numa_nodes.size(), 4u);
+  ASSERT_EQ(h.gpuCount(), plain.gpuCount());
+  for (int i = 0; i < h.gpuCount(); ++i) {
+    EXPECT_EQ(h.gpus[i].numa_node, plain.gpus[i].numa_node) << i;
+    EXPECT_EQ(h.gpus[i].cpu_affinity, plain.gpus[i].cpu_affinity) << i;
+    for (int j = 0; j < h.gpuCount(); ++j) {
+      EXPECT_EQ(h.path(i, j).cls, plain.path(i, j).cls) << i << "," << j;
+      EXPECT_EQ(h.path(i, j).bandwidth_gbps, plain.path(i, j).bandwidth_gbps) << i << "," << j;
+    }
+  }
+}
+
+TEST(HwlocReaderTest, NcclXmlWrittenFromHwlocKeepsTheCpuThatPricesTheSocketLink) {
+  // NCCL prices the link between sockets by the <cpu>'s arch, vendor and model: written
+  // without them, an AMD host read back at Intel's rate.
+  const std::string path = dataPath("hwloc_nvidia_DGX-2H_16xV100_12xNVSwitch.xml");
+  for (const std::string vendor : {"GenuineIntel", "AuthenticAMD"}) {
+    SCOPED_TRACE(vendor);
+    const HostTopology h = readHwlocXml(
+        replacedEach(slurp(path), {{"value=\"GenuineIntel\"", "value=\"" + vendor + "\""}}), path);
+    const HostTopology back = readNcclXml(writeNcclXml(h), "written.xml");
+    auto socketLink = [](const HostTopology& t) {
+      for (const Link& l : t.graph.links)
+        if (l.kind == LinkKind::Smp) return l.bandwidth_gbps;
+      return 0.0;
+    };
+    ASSERT_GT(socketLink(h), 0.0);
+    EXPECT_EQ(socketLink(back), socketLink(h));
+    const Node& cpu = back.graph.nodes[back.graph.nodesOfKind(NodeKind::Cpu)[0]];
+    EXPECT_EQ(findAttr(cpu.attrs, "vendor", ""), vendor);
+    EXPECT_EQ(findAttr(cpu.attrs, "modelid", ""), "85");
+  }
 }
 
 TEST(HwlocReaderTest, SmFromGpuNamePrefersLongerFamilies) {
