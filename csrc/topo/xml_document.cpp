@@ -116,7 +116,10 @@ void collectElements(const tinyxml2::XMLNode* node, std::vector<const XmlElement
 
 XmlDocument::XmlDocument(const std::string& text, const std::string& path, bool recover_truncated)
     : text_(text), path_(path), doc_(true, tinyxml2::PRESERVE_WHITESPACE) {
-  if (doc_.Parse(text_.data(), text_.size()) == tinyxml2::XML_SUCCESS) return;
+  if (doc_.Parse(text_.data(), text_.size()) == tinyxml2::XML_SUCCESS) {
+    checkOneRoot();
+    return;
+  }
   const int error_line = doc_.ErrorLineNum();
   const std::string error_name = doc_.ErrorName();
   TagScan scan = scanTags(text_);
@@ -132,6 +135,7 @@ XmlDocument::XmlDocument(const std::string& text, const std::string& path, bool 
       }
       if (doc_.Parse(closed.data(), closed.size()) == tinyxml2::XML_SUCCESS) {
         truncated_ = true;
+        checkOneRoot();
         return;
       }
     }
@@ -144,6 +148,18 @@ XmlDocument::XmlDocument(const std::string& text, const std::string& path, bool 
   // only, so the column is the line's first.
   throw ParseError(path_, error_line > 0 ? error_line : 1, 1,
                    "malformed XML: " + error_name + " on this line");
+}
+
+void XmlDocument::checkOneRoot() const {
+  // TinyXML-2 takes elements after the root as more roots: two dumps appended to one file read
+  // as the first alone.
+  const XmlElement* root = doc_.RootElement();
+  const XmlElement* second = root != nullptr ? root->NextSiblingElement() : nullptr;
+  if (second == nullptr) return;
+  fail(second,
+       "a second root element <" + shownName(second->Name()) + "> after <" +
+           shownName(root->Name()) + ">, expected one document per file (two files appended?)",
+       -1);
 }
 
 int XmlDocument::nameColumn(const XmlElement* element) const {

@@ -18,10 +18,11 @@ class XmlDocument {
  public:
   /// Parses `text`. With `recover_truncated`, a text that is well formed up to its end but
   /// leaves elements open (a dump cut short) is read as if their closing tags followed, and
-  /// `truncated()` says so; otherwise such a text is malformed. Throws ParseError.
+  /// `truncated()` says so; otherwise such a text is malformed. A second top-level element is
+  /// refused. Throws ParseError.
   XmlDocument(const std::string& text, const std::string& path, bool recover_truncated);
 
-  /// The first top-level element, nullptr for a text without one.
+  /// The top-level element, nullptr for a text without one.
   const XmlElement* root() const { return doc_.RootElement(); }
   bool truncated() const { return truncated_; }
 
@@ -31,6 +32,7 @@ class XmlDocument {
                          int name_offset = 0) const;
 
  private:
+  void checkOneRoot() const;
   int nameColumn(const XmlElement* element) const;
 
   std::string text_;  // kept for columns; a copy, so the document outlives its arguments

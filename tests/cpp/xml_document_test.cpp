@@ -51,6 +51,21 @@ TEST(XmlDocumentTest, MalformedTextsSayWhereAndWhat) {
   EXPECT_EQ(errorAt("<a>\n<b x=1/>\n</a>").rfind("t.xml:2:1: malformed XML: XML_ERROR", 0), 0u);
 }
 
+TEST(XmlDocumentTest, ASecondRootIsRefusedAtIt) {
+  // Two dumps appended to one file: TinyXML-2 keeps both, and readers took the first alone.
+  const std::string two = "<?xml version=\"1.0\"?>\n<system version=\"1\">\n</system>\n"
+                          "<system version=\"1\">\n  <cpu/>\n</system>\n";
+  EXPECT_EQ(errorAt(two),
+            "t.xml:4:1: a second root element <system> after <system>, expected one document per "
+            "file (two files appended?)");
+  // Also where the second is cut short and recovered.
+  EXPECT_EQ(parseErrorOf([&] { XmlDocument doc(two.substr(0, two.size() - 10), "t.xml", true); }),
+            "t.xml:4:1: a second root element <system> after <system>, expected one document per "
+            "file (two files appended?)");
+  XmlDocument one("<!-- c -->\n<system/>\n<!-- after -->\n", "t.xml", false);
+  EXPECT_STREQ(one.root()->Name(), "system");
+}
+
 TEST(XmlDocumentTest, TextCutShortIsRecoveredOnlyWhenAsked) {
   const std::string cut = "<a>\n  <b x=\"1\">\n    <c/>\n";
   XmlDocument doc(cut, "t.xml", true);
