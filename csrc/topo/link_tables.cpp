@@ -167,7 +167,8 @@ double smpGBps(const std::string& vendor, const std::string& arch, int intel_mod
   };
   if (arch == "ppc64") return pick("power9");
   if (arch == "arm64" || arch == "aarch64") return pick("arm");
-  if (vendor == "AuthenticAMD" || vendor == "HygonGenuine") return pick("amd");
+  // RCCL's dumps write "AMD" where NCCL's write the CPUID vendor string.
+  if (vendor == "AuthenticAMD" || vendor == "HygonGenuine" || vendor == "AMD") return pick("amd");
   if (vendor == "CentaurHauls" || vendor == "  Shanghai  ") return pick("zhaoxin");
   // Intel: NCCL treats model 0x55 (85, Skylake-SP) and newer as UPI (topo.cc ncclTopoGetCpuType).
   if (vendor == "GenuineIntel" && intel_model > 0 && intel_model < 85) return pick("intel-bdw");

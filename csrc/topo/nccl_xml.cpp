@@ -97,6 +97,7 @@ class NcclXmlReader {
     }
     host_.source = path_;
     host_.format = "nccl-xml";
+    checkOneHost(root);
     for (const XmlElement* child = root->FirstChildElement(); child;
          child = child->NextSiblingElement()) {
       if (std::string(child->Name()) == "cpu") {
@@ -197,6 +198,26 @@ class NcclXmlReader {
     }
     close(cpu_id);
     return out;
+  }
+
+  /// NCCL's dump of a multi-node NVLink domain (GB200, GB300 trays) holds the <cpu> elements of
+  /// every host of the domain, told apart by `host_hash`; read as one host, their NUMA ids and bus
+  /// ids would clash with a message about those instead.
+  void checkOneHost(const XmlElement* root) const {
+    const XmlElement* first = nullptr;
+    for (const XmlElement* cpu = root->FirstChildElement("cpu"); cpu;
+         cpu = cpu->NextSiblingElement("cpu")) {
+      if (!cpu->Attribute("host_hash")) continue;
+      if (first == nullptr) {
+        first = cpu;
+      } else if (xmlAttr(cpu, "host_hash") != xmlAttr(first, "host_hash")) {
+        fail(cpu, "<cpu> host_hash " + xmlAttr(cpu, "host_hash") + " after " +
+                      xmlAttr(first, "host_hash") + " (line " +
+                      std::to_string(first->GetLineNum()) +
+                      "): the file holds several hosts (a multi-node NVLink dump?), expected one; "
+                      "keep one host's <cpu> elements");
+      }
+    }
   }
 
   void readCpu(const XmlElement* cpu) {

@@ -96,6 +96,7 @@ TEST(LinkTablesTest, LinkSpeedStringsOfEveryKernelGeneration) {
 
 TEST(LinkTablesTest, SmpAndNicRates) {
   EXPECT_DOUBLE_EQ(smpGBps("AuthenticAMD", "x86_64", 0), 16.0);   // AMD_BW
+  EXPECT_DOUBLE_EQ(smpGBps("AMD", "x86_64", 0), 16.0);            // as RCCL's dumps write it
   EXPECT_DOUBLE_EQ(smpGBps("GenuineIntel", "x86_64", 85), 10.0);  // SKL_QPI_BW
   EXPECT_DOUBLE_EQ(smpGBps("GenuineIntel", "x86_64", 79), 6.0);   // Broadwell: BDW_QPI_BW
   EXPECT_DOUBLE_EQ(smpGBps("", "ppc64", 0), 32.0);                // P9_BW

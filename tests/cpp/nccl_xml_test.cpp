@@ -315,6 +315,22 @@ TEST(NcclXmlTest, ANicWithoutPciDeviceUnderEveryCpuIsOneNicReachedFromEach) {
       << parseError(dump("25000"));
 }
 
+TEST(NcclXmlTest, ADumpOfSeveralHostsSaysSo) {
+  // NCCL's dump of an NVLink domain of GB300 trays: one <cpu> per host, each numaid 0.
+  auto cpu = [](const std::string& hash, int rank) {
+    return "  <cpu host_hash=\"" + hash + "\" numaid=\"0\" affinity=\"000000ff\" arch=\"arm64\">\n" +
+           "    <pci busid=\"0008:06:00.0\" class=\"0x030200\" link_speed=\"64.0 GT/s PCIe\" " +
+           "link_width=\"16\">\n      <gpu dev=\"0\" sm=\"103\" rank=\"" + std::to_string(rank) +
+           "\" gdr=\"1\"/>\n    </pci>\n  </cpu>\n";
+  };
+  const std::string one = cpu("0xffa2647d9c5a65e8", 0);
+  EXPECT_EQ(parseError("<system version=\"1\">\n" + one + cpu("0xb93bee07ef6f4564", 1) + "</system>\n"),
+            "t.xml:7:3: <cpu> host_hash 0xb93bee07ef6f4564 after 0xffa2647d9c5a65e8 (line 2): the "
+            "file holds several hosts (a multi-node NVLink dump?), expected one; keep one host's "
+            "<cpu> elements");
+  EXPECT_EQ(readNcclXml("<system version=\"1\">\n" + one + "</system>\n", "t.xml").gpuCount(), 1);
+}
+
 TEST(NcclXmlTest, WriteThenReadGivesTheSameGraphForEveryFile) {
   int checked = 0;
   for (const std::string& path : dataFiles("nccl_topo_xml")) {
