@@ -429,6 +429,7 @@ class NvsmiParser {
     for (size_t i : gpu_cols) {
       for (size_t j : gpu_cols) host.gpu_paths.push_back(resolve(i, j));
     }
+    distrustInferredNuma(&host, gpu_cols);
     for (size_t i : gpu_cols) {
       for (size_t k : nic_cols) host.gpu_nic_paths.push_back(resolve(i, k));
     }
@@ -453,6 +454,35 @@ class NvsmiParser {
     return host;
   }
 
+  /// Two GPUs given one CPU Affinity with SYS between them (the link between sockets, as the
+  /// file itself says) show a cpuset or cgroup limit (a Slurm job's), not their sockets: NUMA
+  /// nodes inferred from it would put both sockets' GPUs on one node, so they become unknown.
+  void distrustInferredNuma(HostTopology* host, const std::vector<size_t>& gpu_cols) {
+    if (!numa_inferred_) return;
+    const size_t nd = columns_.size();
+    for (size_t a = 0; a < gpu_cols.size(); ++a) {
+      for (size_t b = a + 1; b < gpu_cols.size(); ++b) {
+        const Gpu& ga = host->gpus[a];
+        const Gpu& gb = host->gpus[b];
+        const Cell& cell = cells_[gpu_cols[a] * nd + gpu_cols[b]];
+        const Cell& mirror = cells_[gpu_cols[b] * nd + gpu_cols[a]];
+        const Cell& known = cell.known ? cell : mirror;
+        if (ga.numa_node < 0 || ga.numa_node != gb.numa_node || !known.known ||
+            known.cls != PathClass::SYS) {
+          continue;
+        }
+        host->warnings.push_back(
+            columns_[gpu_cols[a]].name + " and " + columns_[gpu_cols[b]].name +
+            " share CPU Affinity " + ga.cpu_affinity +
+            " across SYS (the link between sockets): a cpuset or cgroup limit, not their "
+            "sockets'; NUMA nodes unknown");
+        for (Gpu& gpu : host->gpus) gpu.numa_node = -1;
+        host->numa_nodes.clear();
+        return;
+      }
+    }
+  }
+
   void assignNuma(HostTopology* host) {
     bool has_numa_column = std::any_of(affinity_.begin(), affinity_.end(),
                                        [](const Token& t) { return t.text == "NUMA Affinity"; });
@@ -468,6 +498,7 @@ class NvsmiParser {
       if (!sets.empty())
         host->warnings.push_back("no NUMA Affinity column: NUMA nodes numbered 0.." +
                                  std::to_string(sets.size() - 1) + " by distinct CPU Affinity");
+      numa_inferred_ = !sets.empty();
     }
     std::map<int, std::string> nodes;
     for (const Gpu& gpu : host->gpus) {
@@ -521,6 +552,7 @@ class NvsmiParser {
   std::map<std::string, LegendEntry> legend_;  // NIC column -> its name in the NIC Legend
   bool legend_classes_ = false;  // the legend defines path classes
   bool legend_nvlink_ = false;   // ... NV# among them
+  bool numa_inferred_ = false;   // NUMA ids numbered by distinct CPU Affinity
 };
 
 }  // namespace

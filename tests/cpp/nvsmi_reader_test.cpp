@@ -252,6 +252,34 @@ TEST(NvsmiReaderTest, LinesPastedAboveTheHeaderAreSkippedWithAWarning) {
   EXPECT_TRUE(looksLikeNvidiaSmi("a\n\n\nb\nc\n" + table));  // blank lines do not count
 }
 
+TEST(NvsmiReaderTest, OneCpuAffinityAcrossSocketsIsACgroupsNotNumaNodes) {
+  // Old drivers print no NUMA Affinity; under a Slurm job's cpuset every GPU shows the job's
+  // CPUs, which numbered all four GPUs of two sockets as one node.
+  auto table = [](const std::string& across) {
+    return "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\n"
+           "GPU0\t X \tPIX\t" + across + "\t" + across + "\t0-3\n"
+           "GPU1\tPIX\t X \t" + across + "\t" + across + "\t0-3\n"
+           "GPU2\t" + across + "\t" + across + "\t X \tPIX\t0-3\n"
+           "GPU3\t" + across + "\t" + across + "\tPIX\t X \t0-3\n";
+  };
+  const HostTopology sockets = readNvidiaSmi(table("SOC"), "t.txt");
+  for (const Gpu& gpu : sockets.gpus) {
+    EXPECT_EQ(gpu.numa_node, -1) << gpu.index;
+    EXPECT_EQ(gpu.cpu_affinity, "0-3") << gpu.index;
+  }
+  EXPECT_TRUE(sockets.numa_nodes.empty());
+  EXPECT_TRUE(std::any_of(sockets.warnings.begin(), sockets.warnings.end(), [](const std::string& w) {
+    return w == "GPU0 and GPU2 share CPU Affinity 0-3 across SYS (the link between sockets): a "
+                "cpuset or cgroup limit, not their sockets'; NUMA nodes unknown";
+  }));
+  // One socket (PHB, NODE between the pairs): one node, as inferred.
+  for (const std::string& near : {"PHB", "NODE"}) {
+    const HostTopology one = readNvidiaSmi(table(near), "t.txt");
+    for (const Gpu& gpu : one.gpus) EXPECT_EQ(gpu.numa_node, 0) << near << gpu.index;
+    ASSERT_EQ(one.numa_nodes.size(), 1u) << near;
+  }
+}
+
 TEST(NvsmiReaderTest, ErrorsNameLineColumnAndExpectation) {
   EXPECT_EQ(parseError("        GPU0    GPU1\nGPU0     X      NVx\n"),
             "t.txt:2:17: row GPU0, column GPU1: got 'NVx', expected a path class (X, NV1 to NV64, "

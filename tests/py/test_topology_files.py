@@ -120,7 +120,7 @@ SMI: dict[str, Expect] = {
         "SYS NV1 SYS SYS NV1 X NV1 NV1",
         "SYS SYS NV1 SYS NV1 NV1 X NV1",
         "SYS SYS SYS NV1 NV1 NV1 NV1 X",
-    ], [0] * 8, 4),  # every GPU has CPU Affinity 1-1: one NUMA domain
+    ], [N] * 8, 4),  # every GPU has CPU Affinity 1-1 across SOC pairs: a cpuset, not NUMA
     "vllm19607_2xGPU_NV12_8xNIC_emptyAffinity.txt": Expect(2, ["X NV12", "NV12 X"], [N, N], 8),
 }
 
