@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import shutil
 import socket
 import statistics
 import sys
@@ -77,8 +79,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     mode.add_argument("--fsdp", action="store_true", help="FSDP2 fully_shard over dp")
     mode.add_argument("--ddp", action="store_true", help="DDP over dp (the plain baseline)")
     p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--check-steps", type=int, default=2,
-                   help="steps whose loss is compared with the single-process run (0: none)")
+    p.add_argument("--check-steps", type=int, default=None,
+                   help="steps whose loss is compared with the single-process run (0: none; "
+                        "default 2, or --steps if fewer)")
     p.add_argument("--batch", type=int, default=4, help="sequences per data-parallel rank")
     p.add_argument("--seq-len", type=int, default=64)
     p.add_argument("--dim", type=int, default=64)
@@ -105,13 +108,33 @@ def parse_args(argv=None) -> argparse.Namespace:
                  "kv_heads"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')}: got {getattr(args, name)}, expected >= 1")
+    if args.check_steps is None:
+        args.check_steps = min(2, args.steps)
     if args.check_steps < 0:
         p.error(f"--check-steps: got {args.check_steps}, expected >= 0")
-    for flag, given in (("--ring", args.ring), ("--ulysses", args.ulysses is not None)):
-        if given and args.sp == 1:
-            p.error(f"{flag}: needs --sp > 1")
+    if args.check_steps > args.steps:
+        p.error(f"--check-steps: got {args.check_steps}, expected <= --steps {args.steps}")
+    # torch's AdamW refuses these with a message that names no option; inf trains to NaN.
+    if not 0 <= args.lr < math.inf:
+        p.error(f"--lr: got {args.lr}, expected a finite number >= 0")
+    # LlamaConfig refuses the first two, RoPE (pairs of each head's dimensions) the third, and
+    # the tp shards the rest, each as a traceback or a message in the model's own names.
+    if args.dim % args.heads:
+        p.error(f"--heads: got {args.heads}, expected a divisor of --dim {args.dim}")
+    if args.heads % args.kv_heads:
+        p.error(f"--kv-heads: got {args.kv_heads}, expected a divisor of --heads {args.heads}")
+    if args.dim // args.heads % 2:
+        p.error(f"--dim: got {args.dim}, expected an even width per head (--dim / --heads "
+                f"{args.heads} = {args.dim // args.heads})")
+    for flag, count in (("--heads", args.heads), ("--kv-heads", args.kv_heads),
+                        ("--ffn-dim", args.ffn_dim)):
+        if count % args.tp:
+            p.error(f"--tp: got {args.tp}, expected a divisor of {flag} {count}")
     if args.device == "cuda" and not torch.cuda.is_available():
         p.error("--device cuda: no CUDA device here; leave --device out or pass --device cpu")
+    if args.backend == "nccl" and (args.device == "cpu" or not torch.cuda.is_available()):
+        p.error("--backend nccl: needs a CUDA device; "
+                + ("got --device cpu" if args.device == "cpu" else "none here"))
     # Both are written after the run: a path that cannot take them failed only then.
     if args.json and (problem := output_file_problem("--json", args.json)):
         p.error(problem)
@@ -121,10 +144,6 @@ def parse_args(argv=None) -> argparse.Namespace:
         except OSError as exc:
             p.error(f"--checkpoint-dir: cannot create {args.checkpoint_dir!r}: "
                     f"{exc.strerror or exc}")
-    if args.sp == "auto" and args.ulysses is None and not args.ring:
-        args.ulysses = "auto"  # the degree follows the world size, the split the planner
-    if args.check_steps > args.steps:
-        p.error(f"--check-steps: got {args.check_steps}, expected <= --steps {args.steps}")
     return args
 
 
@@ -164,19 +183,25 @@ def init_distributed(args) -> torch.device:
         print("note: backend 'topo' is not registered in this build; running on gloo")
     dist.init_process_group(backend)
     world = dist.get_world_size()
-    if args.sp == "auto":
+    auto = args.sp == "auto"
+    if auto:
         args.sp = max(world // (args.dp * args.tp), 1)
     if args.dp * args.tp * args.sp != world:
         raise ValueError(f"--dp x --tp x --sp: got {args.dp} x {args.tp} x {args.sp} = "
                          f"{args.dp * args.tp * args.sp}, expected the world size {world}")
+    # After --sp auto's choice: one rank left for sp would drop the split asked for unseen.
+    for flag, given in (("--ring", args.ring), ("--ulysses", args.ulysses is not None)):
+        if given and args.sp == 1:
+            raise ValueError(f"{flag}: needs --sp > 1" + (
+                f"; --sp auto left 1 rank (world {world} / (--dp {args.dp} x --tp {args.tp}))"
+                if auto else ""))
+    if auto and args.ulysses is None and not args.ring:
+        args.ulysses = "auto"  # the degree follows the world size, the split the planner
     return device
 
 
 def attention_shape(args) -> torch_topo.AttentionShape:
     """One tp rank's attention: its share of the heads over the whole sequence of a batch."""
-    for what, count in (("--heads", args.heads), ("--kv-heads", args.kv_heads)):
-        if count % args.tp:
-            raise ValueError(f"{what}: got {count}, expected a multiple of --tp {args.tp}")
     return torch_topo.AttentionShape(heads=args.heads // args.tp,
                                      kv_heads=args.kv_heads // args.tp,
                                      head_dim=args.dim // args.heads, seq_len=args.seq_len,
@@ -245,6 +270,19 @@ def reference_losses(args, cfg: LlamaConfig, steps: int) -> list[float]:
     return losses
 
 
+def check_tp_tokens(args) -> None:
+    """The tp rules on tokens, which the first overlap op of the first step would find, as each
+    rank's traceback. The split has made --seq-len a multiple of --sp."""
+    tokens = args.batch * args.seq_len // args.sp
+    if tokens % args.tp:
+        raise ValueError(f"--tp: got {args.tp}, expected a divisor of {tokens}, the tokens a tp "
+                         "group shares out (--batch x --seq-len / --sp)")
+    rows = tokens // args.tp
+    if args.chunks is not None and args.chunks > rows:
+        raise ValueError(f"--chunks: got {args.chunks}, expected <= {rows}, the token rows "
+                         "each tp rank's overlap ops split (--batch x --seq-len / --sp / --tp)")
+
+
 class Trainer:
     """One data-parallel replica's shard of the model, its optimizer and one step."""
 
@@ -253,13 +291,8 @@ class Trainer:
         full = build_model(cfg, SEED)
         self.dp_rank = mesh.get_local_rank(0)
         sp_groups = (mesh.get_group("sp"), mesh.get_group("cp")) if args.sp > 1 else None
-        rows = args.batch * args.seq_len // args.sp // args.tp
-        if args.tp > 1 and args.chunks is not None and args.chunks > rows:
-            # Found by the first overlap op of the first step, as each rank's traceback.
-            raise ValueError(f"--chunks: got {args.chunks}, expected <= {rows}, the token rows "
-                             "each tp rank's overlap ops split (--batch x --seq-len / --sp / "
-                             "--tp)")
         if args.tp > 1:
+            check_tp_tokens(args)
             model = TensorParallelLlama(full, mesh.get_group("tp"), args.chunks, sp_groups)
             self.shards = args.tp
         else:
@@ -395,15 +428,17 @@ def main(argv=None) -> int:
     # The first step pays for warm-up (allocations, FSDP lazy init); leave it out when we can.
     steady = times[1:] if len(times) > 1 else times
     median = statistics.median(steady)
-    ckpt_ok = None
+    ckpt_ok = scratch = None
     if not args.no_checkpoint:
-        folder = [args.checkpoint_dir or (tempfile.mkdtemp(prefix="train_llama_ckpt_")
-                                          if rank == 0 else None)]
+        if args.checkpoint_dir is None and rank == 0:
+            scratch = tempfile.mkdtemp(prefix="train_llama_ckpt_")
+        folder = [args.checkpoint_dir or scratch]
         dist.broadcast_object_list(folder, src=0)
         ckpt_ok = checkpoint_round_trip(trainer, folder[0])
 
     diffs = [abs(a - b) for a, b in zip(losses, ref, strict=False)]
     loss_ok = all(d <= LOSS_TOLERANCE for d in diffs)
+    choices = [[c.op, list(c.x_shape), c.chunks] for c in overlap_choices()]
     result = {
         "world_size": world, "mesh": mesh.mesh.tolist(), "dp": args.dp, "tp": args.tp, "sp": args.sp, "ring": args.ring,
         "ulysses_degree": getattr(args, "ulysses", None),
@@ -412,9 +447,8 @@ def main(argv=None) -> int:
         "losses": losses, "reference_losses": ref, "max_loss_diff": max(diffs, default=0.0),
         "loss_tolerance": LOSS_TOLERANCE, "step_times_s": times, "median_step_s": median,
         "tokens_per_s": tokens_per_step / median, "checkpoint_ok": ckpt_ok,
-        "overlap": _combine(tp_stats[1:] or tp_stats), "plan": plan_text,
-        "overlap_chunks": [[c.op, list(c.x_shape), c.chunks] for c in overlap_choices()],
-        "chunks": args.chunks,
+        "overlap": overlap_summary(tp_stats[1:] or tp_stats, args.chunks, choices),
+        "plan": plan_text, "overlap_chunks": choices, "chunks": args.chunks,
     }
     if rank == 0:
         print_report(result)
@@ -425,16 +459,27 @@ def main(argv=None) -> int:
     flag = torch.tensor([0.0 if ok else 1.0], device=device if device.type == "cuda" else None)
     dist.all_reduce(flag)
     dist.barrier()  # no rank tears down while a peer still reads from it
+    if scratch is not None:
+        # Past the barrier no rank reads it; a folder left behind must not fail a finished run.
+        shutil.rmtree(scratch, ignore_errors=True)
     dist.destroy_process_group()
     return 0 if flag.item() == 0 else 1
 
 
-def _combine(stats: list[dict]) -> dict:
+def overlap_summary(stats: list[dict], chunks: int | None, choices: list) -> dict:
+    """The overlap ops' mean times per step and hidden fraction, for the given --chunks or the
+    chunk counts the ops chose (`choices`, as in the JSON's overlap_chunks)."""
     keys = ("t_compute", "t_comm", "t_wall")
     out = {k: sum(s.get(k, 0.0) for s in stats) / max(len(stats), 1) for k in keys}
     if out["t_compute"] > 0 and out["t_comm"] > 0:
-        out["hidden_fraction"] = torch_topo.ops.hidden_fraction(out["t_comm"], out["t_compute"],
-                                                                out["t_wall"])
+        if ({chunks} if chunks else {c for *_, c in choices}) == {1}:
+            # The unchunked ops run compute and collective back to back by design; their
+            # "fraction" only measured the overhead between them (-7.84 on 2 x 4 CPU ranks).
+            out["hidden_fraction"] = None
+            out["hidden_fraction_note"] = "one chunk everywhere: the unchunked ops, nothing to hide"
+        else:
+            out["hidden_fraction"] = torch_topo.ops.hidden_fraction(
+                out["t_comm"], out["t_compute"], out["t_wall"])
     return out
 
 
@@ -447,11 +492,8 @@ def print_report(r: dict) -> None:
     o, step = r["overlap"], r["median_step_s"]
     if o["t_wall"] > 0:
         hidden = o.get("hidden_fraction")
-        counts = {r["chunks"]} if r["chunks"] else {c for _, _, c in r["overlap_chunks"]}
-        if counts == {1}:
-            # The unchunked ops run compute and collective back to back by design; their
-            # "fraction" only measured the overhead between them (-7.84 on 2 x 4 CPU ranks).
-            hidden_text = "; one chunk everywhere: the unchunked ops, nothing to hide"
+        if "hidden_fraction_note" in o:
+            hidden_text = f"; {o['hidden_fraction_note']}"
         else:
             hidden_text = f", hidden fraction {hidden:.2f}" if hidden is not None else ""
         print(f"tp overlap ops per step: wall {o['t_wall'] * 1e3:.1f} ms "

@@ -10,6 +10,7 @@ emulator) runs as written (its defaults), on 4 CPU ranks."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -96,6 +97,7 @@ def test_example_matches_single_process(name, ranks, backend, options, extra_env
     for got, want in zip(r["losses"], r["reference_losses"], strict=True):
         assert abs(got - want) <= 1e-4, (r["losses"], r["reference_losses"])
     assert r["checkpoint_ok"] is True
+    assert (tmp_path / "ckpt").is_dir()  # a --checkpoint-dir the user named is kept
     assert r["tokens_per_s"] > 0
     if name in SPLITS:
         assert (r["ulysses_degree"], r["ring_degree"]) == SPLITS[name]
@@ -154,7 +156,20 @@ def test_docstring_command_runs_with_its_defaults(command, tmp_path):
     (["--bogus"], r"unrecognized arguments: --bogus"),
     # Rules that need the world size (1 here: a lone process) or the model were tracebacks.
     (["--dp", "2"], r"--dp x --tp x --sp: got 2 x 1 x 1 = 2, expected the world size 1"),
-    (["--heads", "3"], r"LlamaConfig.dim: got 64, expected a multiple of n_heads 3"),
+    (["--heads", "3"], r"--heads: got 3, expected a divisor of --dim 64"),
+    # The model's or torch's words, naming no option, or a traceback (odd width per head).
+    (["--kv-heads", "3"], r"--kv-heads: got 3, expected a divisor of --heads 4"),
+    (["--dim", "6", "--heads", "2", "--kv-heads", "1"],
+     r"--dim: got 6, expected an even width per head \(--dim / --heads 2 = 3\)"),
+    (["--tp", "4"], r"--tp: got 4, expected a divisor of --kv-heads 2"),
+    (["--lr", "-1"], r"--lr: got -1.0, expected a finite number >= 0"),
+    (["--backend", "nccl", "--device", "cpu"],
+     r"--backend nccl: needs a CUDA device; got --device cpu"),
+    # --sp auto leaves a lone process 1 rank: the split asked for was dropped without a word.
+    (["--sp", "auto", "--ring"],
+     r"--ring: needs --sp > 1; --sp auto left 1 rank \(world 1 / \(--dp 1 x --tp 1\)\)"),
+    (["--sp", "auto", "--ulysses", "2"], r"--ulysses: needs --sp > 1; --sp auto left 1 rank"),
+    (["--steps", "1", "--check-steps", "2"], r"--check-steps: got 2, expected <= --steps 1"),
     # ZeroDivisionError tracebacks inside the model, or taken without a word.
     (["--heads", "0"], r"--heads: got 0, expected >= 1"),
     (["--dim", "0"], r"--dim: got 0, expected >= 1"),
@@ -182,45 +197,103 @@ def test_bad_options_are_refused(options, message):
     assert res.stderr.count("\n") == 1, res.stderr
 
 
-def _report_of(chunks, calibrated, capsys, monkeypatch) -> str:
+@pytest.fixture
+def example(monkeypatch):
+    """examples/train_llama.py as a module."""
     monkeypatch.syspath_prepend(os.path.dirname(EXAMPLE))
     import train_llama
 
+    return train_llama
+
+
+def _report_of(example, chunks, calibrated, capsys) -> tuple[str, dict]:
+    """The printed overlap line and the JSON's overlap entry."""
+    choices = [["all_gather_matmul", [64, 64], c] for c in calibrated]
     # Wall 0.05 s, compute 0.01 s, comm 0.03 s: by hand (0.01 + 0.03 - 0.05) / 0.01 = -1.
+    overlap = example.overlap_summary([{"t_wall": 0.05, "t_compute": 0.01, "t_comm": 0.03}],
+                                      chunks, choices)
     r = {"plan": "p", "mode": "replicate", "backend": "gloo", "device": "cpu", "world_size": 2,
          "dp": 1, "tp": 2, "sp": 1, "median_step_s": 0.1, "tokens_per_s": 1.0,
-         "overlap": {"t_wall": 0.05, "t_compute": 0.01, "t_comm": 0.03, "hidden_fraction": -1.0},
-         "overlap_chunks": [["all_gather_matmul", [64, 64], c] for c in calibrated],
-         "chunks": chunks, "reference_losses": [], "checkpoint_ok": None}
-    train_llama.print_report(r)
-    return next(line for line in capsys.readouterr().out.splitlines()
+         "overlap": overlap, "overlap_chunks": choices, "chunks": chunks,
+         "reference_losses": [], "checkpoint_ok": None}
+    example.print_report(r)
+    line = next(line for line in capsys.readouterr().out.splitlines()
                 if line.startswith("tp overlap ops"))
+    return line, json.loads(json.dumps(r))["overlap"]
 
 
-def test_one_chunk_reports_nothing_to_hide(capsys, monkeypatch):
-    # At one chunk the ops run unchunked: the "hidden fraction" printed (-0.85, -7.84 on CPU
-    # ranks) was only the overhead between compute and collective.
+def test_one_chunk_reports_nothing_to_hide(example, capsys):
+    # At one chunk the ops run unchunked: the "hidden fraction" (-0.85, -7.84 on CPU ranks) was
+    # only the overhead between compute and collective, and the JSON still carried it.
+    nothing = "one chunk everywhere: the unchunked ops, nothing to hide"
     for chunks, calibrated in ((None, [1, 1]), (1, [])):
-        line = _report_of(chunks, calibrated, capsys, monkeypatch)
-        assert line.endswith("comm 30.0 ms; one chunk everywhere: the unchunked ops, "
-                             "nothing to hide"), line
+        line, overlap = _report_of(example, chunks, calibrated, capsys)
+        assert line.endswith(f"comm 30.0 ms; {nothing}"), line
+        assert overlap["hidden_fraction"] is None, overlap
+        assert overlap["hidden_fraction_note"] == nothing
     for chunks, calibrated in ((None, [1, 4]), (4, [])):
-        line = _report_of(chunks, calibrated, capsys, monkeypatch)
+        line, overlap = _report_of(example, chunks, calibrated, capsys)
         assert line.endswith("comm 30.0 ms, hidden fraction -1.00"), line
+        assert overlap["hidden_fraction"] == pytest.approx(-1.0)
+        assert "hidden_fraction_note" not in overlap
+
+
+def test_check_steps_defaults_to_steps_when_fewer(example):
+    # --steps 1 alone was refused for a --check-steps 2 the user never gave.
+    assert example.parse_args(["--steps", "1"]).check_steps == 1
+    assert example.parse_args([]).check_steps == 2
+    assert example.parse_args(["--steps", "3", "--check-steps", "0"]).check_steps == 0
+
+
+@pytest.mark.parametrize("batch, seq_len, sp, chunks, message", [
+    # 3 tokens over tp 2, and 1 token per sp rank over tp 2: a traceback at step 0 (a shape
+    # mismatch in all_gather_matmul, an IndexError in the model's token shard).
+    (1, 3, 1, None, "--tp: got 2, expected a divisor of 3, the tokens a tp group shares out "
+                    "(--batch x --seq-len / --sp)"),
+    (1, 2, 2, None, "--tp: got 2, expected a divisor of 1, the tokens a tp group shares out "
+                    "(--batch x --seq-len / --sp)"),
+    (4, 64, 2, 65, "--chunks: got 65, expected <= 64, the token rows each tp rank's overlap ops "
+                   "split (--batch x --seq-len / --sp / --tp)"),
+])
+def test_tp_token_rules(example, batch, seq_len, sp, chunks, message):
+    args = argparse.Namespace(batch=batch, seq_len=seq_len, sp=sp, tp=2, chunks=chunks)
+    with pytest.raises(ValueError) as err:
+        example.check_tp_tokens(args)
+    assert str(err.value) == message
+    example.check_tp_tokens(argparse.Namespace(batch=4, seq_len=64, sp=2, tp=2, chunks=64))
+
+
+@pytest.mark.timeout(120)
+def test_default_checkpoint_folder_is_removed(tmp_path):
+    # The temporary folder the run made for its checkpoint stayed behind after every run.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TOPO_", "NCCL_TOPO"))}
+    env.update(PYTHONPATH=ROOT, OMP_NUM_THREADS="1", TMPDIR=str(tmp_path))
+    res = subprocess.run([sys.executable, EXAMPLE, "--steps", "1", "--check-steps", "0",
+                          "--device", "cpu", "--json", str(tmp_path / "result.json")],
+                         capture_output=True, text=True, env=env, timeout=110, cwd=ROOT)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    r = json.loads((tmp_path / "result.json").read_text())
+    assert r["checkpoint_ok"] is True
+    assert not list(tmp_path.glob("train_llama_ckpt_*"))
 
 
 @pytest.mark.timeout(180)
-def test_chunks_above_a_tp_ranks_rows_is_refused_before_any_step(tmp_path):
+@pytest.mark.parametrize("options, line", [
+    # 4 sequences x 64 tokens over 2 tp ranks
+    (["--chunks", "1000"], "--chunks: got 1000, expected <= 128, the token rows each tp rank's "
+                           "overlap ops split (--batch x --seq-len / --sp / --tp)"),
+    (["--batch", "1", "--seq-len", "3"], "--tp: got 2, expected a divisor of 3, the tokens a tp "
+                                         "group shares out (--batch x --seq-len / --sp)"),
+], ids=["chunks", "tokens"])
+def test_tp_token_rules_refuse_before_any_step(options, line, tmp_path):
     # Refused by the first overlap op of the first step: a traceback on every rank.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TOPO_", "NCCL_TOPO"))}
     env.update(PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
     res = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                          "--nproc-per-node", "2", EXAMPLE, "--tp", "2", "--chunks", "1000",
+                          "--nproc-per-node", "2", EXAMPLE, "--tp", "2", *options,
                           "--backend", "gloo", "--device", "cpu", "--no-checkpoint"],
                          capture_output=True, text=True, env=env, timeout=170, cwd=ROOT)
     assert res.returncode != 0
-    # 4 sequences x 64 tokens over 2 tp ranks; each rank says so in one line
-    line = ("train_llama.py: error: --chunks: got 1000, expected <= 128, the token rows each tp "
-            "rank's overlap ops split (--batch x --seq-len / --sp / --tp)")
-    assert res.stderr.count(line) == 2, res.stderr[-3000:]
+    # each rank says so in one line
+    assert res.stderr.count(f"train_llama.py: error: {line}") == 2, res.stderr[-3000:]
     assert "train_llama.py\", line" not in res.stderr, res.stderr[-3000:]  # torchrun's own only
