@@ -541,9 +541,7 @@ HostTopology HwlocXmlReader::read() {
     intel_model_ = static_cast<int>(model.value);
   }
   // NCCL's names: hwloc says aarch64 and ppc64le where NCCL writes arm64 and ppc64.
-  const std::string arch = arch_ == "aarch64"   ? "arm64"
-                           : arch_ == "ppc64le" ? "ppc64"
-                                                : arch_;
+  const std::string arch = arch_ == "aarch64" ? "arm64" : arch_ == "ppc64le" ? "ppc64" : arch_;
   ParsedNumber<long long> family = parseInteger(info("CPUFamilyNumber"));
   const std::pair<const char*, std::string> cpu_attrs[] = {
       {"arch", arch},

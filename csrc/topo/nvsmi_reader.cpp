@@ -82,8 +82,9 @@ class NvsmiParser {
     // Without a header below, the first line is refused as one.
     const size_t header = headerLine(lines_);
     if (header != std::string::npos && header != i) {
-      warnings_.push_back(path_ + ":" + std::to_string(i + 1) + ": skipped the line(s) above the "
-                          "header at line " + std::to_string(header + 1) +
+      warnings_.push_back(path_ + ":" + std::to_string(i + 1) +
+                          ": skipped the line(s) above the header at line " +
+                          std::to_string(header + 1) +
                           " (pasted with the table: a prompt, a label or a Markdown fence)");
       i = header;
     }

@@ -218,7 +218,8 @@ TEST(HwlocReaderTest, DuplicateGpuBusIdIsAParseErrorAtTheSecondDevice) {
 }
 
 /// `text` with every `from` replaced by `to`, each of them found.
-std::string replacedEach(std::string text, const std::vector<std::pair<std::string, std::string>>& edits) {
+std::string replacedEach(std::string text,
+                         const std::vector<std::pair<std::string, std::string>>& edits) {
   for (const auto& [from, to] : edits) {
     const size_t at = text.find(from);
     EXPECT_NE(at, std::string::npos) << from;

@@ -286,8 +286,8 @@ TEST(NcclXmlTest, ANicWithoutPciDeviceUnderEveryCpuIsOneNicReachedFromEach) {
       xml += "  <cpu numaid=\"" + std::to_string(s) + "\" affinity=\"0000000" + (s ? "c" : "3") +
              "\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"143\">\n" +
              "    <pci busid=\"0000:" + (s ? "9" : "1") + "a:00.0\" class=\"0x030200\" " +
-             "link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n" +
-             "      <gpu dev=\"" + std::to_string(s) + "\" sm=\"90\" rank=\"" + std::to_string(s) +
+             "link_speed=\"32.0 GT/s PCIe\" link_width=\"16\">\n" + "      <gpu dev=\"" +
+             std::to_string(s) + "\" sm=\"90\" rank=\"" + std::to_string(s) +
              "\" gdr=\"1\"/>\n    </pci>\n    <nic>\n" +
              "      <net name=\"eth0\" dev=\"0\" latency=\"0\" speed=\"" + speed +
              "\" port=\"0\" guid=\"0x0\" maxconn=\"65536\" gdr=\"0\"/>\n    </nic>\n  </cpu>\n";
@@ -318,16 +318,18 @@ TEST(NcclXmlTest, ANicWithoutPciDeviceUnderEveryCpuIsOneNicReachedFromEach) {
 TEST(NcclXmlTest, ADumpOfSeveralHostsSaysSo) {
   // NCCL's dump of an NVLink domain of GB300 trays: one <cpu> per host, each numaid 0.
   auto cpu = [](const std::string& hash, int rank) {
-    return "  <cpu host_hash=\"" + hash + "\" numaid=\"0\" affinity=\"000000ff\" arch=\"arm64\">\n" +
+    return "  <cpu host_hash=\"" + hash +
+           "\" numaid=\"0\" affinity=\"000000ff\" arch=\"arm64\">\n" +
            "    <pci busid=\"0008:06:00.0\" class=\"0x030200\" link_speed=\"64.0 GT/s PCIe\" " +
            "link_width=\"16\">\n      <gpu dev=\"0\" sm=\"103\" rank=\"" + std::to_string(rank) +
            "\" gdr=\"1\"/>\n    </pci>\n  </cpu>\n";
   };
   const std::string one = cpu("0xffa2647d9c5a65e8", 0);
-  EXPECT_EQ(parseError("<system version=\"1\">\n" + one + cpu("0xb93bee07ef6f4564", 1) + "</system>\n"),
-            "t.xml:7:3: <cpu> host_hash 0xb93bee07ef6f4564 after 0xffa2647d9c5a65e8 (line 2): the "
-            "file holds several hosts (a multi-node NVLink dump?), expected one; keep one host's "
-            "<cpu> elements");
+  EXPECT_EQ(
+      parseError("<system version=\"1\">\n" + one + cpu("0xb93bee07ef6f4564", 1) + "</system>\n"),
+      "t.xml:7:3: <cpu> host_hash 0xb93bee07ef6f4564 after 0xffa2647d9c5a65e8 (line 2): the "
+      "file holds several hosts (a multi-node NVLink dump?), expected one; keep one host's "
+      "<cpu> elements");
   EXPECT_EQ(readNcclXml("<system version=\"1\">\n" + one + "</system>\n", "t.xml").gpuCount(), 1);
 }
 

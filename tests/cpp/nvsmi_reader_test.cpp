@@ -221,7 +221,8 @@ TEST(NvsmiReaderTest, LinesPastedAboveTheHeaderAreSkippedWithAWarning) {
   const HostTopology bare = readNvidiaSmi(table + legend, "t.txt");
   for (const std::string& above :
        {std::string("NVIDIA Topology:\n"), std::string("[user@node ~]$ nvidia-smi topo -m\n"),
-        std::string("```shell\n"), std::string("$ nvidia-smi topo -m\n\nNVIDIA Topology:\n```\n")}) {
+        std::string("```shell\n"),
+        std::string("$ nvidia-smi topo -m\n\nNVIDIA Topology:\n```\n")}) {
     for (const std::string& below : {legend, std::string("```\n"), legend + "```\n"}) {
       const std::string text = above + table + below;
       ASSERT_TRUE(looksLikeNvidiaSmi(text)) << text;
@@ -239,9 +240,11 @@ TEST(NvsmiReaderTest, LinesPastedAboveTheHeaderAreSkippedWithAWarning) {
       ASSERT_EQ(h.nics.size(), 1u) << text;
       EXPECT_EQ(h.gpus[1].numa_node, 1) << text;
       EXPECT_EQ(h.gpus[1].cpu_affinity, "32-63") << text;
-      const std::string header_at = std::to_string(std::count(above.begin(), above.end(), '\n') + 1);
+      const std::string header_at =
+          std::to_string(std::count(above.begin(), above.end(), '\n') + 1);
       EXPECT_TRUE(std::any_of(h.warnings.begin(), h.warnings.end(), [&](const std::string& w) {
-        return w.rfind("t.txt:1: skipped the line(s) above the header at line " + header_at, 0) == 0;
+        return w.rfind("t.txt:1: skipped the line(s) above the header at line " + header_at, 0) ==
+               0;
       })) << text;
     }
   }
@@ -257,10 +260,17 @@ TEST(NvsmiReaderTest, OneCpuAffinityAcrossSocketsIsACgroupsNotNumaNodes) {
   // CPUs, which numbered all four GPUs of two sockets as one node.
   auto table = [](const std::string& across) {
     return "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\n"
-           "GPU0\t X \tPIX\t" + across + "\t" + across + "\t0-3\n"
-           "GPU1\tPIX\t X \t" + across + "\t" + across + "\t0-3\n"
-           "GPU2\t" + across + "\t" + across + "\t X \tPIX\t0-3\n"
-           "GPU3\t" + across + "\t" + across + "\tPIX\t X \t0-3\n";
+           "GPU0\t X \tPIX\t" +
+           across + "\t" + across +
+           "\t0-3\n"
+           "GPU1\tPIX\t X \t" +
+           across + "\t" + across +
+           "\t0-3\n"
+           "GPU2\t" +
+           across + "\t" + across +
+           "\t X \tPIX\t0-3\n"
+           "GPU3\t" +
+           across + "\t" + across + "\tPIX\t X \t0-3\n";
   };
   const HostTopology sockets = readNvidiaSmi(table("SOC"), "t.txt");
   for (const Gpu& gpu : sockets.gpus) {
@@ -268,10 +278,12 @@ TEST(NvsmiReaderTest, OneCpuAffinityAcrossSocketsIsACgroupsNotNumaNodes) {
     EXPECT_EQ(gpu.cpu_affinity, "0-3") << gpu.index;
   }
   EXPECT_TRUE(sockets.numa_nodes.empty());
-  EXPECT_TRUE(std::any_of(sockets.warnings.begin(), sockets.warnings.end(), [](const std::string& w) {
-    return w == "GPU0 and GPU2 share CPU Affinity 0-3 across SYS (the link between sockets): a "
-                "cpuset or cgroup limit, not their sockets'; NUMA nodes unknown";
-  }));
+  EXPECT_TRUE(
+      std::any_of(sockets.warnings.begin(), sockets.warnings.end(), [](const std::string& w) {
+        return w ==
+               "GPU0 and GPU2 share CPU Affinity 0-3 across SYS (the link between sockets): a "
+               "cpuset or cgroup limit, not their sockets'; NUMA nodes unknown";
+      }));
   // One socket (PHB, NODE between the pairs): one node, as inferred.
   for (const std::string& near : {"PHB", "NODE"}) {
     const HostTopology one = readNvidiaSmi(table(near), "t.txt");

@@ -53,8 +53,9 @@ TEST(XmlDocumentTest, MalformedTextsSayWhereAndWhat) {
 
 TEST(XmlDocumentTest, ASecondRootIsRefusedAtIt) {
   // Two dumps appended to one file: TinyXML-2 keeps both, and readers took the first alone.
-  const std::string two = "<?xml version=\"1.0\"?>\n<system version=\"1\">\n</system>\n"
-                          "<system version=\"1\">\n  <cpu/>\n</system>\n";
+  const std::string two =
+      "<?xml version=\"1.0\"?>\n<system version=\"1\">\n</system>\n"
+      "<system version=\"1\">\n  <cpu/>\n</system>\n";
   EXPECT_EQ(errorAt(two),
             "t.xml:4:1: a second root element <system> after <system>, expected one document per "
             "file (two files appended?)");
