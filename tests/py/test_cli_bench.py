@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """`python -m torch_topo bench`: the spawn path with 2 CPU ranks, the table and JSON formats
 (busbw = algbw x the nccl-tests factor), the link checks against real topology files (a slow
-NVLink pair, a PCIe link at half its width, a NIC at a tenth of its speed, an unknown width),
-the progress line and the exit codes."""
+NVLink pair, a PCIe link at half its width, a NIC at a tenth of its speed, an unknown width, a
+network pinned by TORCH_TOPO_INTER_HOST_GBPS), the progress line, the exit codes and the input
+refused before any rank starts (sizes past a tensor's, broken pinned files)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ NDV4 = os.path.join(XML, "azure_ndv4_8xA100_topo.xml")
 NCV4 = os.path.join(XML, "azure_ncv4_4xA100pcie_topo.xml")
 P4D = os.path.join(XML, "aws_p4d.24xlarge_8xA100_topo.xml")
 DGX1 = os.path.join(DATA, "nvidia_smi_topo", "dgx1like_8xV100-SXM2_hybridcube_1xEDR_oneflow.txt")
+# 8 x H100 and 9 NICs, whose speeds nvidia-smi text never gives.
+H100_SMI = os.path.join(DATA, "nvidia_smi_topo", "PARTIAL_nccl1453_8xH100_NV18_9xNIC.tsv.txt")
 
 # nccl-tests' bus bandwidth factors (doc/PERFORMANCE.md), written out here as the reference.
 NCCL_TESTS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
@@ -148,6 +151,67 @@ def test_played_hosts_check_inter_host_busbw():
     assert 0.25 * 12.5 < check["expected_gbps"] <= 12.5
     assert "host0 1 x 100 Gbit/s, host1 1 x 100 Gbit/s" in check["basis"]
     assert [f["code"] for f in result["findings"]] == ["inter-host-slow"]
+
+
+def test_played_hosts_rated_by_the_pinned_network():
+    # nvidia-smi text gives no NIC speed, so the check was unrated although
+    # TORCH_TOPO_INTER_HOST_GBPS pinned the network for the cost model.
+    code, result = _run(["-m"], "--procs", "2", "--collectives", "all_reduce", "--min-bytes",
+                        "64K", "--max-bytes", "64K", "--reps", "1", "--topology", H100_SMI,
+                        "--json", TORCH_TOPO_PLAY="h0:0,h1:0", TORCH_TOPO_INTER_HOST_GBPS="5")
+    assert code == 0
+    (check,) = result["links"]
+    # The pin's 5 GB/s per host and direction is shared by the host's 9 NICs of unknown speed,
+    # and a host's one rank drives one of them: a 2-rank all_reduce's busbw (factor 1) is at
+    # most 5/9 GB/s; at 64 KiB the model adds latency, but not so much that the pin vanishes.
+    assert 0.25 * 5 / 9 < check["expected_gbps"] <= 5 / 9
+    assert "over TORCH_TOPO_INTER_HOST_GBPS=5 GB/s per host and NICs: host0 NIC speed " \
+           "unknown" in check["basis"], check["basis"]
+    assert "link-unrated" not in [f["code"] for f in result["findings"]]
+
+
+def test_pinned_network_is_the_basis():
+    # A pin under the NICs' speed caps the model, but the basis named the NICs alone.
+    hosts = [load_topology(NCV4)] * 2
+    planner = resolve_cluster(NCV4, hosts=2, model="alpha_beta", inter_host_gbps=0.05)
+    check = check_inter_host(planner, hosts, "all_reduce", 1 << 30, 1.0, pinned_gbps=0.05)
+    # busbw <= the host's 0.05 GB/s x 2(n-1)/n over n = 8 ranks; 1 GiB leaves latency out.
+    bound = 0.05 * NCCL_TESTS_FACTOR["all_reduce"](8)
+    assert 0.9 * bound <= check.expected_gbps <= bound
+    assert check.basis.endswith("over TORCH_TOPO_INTER_HOST_GBPS=0.05 GB/s per host and NICs: "
+                                "host0 1 x 100 Gbit/s, host1 1 x 100 Gbit/s"), check.basis
+    # Pinned, unknown NIC speeds no longer leave the figure unrated.
+    smi = [load_topology(H100_SMI)] * 2
+    pinned = check_inter_host(resolve_cluster(H100_SMI, hosts=2, model="alpha_beta",
+                                              inter_host_gbps=5.0),
+                              smi, "all_reduce", 1 << 30, 1.0, pinned_gbps=5.0)
+    bound = 5.0 * NCCL_TESTS_FACTOR["all_reduce"](16)
+    assert 0.5 * bound <= pinned.expected_gbps <= bound
+    assert [f.code for f in link_findings([pinned])] == ["inter-host-slow"]
+
+
+def test_inter_host_check_without_all_reduce_says_what_stands_in():
+    # docs/bench.md promised the all_reduce figure; without all_reduce the first collective
+    # swept was checked under the same words.
+    from types import SimpleNamespace
+
+    from torch_topo.bench.launch import _checks
+
+    def record(name, size, busbw):
+        return {"collective": name, "size": size, "topo_busbw_GBps": busbw,
+                "inner_busbw_GBps": busbw / 2}
+
+    cluster = SimpleNamespace(hosts=[load_topology(NCV4)] * 2, configured_inter_host_gbps=0.0)
+    planner = resolve_cluster(NCV4, hosts=2, model="alpha_beta")
+    records = [record("broadcast", 1 << 20, 3.0), record("broadcast", 1 << 30, 4.0),
+               record("all_gather", 1 << 30, 5.0)]
+    (check,) = _checks(cluster, planner, [], records)
+    assert (check.subject, check.measured_gbps) == ("broadcast over 2 hosts", 4.0)
+    # Everything a broadcast sends to the other host crosses its one 100 Gbit/s NIC.
+    assert 0.5 * 12.5 <= check.expected_gbps <= 12.5
+    assert check.basis.endswith("; broadcast in place of all_reduce, which was not swept")
+    (check,) = _checks(cluster, planner, [], [*records, record("all_reduce", 1 << 30, 6.0)])
+    assert check.subject == "all_reduce over 2 hosts" and "in place of" not in check.basis
 
 
 def test_slow_nvlink_pair():
@@ -297,6 +361,81 @@ def test_exit_codes(monkeypatch, capsys):
 def test_bad_input_exits_2(argv, message, capsys):
     assert main(["bench", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    # int(inf) raised OverflowError: a traceback, exit 1.
+    (["--max-bytes", "infK"], "--max-bytes: got 'infK', expected at most 9223372036854775807 "
+                              "bytes"),
+    (["--max-bytes", "1e400K"], "--max-bytes: got '1e400K', expected at most "
+                                "9223372036854775807 bytes"),
+    # Taken: every rank died on torch.ones of more than 2^63 elements, a TypeError each.
+    (["--min-bytes", "1e12G", "--max-bytes", "1e12G"], "--min-bytes: got '1e12G', expected at "
+                                                       "most 9223372036854775807 bytes"),
+    (["--max-bytes", "nanK"], "--max-bytes: got 'nanK', expected bytes like 8, 64K, 16M"),
+])
+def test_sizes_past_a_tensor_exit_2_before_spawning(argv, message, monkeypatch, capsys):
+    def sweep(options, procs):
+        raise AssertionError(f"spawned {procs} ranks")
+
+    monkeypatch.setattr(bench_cli, "run_bench", sweep)
+    assert main(["bench", "--procs", "2", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"torch_topo bench: error: argument {message}") \
+        and err.count("\n") == 1, err
+
+
+def test_sizes_end_at_the_largest_tensor(monkeypatch, capsys):
+    seen = []
+    monkeypatch.setattr(bench_cli, "run_bench",
+                        lambda options, procs: seen.append(options) or _result_with([]))
+    assert main(["bench", "--procs", "2", "--max-bytes", str(2**63)]) == 2
+    assert f"--max-bytes: got '{2**63}', expected at most 9223372036854775807 bytes" \
+        in capsys.readouterr().err
+    assert main(["bench", "--procs", "2", "--min-bytes", str(2**63 - 1), "--max-bytes",
+                 str(2**63 - 1)]) == 0
+    assert [options.sweep.sizes for options in seen] == [(2**63 - 1,)]
+
+
+@pytest.fixture
+def broken_files(tmp_path):
+    with open(NCV4, "rb") as f:
+        xml = f.read()
+    cut = tmp_path / "cut.xml"
+    cut.write_bytes(xml[:xml.index(b"<pci") + 10])
+    latin = tmp_path / "latin.xml"
+    latin.write_bytes(xml.replace(b"x86_64", b"x86\xff64", 1))
+    return cut, latin
+
+
+@pytest.mark.parametrize("variable, which", [
+    ("TORCH_TOPO_FILE", "cut"), ("NCCL_TOPO_FILE", "latin"), ("TORCH_TOPO_FILE", "missing"),
+    ("NCCL_TOPO_FILE", "missing")])
+def test_broken_pinned_file_exits_2_before_spawning(variable, which, broken_files, tmp_path,
+                                                    monkeypatch, capsys):
+    # Each spawned rank failed on it with a traceback, then the run ended "rank 0 failed".
+    def sweep(options, procs):
+        raise AssertionError(f"spawned {procs} ranks")
+
+    path = {"cut": broken_files[0], "latin": broken_files[1],
+            "missing": tmp_path / "gone.xml"}[which]
+    if which == "missing":
+        setting = ("TopoConfig.topology_file (or TORCH_TOPO_FILE)"
+                   if variable == "TORCH_TOPO_FILE" else variable)
+        message = f"{setting}: got '{path}', expected an existing topology file"
+    else:
+        with pytest.raises(ValueError) as refused:  # the reader's own words for the file
+            load_topology(path)
+        message = str(refused.value)
+    monkeypatch.delenv("TORCH_TOPO_FILE", raising=False)
+    monkeypatch.delenv("NCCL_TOPO_FILE", raising=False)
+    monkeypatch.setenv(variable, str(path))
+    monkeypatch.setattr(bench_cli, "run_bench", sweep)
+    assert main(["bench", "--procs", "2"]) == 2
+    assert capsys.readouterr().err == f"torch_topo bench: error: {message}\n"
+    # --topology is what the ranks get pinned then: the variable's file is not read.
+    monkeypatch.setattr(bench_cli, "run_bench", lambda options, procs: _result_with([]))
+    assert main(["bench", "--procs", "2", "--topology", NCV4]) == 0
 
 
 @pytest.mark.parametrize("where, message", [

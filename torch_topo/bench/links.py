@@ -6,8 +6,9 @@ bindings), never from a table here: a GPU's host/device copies against its PCIe 
 (`PlannerCluster.gpu_pcie_links`: generation x width), a GPU pair's peer copy against the path
 bandwidth (`Topology.bandwidth`: NVLink lanes x the generation's lane rate, or the PCIe/SMP
 bottleneck), and a multi-host collective's bus bandwidth against the cost model's estimate over
-the hosts' NICs (`PlannerCluster.estimate`). A figure under `min_fraction` of its expectation is a
-`doctor`-style finding; so is a PCIe link of unknown width (the expectation then assumes x16).
+the hosts' NICs and TORCH_TOPO_INTER_HOST_GBPS where set (`PlannerCluster.estimate`). A figure
+under `min_fraction` of its expectation is a `doctor`-style finding; so is a PCIe link of unknown
+width (the expectation then assumes x16).
 """
 
 from __future__ import annotations
@@ -81,27 +82,34 @@ def check_peer_copy(topology, a: int, b: int, measured_gbps: float, host: int = 
                      f"{cell}: {what} (path bandwidth)", cell)
 
 
-def check_inter_host(planner, hosts, op: str, nbytes: int, measured_busbw_gbps: float
-                     ) -> LinkCheck:
+def check_inter_host(planner, hosts, op: str, nbytes: int, measured_busbw_gbps: float,
+                     pinned_gbps: float = 0.0) -> LinkCheck:
     """A collective over every rank of a multi-host `_C.PlannerCluster` against the cost model.
 
     Args:
         hosts: the `Topology` of each host, for the NIC speeds the expectation rests on.
         op: the collective measured; nbytes: its size (nccl-tests meaning).
+        pinned_gbps: TORCH_TOPO_INTER_HOST_GBPS as the planner was built with it (0: not set):
+            the model caps each host at it, so it rates hosts whose NICs have no speed.
     """
     nics = []
     for i, host in enumerate(hosts):
         speeds = [n.speed_gbps for n in host.nics if n.speed_gbps]
         nics.append(f"host{i} {len(speeds)} x {max(speeds):g} Gbit/s" if speeds
                     else f"host{i} NIC speed unknown")
-    subject = f"{op} over {len(hosts)} hosts"
-    if any("unknown" in text for text in nics):
+    subject, listed = f"{op} over {len(hosts)} hosts", ", ".join(nics)
+    if pinned_gbps:
+        # NICs of known speed still bound the model below the pin, so both are named.
+        network = f"TORCH_TOPO_INTER_HOST_GBPS={pinned_gbps:g} GB/s per host and NICs: {listed}"
+    elif any("unknown" in text for text in nics):
         return LinkCheck("inter_host", subject, measured_busbw_gbps, None,
-                         "NIC speeds unknown: " + ", ".join(nics), "NET")
+                         f"NIC speeds unknown, TORCH_TOPO_INTER_HOST_GBPS not set: {listed}",
+                         "NET")
+    else:
+        network = f"NICs: {listed}"
     estimate = planner.estimate(op, nbytes, [list(range(planner.world_size))])
     return LinkCheck("inter_host", subject, measured_busbw_gbps, estimate["bus_bandwidth_gbps"],
-                     f"cost model at {nbytes} B ({estimate['algorithm']}) over NICs: "
-                     + ", ".join(nics), "NET")
+                     f"cost model at {nbytes} B ({estimate['algorithm']}) over {network}", "NET")
 
 
 def _fix(check: LinkCheck) -> str:

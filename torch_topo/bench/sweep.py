@@ -13,6 +13,7 @@ median over repetitions, topo and inner repetitions interleaved so machine noise
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -23,14 +24,18 @@ import torch.distributed as dist
 
 from torch_topo import _C
 
-__all__ = ["COLLECTIVES", "DTYPES", "SweepConfig", "alternating", "parse_bytes", "rotated",
-           "size_series", "sweep_collectives"]
+__all__ = ["COLLECTIVES", "DTYPES", "MAX_BYTES", "SweepConfig", "alternating", "parse_bytes",
+           "rotated", "size_series", "sweep_collectives"]
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 DTYPES = ("float32", "float64", "bfloat16", "float16")
+MAX_BYTES = (1 << 63) - 1
+"""The largest size parse_bytes takes, torch's limit on a tensor's size in bytes; below it, a
+size the device cannot hold still ends in each rank's allocation error."""
 _REDUCING = ("all_reduce", "reduce_scatter")
-# nccl-tests prints these ops' count per rank (its paramcount: one rank's send or receive),
-# the others' whole buffer.
+# nccl-tests prints these ops' count as its paramcount, the buffer over the ranks: one rank's
+# send (all_gather), one rank's receive (reduce_scatter), what one rank sends each peer
+# (all_to_all); the others' whole buffer.
 _COUNTED_PER_RANK = ("all_gather", "reduce_scatter", "all_to_all")
 # torch 2.14 renames the flat forms (the old names warn); older releases have only the old ones.
 _ALL_GATHER = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)
@@ -38,15 +43,24 @@ _REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_ten
 
 
 def parse_bytes(text: str) -> int:
-    """ "8", "64K", "16M", "1G" (binary units, optional trailing B) -> bytes; an argparse type."""
+    """ "8", "64K", "16M", "1G" (binary units, optional trailing B) -> bytes, 1 to MAX_BYTES;
+    an argparse type."""
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     body = text.strip().upper().removesuffix("B")
     try:
         value = float(body[:-1]) * units[body[-1]] if body and body[-1] in units else int(body)
+        if math.isnan(value):  # "nanK": no size at all, not one out of range
+            raise ValueError
     except ValueError:
         raise argparse.ArgumentTypeError(f"got {text!r}, expected bytes like 8, 64K, 16M") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"got {text!r}, expected at least 1 byte")
+    # int(inf) raised OverflowError, and a size past int64 reached every rank, whose
+    # torch.ones refused it as a TypeError traceback.
+    if value > MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"got {text!r}, expected at most {MAX_BYTES} bytes "
+                                         "(2^63 - 1: torch counts a tensor's size in signed "
+                                         "64-bit integers)")
     return int(value)
 
 

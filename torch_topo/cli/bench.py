@@ -31,6 +31,7 @@ from torch_topo.cli._bench_published import add_published_options, published_mod
 from torch_topo.cli._options import int_at_least
 from torch_topo.cluster import play_entries
 from torch_topo.config import TopoConfig
+from torch_topo.probe import resolve_pinned_file
 from torch_topo.topology import read_topology
 from torch_topo.validation import MAX_LOCAL_PROCESSES
 
@@ -145,9 +146,13 @@ def run(args) -> int:
     if args.procs is not None and args.procs > MAX_LOCAL_PROCESSES:
         raise ValueError(f"--procs: got {args.procs}, expected at most {MAX_LOCAL_PROCESSES} "
                          "(processes started at once on this machine)")
-    if args.topology:
-        read_topology(args.topology, "--topology")  # a bad file fails here, before any rank starts
-    play = TopoConfig.from_env().play
+    config = TopoConfig.from_env()
+    # A bad file, given or pinned, failed inside every rank, as a traceback each; --topology
+    # is what the ranks get pinned when given.
+    pinned = args.topology or resolve_pinned_file(config)
+    if pinned:
+        read_topology(pinned, "--topology" if args.topology else "pinned topology file")
+    play = config.play
     if play and args.procs is not None:
         # A malformed entry failed inside every spawned rank, as a traceback each.
         play_entries(play, args.procs)
