@@ -435,12 +435,15 @@ def test_reduce_is_priced_as_its_broadcast(tmp_path):
     assert {r["algorithm"] for r in outs["reduce"]["rows"]} == {"ring"}
 
 
-def test_rows_of_zero_bytes_are_left_out(tmp_path):
-    """-b 0 adds a row NCCL never launches a kernel for (0.1 us): not a collective to price."""
+@pytest.mark.parametrize("zeros", [1, 2])
+def test_rows_of_zero_bytes_are_left_out(tmp_path, zeros):
+    """-b 0 adds a row NCCL never launches a kernel for (0.1 us): not a collective to price.
+    all_gather -b 8 on 2 ranks prints two (8 and 16 B round down to 0 per rank), which read as
+    a second run's rows."""
     first = "           8             2     float     sum      -1    34.84"
     zero = ("           0             0     float     sum      -1     0.11    0.00    0.00       0"
             "     0.10    0.00    0.00       0\n")
-    path = _derive(tmp_path, G8_ALLREDUCE, (first, zero + first))
+    path = _derive(tmp_path, G8_ALLREDUCE, (first, zero * zeros + first))
     assert [r["size"] for r in _published_path(path)["rows"]] == \
         [r["size"] for r in _published_path(G8_ALLREDUCE)["rows"]]
 
@@ -619,3 +622,34 @@ def test_text_table_gives_no_ratio_for_a_busbw_of_zero(capsys):
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     eight = next(r for r in rows if r[:1] == ["8"])
     assert eight[4:7] == ["0.00", "0.00", "-"], eight
+
+
+P4DE = DATA / "nccl_topo_xml" / "aws_p4de.24xlarge_8xA100-80G_topo.xml"
+A100_RUN = DATA / "nccl_tests" / "a100_8xSXM_single_node_all_reduce_perf_mlengineering_massaged.txt"
+
+
+def test_cloud_xml_without_nvlink_warns_and_completes(capsys):
+    """AWS's p4de file leaves NVLink out, as clouds do: read as written it priced the 8 A100
+    SXM over PCIe (7 GB/s against a published 229 at 1 GiB) without a word. The reference for
+    the completed file is the nvidia-smi matrix of the same board."""
+    as_read = _published(capsys, A100_RUN, P4DE, "--sm", "80")
+    assert "left out as clouds do" in as_read["nvlink_warning"]
+    assert "--nvlink complete" in as_read["nvlink_warning"]
+    assert as_read["settings"]["nvlink"] == "file"
+    completed = _published(capsys, A100_RUN, P4DE, "--sm", "80", "--nvlink", "complete")
+    assert completed["settings"]["nvlink"] == "complete"
+    assert completed["nvlink_warning"].startswith("NCCL XML without NVLink")
+    board = _published(capsys, A100_RUN, A100, "--sm", "80")
+    assert board["nvlink_warning"] is None
+    big = {r["size"]: r["model_busbw"] for r in board["rows"] if r["size"] >= 256 << 20}
+    assert big
+    for row in completed["rows"]:
+        if row["size"] in big:
+            assert row["model_busbw"] == pytest.approx(big[row["size"]], rel=0.05), row
+    for row in as_read["rows"]:
+        if row["size"] in big:
+            assert row["model_busbw"] < 0.1 * big[row["size"]], row
+
+
+def test_nvlink_needs_published(capsys):
+    assert "--nvlink: applies to --published OUTPUT only" in _error(capsys, "--nvlink", "complete")

@@ -224,6 +224,8 @@ class Sweeps:
         ("out.txt:25", "out.json: results[0]"), `here` in later errors ("on line 25", "at
         results[0]"). Rows of another kind than the first are only noted: published() names
         them with every column that changed, so that -d all -o all is one error, not two."""
+        if size == 0:  # no collective; several (all_gather -b 8 on 2 ranks) are no second run
+            return
         if self._kind is None:
             self._kind = (kind, here)
         elif kind != self._kind[0]:
@@ -276,7 +278,7 @@ class Sweeps:
                           busbw=median(self._busbw[size]), op=op, algorithm=algorithm,
                           cycles=len(self._times[size]),
                           wrong_at=tuple(self._wrong.get(size, ())))
-                for size in self._order if size]
+                for size in self._order]
 
 
 def _shown(kind: dict[str, str], rooted: bool) -> str:

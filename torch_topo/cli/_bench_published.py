@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,7 +41,7 @@ from torch_topo.cli._options import (
     parse_nccl_version,
     positive_number,
 )
-from torch_topo.topology import file_named
+from torch_topo.topology import file_named, load_topology
 
 __all__ = ["PUBLISHED_SCHEMA", "add_published_options", "published_mode", "run_published"]
 
@@ -48,7 +49,7 @@ PUBLISHED_SCHEMA = "torch-topo-bench-published/1"
 _OPS = tuple(PERF_OPS.values())
 _P2P = ("all_to_all", "send_recv")  # NCCL's p2p: NCCL_ALGO does not apply
 _PUBLISHED_ONLY = ("--op", "--hosts", "--ranks-per-host", "--sm", "--nic-gbit", "--nics",
-                   "--nccl-version", "--algo", "--nvlink-domain-hosts")
+                   "--nccl-version", "--algo", "--nvlink-domain-hosts", "--nvlink")
 
 
 # Compute capabilities x 10 of the GPUs the model knows by name (smFromGpuName in
@@ -102,6 +103,11 @@ def add_published_options(p) -> None:
                         "CollNetDirect, CollNetChain), or 'default' for NCCL's own choice "
                         "(default: NCCL_ALGO where the output shows it)")
     add_nvlink_domain_hosts(g)
+    g.add_argument("--nvlink", choices=("file", "complete"), default=None,
+                   help="NVLink an NCCL XML --topology leaves out (clouds ship it without; NCCL "
+                        "adds it from NVML at run time): 'file' (default) prices the file as "
+                        "written, with a warning where NVLink looks left out; 'complete' fills "
+                        "it from the GPU model the file names, as the run had it")
 
 
 def published_mode(args) -> bool:
@@ -134,6 +140,29 @@ def _op(args, header: RunHeader, output: str) -> tuple[str, str]:
                          "command line or X_perf in the file name names the collective; give "
                          f"--op ({', '.join(_OPS)})")
     return op, "--op" if args.op else "output" if header.op else "file name"
+
+
+def _nvlink(args, system: System, scratch: Path) -> tuple[System, str | None]:
+    """`system` priced on --topology as the run's NCCL saw it, and the warning to print. An
+    NCCL XML without NVLink between its GPUs (clouds ship it so) read as written prices them
+    over PCIe, 0.03-0.06x of a published SXM run: --nvlink complete fills it (in a JSON copy
+    under `scratch`), and without it a warning says so."""
+    with file_named("--topology"):
+        if args.nvlink == "complete":
+            done = load_topology(args.topology, nvlink="complete")
+            completed = scratch / "topology.json"
+            completed.write_text(done.to_json())
+            return replace(system, topology=str(completed)), done.nvlink_warning or None
+        left_out = load_topology(args.topology).nvlink_left_out()
+    if left_out is None:
+        return system, None
+    return system, (f"--topology {args.topology}: no NVLink between its GPUs, "
+                    f"{'probably' if left_out[0] == 'inferred' else 'possibly'} left out as "
+                    "clouds do (NCCL adds it from NVML at run time), so they are priced over "
+                    "PCIe; --nvlink complete reads the file as NCCL will"
+                    + ("" if left_out[0] == "inferred" else
+                       ", where the file names the GPU model (this one does not: give the "
+                       "nvidia-smi topo -m text of the same board instead)"))
 
 
 def _resolve(args, header: RunHeader, output: str) -> tuple[System, dict, dict]:
@@ -355,8 +384,14 @@ def run_published(args) -> int:
     _check_rank_count(header, published, system.op, settings, where, output)
     if cut_short:
         print(f"warning: {cut_short}", file=sys.stderr)
-    rows = compare(system, [replace(p, op=system.op, algorithm=system.algorithm)
-                            for p in published])
+    with tempfile.TemporaryDirectory(prefix="torch_topo_published_") as scratch:
+        system, nvlink_warning = _nvlink(args, system, Path(scratch))
+        settings["nvlink"] = args.nvlink or "file"
+        where["nvlink"] = "--nvlink" if args.nvlink else "default"
+        if nvlink_warning:
+            print(f"warning: {nvlink_warning}", file=sys.stderr)
+        rows = compare(system, [replace(p, op=system.op, algorithm=system.algorithm)
+                                for p in published])
     misses = goal_misses(rows)
     caveat = _process_caveat(header.gpus_per_process)
     cycles = _cycles_note(published)
@@ -372,6 +407,7 @@ def run_published(args) -> int:
             "misses": len(misses), "gpus_per_process": header.gpus_per_process or None,
             "caveat": caveat, "cycles": max((p.cycles for p in published), default=1),
             "cycles_note": cycles, "wrong_results": wrong_at, "wrong_warning": warning,
+            "nvlink_warning": nvlink_warning,
             "rows": [{**row, "outside_goals": id(r) in missed}
                      for r, row in zip(rows, table_json(rows), strict=True)]}, indent=2))
         return 0
