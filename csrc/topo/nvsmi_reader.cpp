@@ -24,6 +24,8 @@ const char* const kAffinityColumns[] = {"CPU Affinity", "NUMA Affinity", "GPU NU
 /// Topology:", a Markdown fence. About a quarter of the tables posted in public issues come so.
 constexpr size_t kMaxPreambleLines = 3;
 
+const char* const kNumberedByAffinity = "no NUMA Affinity column: NUMA nodes numbered ";
+
 /// The lines of `body`, until `max` non-blank ones: \n, \r\n and a lone \r (files saved by old
 /// Mac editors) each end a line, as in Python's universal newlines; a CR-only file was one line,
 /// refused at its first \r.
@@ -472,6 +474,12 @@ class NvsmiParser {
             known.cls != PathClass::SYS) {
           continue;
         }
+        // It replaces the note that NUMA nodes were numbered by CPU Affinity.
+        host->warnings.erase(std::remove_if(host->warnings.begin(), host->warnings.end(),
+                                            [](const std::string& w) {
+                                              return w.rfind(kNumberedByAffinity, 0) == 0;
+                                            }),
+                             host->warnings.end());
         host->warnings.push_back(
             columns_[gpu_cols[a]].name + " and " + columns_[gpu_cols[b]].name +
             " share CPU Affinity " + ga.cpu_affinity +
@@ -497,7 +505,7 @@ class NvsmiParser {
         gpu.numa_node = static_cast<int>(it - sets.begin());
       }
       if (!sets.empty())
-        host->warnings.push_back("no NUMA Affinity column: NUMA nodes numbered 0.." +
+        host->warnings.push_back(kNumberedByAffinity + std::string("0..") +
                                  std::to_string(sets.size() - 1) + " by distinct CPU Affinity");
       numa_inferred_ = !sets.empty();
     }

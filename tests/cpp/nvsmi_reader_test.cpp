@@ -278,6 +278,8 @@ TEST(NvsmiReaderTest, OneCpuAffinityAcrossSocketsIsACgroupsNotNumaNodes) {
     EXPECT_EQ(gpu.cpu_affinity, "0-3") << gpu.index;
   }
   EXPECT_TRUE(sockets.numa_nodes.empty());
+  for (const std::string& w : sockets.warnings)
+    EXPECT_EQ(w.find("numbered"), std::string::npos) << w;
   EXPECT_TRUE(
       std::any_of(sockets.warnings.begin(), sockets.warnings.end(), [](const std::string& w) {
         return w ==
