@@ -534,8 +534,10 @@ class Plan:
         lines = [
             f"{self.layout} layout of mesh "
             + " x ".join(f"{n}={s}" for n, s in zip(self.mesh_dim_names, self.mesh_shape, strict=False))
-            + f" on {self.world_size} ranks ({hosts} host(s)); "
-            + ("exhaustive" if self.exact else "greedy + local") + " intra-host search"
+            + f" on {self.world_size} ranks ({hosts} host(s))"
+            # The launcher's layout is laid out, not searched.
+            + (("; " + ("exhaustive" if self.exact else "greedy + local") + " intra-host search")
+               if self.layout == "planned" else "")
             + ("; it is the launcher's contiguous order" if self.layout == "planned"
                and self.contiguous else ""),
             "heaviest first: " + ", ".join(self._priority),

@@ -330,11 +330,13 @@ void CostModel::describeNetwork() {
     for (const auto& [gbit, count] : speeds) os << " " << count << " x " << gbit << " Gbit/s";
   } else {
     network_assumed_ = true;
-    os << (nics == 0 ? std::string("no NICs listed") :
-           std::to_string(unknown) + " of " + std::to_string(nics) + " NICs without a speed")
-       << " (the source gives none; nvidia-smi text never does): " << kDefaultNetworkGBps * 8
-       << " Gbit/s assumed per "
-       << (nics == 0 ? "host" : "NIC") << "; set TORCH_TOPO_INTER_HOST_GBPS or plan on the live "
+    os << (nics == 0
+               ? std::string("no NICs listed")
+               : std::to_string(unknown) + " of " + std::to_string(nics) + " NICs without a speed")
+       << (nics == 0 ? " (the source lists none)"
+                     : " (the source gives none; nvidia-smi text never does)")
+       << ": " << kDefaultNetworkGBps * 8 << " Gbit/s assumed per " << (nics == 0 ? "host" : "NIC")
+       << "; set TORCH_TOPO_INTER_HOST_GBPS or plan on the live "
        << "probe";
   }
   network_source_ = os.str();

@@ -103,10 +103,15 @@ NcclModel::Shape NcclModel::computeShape(const std::vector<std::vector<int>>& gr
   int sm = 0;
   bool sm_known = false;
   s.nvlink = s.nvswitch = true;
+  // Only groups that span nodes use the network: a group inside one node (a launcher's layout
+  // keeps some so) took a share of the NICs it never touches, and doubled the price of a
+  // cross-host group beside it.
+  std::vector<char> spans(groups.size(), 0);
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     std::map<int, std::vector<int>> by_node;
     for (int r : groups[gi]) by_node[model_.nodeOf(r)].push_back(r);
     s.hosts = std::max(s.hosts, static_cast<int>(by_node.size()));
+    spans[gi] = by_node.size() > 1;
     for (const auto& [node, members] : by_node) {
       s.per_host = std::max(s.per_host, static_cast<int>(members.size()));
       if (members.size() >= 2) intra.push_back(members);
@@ -129,10 +134,11 @@ NcclModel::Shape NcclModel::computeShape(const std::vector<std::vector<int>>& gr
       for (int h : hosts) {
         // A domain spanning hosts is switched whatever one tray's own matrix shows.
         s.nvswitch = s.nvswitch && (hosts.size() > 1 || model_.nvlinkSwitched(h));
-        ++host_users[h];
+        if (spans[gi]) ++host_users[h];
         s.amd_cpu = s.amd_cpu || amdCpu(cluster.hosts[h]);
       }
     }
+    if (!spans[gi]) continue;
     for (const auto& [node, nics] : nics_of[gi])
       for (int nic : nics) ++nic_users[nic];
   }
@@ -184,6 +190,7 @@ NcclModel::Shape NcclModel::computeShape(const std::vector<std::vector<int>>& gr
   if (s.hosts >= 2) {
     s.nics = std::numeric_limits<int>::max();
     for (size_t gi = 0; gi < groups.size(); ++gi) {
+      if (!spans[gi]) continue;
       for (const auto& [node, nics] : nics_of[gi]) {
         double sum = 0.0, uplink = 0.0;
         bool listed = false;
@@ -201,14 +208,16 @@ NcclModel::Shape NcclModel::computeShape(const std::vector<std::vector<int>>& gr
         s.nics = std::min(s.nics, count);
       }
     }
-    for (const auto& g : groups)
-      for (int r : g) {
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      if (!spans[gi]) continue;
+      for (int r : groups[gi]) {
         const HostTopology& host = cluster.hosts[cluster.ranks[r].host];
         const int rail = model_.railOf(r);
         const bool listed = rail < static_cast<int>(host.nics.size());
         s.collnet = s.collnet && listed && findAttr(host.nics[rail].attrs, "coll", "0") == "1";
         if (listed) s.net_latency_us = std::max(s.net_latency_us, host.nics[rail].latency_us);
       }
+    }
   }
   return s;
 }

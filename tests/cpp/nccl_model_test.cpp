@@ -238,6 +238,28 @@ TEST(NcclModelTest, GpusTiedBetweenNicsTakeThemInTurn) {
   EXPECT_NEAR(NcclModel(model).shapeOf({iota(16)}).net_gbps, 2 * 50.0, 1e-9);
 }
 
+TEST(NcclModelTest, AGroupInsideOneHostTakesNoShareOfTheNics) {
+  // A launcher's layout keeps some groups inside a host beside others across hosts: the pair
+  // inside took a share of the NIC it never touches, and doubled the cross-host pair's time.
+  HostTopology host = switchedHost(90, 20.6);
+  for (int k = 0; k < 2; ++k) host.nics.push_back({"mlx5_" + std::to_string(k), "", 0, 400.0, {}});
+  host.gpu_nic_paths.assign(16, PathInfo{PathClass::SYS, 0, 0.0, 0.0});
+  const CostModel model(makeCluster(host, 2, 0.0, 0.0));
+  ASSERT_EQ(model.railOf(2), model.railOf(0));  // the inside pair sits on the same rail
+  const NcclModel nccl(model);
+  EXPECT_NEAR(nccl.shapeOf({{0, 8}, {2, 4}}).net_gbps, nccl.shapeOf({{0, 8}}).net_gbps, 1e-9);
+  // Two pairs across hosts on that rail do share it.
+  EXPECT_NEAR(nccl.shapeOf({{0, 8}, {2, 10}}).net_gbps, nccl.shapeOf({{0, 8}}).net_gbps / 2, 1e-9);
+  const int64_t bytes = int64_t{1} << 30;
+  for (CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::AllGather}) {
+    const double across = model.chooseConcurrent(op, bytes, {{0, 8}}).seconds;
+    const double inside = model.chooseConcurrent(op, bytes, {{2, 4}}).seconds;
+    ASSERT_LT(inside, across);
+    EXPECT_NEAR(model.chooseConcurrent(op, bytes, {{0, 8}, {2, 4}}).seconds, across, across * 0.01)
+        << toString(op);
+  }
+}
+
 TEST(NcclModelTest, AGpuWithSeveralNearestNicsSpreadsOverThem) {
   // Hosts with more NICs than GPUs (OCI's 16 x 200G, AWS p5's 32 x 100G for 8 GPUs): NCCL
   // spreads a GPU's channels over its nearest NICs, so the same 400 GB/s per host reaches the

@@ -34,7 +34,7 @@ def test_option_sets_are_frozen():
                                  "--min-fraction", "--check", "--plot", "--json",
                                  "--published", "--op", "--hosts", "--ranks-per-host", "--sm",
                                  "--nic-gbit", "--nics", "--nccl-version", "--algo",
-                                 "--nvlink-domain-hosts"}
+                                 "--nvlink-domain-hosts", "--nvlink"}
 
 
 def test_plan_json(capsys):
