@@ -133,9 +133,12 @@ class NvsmiParser {
                  "NUMA Affinity / GPU NUMA ID");
       }
       if (!affinity_.empty()) {
+        // Devices come first: what follows an affinity column is another one, misspelt or
+        // cut short ("NUMA" for "NUMA Affinity").
         fail(li, pos,
-             "header: device column " + excerpt(s, pos) +
-                 " after the affinity columns, expected devices first");
+             "header: got " + excerpt(s, pos) +
+                 " after the affinity columns, expected CPU Affinity, NUMA Affinity or GPU "
+                 "NUMA ID (device columns come before them)");
       }
       Column c{s.substr(pos, n), pos, false, -1};
       if (startsWith(c.name, 0, "GPU") && digitsAt(c.name, 3) == n - 3) {

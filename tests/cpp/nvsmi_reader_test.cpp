@@ -317,6 +317,9 @@ TEST(NvsmiReaderTest, ErrorsNameLineColumnAndExpectation) {
   EXPECT_EQ(parseError("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV1X\t0-1\n"),
             "t.txt:2:10: row GPU0, column GPU1: got 'NV1X', expected a path class (X, NV1 to "
             "NV64, PIX, PXB, PHB, NODE, SYS, SOC) followed by a tab; 'X' is glued to it");
+  EXPECT_EQ(parseError("\tGPU0\tCPU Affinity\tNUMA\nGPU0\t X \t0-3\t0\n"),
+            "t.txt:1:20: header: got 'NUMA' after the affinity columns, expected CPU Affinity, "
+            "NUMA Affinity or GPU NUMA ID (device columns come before them)");
   EXPECT_NE(parseError("hello world\n").find("t.txt:1:1: header"), std::string::npos);
   EXPECT_NE(parseError("").find("empty file"), std::string::npos);
 }
