@@ -24,8 +24,6 @@ const char* const kAffinityColumns[] = {"CPU Affinity", "NUMA Affinity", "GPU NU
 /// Topology:", a Markdown fence. About a quarter of the tables posted in public issues come so.
 constexpr size_t kMaxPreambleLines = 3;
 
-const char* const kNumberedByAffinity = "no NUMA Affinity column: NUMA nodes numbered ";
-
 /// The lines of `body`, until `max` non-blank ones: \n, \r\n and a lone \r (files saved by old
 /// Mac editors) each end a line, as in Python's universal newlines; a CR-only file was one line,
 /// refused at its first \r.
@@ -405,7 +403,7 @@ class NvsmiParser {
                                 ": NIC Legend names " + column +
                                 ", which the matrix has no column for; ignored");
     }
-    assignNuma(&host);
+    assignNuma(&host, gpu_cols);
 
     int unknown = 0;
     const size_t nd = columns_.size();
@@ -435,7 +433,6 @@ class NvsmiParser {
     for (size_t i : gpu_cols) {
       for (size_t j : gpu_cols) host.gpu_paths.push_back(resolve(i, j));
     }
-    distrustInferredNuma(&host, gpu_cols);
     for (size_t i : gpu_cols) {
       for (size_t k : nic_cols) host.gpu_nic_paths.push_back(resolve(i, k));
     }
@@ -462,40 +459,29 @@ class NvsmiParser {
 
   /// Two GPUs given one CPU Affinity with SYS between them (the link between sockets, as the
   /// file itself says) show a cpuset or cgroup limit (a Slurm job's), not their sockets: NUMA
-  /// nodes inferred from it would put both sockets' GPUs on one node, so they become unknown.
-  void distrustInferredNuma(HostTopology* host, const std::vector<size_t>& gpu_cols) {
-    if (!numa_inferred_) return;
+  /// nodes numbered by it would put both sockets' GPUs on one node. The warning that says so,
+  /// or "" where no such pair exists. `host.gpus[i]` is the GPU of column `gpu_cols[i]`.
+  std::string cpusetAcrossSockets(const HostTopology& host,
+                                  const std::vector<size_t>& gpu_cols) const {
     const size_t nd = columns_.size();
     for (size_t a = 0; a < gpu_cols.size(); ++a) {
       for (size_t b = a + 1; b < gpu_cols.size(); ++b) {
-        const Gpu& ga = host->gpus[a];
-        const Gpu& gb = host->gpus[b];
+        const Gpu& ga = host.gpus[a];
         const Cell& cell = cells_[gpu_cols[a] * nd + gpu_cols[b]];
-        const Cell& mirror = cells_[gpu_cols[b] * nd + gpu_cols[a]];
-        const Cell& known = cell.known ? cell : mirror;
-        if (ga.numa_node < 0 || ga.numa_node != gb.numa_node || !known.known ||
-            known.cls != PathClass::SYS) {
-          continue;
+        const Cell& known = cell.known ? cell : cells_[gpu_cols[b] * nd + gpu_cols[a]];
+        if (ga.numa_node >= 0 && ga.numa_node == host.gpus[b].numa_node && known.known &&
+            known.cls == PathClass::SYS) {
+          return columns_[gpu_cols[a]].name + " and " + columns_[gpu_cols[b]].name +
+                 " share CPU Affinity " + ga.cpu_affinity +
+                 " across SYS (the link between sockets): a cpuset or cgroup limit, not their "
+                 "sockets'; NUMA nodes unknown";
         }
-        // It replaces the note that NUMA nodes were numbered by CPU Affinity.
-        host->warnings.erase(std::remove_if(host->warnings.begin(), host->warnings.end(),
-                                            [](const std::string& w) {
-                                              return w.rfind(kNumberedByAffinity, 0) == 0;
-                                            }),
-                             host->warnings.end());
-        host->warnings.push_back(
-            columns_[gpu_cols[a]].name + " and " + columns_[gpu_cols[b]].name +
-            " share CPU Affinity " + ga.cpu_affinity +
-            " across SYS (the link between sockets): a cpuset or cgroup limit, not their "
-            "sockets'; NUMA nodes unknown");
-        for (Gpu& gpu : host->gpus) gpu.numa_node = -1;
-        host->numa_nodes.clear();
-        return;
       }
     }
+    return "";
   }
 
-  void assignNuma(HostTopology* host) {
+  void assignNuma(HostTopology* host, const std::vector<size_t>& gpu_cols) {
     bool has_numa_column = std::any_of(affinity_.begin(), affinity_.end(),
                                        [](const Token& t) { return t.text == "NUMA Affinity"; });
     if (!has_numa_column) {
@@ -507,10 +493,14 @@ class NvsmiParser {
         if (it == sets.end()) it = sets.insert(sets.end(), gpu.cpu_affinity);
         gpu.numa_node = static_cast<int>(it - sets.begin());
       }
-      if (!sets.empty())
-        host->warnings.push_back(kNumberedByAffinity + std::string("0..") +
+      const std::string cpuset = cpusetAcrossSockets(*host, gpu_cols);
+      if (!cpuset.empty()) {
+        host->warnings.push_back(cpuset);
+        for (Gpu& gpu : host->gpus) gpu.numa_node = -1;
+      } else if (!sets.empty()) {
+        host->warnings.push_back("no NUMA Affinity column: NUMA nodes numbered 0.." +
                                  std::to_string(sets.size() - 1) + " by distinct CPU Affinity");
-      numa_inferred_ = !sets.empty();
+      }
     }
     std::map<int, std::string> nodes;
     for (const Gpu& gpu : host->gpus) {
@@ -564,7 +554,6 @@ class NvsmiParser {
   std::map<std::string, LegendEntry> legend_;  // NIC column -> its name in the NIC Legend
   bool legend_classes_ = false;  // the legend defines path classes
   bool legend_nvlink_ = false;   // ... NV# among them
-  bool numa_inferred_ = false;   // NUMA ids numbered by distinct CPU Affinity
 };
 
 }  // namespace
