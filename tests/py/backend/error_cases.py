@@ -160,6 +160,15 @@ def p2p_future_refused(rank, size, ref):
     return bad
 
 
+def _expect_refused(ops, what: str, bad: list[str]) -> None:
+    """batch_isend_irecv(ops) must raise, as on Gloo; `what` names the op meant to be refused."""
+    try:
+        dist.batch_isend_irecv(ops)
+        bad.append(f"{what} in batch_isend_irecv was not refused")
+    except (RuntimeError, ValueError):
+        pass
+
+
 def refused_batch_leaves_the_group_usable(rank, size, ref):
     """A batch_isend_irecv whose op is refused on every rank raises there, as on Gloo, and the
     group's later collectives and batches still run: torch's coalescing manager left the group
@@ -169,12 +178,8 @@ def refused_batch_leaves_the_group_usable(rank, size, ref):
     bad = []
     nxt, prv = (rank + 1) % size, (rank - 1) % size
     strided = torch.zeros(4, 2)[:, 0]  # not contiguous: refused by the inner backend
-    try:
-        dist.batch_isend_irecv([dist.P2POp(dist.isend, strided, nxt),
-                                dist.P2POp(dist.irecv, torch.zeros(4), prv)])
-        bad.append("a non-contiguous send in batch_isend_irecv was not refused")
-    except (RuntimeError, ValueError):
-        pass
+    _expect_refused([dist.P2POp(dist.isend, strided, nxt),
+                     dist.P2POp(dist.irecv, torch.zeros(4), prv)], "a non-contiguous send", bad)
     got = {}
     for label, group in (("gloo", ref), ("topo", dist.group.WORLD)):
         x = torch.arange(3.0) + rank
@@ -205,13 +210,10 @@ def batch_refused_after_posting_completes_its_ops(rank, size, ref):
     bad = []
     nxt, prv = (rank + 1) % size, (rank - 1) % size
     received = torch.zeros(5)
-    try:
-        dist.batch_isend_irecv([dist.P2POp(dist.isend, torch.full((5,), float(rank)), nxt),
-                                dist.P2POp(dist.irecv, received, prv),
-                                dist.P2POp(dist.isend, torch.zeros(5), size)])
-        bad.append("a send to rank world_size in batch_isend_irecv was not refused")
-    except (RuntimeError, ValueError):
-        pass
+    _expect_refused([dist.P2POp(dist.isend, torch.full((5,), float(rank)), nxt),
+                     dist.P2POp(dist.irecv, received, prv),
+                     dist.P2POp(dist.isend, torch.zeros(5), size)], "a send to rank world_size",
+                    bad)
     got = {}
     for label, group in (("gloo", ref), ("topo", dist.group.WORLD)):
         x = torch.arange(4.0) * (rank + 1)
