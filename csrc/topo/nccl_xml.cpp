@@ -398,13 +398,16 @@ class NcclXmlReader {
       n.latency_us = us.value;
       n.attrs = attrsExcept(net, {"name"});
       long dev = intAttr(net, "dev", -1, 0, kMaxIndex);
-      if (sameBareNic(net, n, parent)) continue;
+      const int repeated = repeatedBareNic(net, n);
       if (bus_id.empty()) {
-        // A <nic> straight under <cpu> (no PCI device): the NIC is its own graph node.
-        Node node{NodeKind::Nic, n.name, "", numa, -1, {}};
-        int id = host_.graph.addNode(node);
+        // A <nic> straight under <cpu> (no PCI device): the NIC is its own graph node, linked
+        // to each <cpu> that lists it.
+        const int id = repeated >= 0
+                           ? repeated
+                           : host_.graph.addNode({NodeKind::Nic, n.name, "", numa, -1, {}});
         host_.graph.addLink({parent, id, LinkKind::Pci, 0, pcieGBps(0, 0), kPcieHopLatencyUs});
       }
+      if (repeated >= 0) continue;
       nics_in_file_order_.push_back({n, static_cast<int>(dev)});
       host_.nics.push_back(n);
     }
@@ -412,9 +415,9 @@ class NcclXmlReader {
 
   /// NCCL dumps from some releases write a NIC without a PCI device (a socket or virtual one:
   /// eth0, tunl0) under every <cpu>, with the same attributes: one NIC reached from each, which
-  /// then belongs to no one NUMA node. True when `n` repeats such a NIC (linked here to
-  /// `parent`); a repeated name otherwise is an error.
-  bool sameBareNic(const XmlElement* net, const Nic& n, int parent) {
+  /// then belongs to no one NUMA node. The graph node of the NIC `n` repeats so, -1 for a new
+  /// name; a repeated name otherwise is an error.
+  int repeatedBareNic(const XmlElement* net, const Nic& n) {
     for (auto& [first, dev] : nics_in_file_order_) {
       if (first.name != n.name) continue;
       const bool same = n.bus_id.empty() && first.bus_id.empty() && first.attrs == n.attrs &&
@@ -426,7 +429,6 @@ class NcclXmlReader {
                            : ""));
       }
       const int node = host_.graph.findNode(NodeKind::Nic, n.name);
-      host_.graph.addLink({parent, node, LinkKind::Pci, 0, pcieGBps(0, 0), kPcieHopLatencyUs});
       if (first.numa_node != n.numa_node) {
         first.numa_node = -1;
         host_.graph.nodes[node].numa_node = -1;
@@ -434,9 +436,9 @@ class NcclXmlReader {
       if (repeated_bare_.empty()) first_repeat_line_ = net->GetLineNum();
       if (std::find(repeated_bare_.begin(), repeated_bare_.end(), n.name) == repeated_bare_.end())
         repeated_bare_.push_back(n.name);
-      return true;
+      return node;
     }
-    return false;
+    return -1;
   }
 
   int cpuOf(int node) const {
@@ -579,7 +581,7 @@ class NcclXmlReader {
   std::map<int, int> devs_;
   std::map<int, Gpu> gpu_info_;
   std::vector<std::pair<Nic, int>> nics_in_file_order_;  // with the <net> dev, -1 when none
-  std::vector<std::string> repeated_bare_;  // names of sameBareNic's repeats, in file order
+  std::vector<std::string> repeated_bare_;  // names repeatedBareNic found, in file order
   int first_repeat_line_ = 0;
   std::vector<Pending> pending_;
   std::vector<PendingC2c> c2c_;
